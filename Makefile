@@ -1,0 +1,31 @@
+# Two entry points (README): `make run` sets up, builds and tunes a GEMM; `make test` sets up,
+# builds and runs every test. Everything else here serves those two.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+DEVICE ?= $(shell [ -e /usr/lib/x86_64-linux-gnu/libcuda.so.1 ] || ldconfig -p 2>/dev/null | grep -q libcuda.so.1 && echo cuda:0 || echo sim:h100-sxm)
+SHAPE ?= M=1000,N=1000,K=1000
+TRIALS ?= 48
+DB ?= tuning.db
+
+.PHONY: setup build run test bench clean
+
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/tuner devices
+	$(BUILD)/bin/tuner tune --op gemm --shape $(SHAPE) --device $(DEVICE) --trials $(TRIALS) --strategy random --seed 1 --db $(DB)
+	$(BUILD)/bin/tuner query --db $(DB) --op gemm --shape $(SHAPE) --device $(DEVICE) --best
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	$(BUILD)/bin/pipeline_bench
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,141 @@
+#include "costmodel/analytic_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tuner::costmodel {
+
+namespace {
+
+constexpr int kRegisterAllocationUnit = 256;   // registers per warp are allocated in units of 256
+constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
+constexpr double kGlobalLatencyCycles = 600;   // DRAM/L2 load latency a single-buffered slab exposes
+constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
+constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
+constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
+
+}  // namespace
+
+Occupancy occupancy(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu) {
+  Occupancy o;
+  o.warps_per_block = (p.threads_per_block + gpu.warp_size - 1) / gpu.warp_size;
+  if (o.warps_per_block == 0) return o;
+  int regs_per_warp = ((std::max(r.registers, 1) * gpu.warp_size + kRegisterAllocationUnit - 1) /
+                       kRegisterAllocationUnit) * kRegisterAllocationUnit;
+  int by_regs = gpu.registers_per_sm / (regs_per_warp * o.warps_per_block);
+  int by_threads = gpu.max_threads_per_sm / (o.warps_per_block * gpu.warp_size);
+  int smem = r.static_shared_bytes + p.dynamic_shared_bytes;
+  int by_smem = smem > 0 ? gpu.shared_per_sm_bytes / (smem + kReservedSharedPerBlock) : gpu.max_blocks_per_sm;
+  int by_blocks = gpu.max_blocks_per_sm;
+  o.blocks_per_sm = by_blocks;
+  o.limiter = "blocks";
+  auto limit = [&](int v, const char* name) {
+    if (v < o.blocks_per_sm) { o.blocks_per_sm = v; o.limiter = name; }
+  };
+  limit(by_threads, "threads");
+  limit(by_regs, "registers");
+  limit(by_smem, "shared memory");
+  o.blocks_per_sm = std::max(o.blocks_per_sm, 0);
+  o.occupancy = static_cast<double>(o.blocks_per_sm * o.warps_per_block * gpu.warp_size) / gpu.max_threads_per_sm;
+  return o;
+}
+
+SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu) {
+  SimEstimate e;
+  int smem = r.static_shared_bytes + p.dynamic_shared_bytes;
+  if (p.threads_per_block <= 0 || p.threads_per_block > gpu.max_threads_per_block) {
+    e.reason = std::to_string(p.threads_per_block) + " threads per block; the GPU allows 1.." +
+               std::to_string(gpu.max_threads_per_block);
+    return e;
+  }
+  if (smem > gpu.shared_per_block_bytes) {
+    e.reason = std::to_string(smem) + " bytes of shared memory per block; the GPU allows " +
+               std::to_string(gpu.shared_per_block_bytes);
+    return e;
+  }
+  if (r.registers > gpu.max_registers_per_thread) {
+    e.reason = std::to_string(r.registers) + " registers per thread; the GPU allows " +
+               std::to_string(gpu.max_registers_per_thread);
+    return e;
+  }
+  e.occupancy = occupancy(p, r, gpu);
+  if (e.occupancy.blocks_per_sm <= 0 || p.blocks <= 0) {
+    e.reason = "no block fits on an SM (limited by " + e.occupancy.limiter + ")";
+    return e;
+  }
+  e.launchable = true;
+
+  const double clock_hz = gpu.boost_clock_ghz * 1e9;
+  const int warps = e.occupancy.warps_per_block;
+  const double blocks = static_cast<double>(p.blocks);
+  const double iterations = static_cast<double>(std::max<int64_t>(p.main_loop_iterations, 1));
+
+  // --- Per-block work, in SM cycles when the block has the SM to itself. ---
+  // Instruction issue: per inner step a thread issues ilp FMAs plus shared loads plus overhead; per
+  // main-loop iteration it issues global loads, shared stores and (when it spills) local traffic.
+  const double fma_per_thread = p.flops / 2.0 / (blocks * p.threads_per_block);
+  const double steps_per_thread = fma_per_thread / std::max(p.ilp, 1);
+  const double shared_loads_per_step = 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
+  const double global_elems_per_thread = p.global_bytes / 4.0 / (blocks * p.threads_per_block);
+  const double global_instr_per_thread = 2.0 * global_elems_per_thread / std::max(p.vector_width, 1);
+  const double spill_instr_per_thread = r.local_bytes > 0 ? iterations * 2.0 * r.local_bytes / 4.0 : 0;
+  const double instr_per_thread = fma_per_thread + steps_per_thread * (shared_loads_per_step + kOverheadInstrPerStep) +
+                                  global_instr_per_thread + spill_instr_per_thread;
+  const double fma_warp_rate = gpu.fp32_lanes_per_sm / static_cast<double>(gpu.warp_size);  // warp-FMAs per clock
+  const double issue_rate = 4.0;                                                           // warp-instr per clock
+  const double block_fma_cycles = fma_per_thread * warps / fma_warp_rate;
+  const double block_issue_cycles = instr_per_thread * warps / issue_rate;
+  const double block_shared_cycles =
+      p.shared_bytes / blocks * std::max(p.shared_conflict_ways, 1.0) / gpu.shared_bank_bytes_per_clk;
+  const double local_bytes_traffic = spill_instr_per_thread * 4.0 * p.threads_per_block;
+  const double l2_bytes_per_cycle_per_sm = gpu.l2_bandwidth_gbps * 1e9 / clock_hz / gpu.sm_count;
+  const double block_l2_cycles =
+      (p.global_bytes / blocks / std::max(p.coalescing, 0.05) + local_bytes_traffic) / l2_bytes_per_cycle_per_sm;
+
+  // --- Rounds of resident blocks on the busiest SM. ---
+  const int64_t per_sm = (p.blocks + gpu.sm_count - 1) / gpu.sm_count;
+  const int64_t slots = e.occupancy.blocks_per_sm;
+  e.waves = blocks / static_cast<double>(slots * gpu.sm_count);
+  double sm_cycles = 0, compute_c = 0, shared_c = 0, l2_c = 0, latency_c = 0;
+  for (int64_t done = 0; done < per_sm; done += slots) {
+    const double resident = static_cast<double>(std::min<int64_t>(slots, per_sm - done));
+    const double active_warps = resident * warps;
+    const double hiding = std::min(1.0, active_warps * std::min(p.ilp, 8) / kWarpsToHideFmaLatency);
+    const double compute = resident * std::max(block_fma_cycles, block_issue_cycles) / hiding;
+    const double shared = resident * block_shared_cycles;
+    const double l2 = resident * block_l2_cycles;
+    const double busy = std::max({compute, shared, l2});
+    // Each main-loop iteration waits for its slab: hidden by double buffering when an iteration's work
+    // covers the latency, and by the other resident blocks' work otherwise.
+    const double per_iter_work = busy / resident / iterations;
+    const double exposed_per_iter =
+        p.stages >= 2 ? std::max(0.0, kGlobalLatencyCycles - per_iter_work) : kGlobalLatencyCycles;
+    const double latency = iterations * exposed_per_iter / resident;
+    sm_cycles += busy + latency;
+    compute_c += compute;
+    shared_c += shared;
+    l2_c += l2;
+    latency_c += latency;
+  }
+  e.compute_ms = compute_c / clock_hz * 1e3;
+  e.shared_ms = shared_c / clock_hz * 1e3;
+  e.l2_ms = l2_c / clock_hz * 1e3;
+  e.latency_ms = latency_c / clock_hz * 1e3;
+
+  // --- DRAM: compulsory traffic plus the L2 misses of re-reads, fewer with better rasterization. ---
+  const double reread = std::max(0.0, p.global_bytes - p.dram_bytes);
+  const double working_set_ratio = std::min(1.0, p.dram_bytes / static_cast<double>(gpu.l2_bytes));
+  const double miss_rate = 0.02 + 0.25 * working_set_ratio / std::max(p.l2_reuse, 1.0);
+  e.dram_ms = (p.dram_bytes + reread * miss_rate) / (gpu.dram_bandwidth_gbps * 1e9) * 1e3;
+
+  const double sm_ms = sm_cycles / clock_hz * 1e3;
+  e.time_ms = std::max(sm_ms, e.dram_ms) + kLaunchOverheadMs;
+  struct Term { double ms; const char* name; };
+  Term terms[] = {{e.compute_ms, "compute"}, {e.shared_ms, "shared"}, {e.l2_ms, "l2"},
+                  {e.dram_ms, "dram"}, {e.latency_ms, "latency"}};
+  e.bound = std::max_element(std::begin(terms), std::end(terms),
+                             [](const Term& a, const Term& b) { return a.ms < b.ms; })->name;
+  return e;
+}
+
+}  // namespace tuner::costmodel

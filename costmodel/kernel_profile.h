@@ -1,0 +1,48 @@
+// What a kernel template tells the cost models about one instantiated config:
+// the work (FLOPs), the traffic at each level of the memory hierarchy as the
+// tile sizes imply it, the launch shape and the per-thread parallelism.
+//
+// Pure data with a JSON form (it crosses the pipe to the measurement worker).
+// Templates fill it; the analytic model and (later) the featurizer read it.
+// Resources the compiler decided (registers, spills) are not here: they come
+// from the cubin, in KernelResources.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+namespace tuner::costmodel {
+
+struct KernelProfile {
+  double flops = 0;                ///< Useful floating-point operations (FMA = 2).
+  double dram_bytes = 0;           ///< Compulsory DRAM traffic: every input read once, every output written once.
+  double global_bytes = 0;         ///< Bytes all blocks request from global memory (L2 traffic) incl. stores.
+  double shared_bytes = 0;         ///< Bytes read from and written to shared memory, all blocks.
+  double shared_conflict_ways = 1; ///< Average bank-conflict replay factor of shared accesses (1 = none).
+  int64_t blocks = 0;              ///< Thread blocks in the grid.
+  int threads_per_block = 0;
+  int dynamic_shared_bytes = 0;    ///< Dynamic shared memory per block in bytes.
+  int ilp = 1;                     ///< Independent FMAs per thread per inner step (register tile size).
+  int vector_width = 1;            ///< Elements per global load instruction.
+  double coalescing = 1;           ///< Fraction of each fetched sector that is used (1 = perfectly coalesced).
+  int stages = 1;                  ///< Shared-memory buffers (>= 2 overlaps loads with compute).
+  int64_t main_loop_iterations = 1;  ///< Iterations of the block's main loop (k-slabs), each with a barrier.
+  double l2_reuse = 1;             ///< Factor by which block rasterization raises L2 hits (>= 1).
+  bool tensor_cores = false;       ///< Compute on tensor cores (fp16/bf16) rather than FP32 lanes.
+};
+
+/// Resources the compiler chose, read from the cubin.
+struct KernelResources {
+  int registers = 0;            ///< Registers per thread.
+  int static_shared_bytes = 0;  ///< Static shared memory per block in bytes.
+  int local_bytes = 0;          ///< Local memory per thread in bytes (spills + stack).
+};
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
+                                                shared_conflict_ways, blocks, threads_per_block,
+                                                dynamic_shared_bytes, ilp, vector_width, coalescing, stages,
+                                                main_loop_iterations, l2_reuse, tensor_cores)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)
+
+}  // namespace tuner::costmodel

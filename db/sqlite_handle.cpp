@@ -1,0 +1,131 @@
+// The one translation unit of the project that includes sqlite3.h.
+#include "db/sqlite_handle.h"
+
+#include <sqlite3.h>
+
+namespace tuner::db::sql {
+
+void Connection::Closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+
+Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
+  int flags = SQLITE_OPEN_FULLMUTEX;
+  switch (mode) {
+    case OpenMode::kReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
+    case OpenMode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
+    case OpenMode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+  }
+  read_only_ = mode == OpenMode::kReadOnly;
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  db_.reset(raw);  // Owned even on failure: sqlite3_open_v2 may allocate a handle that carries the error.
+  if (rc != SQLITE_OK) {
+    const std::string reason = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    throw DbError("cannot open database '" + path + "': " + reason);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+}
+
+void Connection::check(int rc, const char* call) const {
+  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+  const std::string reason = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
+  throw DbError("database '" + path_ + "': " + call + ": " + reason);
+}
+
+void Connection::probe() {
+  const int rc = sqlite3_exec(db_.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  if (rc == SQLITE_NOTADB) throw DbError("database '" + path_ + "' is not an SQLite database (file has another format)");
+  check(rc, "reading the schema");
+}
+
+void Connection::exec(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &err);
+  // Own the message before anything else can run on the connection.
+  std::unique_ptr<char, decltype(&sqlite3_free)> owned(err, &sqlite3_free);
+  if (rc != SQLITE_OK) {
+    const std::string reason = err ? err : sqlite3_errstr(rc);
+    throw DbError("database '" + path_ + "': sqlite3_exec: " + reason);
+  }
+}
+
+void Connection::set_busy_timeout(int ms) { check(sqlite3_busy_timeout(db_.get(), ms), "sqlite3_busy_timeout"); }
+
+int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
+
+int64_t Connection::changes() const { return sqlite3_changes64(db_.get()); }
+
+void Statement::Finalizer::operator()(sqlite3_stmt* stmt) const noexcept { sqlite3_finalize(stmt); }
+
+Statement::Statement(Connection& conn, const std::string& sql) : conn_(&conn) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v2(conn.raw(), sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr);
+  stmt_.reset(raw);
+  conn.check(rc, "sqlite3_prepare_v2");
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  conn_->check(sqlite3_bind_int64(stmt_.get(), index, value), "sqlite3_bind_int64");
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  conn_->check(sqlite3_bind_double(stmt_.get(), index, value), "sqlite3_bind_double");
+  return *this;
+}
+
+Statement& Statement::bind(int index, const std::string& value) {
+  conn_->check(sqlite3_bind_text64(stmt_.get(), index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+               "sqlite3_bind_text64");
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  conn_->check(sqlite3_bind_null(stmt_.get(), index), "sqlite3_bind_null");
+  return *this;
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  conn_->check(rc, "sqlite3_step");
+  return false;
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_.get());  // Returns the last step's error, already reported by step().
+  sqlite3_clear_bindings(stmt_.get());
+}
+
+int64_t Statement::column_int64(int col) const { return sqlite3_column_int64(stmt_.get(), col); }
+
+double Statement::column_double(int col) const { return sqlite3_column_double(stmt_.get(), col); }
+
+std::string Statement::column_text(int col) const {
+  const auto* text = sqlite3_column_text(stmt_.get(), col);
+  if (!text) return {};
+  return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
+}
+
+bool Statement::column_is_null(int col) const { return sqlite3_column_type(stmt_.get(), col) == SQLITE_NULL; }
+
+Transaction::Transaction(Connection& conn) : conn_(conn) { conn_.exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (done_) return;
+  // A failed statement may already have rolled the transaction back; then there is nothing to undo.
+  if (sqlite3_get_autocommit(conn_.raw())) return;
+  sqlite3_exec(conn_.raw(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  conn_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace tuner::db::sql

@@ -1,0 +1,135 @@
+#include "search/config_space.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tuner::search {
+
+int64_t ConfigView::operator[](std::string_view knob) const { return space_.value(config_, knob); }
+
+ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constraints)
+    : knobs_(std::move(knobs)), constraints_(std::move(constraints)) {
+  product_size_ = 1;
+  for (const auto& k : knobs_) {
+    if (k.values.empty()) throw std::invalid_argument("knob " + k.name + " has no values");
+    product_size_ *= k.values.size();
+  }
+  for (uint64_t p = 0; p < product_size_; ++p) {
+    Config c = from_product_index(p);
+    bool ok = true;
+    for (const auto& con : constraints_) {
+      if (!con.holds(ConfigView(*this, c))) { ok = false; break; }
+    }
+    if (ok) valid_.push_back(p);
+  }
+}
+
+size_t ConfigSpace::knob_index(std::string_view name) const {
+  for (size_t i = 0; i < knobs_.size(); ++i)
+    if (knobs_[i].name == name) return i;
+  throw std::out_of_range("unknown knob '" + std::string(name) + "'");
+}
+
+bool ConfigSpace::in_range(const Config& c) const {
+  if (c.size() != knobs_.size()) return false;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const auto& v = knobs_[i].values;
+    if (std::find(v.begin(), v.end(), c[i]) == v.end()) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> ConfigSpace::violation(const Config& c) const {
+  if (!in_range(c)) return std::string("value out of range");
+  for (const auto& con : constraints_)
+    if (!con.holds(ConfigView(*this, c))) return con.name;
+  return std::nullopt;
+}
+
+bool ConfigSpace::is_valid(const Config& c) const { return in_range(c) && index_of(c).has_value(); }
+
+uint64_t ConfigSpace::product_index(const Config& c) const {
+  uint64_t p = 0;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const auto& v = knobs_[i].values;
+    auto pos = static_cast<uint64_t>(std::find(v.begin(), v.end(), c[i]) - v.begin());
+    p = p * v.size() + pos;
+  }
+  return p;
+}
+
+Config ConfigSpace::from_product_index(uint64_t p) const {
+  Config c(knobs_.size());
+  for (size_t i = knobs_.size(); i-- > 0;) {
+    const auto& v = knobs_[i].values;
+    c[i] = v[p % v.size()];
+    p /= v.size();
+  }
+  return c;
+}
+
+Config ConfigSpace::at(uint64_t index) const {
+  if (index >= valid_.size()) throw std::out_of_range("config index " + std::to_string(index) + " >= space size " + std::to_string(valid_.size()));
+  return from_product_index(valid_[index]);
+}
+
+std::optional<uint64_t> ConfigSpace::index_of(const Config& c) const {
+  if (!in_range(c)) return std::nullopt;
+  uint64_t p = product_index(c);
+  auto it = std::lower_bound(valid_.begin(), valid_.end(), p);
+  if (it == valid_.end() || *it != p) return std::nullopt;
+  return static_cast<uint64_t>(it - valid_.begin());
+}
+
+std::vector<Config> ConfigSpace::enumerate() const {
+  std::vector<Config> out;
+  out.reserve(valid_.size());
+  for (uint64_t p : valid_) out.push_back(from_product_index(p));
+  return out;
+}
+
+Config ConfigSpace::sample(Rng& rng) const {
+  if (valid_.empty()) throw std::logic_error("sample() on an empty config space");
+  std::uniform_int_distribution<uint64_t> d(0, valid_.size() - 1);
+  return from_product_index(valid_[d(rng)]);
+}
+
+std::vector<Config> ConfigSpace::neighbours(const Config& c) const {
+  std::vector<Config> out;
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    for (int64_t v : knobs_[i].values) {
+      if (v == c[i]) continue;
+      Config n = c;
+      n[i] = v;
+      if (index_of(n)) out.push_back(std::move(n));
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json ConfigSpace::to_json(const Config& c) const {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < knobs_.size(); ++i) j[knobs_[i].name] = c.at(i);
+  return j;
+}
+
+Config ConfigSpace::from_json(const nlohmann::json& j) const {
+  if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of knob: value");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = std::any_of(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name == it.key(); });
+    if (!known) throw std::invalid_argument("unknown knob '" + it.key() + "'");
+  }
+  Config c(knobs_.size());
+  for (size_t i = 0; i < knobs_.size(); ++i) {
+    const auto& k = knobs_[i];
+    if (!j.contains(k.name)) throw std::invalid_argument("config lacks knob '" + k.name + "'");
+    const auto& v = j.at(k.name);
+    if (!v.is_number_integer()) throw std::invalid_argument("knob '" + k.name + "' must be an integer");
+    c[i] = v.get<int64_t>();
+    if (std::find(k.values.begin(), k.values.end(), c[i]) == k.values.end())
+      throw std::invalid_argument("knob '" + k.name + "' = " + std::to_string(c[i]) + " is not one of its values");
+  }
+  return c;
+}
+
+}  // namespace tuner::search

@@ -1,0 +1,107 @@
+// Config space: the knobs of a kernel template, each with a finite list of
+// integer values, and the constraints a config must satisfy.
+//
+// A Config is a plain vector of knob values in knob order: cheap to copy,
+// immutable in use. The space gives enumeration of the valid configs, uniform
+// sampling, one-knob neighbours, a bijection between valid configs and the
+// indices 0..size()-1, and a stable JSON form ({"knob": value, ...} in knob
+// order). It knows nothing of CUDA or SQLite; device limits enter through the
+// constraint predicates a template builds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tuner::search {
+
+/// The random engine every search uses; passed explicitly so a search replays under a seed.
+using Rng = std::mt19937_64;
+
+/// A knob: a name and its finite, ordered set of integer values.
+struct Knob {
+  std::string name;
+  std::vector<int64_t> values;
+  std::string doc;  ///< One line for users: what the knob controls.
+};
+
+/// Knob values in the order of ConfigSpace::knobs().
+using Config = std::vector<int64_t>;
+
+class ConfigSpace;
+
+/// Read access to a config by knob name, handed to constraint predicates.
+class ConfigView {
+ public:
+  ConfigView(const ConfigSpace& space, const Config& config) : space_(space), config_(config) {}
+  int64_t operator[](std::string_view knob) const;
+  const Config& config() const { return config_; }
+
+ private:
+  const ConfigSpace& space_;
+  const Config& config_;
+};
+
+/// A named predicate; a config is valid when every constraint holds.
+struct Constraint {
+  std::string name;  ///< Shown when a config is rejected, e.g. "threads per block <= 1024".
+  std::function<bool(const ConfigView&)> holds;
+};
+
+class ConfigSpace {
+ public:
+  ConfigSpace() = default;
+  ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constraints);
+
+  const std::vector<Knob>& knobs() const { return knobs_; }
+  const std::vector<Constraint>& constraints() const { return constraints_; }
+  /// Position of a knob by name; throws std::out_of_range for an unknown name.
+  size_t knob_index(std::string_view name) const;
+  int64_t value(const Config& c, std::string_view knob) const { return c.at(knob_index(knob)); }
+
+  /// Size of the cartesian product of the knob values (valid or not).
+  uint64_t product_size() const { return product_size_; }
+  /// Number of valid configs.
+  uint64_t size() const { return valid_.size(); }
+
+  /// True when every value is one of its knob's values.
+  bool in_range(const Config& c) const;
+  /// True when in range and every constraint holds.
+  bool is_valid(const Config& c) const;
+  /// Name of the first constraint the config breaks (or "value out of range"); nullopt if valid.
+  std::optional<std::string> violation(const Config& c) const;
+
+  /// The i-th valid config (0 <= i < size()), in product (mixed-radix) order.
+  Config at(uint64_t index) const;
+  /// Index of a valid config in 0..size()-1; nullopt when the config is not valid.
+  std::optional<uint64_t> index_of(const Config& c) const;
+  /// All valid configs in index order.
+  std::vector<Config> enumerate() const;
+  /// A valid config drawn uniformly; the space must not be empty.
+  Config sample(Rng& rng) const;
+  /// Valid configs that differ from c in exactly one knob.
+  std::vector<Config> neighbours(const Config& c) const;
+
+  /// Stable JSON object {"knob": value, ...} in knob order.
+  nlohmann::ordered_json to_json(const Config& c) const;
+  std::string to_json_string(const Config& c) const { return to_json(c).dump(); }
+  /// Parses a JSON object naming every knob; throws std::invalid_argument naming the bad key or value.
+  Config from_json(const nlohmann::json& j) const;
+
+ private:
+  uint64_t product_index(const Config& c) const;
+  Config from_product_index(uint64_t p) const;
+
+  std::vector<Knob> knobs_;
+  std::vector<Constraint> constraints_;
+  uint64_t product_size_ = 0;
+  std::vector<uint64_t> valid_;  ///< Product indices of the valid configs, ascending.
+};
+
+}  // namespace tuner::search

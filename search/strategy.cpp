@@ -1,0 +1,63 @@
+#include "search/strategy.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "search/grid_strategy.h"
+#include "search/random_strategy.h"
+
+namespace tuner::search {
+
+bool SeenSet::insert(const Config& c) {
+  auto idx = space_.index_of(c);
+  if (!idx) return false;
+  return seen_.insert(*idx).second;
+}
+
+std::string strategy_names() { return "grid, random"; }
+
+void check_strategy_name(const std::string& name) {
+  if (name != "grid" && name != "random")
+    throw std::invalid_argument("unknown strategy '" + name + "'; allowed: " + strategy_names());
+}
+
+std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ConfigSpace& space, uint64_t seed) {
+  check_strategy_name(name);
+  if (name == "grid") return std::make_unique<GridStrategy>(space);
+  return std::make_unique<RandomStrategy>(space, seed);
+}
+
+std::vector<Config> GridStrategy::propose(size_t n) {
+  std::vector<Config> out;
+  while (out.size() < n && next_ < space_.size()) {
+    uint64_t i = next_++;
+    if (seen_.insert_index(i)) out.push_back(space_.at(i));
+  }
+  return out;
+}
+
+std::vector<Config> RandomStrategy::propose(size_t n) {
+  std::vector<Config> out;
+  const uint64_t total = space_.size();
+  while (out.size() < n && seen_.size() < total) {
+    // Rejection sampling while the space is mostly unseen; a scan of the rest once it is mostly seen.
+    if (seen_.size() * 2 < total) {
+      std::uniform_int_distribution<uint64_t> d(0, total - 1);
+      uint64_t i = d(rng_);
+      if (seen_.insert_index(i)) out.push_back(space_.at(i));
+      continue;
+    }
+    std::vector<uint64_t> rest;
+    for (uint64_t i = 0; i < total; ++i)
+      if (!seen_.contains(i)) rest.push_back(i);
+    std::shuffle(rest.begin(), rest.end(), rng_);
+    for (uint64_t i : rest) {
+      if (out.size() >= n) break;
+      seen_.insert_index(i);
+      out.push_back(space_.at(i));
+    }
+  }
+  return out;
+}
+
+}  // namespace tuner::search

@@ -1,0 +1,156 @@
+#include "templates/gemm_f32.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tuner::templates {
+
+namespace {
+
+std::vector<search::Knob> gemm_knobs(bool reduced) {
+  if (reduced) {
+    return {
+        {"BM", {32, 128}, "block tile rows (L)"},
+        {"BN", {64, 128}, "block tile columns (L)"},
+        {"TM", {4, 8}, "register tile rows per thread (V)"},
+        {"TN", {4, 8}, "register tile columns per thread (V)"},
+        {"BK", {8, 16}, "k-slab depth in shared memory (S)"},
+        {"VEC", {1, 4}, "floats per global load"},
+        {"STAGES", {1, 2}, "shared-memory buffers"},
+        {"PAD", {0, 4}, "padding floats per shared row"},
+        {"GROUP_M", {1, 8}, "block-rows rasterized together"},
+    };
+  }
+  return {
+      {"BM", {16, 32, 64, 128, 256}, "block tile rows (L)"},
+      {"BN", {16, 32, 64, 128, 256}, "block tile columns (L)"},
+      {"TM", {1, 2, 4, 8, 16}, "register tile rows per thread (V)"},
+      {"TN", {1, 2, 4, 8, 16}, "register tile columns per thread (V)"},
+      {"BK", {8, 16, 32, 64}, "k-slab depth in shared memory (S)"},
+      {"VEC", {1, 2, 4}, "floats per global load"},
+      {"STAGES", {1, 2}, "shared-memory buffers"},
+      {"PAD", {0, 4}, "padding floats per shared row"},
+      {"GROUP_M", {1, 4, 8}, "block-rows rasterized together"},
+  };
+}
+
+GemmTiling tiling_of(const search::ConfigView& v) {
+  GemmTiling t;
+  t.bm = static_cast<int>(v["BM"]);
+  t.bn = static_cast<int>(v["BN"]);
+  t.tm = static_cast<int>(v["TM"]);
+  t.tn = static_cast<int>(v["TN"]);
+  t.bk = static_cast<int>(v["BK"]);
+  t.vec = static_cast<int>(v["VEC"]);
+  t.stages = static_cast<int>(v["STAGES"]);
+  t.pad = static_cast<int>(v["PAD"]);
+  t.group_m = static_cast<int>(v["GROUP_M"]);
+  return t;
+}
+
+std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
+  std::vector<search::Constraint> cs = {
+      {"BM % TM == 0 and BN % TN == 0", [](const search::ConfigView& v) {
+         return v["BM"] % v["TM"] == 0 && v["BN"] % v["TN"] == 0;
+       }},
+      {"32 <= threads per block <= " + std::to_string(limits.max_threads_per_block),
+       [max = limits.max_threads_per_block](const search::ConfigView& v) {
+         int64_t threads = (v["BM"] / v["TM"]) * (v["BN"] / v["TN"]);
+         return threads >= 32 && threads <= max;
+       }},
+      {"BK % VEC == 0 and BN % VEC == 0", [](const search::ConfigView& v) {
+         return v["BK"] % v["VEC"] == 0 && v["BN"] % v["VEC"] == 0;
+       }},
+      {"A and B tiles split evenly over threads x VEC", [](const search::ConfigView& v) {
+         int64_t threads = (v["BM"] / v["TM"]) * (v["BN"] / v["TN"]);
+         int64_t per = threads * v["VEC"];
+         return (v["BM"] * v["BK"]) % per == 0 && (v["BK"] * v["BN"]) % per == 0;
+       }},
+      {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
+       [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
+         return gemm_shared_bytes(tiling_of(v)) <= static_cast<size_t>(max);
+       }},
+  };
+  return cs;
+}
+
+}  // namespace
+
+std::string GemmF32Template::source_text() const { return gemm_f32_template_text() + gemm_f32_reference_source(); }
+
+search::ConfigSpace GemmF32Template::space(const Workload&, const DeviceLimits& limits) const {
+  return search::ConfigSpace(gemm_knobs(false), gemm_constraints(limits));
+}
+
+search::ConfigSpace GemmF32Template::reduced_space(const Workload&, const DeviceLimits& limits) const {
+  auto cs = gemm_constraints(limits);
+  // Keep the reduced space to tens of configs: tie the secondary knobs together.
+  cs.push_back({"reduced: TN == TM", [](const search::ConfigView& v) { return v["TN"] == v["TM"]; }});
+  cs.push_back({"reduced: PAD == 4 iff STAGES == 2",
+                [](const search::ConfigView& v) { return (v["PAD"] == 4) == (v["STAGES"] == 2); }});
+  cs.push_back({"reduced: GROUP_M == 8 iff VEC == 4",
+                [](const search::ConfigView& v) { return (v["GROUP_M"] == 8) == (v["VEC"] == 4); }});
+  return search::ConfigSpace(gemm_knobs(true), std::move(cs));
+}
+
+GemmTiling GemmF32Template::tiling(const search::ConfigSpace& space, const search::Config& c) {
+  return tiling_of(search::ConfigView(space, c));
+}
+
+KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, const search::Config& c,
+                                            const Workload& w) const {
+  const GemmTiling t = tiling(space, c);
+  const int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
+  const int64_t grid_m = (M + t.bm - 1) / t.bm, grid_n = (N + t.bn - 1) / t.bn;
+  const int threads = gemm_threads(t);
+  const int64_t slabs = (K + t.bk - 1) / t.bk;
+  const double blocks = static_cast<double>(grid_m * grid_n);
+
+  KernelInstance k;
+  k.source = gemm_f32_source(t);
+  k.kernel_name = kGemmKernelName;
+  k.launch.grid = {static_cast<unsigned>(grid_m * grid_n), 1, 1};
+  k.launch.block = {static_cast<unsigned>(threads), 1, 1};
+  k.launch.dynamic_shared_bytes = static_cast<int>(gemm_shared_bytes(t));
+  k.buffers = {{"A", M * K, DType::kF32, false}, {"B", K * N, DType::kF32, false}, {"C", M * N, DType::kF32, true}};
+  k.scalar_args = {static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K)};
+  k.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  k.bytes = 4.0 * static_cast<double>(M * K + K * N + M * N);
+
+  auto& p = k.profile;
+  p.flops = k.flops;
+  p.dram_bytes = k.bytes;
+  const double tile_elems = static_cast<double>(t.bm * t.bk + t.bk * t.bn);
+  p.global_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0 + 4.0 * static_cast<double>(M * N);
+  const double shared_store_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0;
+  const double shared_load_bytes =
+      blocks * static_cast<double>(slabs) * threads * t.bk * static_cast<double>(t.tm + t.tn) * 4.0;
+  p.shared_bytes = shared_store_bytes + shared_load_bytes;
+  // A is stored transposed (As[k][m]): the BK/VEC threads that read one row of A write one column of
+  // As, BM+PAD floats apart. Without padding and with BM a multiple of 32 they hit the same bank.
+  const double writers_per_row = std::max(1, t.bk / t.vec);
+  const double store_ways = t.pad == 0 && t.bm % 32 == 0 ? std::min(32.0, writers_per_row)
+                                                           : std::max(1.0, writers_per_row / 8.0);
+  const double a_store_share = static_cast<double>(t.bm) / (t.bm + t.bn) * shared_store_bytes;
+  p.shared_conflict_ways = (a_store_share * store_ways + (p.shared_bytes - a_store_share)) / p.shared_bytes;
+  p.blocks = grid_m * grid_n;
+  p.threads_per_block = threads;
+  p.dynamic_shared_bytes = k.launch.dynamic_shared_bytes;
+  p.ilp = t.tm * t.tn;
+  // The kernel takes the vector path only when the leading dimensions are multiples of VEC.
+  p.vector_width = (K % t.vec == 0 && N % t.vec == 0) ? t.vec : 1;
+  p.coalescing = 1.0;
+  p.stages = t.stages;
+  p.main_loop_iterations = slabs;
+  p.l2_reuse = 1.0 + std::log2(static_cast<double>(std::min<int64_t>(t.group_m, grid_m))) / 2.0;
+  p.tensor_cores = false;
+
+  k.reference_source = gemm_f32_reference_source();
+  k.reference_kernel_name = kGemmReferenceKernelName;
+  k.reference_launch.grid = {static_cast<unsigned>((N + 15) / 16), static_cast<unsigned>((M + 15) / 16), 1};
+  k.reference_launch.block = {16, 16, 1};
+  k.tolerance = 1e-4;
+  return k;
+}
+
+}  // namespace tuner::templates

@@ -1,0 +1,81 @@
+// The kernel-template interface: what every tunable kernel gives the tuner.
+//
+// A template owns its knobs and constraints (a ConfigSpace built for one
+// workload and one device's limits) and, for a config, an instance: the CUDA
+// source, the kernel's name, its launch geometry, the buffers and scalar
+// arguments it takes, its FLOP and byte counts, the KernelProfile the cost
+// models read, and a reference kernel with a tolerance to check it against.
+// Templates know nothing of NVRTC, the driver or the database: the tuner
+// compiles and runs what they describe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/kernel_profile.h"
+#include "search/config_space.h"
+#include "templates/workload.h"
+
+namespace tuner::templates {
+
+/// The device limits a config space is constrained by.
+struct DeviceLimits {
+  std::string arch = "sm_90";             ///< NVRTC architecture.
+  int max_threads_per_block = 1024;
+  int max_shared_per_block_bytes = 48 * 1024;  ///< Opt-in maximum of dynamic shared memory per block.
+  int max_registers_per_thread = 255;
+};
+
+struct LaunchGeometry {
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  int dynamic_shared_bytes = 0;
+};
+
+/// A device buffer a kernel takes, in argument order (pointers first, then scalars).
+struct BufferSpec {
+  std::string name;      ///< "A", "B", "C".
+  int64_t elements = 0;
+  DType dtype = DType::kF32;
+  bool output = false;   ///< Written by the kernel: poisoned before a checked run and compared.
+};
+
+struct KernelInstance {
+  std::string source;                  ///< Complete CUDA C++ source.
+  std::string kernel_name;             ///< extern "C" name.
+  LaunchGeometry launch;
+  std::vector<BufferSpec> buffers;     ///< Kernel arguments 0..n-1 (device pointers).
+  std::vector<int32_t> scalar_args;    ///< Kernel arguments after the pointers (int).
+  double flops = 0;                    ///< Useful FLOPs (for GFLOP/s).
+  double bytes = 0;                    ///< Compulsory DRAM bytes (for % of bandwidth).
+  costmodel::KernelProfile profile;    ///< What the cost models read.
+  std::string reference_source;        ///< Reference kernel, same arguments, written to its own output.
+  std::string reference_kernel_name;
+  LaunchGeometry reference_launch;
+  double tolerance = 1e-4;             ///< Max |out - ref| / max |ref| that passes (NaN never passes).
+};
+
+class KernelTemplate {
+ public:
+  virtual ~KernelTemplate() = default;
+  /// Unique template name, e.g. "gemm_f32_simt".
+  virtual std::string name() const = 0;
+  /// The op it implements, e.g. "gemm".
+  virtual std::string op() const = 0;
+  /// The dtypes it implements.
+  virtual std::vector<DType> dtypes() const = 0;
+  /// The template's fixed source text; its hash versions every record the template produces.
+  virtual std::string source_text() const = 0;
+  /// Knobs and constraints for one workload on one device.
+  virtual search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const = 0;
+  /// A small space (tens of configs) that covers every knob value: compiled in CI, checked on GPUs.
+  virtual search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const = 0;
+  /// The instance of a valid config of `space`.
+  virtual KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
+                                     const Workload& w) const = 0;
+};
+
+}  // namespace tuner::templates

@@ -1,0 +1,137 @@
+#include "templates/workload.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <stdexcept>
+
+namespace tuner::templates {
+
+namespace {
+
+struct OpDims {
+  const char* op;
+  std::vector<std::string> required;
+  std::vector<std::pair<std::string, int64_t>> optional;  ///< name, default
+};
+
+const std::vector<OpDims>& op_table() {
+  static const std::vector<OpDims> t = {
+      {"gemm", {"M", "N", "K"}, {}},
+      {"batched_gemm", {"B", "M", "N", "K"}, {}},
+      {"conv2d", {"N", "H", "W", "C", "K", "R", "S", "stride", "pad"}, {{"dilation", 1}}},
+      {"softmax", {"rows", "cols"}, {}},
+      {"layernorm", {"rows", "cols"}, {}},
+  };
+  return t;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(DType d) {
+  switch (d) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+  }
+  return "f32";
+}
+
+DType dtype_from_string(std::string_view s) {
+  if (s == "f32") return DType::kF32;
+  if (s == "f16") return DType::kF16;
+  if (s == "bf16") return DType::kBF16;
+  throw std::invalid_argument("unknown dtype '" + std::string(s) + "'; allowed: f32, f16, bf16");
+}
+
+int dtype_bytes(DType d) { return d == DType::kF32 ? 4 : 2; }
+
+int64_t Workload::dim(std::string_view name) const {
+  for (const auto& [n, v] : dims)
+    if (n == name) return v;
+  throw std::out_of_range("workload has no dimension '" + std::string(name) + "'");
+}
+
+std::string Workload::shape_string() const {
+  std::string out;
+  for (const auto& [n, v] : dims) out += (out.empty() ? "" : ",") + n + "=" + std::to_string(v);
+  return out;
+}
+
+std::string Workload::to_string() const { return op + " " + shape_string() + " " + templates::to_string(dtype); }
+
+std::string known_ops() {
+  std::vector<std::string> names;
+  for (const auto& o : op_table()) names.emplace_back(o.op);
+  return join(names);
+}
+
+std::vector<std::string> op_dimensions(std::string_view op) {
+  for (const auto& o : op_table()) {
+    if (o.op != op) continue;
+    auto out = o.required;
+    for (const auto& [n, d] : o.optional) out.push_back(n);
+    return out;
+  }
+  throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+}
+
+Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
+  auto it = std::find_if(op_table().begin(), op_table().end(), [&](const OpDims& o) { return o.op == op; });
+  if (it == op_table().end())
+    throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+  const OpDims& spec = *it;
+  const std::string expected = join(spec.required) + (spec.optional.empty() ? "" : "[,dilation=..]");
+
+  std::map<std::string, int64_t> given;
+  size_t pos = 0;
+  const std::string s(shape);
+  if (s.empty()) throw std::invalid_argument("empty --shape; " + std::string(op) + " expects " + expected);
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw std::invalid_argument("malformed shape item '" + item + "' in '" + s + "'; expected NAME=VALUE items: " + expected);
+    std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    bool known = std::find(spec.required.begin(), spec.required.end(), name) != spec.required.end() ||
+                 std::any_of(spec.optional.begin(), spec.optional.end(), [&](const auto& p) { return p.first == name; });
+    if (!known)
+      throw std::invalid_argument("unknown dimension '" + name + "' for " + std::string(op) + "; expected " + expected);
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size())
+      throw std::invalid_argument("dimension " + name + "='" + value + "' is not an integer");
+    bool may_be_zero = (name == "pad");
+    if (v < 0 || (v == 0 && !may_be_zero))
+      throw std::invalid_argument("dimension " + name + "=" + value + " must be " + (may_be_zero ? "non-negative" : "positive"));
+    if (v > (int64_t{1} << 31) - 1)
+      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most 2147483647)");
+    if (!given.emplace(name, v).second)
+      throw std::invalid_argument("dimension '" + name + "' given twice in '" + s + "'");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  Workload w;
+  w.op = std::string(op);
+  w.dtype = dtype_from_string(dtype);
+  for (const auto& name : spec.required) {
+    auto g = given.find(name);
+    if (g == given.end())
+      throw std::invalid_argument("shape '" + s + "' lacks dimension " + name + "; " + std::string(op) + " expects " + expected);
+    w.dims.emplace_back(name, g->second);
+  }
+  for (const auto& [name, def] : spec.optional) {
+    auto g = given.find(name);
+    w.dims.emplace_back(name, g == given.end() ? def : g->second);
+  }
+  return w;
+}
+
+}  // namespace tuner::templates

@@ -1,0 +1,47 @@
+// Workloads: an operator instance (op, named shape dimensions, dtype) and the
+// parsing of the command-line forms `--op gemm --shape M=..,N=..,K=.. --dtype f32`.
+//
+// The table of ops and their dimension names follows DESIGN.md. Parsing
+// throws std::invalid_argument with one line naming the bad value and what is
+// allowed; nothing here knows which ops have a tunable template.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tuner::templates {
+
+enum class DType { kF32, kF16, kBF16 };
+
+std::string to_string(DType d);
+/// "f32" | "f16" | "bf16"; throws std::invalid_argument otherwise.
+DType dtype_from_string(std::string_view s);
+/// Bytes per element.
+int dtype_bytes(DType d);
+
+struct Workload {
+  std::string op;                                     ///< "gemm", ...
+  std::vector<std::pair<std::string, int64_t>> dims;  ///< In the op's canonical order.
+  DType dtype = DType::kF32;
+
+  /// A dimension by name; throws std::out_of_range when absent.
+  int64_t dim(std::string_view name) const;
+  /// Canonical shape string "M=1000,N=1000,K=1000".
+  std::string shape_string() const;
+  /// "gemm M=1000,N=1000,K=1000 f32".
+  std::string to_string() const;
+};
+
+/// Names of the ops the shape parser knows, comma separated.
+std::string known_ops();
+/// Required dimension names of an op in canonical order (plus optional ones for conv2d).
+std::vector<std::string> op_dimensions(std::string_view op);
+
+/// Parses op, "M=..,N=..,K=.." and dtype into a workload; throws std::invalid_argument naming the
+/// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).
+Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype);
+
+}  // namespace tuner::templates

@@ -1,0 +1,107 @@
+#include "templates/gemm_f32_source.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tuner::templates {
+namespace {
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+TEST(GemmF32Source, ThreadsArithmetic) {
+  // Defaults: (64/4) * (64/4) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{}), 256);
+  // 128x128 with 8x8: (128/8) * (128/8) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8}), 256);
+  // 128x64 with 8x4: (128/8) * (64/4) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 128, .bn = 64, .tm = 8, .tn = 4}), 256);
+  // 256x128 with 16x8: (256/16) * (128/8) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 256, .bn = 128, .tm = 16, .tn = 8}), 256);
+  // 64x256 with 4x16: (64/4) * (256/16) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 64, .bn = 256, .tm = 4, .tn = 16}), 256);
+  // 32x32 with 2x2: (32/2) * (32/2) = 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 32, .bn = 32, .tm = 2, .tn = 2}), 256);
+  // 64x32 with 4x1: (64/4) * (32/1) = 16 * 32 = 512.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 64, .bn = 32, .tm = 4, .tn = 1}), 512);
+  // 16x16 with 1x1: 16 * 16 = 256.
+  EXPECT_EQ(gemm_threads(GemmTiling{.bm = 16, .bn = 16, .tm = 1, .tn = 1}), 256);
+}
+
+TEST(GemmF32Source, SharedBytesArithmetic) {
+  // stages * bk * ((bm+pad) + (bn+pad)) * 4 bytes.
+  // Defaults: 2 * 16 * (64 + 64) * 4 = 2 * 16 * 128 * 4 = 16384.
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{}), 16384u);
+  // 128x128, bk 8, 2 stages, pad 0: 2 * 8 * 256 * 4 = 16384.
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8}), 16384u);
+  // Same with pad 4: 2 * 8 * (132 + 132) * 4 = 2 * 8 * 264 * 4 = 16896.
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8, .pad = 4}), 16896u);
+  // 1 stage, 128x64, bk 16, pad 0: 1 * 16 * (128 + 64) * 4 = 16 * 192 * 4 = 12288.
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{.bm = 128, .bn = 64, .tm = 8, .tn = 4, .bk = 16, .stages = 1}), 12288u);
+  // 256x128, bk 32, 2 stages, pad 4: 2 * 32 * (260 + 132) * 4 = 2 * 32 * 392 * 4 = 100352 (> 48 KiB).
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{.bm = 256, .bn = 128, .tm = 16, .tn = 8, .bk = 32, .pad = 4}), 100352u);
+  // 16x16, bk 8, 1 stage, pad 1: 1 * 8 * (17 + 17) * 4 = 8 * 34 * 4 = 1088.
+  EXPECT_EQ(gemm_shared_bytes(GemmTiling{.bm = 16, .bn = 16, .tm = 1, .tn = 1, .bk = 8, .stages = 1, .pad = 1}),
+            1088u);
+}
+
+TEST(GemmF32Source, SourceHasKernelSignatureAndBakedConstants) {
+  const GemmTiling t{.bm = 128, .bn = 64, .tm = 8, .tn = 4, .bk = 32, .vec = 2, .stages = 1, .pad = 4, .group_m = 8};
+  const std::string src = gemm_f32_source(t);
+  EXPECT_TRUE(contains(src, "extern \"C\""));
+  EXPECT_TRUE(contains(src, std::string(kGemmKernelName) + "("));
+  EXPECT_TRUE(contains(src, "__launch_bounds__(kThreads)"));
+  EXPECT_TRUE(contains(src, "extern __shared__"));
+  EXPECT_TRUE(contains(src, "constexpr int kBM = 128;"));
+  EXPECT_TRUE(contains(src, "constexpr int kBN = 64;"));
+  EXPECT_TRUE(contains(src, "constexpr int kTM = 8;"));
+  EXPECT_TRUE(contains(src, "constexpr int kTN = 4;"));
+  EXPECT_TRUE(contains(src, "constexpr int kBK = 32;"));
+  EXPECT_TRUE(contains(src, "constexpr int kVec = 2;"));
+  EXPECT_TRUE(contains(src, "constexpr int kStages = 1;"));
+  EXPECT_TRUE(contains(src, "constexpr int kPad = 4;"));
+  EXPECT_TRUE(contains(src, "constexpr int kGroupM = 8;"));
+  // Self-contained: no includes, no placeholders left, no static shared arrays.
+  EXPECT_FALSE(contains(src, "#include"));
+  EXPECT_FALSE(contains(src, "@"));
+  EXPECT_FALSE(contains(src, "__shared__ float "));
+}
+
+TEST(GemmF32Source, DifferentTilingsGiveDifferentSources) {
+  const GemmTiling a{};
+  GemmTiling b{};
+  b.pad = 4;
+  GemmTiling c{};
+  c.group_m = 8;
+  EXPECT_NE(gemm_f32_source(a), gemm_f32_source(b));
+  EXPECT_NE(gemm_f32_source(a), gemm_f32_source(c));
+  EXPECT_NE(gemm_f32_source(b), gemm_f32_source(c));
+  EXPECT_EQ(gemm_f32_source(a), gemm_f32_source(GemmTiling{}));  // deterministic
+}
+
+TEST(GemmF32Source, TemplateTextIndependentOfTiling) {
+  const std::string text = gemm_f32_template_text();
+  EXPECT_EQ(text, gemm_f32_template_text());
+  EXPECT_TRUE(contains(text, "@BM@"));
+  EXPECT_TRUE(contains(text, "@GROUP_M@"));
+  // The template text is the source with its values not yet filled in, so
+  // every fixed piece of a generated source appears in it.
+  const std::string src = gemm_f32_source(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8});
+  const size_t body_at = src.find("constexpr int kThreadsN");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_TRUE(contains(text, src.substr(body_at)));
+}
+
+TEST(GemmF32Source, ReferenceSource) {
+  const std::string ref = gemm_f32_reference_source();
+  EXPECT_TRUE(contains(ref, "extern \"C\""));
+  EXPECT_TRUE(contains(ref, std::string(kGemmReferenceKernelName) + "("));
+  EXPECT_TRUE(contains(ref, "double acc"));
+  EXPECT_FALSE(contains(ref, "#include"));
+  EXPECT_FALSE(contains(gemm_f32_template_text(), kGemmReferenceKernelName));
+}
+
+}  // namespace
+}  // namespace tuner::templates

@@ -1,0 +1,53 @@
+// tuner: the command-line program. A map of the program:
+//   main.cpp            dispatches `devices | tune | query` (and the hidden `__worker`)
+//   devices_command.cpp lists real and simulated GPUs
+//   tune_command.cpp    parses a tuning request and runs tuner::run_tuning
+//   query_command.cpp   reads the tuning database: best configs, histories, sessions
+// Bad input anywhere becomes one line on stderr and exit code 2.
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/cli_common.h"
+#include "tuner/worker.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tuner <command> [options]\n"
+    "  devices [--json]                       list GPUs (real and sim)\n"
+    "  tune --op gemm --shape M=..,N=..,K=.. [--dtype f32] [--device cuda:0|sim:h100-sxm]\n"
+    "       [--trials 200] [--strategy random|grid] [--seed 1] [--db tuning.db] [--json]\n"
+    "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
+    "        [--best|--history|--sessions] [--all-versions] [--limit N] [--json]\n"
+    "run `tuner <command> --help` for a command's options\n";
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.size() < 2 || argv[1] == "--help" || argv[1] == "-h") {
+    std::cout << kUsage;
+    return argv.size() < 2 ? 2 : 0;
+  }
+  const std::string& cmd = argv[1];
+  std::vector<std::string> rest(argv.begin() + 2, argv.end());
+  if (cmd == "__worker") return tuner::worker_main(STDIN_FILENO, STDOUT_FILENO);
+  if (cmd == "devices") return tuner::cli::devices_command(rest);
+  if (cmd == "tune") return tuner::cli::tune_command(rest);
+  if (cmd == "query") return tuner::cli::query_command(rest);
+  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(std::vector<std::string>(argv, argv + argc));
+  } catch (const tuner::cli::UsageError& e) {
+    std::cerr << "tuner: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tuner: error: " << e.what() << "\n";
+    return 1;
+  }
+}

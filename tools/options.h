@@ -1,0 +1,28 @@
+// Parsing a subcommand's options with Boost.Program_options, turning every
+// parse failure into a UsageError (exit code 2) that names the bad option.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "tools/cli_common.h"
+
+namespace tuner::cli {
+
+/// Parses args against desc; prints usage and returns false for --help.
+inline bool parse_options(const std::string& command, const std::vector<std::string>& args,
+                          const boost::program_options::options_description& desc,
+                          boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(command + ": " + e.what() + " (see `tuner " + command + " --help`)");
+  }
+  return vm.count("help") == 0;
+}
+
+}  // namespace tuner::cli

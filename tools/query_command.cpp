@@ -1,0 +1,131 @@
+#include <iostream>
+
+#include "templates/registry.h"
+#include "tools/cli_common.h"
+#include "tools/options.h"
+#include "tuner/device_registry.h"
+#include "tuner/tuning_session.h"
+
+namespace tuner::cli {
+
+int query_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string db_path, op, shape, dtype, device_spec;
+  int limit = 0;
+  int64_t session = 0;
+  po::options_description desc("tuner query: read the tuning database");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
+      ("op", po::value(&op)->default_value(""), "only this operator")
+      ("shape", po::value(&shape)->default_value(""), "only this shape (needs --op), e.g. M=1000,N=1000,K=1000")
+      ("dtype", po::value(&dtype)->default_value(""), "only this dtype: f32, f16, bf16")
+      ("device", po::value(&device_spec)->default_value(""), "only this device: cuda:N or sim:<gpu>")
+      ("best", "the best record of each workload and device (the default)")
+      ("history", "every trial, oldest first")
+      ("sessions", "the tuning sessions, newest first")
+      ("session", po::value(&session)->default_value(0), "only trials of this session id")
+      ("all-versions", "include records of older template versions")
+      ("limit", po::value(&limit)->default_value(0), "at most this many rows (0: all)")
+      ("json", "one JSON document on stdout");
+  po::variables_map vm;
+  if (!parse_options("query", args, desc, vm)) {
+    std::cout << desc;
+    return 0;
+  }
+  const int modes = static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions"));
+  if (modes > 1) throw UsageError("choose one of --best, --history, --sessions");
+  if (limit < 0) throw UsageError("--limit " + std::to_string(limit) + " is negative; allowed: 0 or more");
+
+  db::QueryFilter f;
+  f.limit = limit;
+  if (session > 0) f.session_id = session;
+  try {
+    if (!shape.empty() && op.empty()) throw std::invalid_argument("--shape needs --op to name its dimensions");
+    if (!op.empty()) {
+      templates::op_dimensions(op);  // validates the op
+      f.op = op;
+      if (!shape.empty()) f.shape = templates::parse_workload(op, shape, dtype.empty() ? "f32" : dtype).shape_string();
+    }
+    if (!dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(dtype));
+    if (!device_spec.empty()) {
+      DeviceTarget d = resolve_device(device_spec);
+      if (d.simulated) f.device_name = d.identity.name;
+      f.cc_major = d.identity.cc_major;
+      f.cc_minor = d.identity.cc_minor;
+      f.sm_count = d.identity.sm_count;
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (!vm.count("all-versions"))
+    for (const auto* t : templates::all_templates()) f.template_hashes.push_back(template_hash(*t));
+
+  std::unique_ptr<db::TuningDb> db;
+  try {
+    db = std::make_unique<db::TuningDb>(db::TuningDb::open_existing(db_path));
+  } catch (const db::DbError& e) {
+    throw UsageError(e.what());
+  }
+  const bool json = vm.count("json") != 0;
+
+  if (vm.count("sessions")) {
+    auto rows = db->sessions(f);
+    if (json) {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const auto& s : rows)
+        out.push_back({{"session_id", s.id}, {"op", s.workload.op}, {"shape", s.workload.shape},
+                       {"dtype", s.workload.dtype}, {"device", s.device_name}, {"strategy", s.strategy},
+                       {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials}, {"status", s.status},
+                       {"started_at", s.started_at}, {"finished_at", s.finished_at}});
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::vector<std::vector<std::string>> table;
+    for (const auto& s : rows)
+      table.push_back({std::to_string(s.id), s.workload.op + " " + s.workload.shape + " " + s.workload.dtype,
+                       s.device_name, s.strategy, std::to_string(s.seed), std::to_string(s.trials),
+                       std::to_string(s.budget), s.status, s.started_at});
+    print_table({"session", "workload", "device", "strategy", "seed", "trials", "budget", "status", "started"}, table);
+    return 0;
+  }
+
+  std::vector<db::ResultRow> rows;
+  const bool history = vm.count("history") != 0;
+  if (history) {
+    rows = db->history(f);
+  } else if (!f.op.empty() && !f.shape.empty() && !device_spec.empty()) {
+    if (auto b = db->best(f)) rows.push_back(*b);
+  } else {
+    rows = db->best_per_workload(f);
+  }
+
+  if (json) {
+    // One workload on one device with --best: the record itself; otherwise an array of records.
+    const bool single = !history && !f.op.empty() && !f.shape.empty() && !device_spec.empty();
+    if (single) {
+      std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";
+    } else {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const auto& r : rows) out.push_back(record_json(r));
+      std::cout << out.dump(2) << "\n";
+    }
+    return rows.empty() && single ? 1 : 0;
+  }
+  std::vector<std::vector<std::string>> table;
+  for (const auto& r : rows) {
+    const auto& t = r.trial;
+    const bool ok = t.status == "ok";
+    table.push_back({std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
+                     r.device_name, t.status, ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
+                     ok ? fixed(t.gflops, 1) : "-", t.config_json});
+  }
+  print_table({"trial", "workload", "device", "status", "time ms", "GFLOP/s", "config"}, table);
+  if (rows.empty()) std::cout << "(no records match)\n";
+  bool any_estimate = false;
+  for (const auto& r : rows) any_estimate = any_estimate || r.trial.estimate;
+  if (any_estimate) std::cout << "* analytic estimate of a sim device, not a measurement\n";
+  return 0;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,168 @@
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+
+#include "search/strategy.h"
+#include "templates/registry.h"
+#include "tools/cli_common.h"
+#include "tools/options.h"
+#include "tuner/device_registry.h"
+#include "tuner/tuning_session.h"
+
+namespace tuner::cli {
+
+namespace {
+
+/// "crash:3,hang:7" -> faults at those valid-config indices.
+std::vector<std::pair<uint64_t, InjectedFault>> parse_faults(const std::string& text, uint64_t space_size) {
+  std::vector<std::pair<uint64_t, InjectedFault>> out;
+  if (text.empty()) return out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t colon = item.find(':');
+    std::string kind = item.substr(0, colon);
+    std::string num = colon == std::string::npos ? "" : item.substr(colon + 1);
+    uint64_t index = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+    if ((kind != "crash" && kind != "hang") || num.empty() || ec != std::errc() || end != num.data() + num.size())
+      throw UsageError("bad --inject-fault item '" + item + "'; expected crash:INDEX or hang:INDEX");
+    if (index >= space_size)
+      throw UsageError("--inject-fault index " + num + " is outside the space (0.." + std::to_string(space_size - 1) + ")");
+    out.emplace_back(index, kind == "crash" ? InjectedFault::kCrash : InjectedFault::kHang);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+void print_progress(const TuneProgress& p) {
+  std::string best = p.best_ms > 0 ? fixed(p.best_ms, 4) + " ms " + fixed(p.best_gflops, 0) + " GFLOP/s" +
+                                         (p.estimate ? " (estimate)" : "")
+                                   : "none yet";
+  std::fprintf(stderr, "\r\033[K  trials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s",
+               static_cast<long long>(p.done), static_cast<long long>(p.budget), best.c_str(),
+               static_cast<long long>(p.errors_now), p.elapsed_s, p.eta_s);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int tune_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string op, shape, dtype, device_spec, strategy, db_path, faults_text;
+  int64_t trials = 0;
+  uint64_t seed = 1;
+  size_t batch = 16;
+  unsigned threads = 0;
+  double timeout_s = 10, min_time_ms = 100;
+  po::options_description desc("tuner tune: tune a kernel for a workload on a device");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("op", po::value(&op)->required(), "operator: gemm")
+      ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
+      ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32")
+      ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
+      ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
+      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid")
+      ("seed", po::value(&seed)->default_value(1), "seed of the search and of the random inputs")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
+      ("batch", po::value(&batch)->default_value(16), "configs proposed, compiled and committed together")
+      ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads (0: one per core)")
+      ("timeout", po::value(&timeout_s)->default_value(10), "seconds a measurement may run beyond its timing budget")
+      ("min-time-ms", po::value(&min_time_ms)->default_value(100), "kernel time to accumulate per config (cuda devices)")
+      ("inject-fault", po::value(&faults_text)->default_value(""), "testing: crash:INDEX,hang:INDEX makes those configs crash or hang the worker")
+      ("quiet,q", "no progress line")
+      ("json", "one JSON document on stdout");
+  po::variables_map vm;
+  if (!parse_options("tune", args, desc, vm)) {
+    std::cout << desc;
+    return 0;
+  }
+
+  // Validate everything before the database is touched.
+  TuneOptions opt;
+  const templates::KernelTemplate* tmpl = nullptr;
+  try {
+    opt.workload = templates::parse_workload(op, shape, dtype);
+    tmpl = &templates::find_template(op, opt.workload.dtype);
+    search::check_strategy_name(strategy);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (trials < 0) throw UsageError("--trials " + std::to_string(trials) + " is negative; allowed: 0 or more");
+  if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
+  if (timeout_s <= 0) throw UsageError("--timeout must be positive");
+  DeviceTarget device;
+  try {
+    device = resolve_device(device_spec.empty() ? default_device() : device_spec);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  opt.faults = parse_faults(faults_text, tmpl->space(opt.workload, device.limits).size());
+  opt.trials = trials;
+  opt.strategy = strategy;
+  opt.seed = seed;
+  opt.batch_size = batch;
+  opt.compile_threads = threads;
+  opt.run_timeout_s = timeout_s;
+  opt.settings.min_time_ms = min_time_ms;
+  opt.command_line = "tuner tune";
+  for (const auto& a : args) opt.command_line += " " + a;
+  const bool json = vm.count("json") != 0;
+  if (!vm.count("quiet") && isatty(STDERR_FILENO)) opt.on_progress = print_progress;
+
+  std::unique_ptr<db::TuningDb> db;
+  try {
+    db = std::make_unique<db::TuningDb>(db_path);
+  } catch (const db::DbError& e) {
+    throw UsageError(e.what());
+  }
+  TuneSummary sum = run_tuning(opt, device, *db);
+  if (opt.on_progress) std::fprintf(stderr, "\n");
+
+  if (json) {
+    nlohmann::ordered_json j;
+    j["session_id"] = sum.session_id;
+    j["op"] = opt.workload.op;
+    j["shape"] = opt.workload.shape_string();
+    j["dtype"] = templates::to_string(opt.workload.dtype);
+    j["device"] = device.identity.name;
+    j["estimate"] = device.simulated;
+    j["template"] = sum.template_name;
+    j["template_version"] = sum.template_hash;
+    j["space_size"] = sum.space_size;
+    j["budget"] = trials;
+    j["previously_measured"] = sum.previously_measured;
+    j["measured"] = sum.measured_now;
+    j["errors"] = sum.errors_now;
+    j["compiled_from_cache"] = sum.compiled_from_cache;
+    j["worker_starts"] = sum.worker_starts;
+    j["wall_s"] = sum.wall_s;
+    j["interrupted"] = sum.interrupted;
+    j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "tuned " << opt.workload.to_string() << " on " << device.spec
+              << (device.simulated ? " (times are analytic estimates)" : "") << "\n";
+    std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
+              << " valid configs\n";
+    std::cout << "  session " << sum.session_id << ": " << sum.measured_now << " trials measured now ("
+              << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
+              << sum.compiled_from_cache << " compiled from cache, " << fixed(sum.wall_s, 1) << " s"
+              << (sum.interrupted ? ", interrupted" : "") << "\n";
+    if (sum.best) {
+      const auto& t = sum.best->trial;
+      std::cout << "  best: " << fixed(t.time_ms, 4) << " ms, " << fixed(t.gflops, 1) << " GFLOP/s"
+                << (t.estimate ? " (estimate)" : "") << "  " << t.config_json << "\n";
+    } else {
+      std::cout << "  best: no successful trial yet\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,396 @@
+#include "tuner/cuda_runner.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include <cuda.h>
+
+namespace tuner {
+
+namespace {
+
+#define TUNER_STR2(x) #x
+#define TUNER_STR(x) TUNER_STR2(x)
+
+// Every driver entry point we use; the name is the macro-expanded symbol (cuMemAlloc -> cuMemAlloc_v2).
+#define TUNER_CUDA_FUNCTIONS(X)                                                                      \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)           \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                          \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData)          \
+  X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuMemAlloc) X(cuMemFree)         \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD32) X(cuMemsetD32Async) X(cuLaunchKernel)             \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)  \
+  X(cuGetErrorName) X(cuGetErrorString)
+
+struct Driver {
+#define TUNER_DECLARE(fn) decltype(&::fn) fn = nullptr;
+  TUNER_CUDA_FUNCTIONS(TUNER_DECLARE)
+#undef TUNER_DECLARE
+  void* handle = nullptr;
+  std::string error;  ///< Why the driver is unusable; empty when loaded and initialised.
+  int version = 0;
+};
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver d;
+    d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!d.handle) {
+      d.error = "no CUDA driver on this machine (libcuda.so.1 not found); use a sim: device instead";
+      return d;
+    }
+#define TUNER_RESOLVE(fn)                                                             \
+  d.fn = reinterpret_cast<decltype(&::fn)>(dlsym(d.handle, TUNER_STR(fn)));           \
+  if (!d.fn && d.error.empty()) d.error = std::string("CUDA driver lacks ") + TUNER_STR(fn);
+    TUNER_CUDA_FUNCTIONS(TUNER_RESOLVE)
+#undef TUNER_RESOLVE
+    if (!d.error.empty()) return d;
+    CUresult rc = d.cuInit(0);
+    if (rc != CUDA_SUCCESS) {
+      const char* name = nullptr;
+      d.cuGetErrorName(rc, &name);
+      d.error = std::string("CUDA driver failed to initialise (") + (name ? name : "?") + ")";
+      return d;
+    }
+    d.cuDriverGetVersion(&d.version);
+    return d;
+  }();
+  return d;
+}
+
+/// Thrown inside the runner to unwind to measure(), which turns it into a result.
+struct CudaFailure : std::runtime_error {
+  CudaFailure(const std::string& what, std::string kind, bool lost)
+      : std::runtime_error(what), kind(std::move(kind)), context_lost(lost) {}
+  std::string kind;
+  bool context_lost;
+};
+
+bool is_sticky(CUresult rc) {
+  switch (rc) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_FAILED: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_ASSERT: case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// One check per driver call: a failure becomes a CudaFailure with the driver's own message.
+void check(CUresult rc, const char* call, const char* kind = "unknown") {
+  if (rc == CUDA_SUCCESS) return;
+  const Driver& d = driver();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  d.cuGetErrorName(rc, &name);
+  d.cuGetErrorString(rc, &text);
+  bool sticky = is_sticky(rc);
+  throw CudaFailure(std::string(call) + " failed: " + (name ? name : "?") + " (" + (text ? text : "") + ")",
+                    sticky ? "runtime_fault" : kind, sticky);
+}
+
+std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+/// A device allocation, freed on scope exit.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    check(driver().cuMemAlloc(&ptr_, std::max<size_t>(bytes, 4)), "cuMemAlloc");
+  }
+  ~DeviceBuffer() { if (ptr_) driver().cuMemFree(ptr_); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, 0)), bytes_(o.bytes_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) driver().cuMemFree(ptr_);
+      ptr_ = std::exchange(o.ptr_, 0);
+      bytes_ = o.bytes_;
+    }
+    return *this;
+  }
+  CUdeviceptr get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// A loaded module and its kernel, unloaded on scope exit.
+class Module {
+ public:
+  Module(const std::string& cubin, const std::string& kernel) {
+    check(driver().cuModuleLoadData(&mod_, cubin.data()), "cuModuleLoadData", "launch_error");
+    check(driver().cuModuleGetFunction(&fn_, mod_, kernel.c_str()), "cuModuleGetFunction", "launch_error");
+  }
+  ~Module() { if (mod_) driver().cuModuleUnload(mod_); }
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  CUfunction fn() const { return fn_; }
+
+ private:
+  CUmodule mod_ = nullptr;
+  CUfunction fn_ = nullptr;
+};
+
+/// A pair of events timing one launch.
+class EventPair {
+ public:
+  EventPair() {
+    check(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(driver().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~EventPair() {
+    if (start_) driver().cuEventDestroy(start_);
+    if (stop_) driver().cuEventDestroy(stop_);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  CUevent start() const { return start_; }
+  CUevent stop() const { return stop_; }
+
+ private:
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(pos);
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+std::vector<CudaDeviceInfo> cuda_devices(std::string* error) {
+  const Driver& d = driver();
+  std::vector<CudaDeviceInfo> out;
+  if (!d.error.empty()) {
+    if (error) *error = d.error;
+    return out;
+  }
+  try {
+    int count = 0;
+    check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    for (int i = 0; i < count; ++i) {
+      CUdevice dev;
+      check(d.cuDeviceGet(&dev, i), "cuDeviceGet");
+      CudaDeviceInfo info;
+      info.ordinal = i;
+      char name[256] = {};
+      check(d.cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+      info.name = name;
+      auto attr = [&](CUdevice_attribute a) {
+        int v = 0;
+        check(d.cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
+        return v;
+      };
+      info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+      info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+      info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+      info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+      info.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+      info.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+      info.clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+      size_t mem = 0;
+      check(d.cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
+      info.memory_bytes = static_cast<int64_t>(mem);
+      info.driver_version = version_string(d.version);
+      out.push_back(info);
+    }
+    if (count == 0 && error) *error = "the CUDA driver reports no GPU";
+  } catch (const CudaFailure& f) {
+    if (error) *error = f.what();
+    out.clear();
+  }
+  return out;
+}
+
+struct CudaRunner::Impl {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CudaDeviceInfo info;
+  // Inputs, reference output and L2-flush buffer, kept while consecutive requests share a workload.
+  std::string inputs_key;
+  std::vector<DeviceBuffer> buffers;
+  std::vector<std::vector<float>> reference;  ///< Host copy of each output buffer's reference values.
+  DeviceBuffer flush;
+
+  ~Impl() {
+    buffers.clear();
+    flush = DeviceBuffer();
+    if (context) driver().cuDevicePrimaryCtxRelease(device);
+  }
+
+  static std::string key_of(const MeasureRequest& r) {
+    std::string k = r.reference_kernel_name + "|" + std::to_string(r.settings.input_seed);
+    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements);
+    for (int32_t s : r.scalar_args) k += "|" + std::to_string(s);
+    return k;
+  }
+
+  void launch(CUfunction fn, const templates::LaunchGeometry& g, const std::vector<int32_t>& scalars,
+              CUstream stream, std::vector<CUdeviceptr>& ptrs, std::vector<int32_t>& scalar_copy) {
+    std::vector<void*> args;
+    for (auto& p : ptrs) args.push_back(&p);
+    scalar_copy = scalars;
+    for (auto& s : scalar_copy) args.push_back(&s);
+    check(driver().cuLaunchKernel(fn, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                                  static_cast<unsigned>(g.dynamic_shared_bytes), stream, args.data(), nullptr),
+          "cuLaunchKernel", "launch_error");
+  }
+
+  void prepare_inputs(const MeasureRequest& r) {
+    std::string key = key_of(r);
+    if (key == inputs_key) return;
+    inputs_key.clear();
+    buffers.clear();
+    reference.clear();
+    std::mt19937_64 rng(r.settings.input_seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const auto& b : r.buffers) {
+      if (b.dtype != templates::DType::kF32)
+        throw CudaFailure("the runner supports f32 buffers only so far (" + b.name + ")", "unknown", false);
+      buffers.emplace_back(static_cast<size_t>(b.elements) * 4);
+      if (b.output) continue;
+      std::vector<float> host(static_cast<size_t>(b.elements));
+      for (auto& v : host) {
+        v = dist(rng);
+        if (v == 0.0f) v = 0.5f;  // random inputs, never zeros
+      }
+      check(driver().cuMemcpyHtoD(buffers.back().get(), host.data(), host.size() * 4), "cuMemcpyHtoD");
+    }
+    // The reference writes each output buffer; keep a host copy of it.
+    Module ref(r.reference_cubin, r.reference_kernel_name);
+    std::vector<CUdeviceptr> ptrs;
+    for (auto& b : buffers) ptrs.push_back(b.get());
+    std::vector<int32_t> scalars;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (r.buffers[i].output) check(driver().cuMemsetD32(buffers[i].get(), 0x7FC00000u, buffers[i].bytes() / 4), "cuMemsetD32");
+    launch(ref.fn(), r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (reference)");
+    reference.resize(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (!r.buffers[i].output) continue;
+      reference[i].resize(static_cast<size_t>(r.buffers[i].elements));
+      check(driver().cuMemcpyDtoH(reference[i].data(), buffers[i].get(), reference[i].size() * 4), "cuMemcpyDtoH");
+    }
+    if (!flush.get() && info.l2_bytes > 0) flush = DeviceBuffer(static_cast<size_t>(info.l2_bytes) * 2);
+    inputs_key = key;
+  }
+
+  MeasureResult run(const MeasureRequest& r) {
+    MeasureResult res;
+    prepare_inputs(r);
+    Module mod(r.cubin, r.kernel_name);
+    if (r.launch.dynamic_shared_bytes > 48 * 1024)
+      check(driver().cuFuncSetAttribute(mod.fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        r.launch.dynamic_shared_bytes),
+            "cuFuncSetAttribute", "launch_error");
+    std::vector<CUdeviceptr> ptrs;
+    for (auto& b : buffers) ptrs.push_back(b.get());
+    std::vector<int32_t> scalars;
+
+    // Checked run: poison outputs (NaN), run once, compare with the reference.
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (r.buffers[i].output) check(driver().cuMemsetD32(buffers[i].get(), 0x7FC00000u, buffers[i].bytes() / 4), "cuMemsetD32");
+    launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (!r.buffers[i].output) continue;
+      std::vector<float> out(reference[i].size());
+      check(driver().cuMemcpyDtoH(out.data(), buffers[i].get(), out.size() * 4), "cuMemcpyDtoH");
+      double ref_max = 0, err_max = 0;
+      bool bad = false;
+      for (size_t e = 0; e < out.size(); ++e) {
+        double ref = reference[i][e], got = out[e];
+        ref_max = std::max(ref_max, std::fabs(ref));
+        double err = std::fabs(got - ref);
+        if (!(err <= std::numeric_limits<double>::max())) bad = true;  // NaN or inf
+        else err_max = std::max(err_max, err);
+      }
+      res.max_error = bad ? INFINITY : err_max / std::max(ref_max, 1e-30);
+      if (bad || !(res.max_error <= r.tolerance)) {
+        res.status = "wrong_answer";
+        res.message = "output " + r.buffers[i].name + (bad ? " has NaN or inf" : "") + " relative error " +
+                      std::to_string(res.max_error) + " > tolerance " + std::to_string(r.tolerance);
+        return res;
+      }
+    }
+
+    // Timed runs: warm up, then flush L2 before each run and time each launch with events.
+    for (int w = 0; w < r.settings.warmup_runs; ++w) launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (warm-up)");
+    EventPair ev;
+    std::vector<double> times;
+    double total = 0;
+    auto wall_start = std::chrono::steady_clock::now();
+    while (true) {
+      double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
+      int n = static_cast<int>(times.size());
+      if (n >= r.settings.max_repeats) break;
+      if (n >= r.settings.min_repeats && (total >= r.settings.min_time_ms || wall >= r.settings.max_wall_ms)) break;
+      if (r.settings.flush_l2 && flush.get())
+        check(driver().cuMemsetD32Async(flush.get(), static_cast<unsigned>(n), flush.bytes() / 4, nullptr), "cuMemsetD32Async");
+      check(driver().cuEventRecord(ev.start(), nullptr), "cuEventRecord");
+      launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+      check(driver().cuEventRecord(ev.stop(), nullptr), "cuEventRecord");
+      check(driver().cuEventSynchronize(ev.stop()), "cuEventSynchronize");
+      float ms = 0;
+      check(driver().cuEventElapsedTime(&ms, ev.start(), ev.stop()), "cuEventElapsedTime");
+      times.push_back(ms);
+      total += ms;
+    }
+    res.repeats = static_cast<int>(times.size());
+    res.time_ms = percentile(times, 0.5);
+    res.spread_ms = percentile(times, 0.75) - percentile(times, 0.25);
+    return res;
+  }
+};
+
+CudaRunner::CudaRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaRunner::~CudaRunner() = default;
+
+std::unique_ptr<CudaRunner> CudaRunner::create(int ordinal, std::string* error) {
+  auto devices = cuda_devices(error);
+  if (ordinal < 0 || ordinal >= static_cast<int>(devices.size())) {
+    if (error && error->empty())
+      *error = "no GPU cuda:" + std::to_string(ordinal) + " (" + std::to_string(devices.size()) + " present)";
+    return nullptr;
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->info = devices[static_cast<size_t>(ordinal)];
+  try {
+    check(driver().cuDeviceGet(&impl->device, ordinal), "cuDeviceGet");
+    check(driver().cuDevicePrimaryCtxRetain(&impl->context, impl->device), "cuDevicePrimaryCtxRetain");
+    check(driver().cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
+  } catch (const CudaFailure& f) {
+    if (error) *error = f.what();
+    return nullptr;
+  }
+  return std::unique_ptr<CudaRunner>(new CudaRunner(std::move(impl)));
+}
+
+MeasureResult CudaRunner::measure(const MeasureRequest& request) {
+  try {
+    return impl_->run(request);
+  } catch (const CudaFailure& f) {
+    MeasureResult res;
+    res.status = f.kind;
+    res.message = f.what();
+    res.context_lost = f.context_lost;
+    if (f.context_lost) impl_->inputs_key.clear();
+    return res;
+  }
+}
+
+}  // namespace tuner

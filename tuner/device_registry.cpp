@@ -1,0 +1,99 @@
+#include "tuner/device_registry.h"
+
+#include <charconv>
+#include <stdexcept>
+
+#include "tuner/cuda_runner.h"
+#include "tuner/nvrtc_builder.h"
+
+namespace tuner {
+
+namespace {
+
+DeviceTarget sim_target(const costmodel::GpuSpec& g) {
+  DeviceTarget t;
+  t.spec = "sim:" + g.key;
+  t.simulated = true;
+  t.gpu = g;
+  t.identity.name = t.spec;
+  t.identity.simulated = true;
+  t.identity.cc_major = g.cc_major;
+  t.identity.cc_minor = g.cc_minor;
+  t.identity.sm_count = g.sm_count;
+  t.identity.memory_bytes = g.memory_bytes();
+  t.identity.driver_version = "none";
+  t.identity.nvrtc_version = NvrtcBuilder::nvrtc_version();
+  t.limits.arch = g.arch();
+  t.limits.max_threads_per_block = g.max_threads_per_block;
+  t.limits.max_shared_per_block_bytes = g.shared_per_block_bytes;
+  t.limits.max_registers_per_thread = g.max_registers_per_thread;
+  return t;
+}
+
+DeviceTarget cuda_target(const CudaDeviceInfo& info) {
+  DeviceTarget t;
+  t.spec = "cuda:" + std::to_string(info.ordinal);
+  t.simulated = false;
+  t.ordinal = info.ordinal;
+  if (auto g = costmodel::find_gpu_spec(info.cc_major, info.cc_minor, info.sm_count)) {
+    t.gpu = *g;
+  } else {
+    t.gpu.key = "unknown";
+    t.gpu.cc_major = info.cc_major;
+    t.gpu.cc_minor = info.cc_minor;
+    t.gpu.sm_count = info.sm_count;
+  }
+  t.gpu.name = info.name;
+  t.identity.name = info.name;
+  t.identity.simulated = false;
+  t.identity.cc_major = info.cc_major;
+  t.identity.cc_minor = info.cc_minor;
+  t.identity.sm_count = info.sm_count;
+  t.identity.memory_bytes = info.memory_bytes;
+  t.identity.driver_version = info.driver_version;
+  t.identity.nvrtc_version = NvrtcBuilder::nvrtc_version();
+  t.limits.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
+  t.limits.max_threads_per_block = info.max_threads_per_block;
+  t.limits.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+  return t;
+}
+
+}  // namespace
+
+DeviceTarget resolve_device(const std::string& spec) {
+  const std::string allowed = "cuda:N or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();
+  if (spec.rfind("sim:", 0) == 0) {
+    auto g = costmodel::find_gpu_spec(spec.substr(4));
+    if (!g) throw std::invalid_argument("unknown device '" + spec + "'; allowed: " + allowed);
+    return sim_target(*g);
+  }
+  if (spec.rfind("cuda:", 0) == 0) {
+    const std::string num = spec.substr(5);
+    int ordinal = -1;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), ordinal);
+    if (num.empty() || ec != std::errc() || end != num.data() + num.size() || ordinal < 0)
+      throw std::invalid_argument("malformed device '" + spec + "'; allowed: " + allowed);
+    std::string err;
+    auto gpus = cuda_devices(&err);
+    if (gpus.empty()) throw std::invalid_argument("device '" + spec + "' is not available: " + err);
+    if (ordinal >= static_cast<int>(gpus.size()))
+      throw std::invalid_argument("device '" + spec + "' does not exist; this machine has cuda:0.." +
+                                  std::to_string(gpus.size() - 1));
+    return cuda_target(gpus[static_cast<size_t>(ordinal)]);
+  }
+  throw std::invalid_argument("unknown device '" + spec + "'; allowed: " + allowed);
+}
+
+std::vector<DeviceTarget> list_devices(std::string* cuda_note) {
+  std::vector<DeviceTarget> out;
+  for (const auto& info : cuda_devices(cuda_note)) out.push_back(cuda_target(info));
+  for (const auto& g : costmodel::gpu_specs()) out.push_back(sim_target(g));
+  return out;
+}
+
+std::string default_device() {
+  std::string err;
+  return cuda_devices(&err).empty() ? "sim:h100-sxm" : "cuda:0";
+}
+
+}  // namespace tuner

@@ -1,0 +1,36 @@
+// The device registry: turns "cuda:N" and "sim:<gpu>" into a DeviceTarget
+// (identity for the database, limits for the config space, the GPU spec the
+// sim model reads) and lists every device this machine offers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "costmodel/gpu_spec.h"
+#include "db/tuning_db.h"
+#include "templates/kernel_template.h"
+
+namespace tuner {
+
+struct DeviceTarget {
+  std::string spec;               ///< As the user wrote it: "cuda:0", "sim:h100-sxm".
+  bool simulated = false;
+  int ordinal = 0;                ///< GPU ordinal for cuda devices.
+  costmodel::GpuSpec gpu;         ///< The spec-table entry (for cuda: the one matching CC + SM count, or
+                                  ///< figures read from the driver when the table has none).
+  db::DeviceIdentity identity;    ///< What the database stores.
+  templates::DeviceLimits limits; ///< What config spaces are constrained by.
+};
+
+/// Resolves a device string; throws std::invalid_argument with one line naming the bad value and what
+/// is allowed (malformed, unknown sim GPU, no driver, no such GPU).
+DeviceTarget resolve_device(const std::string& spec);
+
+/// Every real GPU (when a driver is present) and every sim device. *cuda_note says why no real GPU is
+/// listed when none is.
+std::vector<DeviceTarget> list_devices(std::string* cuda_note);
+
+/// "cuda:0" when a GPU is present, else "sim:h100-sxm".
+std::string default_device();
+
+}  // namespace tuner

@@ -1,0 +1,152 @@
+#include "tuner/measure_protocol.h"
+
+#include <array>
+#include <stdexcept>
+
+namespace tuner {
+
+namespace {
+
+nlohmann::json launch_json(const templates::LaunchGeometry& g) {
+  return {{"grid", g.grid}, {"block", g.block}, {"dynamic_shared_bytes", g.dynamic_shared_bytes}};
+}
+
+templates::LaunchGeometry launch_from(const nlohmann::json& j) {
+  templates::LaunchGeometry g;
+  g.grid = j.at("grid").get<std::array<unsigned, 3>>();
+  g.block = j.at("block").get<std::array<unsigned, 3>>();
+  g.dynamic_shared_bytes = j.at("dynamic_shared_bytes").get<int>();
+  return g;
+}
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string to_string(InjectedFault f) {
+  switch (f) {
+    case InjectedFault::kNone: return "none";
+    case InjectedFault::kCrash: return "crash";
+    case InjectedFault::kHang: return "hang";
+  }
+  return "none";
+}
+
+InjectedFault injected_fault_from_string(const std::string& s) {
+  if (s == "none") return InjectedFault::kNone;
+  if (s == "crash") return InjectedFault::kCrash;
+  if (s == "hang") return InjectedFault::kHang;
+  throw std::invalid_argument("unknown fault '" + s + "'; allowed: none, crash, hang");
+}
+
+std::string base64_encode(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += kB64[(v >> 6) & 63]; out += kB64[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += kB64[(v >> 6) & 63]; out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string& in) {
+  std::array<int, 256> rev;
+  rev.fill(-1);
+  for (int i = 0; i < 64; ++i) rev[static_cast<uint8_t>(kB64[i])] = i;
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    int v = rev[static_cast<uint8_t>(c)];
+    if (v < 0) throw std::invalid_argument("bad base64 character");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const MeasureRequest& r) {
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const auto& b : r.buffers)
+    buffers.push_back({{"name", b.name}, {"elements", b.elements}, {"dtype", templates::to_string(b.dtype)}, {"output", b.output}});
+  const auto& s = r.settings;
+  return {{"device", r.device},
+          {"cubin", base64_encode(r.cubin)},
+          {"kernel_name", r.kernel_name},
+          {"launch", launch_json(r.launch)},
+          {"buffers", buffers},
+          {"scalar_args", r.scalar_args},
+          {"reference_cubin", base64_encode(r.reference_cubin)},
+          {"reference_kernel_name", r.reference_kernel_name},
+          {"reference_launch", launch_json(r.reference_launch)},
+          {"tolerance", r.tolerance},
+          {"flops", r.flops},
+          {"profile", r.profile},
+          {"resources", r.resources},
+          {"settings", {{"min_time_ms", s.min_time_ms}, {"min_repeats", s.min_repeats}, {"max_repeats", s.max_repeats},
+                        {"max_wall_ms", s.max_wall_ms}, {"warmup_runs", s.warmup_runs}, {"flush_l2", s.flush_l2},
+                        {"input_seed", s.input_seed}}},
+          {"fault", to_string(r.fault)}};
+}
+
+MeasureRequest measure_request_from_json(const nlohmann::json& j) {
+  MeasureRequest r;
+  r.device = j.at("device").get<std::string>();
+  r.cubin = base64_decode(j.at("cubin").get<std::string>());
+  r.kernel_name = j.at("kernel_name").get<std::string>();
+  r.launch = launch_from(j.at("launch"));
+  for (const auto& b : j.at("buffers"))
+    r.buffers.push_back({b.at("name").get<std::string>(), b.at("elements").get<int64_t>(),
+                         templates::dtype_from_string(b.at("dtype").get<std::string>()), b.at("output").get<bool>()});
+  r.scalar_args = j.at("scalar_args").get<std::vector<int32_t>>();
+  r.reference_cubin = base64_decode(j.at("reference_cubin").get<std::string>());
+  r.reference_kernel_name = j.at("reference_kernel_name").get<std::string>();
+  r.reference_launch = launch_from(j.at("reference_launch"));
+  r.tolerance = j.at("tolerance").get<double>();
+  r.flops = j.at("flops").get<double>();
+  r.profile = j.at("profile").get<costmodel::KernelProfile>();
+  r.resources = j.at("resources").get<costmodel::KernelResources>();
+  const auto& s = j.at("settings");
+  r.settings.min_time_ms = s.at("min_time_ms").get<double>();
+  r.settings.min_repeats = s.at("min_repeats").get<int>();
+  r.settings.max_repeats = s.at("max_repeats").get<int>();
+  r.settings.max_wall_ms = s.at("max_wall_ms").get<double>();
+  r.settings.warmup_runs = s.at("warmup_runs").get<int>();
+  r.settings.flush_l2 = s.at("flush_l2").get<bool>();
+  r.settings.input_seed = s.at("input_seed").get<uint64_t>();
+  r.fault = injected_fault_from_string(j.at("fault").get<std::string>());
+  return r;
+}
+
+nlohmann::json to_json(const MeasureResult& r) {
+  return {{"status", r.status}, {"message", r.message}, {"time_ms", r.time_ms}, {"spread_ms", r.spread_ms},
+          {"repeats", r.repeats}, {"max_error", r.max_error}, {"estimate", r.estimate}, {"context_lost", r.context_lost}};
+}
+
+MeasureResult measure_result_from_json(const nlohmann::json& j) {
+  MeasureResult r;
+  r.status = j.at("status").get<std::string>();
+  r.message = j.at("message").get<std::string>();
+  r.time_ms = j.at("time_ms").get<double>();
+  r.spread_ms = j.at("spread_ms").get<double>();
+  r.repeats = j.at("repeats").get<int>();
+  r.max_error = j.at("max_error").get<double>();
+  r.estimate = j.at("estimate").get<bool>();
+  r.context_lost = j.at("context_lost").get<bool>();
+  return r;
+}
+
+}  // namespace tuner

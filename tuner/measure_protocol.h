@@ -1,0 +1,75 @@
+// The messages between tuner and its measurement worker process: one JSON
+// document per line over a pipe, a MeasureRequest down and a MeasureResult up.
+//
+// A request carries everything the worker needs to run one config on its
+// device without any state in the parent: the cubin (base64), launch
+// geometry, buffers and scalars, the reference kernel, the protocol's limits,
+// and for sim devices the profile and resources the analytic model reads. A
+// fault-injection field lets tests drive the isolation path on any machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/kernel_profile.h"
+#include "templates/kernel_template.h"
+
+namespace tuner {
+
+/// What the worker does on purpose for fault-injection tests.
+enum class InjectedFault { kNone, kCrash, kHang };
+std::string to_string(InjectedFault f);
+InjectedFault injected_fault_from_string(const std::string& s);
+
+/// Limits of the measurement protocol (DESIGN.md).
+struct MeasureSettings {
+  double min_time_ms = 100;   ///< Keep timing until this much kernel time is measured...
+  int min_repeats = 10;       ///< ...and at least this many runs,
+  int max_repeats = 2000;     ///< but never more runs than this,
+  double max_wall_ms = 3000;  ///< or more wall time than this per config.
+  int warmup_runs = 3;        ///< Untimed runs before timing.
+  bool flush_l2 = true;       ///< Overwrite a buffer twice the L2 size before every timed run.
+  uint64_t input_seed = 1;    ///< Seed of the random inputs (uniform in [-1, 1], never zeros).
+};
+
+struct MeasureRequest {
+  std::string device;                    ///< "cuda:0" or "sim:h100-sxm".
+  std::string cubin;                     ///< Raw cubin bytes (base64 on the wire).
+  std::string kernel_name;
+  templates::LaunchGeometry launch;
+  std::vector<templates::BufferSpec> buffers;
+  std::vector<int32_t> scalar_args;
+  std::string reference_cubin;           ///< Raw cubin of the reference kernel.
+  std::string reference_kernel_name;
+  templates::LaunchGeometry reference_launch;
+  double tolerance = 1e-4;
+  double flops = 0;
+  costmodel::KernelProfile profile;      ///< For sim devices.
+  costmodel::KernelResources resources;  ///< From the cubin; for sim devices.
+  MeasureSettings settings;
+  InjectedFault fault = InjectedFault::kNone;
+};
+
+struct MeasureResult {
+  std::string status = "ok";   ///< An error kind of DESIGN.md ("ok", "launch_error", "runtime_fault", ...).
+  std::string message;         ///< Why, when not ok.
+  double time_ms = 0;          ///< Median of the timed runs in ms.
+  double spread_ms = 0;        ///< Interquartile range of the timed runs in ms.
+  int repeats = 0;             ///< Timed runs.
+  double max_error = 0;        ///< max |out - ref| / max |ref| of the checked run.
+  bool estimate = false;       ///< True when the time is a sim device's estimate.
+  bool context_lost = false;   ///< The worker's CUDA context is unusable: it exits after replying.
+};
+
+nlohmann::json to_json(const MeasureRequest& r);
+MeasureRequest measure_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const MeasureResult& r);
+MeasureResult measure_result_from_json(const nlohmann::json& j);
+
+std::string base64_encode(const std::string& bytes);
+std::string base64_decode(const std::string& text);
+
+}  // namespace tuner

@@ -1,0 +1,224 @@
+#include "tuner/tuning_session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <future>
+
+#include "search/strategy.h"
+#include "templates/registry.h"
+#include "tuner/compile_cache.h"
+#include "tuner/compile_pool.h"
+#include "tuner/nvrtc_builder.h"
+#include "tuner/worker.h"
+
+namespace tuner {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+/// Installs SIGINT/SIGTERM handlers for the session's lifetime.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop.store(false);
+    old_int_ = std::signal(SIGINT, on_stop_signal);
+    old_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string template_hash(const templates::KernelTemplate& t) { return sha256_hex(t.source_text()).substr(0, 16); }
+
+std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fault) {
+  if (fault == InjectedFault::kCrash)
+    return "extern \"C\" __global__ void " + kernel_name +
+           "() { volatile int* p = (volatile int*)0x10; *p = threadIdx.x; }\n";
+  return "extern \"C\" __global__ void " + kernel_name +
+         "() { volatile int spin = 1; while (spin) { } }\n";
+}
+
+TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::TuningDb& db) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StopSignals signals;
+  const auto& tmpl = templates::find_template(opt.workload.op, opt.workload.dtype);
+  const search::ConfigSpace space = tmpl.space(opt.workload, device.limits);
+
+  TuneSummary sum;
+  sum.template_name = tmpl.name();
+  sum.template_hash = template_hash(tmpl);
+  sum.space_size = static_cast<int64_t>(space.size());
+
+  const int64_t device_id = db.upsert_device(device.identity);
+  const int64_t workload_id =
+      db.upsert_workload({opt.workload.op, opt.workload.shape_string(), templates::to_string(opt.workload.dtype)});
+  const int64_t template_id = db.upsert_template({sum.template_name, sum.template_hash});
+
+  auto strategy = search::make_strategy(opt.strategy, space, opt.seed);
+  for (const auto& json : db.measured_configs(device_id, workload_id, template_id)) {
+    try {
+      strategy->mark_measured(space.from_json(nlohmann::json::parse(json)));
+    } catch (const std::exception&) {
+      // A record from a space with other knob values (older limits); it cannot be proposed anyway.
+    }
+  }
+  sum.previously_measured = db.count_trials(device_id, workload_id, template_id);
+  sum.session_id = db.begin_session(device_id, workload_id, template_id, opt.strategy, opt.seed, opt.trials,
+                                    opt.command_line);
+
+  CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, opt.compile_threads);
+  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable);
+
+  db::QueryFilter best_filter;
+  best_filter.op = opt.workload.op;
+  best_filter.shape = opt.workload.shape_string();
+  best_filter.dtype = templates::to_string(opt.workload.dtype);
+  best_filter.device_name = device.identity.name;
+  best_filter.cc_major = device.identity.cc_major;
+  best_filter.cc_minor = device.identity.cc_minor;
+  best_filter.sm_count = device.identity.sm_count;
+  best_filter.template_hashes = {sum.template_hash};
+
+  TuneProgress progress;
+  progress.budget = opt.trials;
+  progress.done = sum.previously_measured;
+  progress.estimate = device.simulated;
+  if (auto b = db.best(best_filter)) {
+    progress.best_ms = b->trial.time_ms;
+    progress.best_gflops = b->trial.gflops;
+  }
+
+  // The reference kernel is the same for every config of the workload: compile it once.
+  std::string reference_cubin;
+  std::string reference_error;
+
+  int64_t remaining = opt.trials - sum.previously_measured;
+  while (remaining > 0 && !g_stop.load()) {
+    auto batch = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(remaining)));
+    if (batch.empty()) break;
+
+    std::vector<templates::KernelInstance> instances;
+    std::vector<std::future<CompileResult>> compiled;
+    std::vector<InjectedFault> faults;
+    for (const auto& c : batch) {
+      instances.push_back(tmpl.instantiate(space, c, opt.workload));
+      InjectedFault fault = InjectedFault::kNone;
+      uint64_t index = *space.index_of(c);
+      for (const auto& [i, f] : opt.faults)
+        if (i == index) fault = f;
+      faults.push_back(fault);
+      CompileRequest req{instances.back().source, instances.back().kernel_name, device.limits.arch, {}};
+      if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
+      compiled.push_back(pool.submit(std::move(req)));
+    }
+    if (reference_cubin.empty() && reference_error.empty()) {
+      const auto& k = instances.front();
+      auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
+      if (ref.ok()) reference_cubin = ref.cubin;
+      else reference_error = "reference kernel failed to compile: " + ref.log;
+    }
+
+    std::vector<db::TrialRecord> records;
+    std::vector<search::TrialOutcome> outcomes;
+    std::vector<search::Config> done_configs;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (g_stop.load()) break;  // not measured: the config stays unmeasured for the next session
+      const auto& inst = instances[i];
+      db::TrialRecord rec;
+      rec.config_json = space.to_json_string(batch[i]);
+      CompileResult cr = compiled[i].get();
+      rec.compile_ms = cr.compile_ms;
+      if (cr.from_cache) ++sum.compiled_from_cache;
+      if (!cr.ok()) {
+        rec.status = cr.status;
+        rec.error_message = cr.log.substr(0, 2000);
+      } else if (!reference_error.empty()) {
+        rec.status = "unknown";
+        rec.error_message = reference_error.substr(0, 2000);
+      } else {
+        rec.registers = cr.resources.registers;
+        rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
+        rec.spill_bytes = cr.resources.local_bytes;
+        MeasureRequest mr;
+        mr.device = device.spec;
+        mr.cubin = cr.cubin;
+        mr.kernel_name = inst.kernel_name;
+        mr.launch = inst.launch;
+        mr.buffers = inst.buffers;
+        mr.scalar_args = inst.scalar_args;
+        mr.reference_cubin = reference_cubin;
+        mr.reference_kernel_name = inst.reference_kernel_name;
+        mr.reference_launch = inst.reference_launch;
+        mr.tolerance = inst.tolerance;
+        mr.flops = inst.flops;
+        mr.profile = inst.profile;
+        mr.resources = {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes};
+        mr.settings = opt.settings;
+        mr.settings.input_seed = opt.seed;
+        mr.fault = faults[i];
+        const double timeout = device.simulated ? opt.run_timeout_s
+                                                : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
+        MeasureResult m = worker.measure(mr, timeout);
+        rec.status = m.status;
+        rec.error_message = m.message;
+        rec.estimate = m.estimate;
+        if (m.status == "ok") {
+          rec.time_ms = m.time_ms;
+          rec.time_spread_ms = m.spread_ms;
+          rec.repeats = m.repeats;
+          rec.gflops = inst.flops / (m.time_ms * 1e-3) / 1e9;
+        }
+      }
+      search::TrialOutcome out{rec.status == "ok", rec.time_ms};
+      if (out.ok && (progress.best_ms == 0 || rec.time_ms < progress.best_ms)) {
+        progress.best_ms = rec.time_ms;
+        progress.best_gflops = rec.gflops;
+      }
+      if (!out.ok) ++progress.errors_now;
+      records.push_back(std::move(rec));
+      outcomes.push_back(out);
+      done_configs.push_back(batch[i]);
+      ++progress.measured_now;
+      ++progress.done;
+      progress.elapsed_s = seconds_since(t0);
+      const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
+      progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
+      if (opt.on_progress) opt.on_progress(progress);
+    }
+    // Drain compiles of configs skipped by a stop request before the pool goes away.
+    for (size_t i = records.size(); i < compiled.size(); ++i) compiled[i].wait();
+    if (!records.empty()) db.add_trials(sum.session_id, records);
+    strategy->update(done_configs, outcomes);
+    remaining -= static_cast<int64_t>(records.size());
+  }
+
+  sum.interrupted = g_stop.load();
+  db.end_session(sum.session_id, sum.interrupted ? "interrupted" : "finished");
+  sum.measured_now = progress.measured_now;
+  sum.errors_now = progress.errors_now;
+  sum.worker_starts = worker.starts();
+  sum.best = db.best(best_filter);
+  sum.wall_s = seconds_since(t0);
+  return sum;
+}
+
+}  // namespace tuner

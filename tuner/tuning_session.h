@@ -1,0 +1,83 @@
+// The tuning loop: one session of `tuner tune` from a workload, a device and
+// a budget to trials in the database.
+//
+//   strategy.propose(batch) -> compile on the NVRTC pool (ahead of measurement, through the
+//   on-disk cache) -> measure each config in the worker process -> one transaction per batch
+//   -> strategy.update(results)
+//
+// `trials` is the budget for (workload, device, template version) in that
+// database: a rerun continues to the budget and never re-measures a config the
+// database already has. SIGINT/SIGTERM end the session after the current
+// config, with what was measured committed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "db/tuning_db.h"
+#include "templates/kernel_template.h"
+#include "tuner/device_registry.h"
+#include "tuner/measure_protocol.h"
+
+namespace tuner {
+
+/// Progress after each trial, for terminals.
+struct TuneProgress {
+  int64_t done = 0;            ///< Trials in the database for this workload/device/template.
+  int64_t budget = 0;          ///< The --trials budget.
+  int64_t measured_now = 0;    ///< Trials of this session.
+  int64_t errors_now = 0;      ///< Failed trials of this session.
+  double best_ms = 0;          ///< Best ok time so far (0: none yet).
+  double best_gflops = 0;
+  double elapsed_s = 0;
+  double eta_s = 0;            ///< Estimated seconds left.
+  bool estimate = false;       ///< Times are sim estimates.
+};
+
+struct TuneOptions {
+  templates::Workload workload;
+  int64_t trials = 200;            ///< Budget of trials for this workload on this device (all sessions).
+  std::string strategy = "random";
+  uint64_t seed = 1;               ///< Seeds the strategy (and the inputs' RNG).
+  size_t batch_size = 16;          ///< Configs proposed, compiled and committed together.
+  unsigned compile_threads = 0;    ///< NVRTC threads; 0: one per core.
+  double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
+  MeasureSettings settings;
+  /// Injected faults by valid-config index of the space (tests of the isolation path).
+  std::vector<std::pair<uint64_t, InjectedFault>> faults;
+  std::string worker_executable;   ///< Empty: default_worker_executable().
+  std::string cache_dir;           ///< Empty: CompileCache::default_dir().
+  std::string command_line;        ///< Stored with the session.
+  std::function<void(const TuneProgress&)> on_progress;
+};
+
+struct TuneSummary {
+  int64_t session_id = 0;
+  int64_t space_size = 0;          ///< Valid configs in the space.
+  int64_t previously_measured = 0; ///< Trials already in the database when the session began.
+  int64_t measured_now = 0;
+  int64_t errors_now = 0;
+  int64_t compiled_from_cache = 0;
+  int worker_starts = 0;
+  double wall_s = 0;
+  bool interrupted = false;
+  std::string template_name;
+  std::string template_hash;
+  std::optional<db::ResultRow> best;  ///< Best ok record for this workload/device/template.
+};
+
+/// The version hash of a template (a prefix of the SHA-256 of its source text).
+std::string template_hash(const templates::KernelTemplate& t);
+
+/// Source of a kernel that faults ("crash") or spins forever ("hang") under a given name: what a
+/// real GPU runs in place of a config with an injected fault.
+std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fault);
+
+/// Runs one tuning session. Throws only for programmer errors and database failures.
+TuneSummary run_tuning(const TuneOptions& options, const DeviceTarget& device, db::TuningDb& db);
+
+}  // namespace tuner

@@ -1,0 +1,229 @@
+#include "tuner/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "costmodel/analytic_model.h"
+#include "tuner/cuda_runner.h"
+
+namespace tuner {
+
+namespace {
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Reads one line from fd (blocking); false at end of input.
+bool read_line(int fd, std::string& buffer, std::string& line) {
+  while (true) {
+    auto nl = buffer.find('\n');
+    if (nl != std::string::npos) {
+      line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      return true;
+    }
+    char chunk[65536];
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+MeasureResult error_result(const std::string& status, const std::string& message) {
+  MeasureResult r;
+  r.status = status;
+  r.message = message;
+  return r;
+}
+
+}  // namespace
+
+MeasureResult sim_measure(const MeasureRequest& request) {
+  if (request.fault == InjectedFault::kCrash) std::abort();
+  if (request.fault == InjectedFault::kHang)
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::string key = request.device.rfind("sim:", 0) == 0 ? request.device.substr(4) : request.device;
+  auto gpu = costmodel::find_gpu_spec(key);
+  if (!gpu) return error_result("unknown", "unknown sim device '" + request.device + "'");
+  auto e = costmodel::estimate(request.profile, request.resources, *gpu);
+  if (!e.launchable) return error_result("launch_error", e.reason);
+  MeasureResult r;
+  r.time_ms = e.time_ms;
+  r.repeats = 1;
+  r.estimate = true;
+  return r;
+}
+
+int worker_main(int in_fd, int out_fd) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::map<int, std::unique_ptr<CudaRunner>> runners;
+  std::string buffer, line;
+  while (read_line(in_fd, buffer, line)) {
+    MeasureResult result;
+    try {
+      MeasureRequest req = measure_request_from_json(nlohmann::json::parse(line));
+      if (req.device.rfind("sim:", 0) == 0) {
+        result = sim_measure(req);
+      } else if (req.device.rfind("cuda:", 0) == 0) {
+        int ordinal = std::stoi(req.device.substr(5));
+        auto& runner = runners[ordinal];
+        std::string err;
+        if (!runner) runner = CudaRunner::create(ordinal, &err);
+        if (!runner) {
+          result = error_result("unknown", err);
+        } else {
+          // On a real GPU an injected fault is a real kernel (the tuning loop compiled a faulting or
+          // spinning kernel in place of the config's), so it takes the driver's own failure path.
+          result = runner->measure(req);
+        }
+      } else {
+        result = error_result("unknown", "unknown device '" + req.device + "'");
+      }
+    } catch (const std::exception& e) {
+      result = error_result("unknown", std::string("worker could not read the request: ") + e.what());
+    }
+    if (!write_all(out_fd, to_json(result).dump() + "\n")) return 1;
+    if (result.context_lost) return 3;  // the CUDA context is unusable: let the client start a fresh worker
+  }
+  return 0;
+}
+
+std::string default_worker_executable() {
+  if (const char* env = std::getenv("TUNER_WORKER_EXE"); env && *env) return env;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "tuner";
+  if (self.filename() == "tuner") return self.string();
+  for (auto candidate : {self.parent_path() / "tuner", self.parent_path() / "bin" / "tuner"})
+    if (std::filesystem::exists(candidate, ec)) return candidate.string();
+  return "tuner";
+}
+
+WorkerClient::WorkerClient(std::string executable) : executable_(std::move(executable)) {
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+WorkerClient::~WorkerClient() { stop(); }
+
+bool WorkerClient::start(std::string* error) {
+  int down[2], up[2];
+  if (pipe2(down, O_CLOEXEC) != 0) { *error = std::string("pipe: ") + std::strerror(errno); return false; }
+  if (pipe2(up, O_CLOEXEC) != 0) {
+    ::close(down[0]); ::close(down[1]);
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    for (int fd : {down[0], down[1], up[0], up[1]}) ::close(fd);
+    return false;
+  }
+  if (pid == 0) {
+    dup2(down[0], STDIN_FILENO);
+    dup2(up[1], STDOUT_FILENO);
+    execl(executable_.c_str(), executable_.c_str(), "__worker", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  pid_ = pid;
+  to_worker_ = down[1];
+  from_worker_ = up[0];
+  pending_.clear();
+  ++starts_;
+  return true;
+}
+
+void WorkerClient::stop() {
+  if (to_worker_ >= 0) ::close(to_worker_);
+  if (from_worker_ >= 0) ::close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+  if (pid_ > 0) {
+    // Closing stdin ends a healthy worker; give it a moment, then kill it.
+    for (int i = 0; i < 50; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) { pid_ = -1; return; }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = -1;
+}
+
+MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeout_s) {
+  std::string error;
+  if (pid_ <= 0 && !start(&error)) return error_result("unknown", "cannot start the measurement worker: " + error);
+  if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
+    // The worker died between requests: start a fresh one and send again once.
+    stop();
+    if (!start(&error)) return error_result("unknown", "cannot start the measurement worker: " + error);
+    if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
+      stop();
+      return error_result("unknown", "the measurement worker '" + executable_ + "' does not accept requests");
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    auto nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      try {
+        MeasureResult r = measure_result_from_json(nlohmann::json::parse(line));
+        if (r.context_lost) stop();
+        return r;
+      } catch (const std::exception& e) {
+        stop();
+        return error_result("unknown", std::string("unreadable reply from the worker: ") + e.what());
+      }
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      stop();
+      return error_result("run_timeout", "no result within " + std::to_string(timeout_s) + " s; worker killed");
+    }
+    pollfd p{from_worker_, POLLIN, 0};
+    int rc = poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) continue;
+    char chunk[65536];
+    ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int status = 0;
+      std::string how = "exited";
+      if (pid_ > 0 && waitpid(pid_, &status, 0) == pid_) {
+        pid_ = -1;
+        if (WIFSIGNALED(status)) how = std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+        else if (WIFEXITED(status)) how = "exited with code " + std::to_string(WEXITSTATUS(status));
+      }
+      stop();
+      return error_result("runtime_fault", "the measurement worker " + how + " while running this config");
+    }
+    pending_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace tuner

@@ -1,0 +1,55 @@
+// The measurement worker: a child process (`tuner __worker`) that runs
+// measurement requests one at a time, and the client the tuning loop uses to
+// talk to it over pipes.
+//
+// Isolation is the point: a kernel that faults, hangs past its timeout or
+// loses its CUDA context takes the worker down, not the session. The client
+// turns a dead worker into a runtime_fault result, a silent one into a
+// run_timeout result (after killing it), and starts a fresh worker for the
+// next request.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "tuner/measure_protocol.h"
+
+namespace tuner {
+
+/// The worker's main loop: reads one JSON request per line from in_fd and writes one JSON result per
+/// line to out_fd until end of input. Returns the process exit code.
+int worker_main(int in_fd, int out_fd);
+
+/// Measures on a sim device: the analytic model's estimate (and injected faults). Exposed for tests.
+MeasureResult sim_measure(const MeasureRequest& request);
+
+/// The path of the tuner executable that serves as worker: $TUNER_WORKER_EXE, else the running
+/// program if it is `tuner`, else `tuner` beside it.
+std::string default_worker_executable();
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(std::string executable = default_worker_executable());
+  ~WorkerClient();
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  /// Sends one request and waits up to timeout_s for its result; never throws for worker failures.
+  MeasureResult measure(const MeasureRequest& request, double timeout_s);
+  /// Workers started so far (1 + restarts).
+  int starts() const { return starts_; }
+
+ private:
+  bool start(std::string* error);
+  void stop();
+
+  std::string executable_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  int from_worker_ = -1;
+  std::string pending_;  ///< Bytes read past the last newline.
+  int starts_ = 0;
+};
+
+}  // namespace tuner
