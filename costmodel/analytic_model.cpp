@@ -10,6 +10,7 @@ namespace {
 constexpr int kRegisterAllocationUnit = 256;   // registers per warp are allocated in units of 256
 constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
 constexpr double kGlobalLatencyCycles = 600;   // DRAM/L2 load latency a single-buffered slab exposes
+constexpr double kBarrierCycles = 150;         // a __syncthreads drains the block's pipelines once per iteration
 constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
 constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
@@ -110,7 +111,8 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
     const double per_iter_work = busy / resident / iterations;
     const double exposed_per_iter =
         p.stages >= 2 ? std::max(0.0, kGlobalLatencyCycles - per_iter_work) : kGlobalLatencyCycles;
-    const double latency = iterations * exposed_per_iter / resident;
+    // Latency and barrier stalls of one block are filled by the other resident blocks' work.
+    const double latency = iterations * (exposed_per_iter + kBarrierCycles) / resident;
     sm_cycles += busy + latency;
     compute_c += compute;
     shared_c += shared;

@@ -48,6 +48,21 @@ constexpr int kSVM = kAStride % kVM == 0 ? kVM : 1;  // shared read width, As
 constexpr int kSVN = kBStride % kVN == 0 ? kVN : 1;  // shared read width, Bs
 constexpr int kSVA = kBStride % kVec == 0 ? kVec : 1; // shared store width, Bs
 
+// Occupancy hint for __launch_bounds__: the most blocks per SM (up to 4)
+// whose per-thread register cap (65536 / (threads*blocks), rounded down to 8,
+// at most 255) still holds an estimate of the live registers: accumulators,
+// one k-step of A/B fragments, the prefetch registers (stages==2) and ~24 for
+// addresses, indices and predicates. Keeps 128x128/8x8 at 128 registers
+// (2 blocks of 256 threads per SM) without forcing spills on larger tiles.
+constexpr int kRegEstimate =
+    kTM * kTN + kTM + kTN + (kStages == 2 ? (kALoads + kBLoads) * kVec : 0) + 24;
+constexpr int reg_cap(int blocks) {
+  return (65536 / (kThreads * blocks)) / 8 * 8 < 255 ? (65536 / (kThreads * blocks)) / 8 * 8 : 255;
+}
+constexpr int kMinBlocks = reg_cap(4) >= kRegEstimate ? 4
+                         : reg_cap(3) >= kRegEstimate ? 3
+                         : reg_cap(2) >= kRegEstimate ? 2 : 1;
+
 static_assert(kTM == 1 || kTM == 2 || kTM == 4 || kTM == 8 || kTM == 16, "tm must be 1, 2, 4, 8 or 16");
 static_assert(kTN == 1 || kTN == 2 || kTN == 4 || kTN == 8 || kTN == 16, "tn must be 1, 2, 4, 8 or 16");
 static_assert(kVec == 1 || kVec == 2 || kVec == 4, "vec must be 1, 2 or 4");
@@ -175,7 +190,7 @@ __device__ __forceinline__ void compute_slab(const float* __restrict__ as, const
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 gemm_f32(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
          int M, int N, int K) {
   extern __shared__ float4 gemm_f32_smem[];  // float4: 16-byte aligned base

@@ -13,11 +13,12 @@
 // (cudaFuncAttributeMaxDynamicSharedMemorySize is the launcher's job).
 //
 // Kernel contract (C = A*B, all row-major, A is MxK, B is KxN, C is MxN):
-//   extern "C" __global__ void __launch_bounds__(kThreads)
+//   extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 //   gemm_f32(const float* __restrict__ A, const float* __restrict__ B,
 //            float* __restrict__ C, int M, int N, int K);
 //   grid  = 1-D, ceil(M/bm) * ceil(N/bn) blocks (group_m rasterization inside);
-//   block = 1-D, gemm_threads(t) threads;
+//   block = 1-D, gemm_threads(t) threads (kThreads; kMinBlocks is an occupancy
+//           hint from a register estimate, e.g. 2 for 128x128 with 8x8 per thread);
 //   dynamic shared memory = gemm_shared_bytes(t) bytes (no static __shared__).
 // Any positive M, N, K are correct: loads outside the matrices read 0, stores
 // outside are skipped, and no out-of-bounds address is ever read. Vector

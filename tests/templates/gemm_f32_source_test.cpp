@@ -52,7 +52,7 @@ TEST(GemmF32Source, SourceHasKernelSignatureAndBakedConstants) {
   const std::string src = gemm_f32_source(t);
   EXPECT_TRUE(contains(src, "extern \"C\""));
   EXPECT_TRUE(contains(src, std::string(kGemmKernelName) + "("));
-  EXPECT_TRUE(contains(src, "__launch_bounds__(kThreads)"));
+  EXPECT_TRUE(contains(src, "__launch_bounds__(kThreads"));
   EXPECT_TRUE(contains(src, "extern __shared__"));
   EXPECT_TRUE(contains(src, "constexpr int kBM = 128;"));
   EXPECT_TRUE(contains(src, "constexpr int kBN = 64;"));

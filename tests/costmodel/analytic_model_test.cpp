@@ -1,0 +1,123 @@
+#include "costmodel/analytic_model.h"
+
+#include <gtest/gtest.h>
+
+#include "templates/gemm_f32.h"
+
+namespace tuner::costmodel {
+namespace {
+
+const GpuSpec& h100() {
+  static const GpuSpec g = *find_gpu_spec("h100-sxm");
+  return g;
+}
+
+struct Tile {
+  int bm, bn, tm, tn, bk, vec, stages, pad, group;
+};
+
+KernelProfile gemm_profile(const Tile& t, int64_t m = 4096, int64_t n = 4096, int64_t k = 4096) {
+  templates::GemmF32Template tmpl;
+  auto w = templates::parse_workload("gemm", "M=" + std::to_string(m) + ",N=" + std::to_string(n) + ",K=" + std::to_string(k), "f32");
+  templates::DeviceLimits limits;
+  limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
+  auto space = tmpl.space(w, limits);
+  search::Config c{t.bm, t.bn, t.tm, t.tn, t.bk, t.vec, t.stages, t.pad, t.group};
+  EXPECT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
+  return tmpl.instantiate(space, c, w).profile;
+}
+
+const Tile kGood{128, 128, 8, 8, 16, 4, 2, 4, 8};
+const KernelResources kGoodRes{128, 0, 0};
+
+TEST(AnalyticModel, OccupancyArithmetic) {
+  KernelProfile p;
+  p.threads_per_block = 256;
+  p.dynamic_shared_bytes = 32 * 1024;
+  // registers: 128 x 32 = 4096 per warp, x 8 warps = 32768 per block -> 65536 / 32768 = 2 blocks;
+  // threads: 2048 / 256 = 8; shared: 233472 / (32768 + 1024) = 6 -> registers limit at 2.
+  auto o = occupancy(p, {128, 0, 0}, h100());
+  EXPECT_EQ(o.blocks_per_sm, 2);
+  EXPECT_EQ(o.limiter, "registers");
+  EXPECT_DOUBLE_EQ(o.occupancy, 512.0 / 2048.0);
+  // 32 registers: 1024 per warp x 8 = 8192 -> 8 by registers; threads give 8 too; shared 6 -> shared limits.
+  o = occupancy(p, {32, 0, 0}, h100());
+  EXPECT_EQ(o.blocks_per_sm, 6);
+  EXPECT_EQ(o.limiter, "shared memory");
+}
+
+TEST(AnalyticModel, IsDeterministic) {
+  auto p = gemm_profile(kGood);
+  auto a = estimate(p, kGoodRes, h100());
+  auto b = estimate(p, kGoodRes, h100());
+  EXPECT_TRUE(a.launchable);
+  EXPECT_EQ(a.time_ms, b.time_ms);
+  EXPECT_EQ(a.bound, b.bound);
+}
+
+TEST(AnalyticModel, GoodTileIsNearButBelowPeak) {
+  auto e = estimate(gemm_profile(kGood), kGoodRes, h100());
+  const double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (e.time_ms * 1e-3) / 1e12;
+  EXPECT_LT(tflops, h100().peak_fp32_tflops);
+  EXPECT_GT(tflops, 0.5 * h100().peak_fp32_tflops) << "bound " << e.bound;
+}
+
+TEST(AnalyticModel, SpillingIsSlower) {
+  auto p = gemm_profile(kGood);
+  auto clean = estimate(p, kGoodRes, h100());
+  auto spill = estimate(p, {255, 0, 512}, h100());
+  EXPECT_GT(spill.time_ms, 1.3 * clean.time_ms);
+}
+
+TEST(AnalyticModel, TinyTilesAreSlower) {
+  auto good = estimate(gemm_profile(kGood), kGoodRes, h100());
+  auto tiny = estimate(gemm_profile({16, 16, 1, 1, 16, 1, 1, 0, 1}), {24, 0, 0}, h100());
+  EXPECT_GT(tiny.time_ms, 3 * good.time_ms);
+}
+
+TEST(AnalyticModel, OneBlockPerSmIsSlowerThanSeveral) {
+  // 64x64 tiles with 4x4 per thread (256 threads): same work, registers allow 8 blocks or only 1.
+  auto p = gemm_profile({64, 64, 4, 4, 16, 4, 2, 4, 8});
+  auto many = estimate(p, {40, 0, 0}, h100());
+  KernelProfile one_block = p;
+  auto one = estimate(one_block, {40, 150 * 1024, 0}, h100());  // static shared memory hogs the SM
+  EXPECT_EQ(one.occupancy.blocks_per_sm, 1);
+  EXPECT_GT(many.occupancy.blocks_per_sm, 1);
+  EXPECT_GT(one.time_ms, 1.1 * many.time_ms);
+}
+
+TEST(AnalyticModel, UncoalescedAndScalarLoadsAreSlower) {
+  auto p = gemm_profile({64, 64, 4, 4, 16, 4, 2, 4, 8});
+  auto good = estimate(p, {40, 0, 0}, h100());
+  KernelProfile scattered = p;
+  scattered.coalescing = 0.125;  // one useful float per 32-byte sector
+  EXPECT_GT(estimate(scattered, {40, 0, 0}, h100()).time_ms, 1.5 * good.time_ms);
+  auto scalar = estimate(gemm_profile({64, 64, 4, 4, 16, 1, 2, 4, 8}), {40, 0, 0}, h100());
+  EXPECT_GT(scalar.time_ms, good.time_ms);
+}
+
+TEST(AnalyticModel, BankConflictsWithoutPaddingAreSlower) {
+  auto padded = estimate(gemm_profile({128, 128, 8, 8, 32, 1, 2, 4, 8}), kGoodRes, h100());
+  auto unpadded = estimate(gemm_profile({128, 128, 8, 8, 32, 1, 2, 0, 8}), kGoodRes, h100());
+  EXPECT_GT(unpadded.time_ms, padded.time_ms);
+}
+
+TEST(AnalyticModel, OversizedBlocksCannotLaunch) {
+  auto p = gemm_profile(kGood);
+  p.dynamic_shared_bytes = 300 * 1024;
+  auto e = estimate(p, kGoodRes, h100());
+  EXPECT_FALSE(e.launchable);
+  EXPECT_NE(e.reason.find("shared memory"), std::string::npos);
+  EXPECT_FALSE(estimate(gemm_profile(kGood), {300, 0, 0}, h100()).launchable);
+}
+
+TEST(GpuSpecTable, LooksUpByKeyAndByIdentity) {
+  ASSERT_TRUE(find_gpu_spec("a100-sxm4-80gb").has_value());
+  EXPECT_EQ(find_gpu_spec("a100-sxm4-80gb")->arch(), "sm_80");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132)->key, "h100-sxm");
+  EXPECT_FALSE(find_gpu_spec(9, 0, 114).has_value());  // an H100 PCIe is another part
+  EXPECT_FALSE(find_gpu_spec("v100").has_value());
+}
+
+}  // namespace
+}  // namespace tuner::costmodel

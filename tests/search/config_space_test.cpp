@@ -1,0 +1,90 @@
+#include "search/config_space.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace tuner::search {
+namespace {
+
+// A space of 3 x 4 x 2 = 24 products; the constraint "A * B <= 8" keeps
+// A=1: B in {1,2,4,8} (4), A=2: B in {1,2,4} (3), A=4: B in {1,2} (2) -> 9 x 2 = 18 valid.
+ConfigSpace small_space() {
+  return ConfigSpace({{"A", {1, 2, 4}, ""}, {"B", {1, 2, 4, 8}, ""}, {"C", {0, 1}, ""}},
+                     {{"A * B <= 8", [](const ConfigView& v) { return v["A"] * v["B"] <= 8; }}});
+}
+
+TEST(ConfigSpace, CountsProductAndValidConfigs) {
+  auto s = small_space();
+  EXPECT_EQ(s.product_size(), 24u);
+  EXPECT_EQ(s.size(), 18u);
+}
+
+TEST(ConfigSpace, IndexIsABijectionOverValidConfigs) {
+  auto s = small_space();
+  std::set<Config> seen;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    Config c = s.at(i);
+    EXPECT_TRUE(s.is_valid(c));
+    ASSERT_TRUE(s.index_of(c).has_value());
+    EXPECT_EQ(*s.index_of(c), i);
+    seen.insert(c);
+  }
+  EXPECT_EQ(seen.size(), s.size());
+  EXPECT_EQ(s.enumerate().size(), s.size());
+  EXPECT_THROW(s.at(s.size()), std::out_of_range);
+}
+
+TEST(ConfigSpace, RejectsInvalidAndOutOfRangeConfigs) {
+  auto s = small_space();
+  EXPECT_FALSE(s.is_valid({4, 4, 0}));  // 16 > 8
+  EXPECT_EQ(s.violation({4, 4, 0}).value(), "A * B <= 8");
+  EXPECT_FALSE(s.is_valid({3, 1, 0}));  // 3 is not a value of A
+  EXPECT_EQ(s.violation({3, 1, 0}).value(), "value out of range");
+  EXPECT_FALSE(s.index_of({4, 4, 0}).has_value());
+  EXPECT_FALSE(s.violation({2, 4, 1}).has_value());
+}
+
+TEST(ConfigSpace, SamplingIsDeterministicUnderASeedAndCoversTheSpace) {
+  auto s = small_space();
+  Rng a(7), b(7), c(8);
+  std::vector<Config> xs, ys, zs;
+  for (int i = 0; i < 200; ++i) {
+    xs.push_back(s.sample(a));
+    ys.push_back(s.sample(b));
+    zs.push_back(s.sample(c));
+  }
+  EXPECT_EQ(xs, ys);
+  EXPECT_NE(xs, zs);
+  std::set<Config> distinct(xs.begin(), xs.end());
+  EXPECT_EQ(distinct.size(), s.size());  // 200 uniform draws over 18 configs hit them all
+  for (const auto& x : xs) EXPECT_TRUE(s.is_valid(x));
+}
+
+TEST(ConfigSpace, NeighboursDifferInExactlyOneKnobAndAreValid) {
+  auto s = small_space();
+  Config c{2, 2, 0};
+  auto ns = s.neighbours(c);
+  // A in {1,4} (2*.. : 1*2 ok, 4*2 ok) -> 2; B in {1,4} (8 breaks: 16) -> 2; C -> 1. Total 5.
+  EXPECT_EQ(ns.size(), 5u);
+  for (const auto& n : ns) {
+    int diff = 0;
+    for (size_t i = 0; i < c.size(); ++i) diff += n[i] != c[i];
+    EXPECT_EQ(diff, 1);
+    EXPECT_TRUE(s.is_valid(n));
+  }
+}
+
+TEST(ConfigSpace, JsonIsStableAndRoundTrips) {
+  auto s = small_space();
+  Config c{4, 2, 1};
+  EXPECT_EQ(s.to_json_string(c), R"({"A":4,"B":2,"C":1})");
+  EXPECT_EQ(s.from_json(nlohmann::json::parse(R"({"C":1,"B":2,"A":4})")), c);
+  EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":4,"B":2})")), std::invalid_argument);
+  EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":4,"B":2,"C":1,"D":0})")), std::invalid_argument);
+  EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":3,"B":2,"C":1})")), std::invalid_argument);
+  EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":"4","B":2,"C":1})")), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tuner::search

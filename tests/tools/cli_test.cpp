@@ -1,0 +1,133 @@
+// The `tuner` program as users run it: the acceptance flow on a sim device,
+// JSON output, and bad input (exit code 2, one line on stderr, database untouched).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CmdResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuner_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CmdResult run(const std::string& args) const {
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    const std::string cmd = std::string(TUNER_BIN) + " " + args + " >" + out + " 2>" + err;
+    int status = std::system(cmd.c_str());
+    CmdResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  std::string db() const { return (dir_ / "t.db").string(); }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(Cli, TuneThenQueryTheBestRecordAsJson) {
+  auto t = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device sim:h100-sxm --trials 8 --strategy random --seed 3 --db " + db() + " --json");
+  ASSERT_EQ(t.code, 0) << t.err;
+  auto tj = nlohmann::json::parse(t.out);
+  EXPECT_EQ(tj["measured"], 8);
+  EXPECT_TRUE(tj["estimate"].get<bool>());
+
+  auto q = run("query --db " + db() + " --op gemm --shape M=1000,N=1000,K=1000 --device sim:h100-sxm --best --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  auto j = nlohmann::json::parse(q.out);
+  for (const char* key : {"op", "shape", "dtype", "device", "config", "status", "time_ms", "gflops"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["op"], "gemm");
+  EXPECT_EQ(j["shape"], "M=1000,N=1000,K=1000");
+  EXPECT_EQ(j["dtype"], "f32");
+  EXPECT_EQ(j["device"], "sim:h100-sxm");
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_TRUE(j["config"].contains("BM"));
+  EXPECT_EQ(j["time_ms"], tj["best"]["time_ms"]);
+
+  auto h = run("query --db " + db() + " --history --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(nlohmann::json::parse(h.out).size(), 8u);
+  auto s = run("query --db " + db() + " --sessions");
+  EXPECT_EQ(s.code, 0);
+  EXPECT_NE(s.out.find("finished"), std::string::npos);
+  auto table = run("query --db " + db());
+  EXPECT_NE(table.out.find("estimate"), std::string::npos) << "sim figures must be labelled";
+}
+
+TEST_F(Cli, DevicesListsTheSimDevices) {
+  auto r = run("devices --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& d : j["devices"]) names.push_back(d["device"]);
+  EXPECT_NE(std::find(names.begin(), names.end(), "sim:h100-sxm"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "sim:a100-sxm4-80gb"), names.end());
+}
+
+TEST_F(Cli, BadInputExitsTwoWithOneLineAndLeavesTheDatabaseAlone) {
+  ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 2 --db " + db()).code, 0);
+  const std::string before = slurp(db());
+  ASSERT_FALSE(before.empty());
+  const std::string base = "tune --device sim:h100-sxm --trials 4 --db " + db() + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + "--op gemmm --shape M=1,N=1,K=1", "gemmm"},
+      {base + "--op gemm --shape M=1,N=1", "K"},
+      {base + "--op gemm --shape M=0,N=1,K=1", "M=0"},
+      {base + "--op gemm --shape M=1,N=abc,K=1", "abc"},
+      {base + "--op gemm --shape M=1,N=1,K=1 --dtype f64", "f64"},
+      {base + "--op gemm --shape M=1,N=1,K=1 --strategy magic", "magic"},
+      {"tune --op gemm --shape M=1,N=1,K=1 --device sim:h100-sxm --trials -3 --db " + db(), "-3"},
+      {"tune --op gemm --shape M=1,N=1,K=1 --device sim:v100 --db " + db(), "sim:v100"},
+      {"tune --op gemm --shape M=1,N=1,K=1 --device tpu:0 --db " + db(), "tpu:0"},
+      {"tune --op gemm --shape M=1,N=1,K=1 --device sim:h100-sxm --db /nonexistent/dir/x.db", "/nonexistent/dir/x.db"},
+      {"query --db " + (dir_ / "missing.db").string(), "missing.db"},
+      {"query --db " + db() + " --op conv3d", "conv3d"},
+      {"tune --op gemm --shape M=1,N=1,K=1 --device sim:h100-sxm --db " + db() + " --bogus-flag", "bogus-flag"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const auto& [args, needle] : cases) {
+    auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+  EXPECT_EQ(slurp(db()), before) << "a failed command changed the database";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "missing.db"));
+}
+
+TEST_F(Cli, CudaDeviceWithoutADriverIsBadInput) {
+  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1")) GTEST_SKIP() << "this machine has a CUDA driver";
+  auto r = run("tune --op gemm --shape M=1,N=1,K=1 --device cuda:0 --db " + db());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+}
+
+}  // namespace

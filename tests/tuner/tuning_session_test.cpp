@@ -1,0 +1,128 @@
+// The tuning loop against a sim device: budget and resume, no re-measurement,
+// fault isolation inside a session, and replay under a seed.
+#include "tuner/tuning_session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "templates/registry.h"
+
+namespace tuner {
+namespace {
+
+class TuningSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuner_session_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  TuneOptions options(int64_t trials, uint64_t seed = 3) const {
+    TuneOptions o;
+    o.workload = templates::parse_workload("gemm", "M=1000,N=1000,K=1000", "f32");
+    o.trials = trials;
+    o.strategy = "random";
+    o.seed = seed;
+    o.batch_size = 4;
+    o.worker_executable = TUNER_BIN;
+    return o;
+  }
+  std::string db_path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::vector<db::ResultRow> history(db::TuningDb& db) const {
+    db::QueryFilter f;
+    f.op = "gemm";
+    return db.history(f);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TuningSession, FillsTheBudgetAndResumesWithoutRemeasuring) {
+  auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db(db_path("a.db"));
+  auto first = run_tuning(options(6), device, db);
+  EXPECT_EQ(first.measured_now, 6);
+  EXPECT_EQ(first.previously_measured, 0);
+  ASSERT_TRUE(first.best.has_value());
+  EXPECT_TRUE(first.best->trial.estimate);
+  EXPECT_GT(first.best->trial.gflops, 0);
+
+  auto again = run_tuning(options(6), device, db);  // the budget is already met
+  EXPECT_EQ(again.measured_now, 0);
+  EXPECT_EQ(again.previously_measured, 6);
+
+  auto more = run_tuning(options(10), device, db);  // continue to a larger budget
+  EXPECT_EQ(more.measured_now, 4);
+  auto rows = history(db);
+  ASSERT_EQ(rows.size(), 10u);
+  std::set<std::string> configs;
+  for (const auto& r : rows) configs.insert(r.trial.config_json);
+  EXPECT_EQ(configs.size(), 10u) << "a config was measured twice";
+  for (const auto& r : rows) {
+    EXPECT_GT(r.trial.registers, 0);
+    EXPECT_GT(r.trial.shared_bytes, 0);
+  }
+}
+
+TEST_F(TuningSession, ReplaysTheSameConfigsUnderTheSameSeed) {
+  auto device = resolve_device("sim:a100-sxm4-80gb");
+  db::TuningDb a(db_path("a.db")), b(db_path("b.db")), c(db_path("c.db"));
+  run_tuning(options(5, 11), device, a);
+  run_tuning(options(5, 11), device, b);
+  run_tuning(options(5, 12), device, c);
+  auto ha = history(a), hb = history(b), hc = history(c);
+  ASSERT_EQ(ha.size(), 5u);
+  ASSERT_EQ(hb.size(), 5u);
+  bool same_as_c = true;
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(ha[i].trial.config_json, hb[i].trial.config_json);
+    EXPECT_EQ(ha[i].trial.time_ms, hb[i].trial.time_ms);  // the sim model is deterministic
+    same_as_c = same_as_c && ha[i].trial.config_json == hc[i].trial.config_json;
+  }
+  EXPECT_FALSE(same_as_c);
+}
+
+TEST_F(TuningSession, InjectedCrashAndHangBecomeErrorRecordsAndTheSessionGoesOn) {
+  auto device = resolve_device("sim:h100-sxm");
+  // Find which configs the seed will propose first, then fault two of them.
+  db::TuningDb probe(db_path("probe.db"));
+  run_tuning(options(4), device, probe);
+  const auto& tmpl = templates::find_template("gemm", templates::DType::kF32);
+  auto space = tmpl.space(options(1).workload, device.limits);
+  auto probe_rows = history(probe);
+  ASSERT_EQ(probe_rows.size(), 4u);
+  const uint64_t crash = *space.index_of(space.from_json(nlohmann::json::parse(probe_rows[1].trial.config_json)));
+  const uint64_t hang = *space.index_of(space.from_json(nlohmann::json::parse(probe_rows[2].trial.config_json)));
+
+  db::TuningDb db(db_path("faults.db"));
+  auto opt = options(4);
+  opt.faults = {{crash, InjectedFault::kCrash}, {hang, InjectedFault::kHang}};
+  opt.run_timeout_s = 1.0;
+  auto sum = run_tuning(opt, device, db);
+  EXPECT_EQ(sum.measured_now, 4);
+  EXPECT_EQ(sum.errors_now, 2);
+  EXPECT_EQ(sum.worker_starts, 3);  // the first worker, one after the crash, one after the hang
+  auto rows = history(db);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].trial.status, "ok");
+  EXPECT_EQ(rows[1].trial.status, "runtime_fault");
+  EXPECT_EQ(rows[2].trial.status, "run_timeout");
+  EXPECT_EQ(rows[3].trial.status, "ok");
+  EXPECT_FALSE(rows[1].trial.error_message.empty());
+}
+
+TEST(FaultKernels, NameTheKernelTheyReplace) {
+  EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kCrash).find("void gemm_f32()"), std::string::npos);
+  EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kHang).find("while"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tuner

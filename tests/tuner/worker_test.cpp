@@ -1,0 +1,103 @@
+// The measurement worker's isolation: a crash or a hang in the worker becomes
+// an error result, and the next request gets a fresh worker.
+#include "tuner/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace tuner {
+namespace {
+
+MeasureRequest sim_request(InjectedFault fault = InjectedFault::kNone) {
+  MeasureRequest r;
+  r.device = "sim:h100-sxm";
+  r.cubin = std::string("\x7f" "ELF\0\1\2", 7);  // bytes survive the base64 trip
+  r.kernel_name = "k";
+  r.profile.flops = 2e9;
+  r.profile.dram_bytes = 12e6;
+  r.profile.global_bytes = 100e6;
+  r.profile.shared_bytes = 200e6;
+  r.profile.blocks = 1024;
+  r.profile.threads_per_block = 256;
+  r.profile.dynamic_shared_bytes = 16384;
+  r.profile.ilp = 16;
+  r.profile.vector_width = 4;
+  r.profile.stages = 2;
+  r.profile.main_loop_iterations = 64;
+  r.resources = {64, 0, 0};
+  r.fault = fault;
+  return r;
+}
+
+TEST(MeasureProtocol, RequestRoundTripsThroughJson) {
+  auto r = sim_request(InjectedFault::kHang);
+  r.buffers = {{"A", 12, templates::DType::kF32, false}, {"C", 4, templates::DType::kF32, true}};
+  r.scalar_args = {3, 4, 5};
+  r.launch.grid = {7, 1, 1};
+  auto back = measure_request_from_json(nlohmann::json::parse(to_json(r).dump()));
+  EXPECT_EQ(back.cubin, r.cubin);
+  EXPECT_EQ(back.fault, InjectedFault::kHang);
+  EXPECT_EQ(back.scalar_args, r.scalar_args);
+  EXPECT_EQ(back.launch.grid, r.launch.grid);
+  EXPECT_EQ(back.buffers.size(), 2u);
+  EXPECT_TRUE(back.buffers[1].output);
+  EXPECT_EQ(back.profile.main_loop_iterations, 64);
+  EXPECT_EQ(back.resources.registers, 64);
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
+    EXPECT_EQ(base64_decode(base64_encode(s)), s);
+}
+
+TEST(SimMeasure, GivesALabelledEstimate) {
+  auto r = sim_measure(sim_request());
+  EXPECT_EQ(r.status, "ok");
+  EXPECT_TRUE(r.estimate);
+  EXPECT_GT(r.time_ms, 0);
+  auto bad = sim_request();
+  bad.profile.dynamic_shared_bytes = 1 << 20;
+  auto e = sim_measure(bad);
+  EXPECT_EQ(e.status, "launch_error");
+  EXPECT_NE(e.message.find("shared memory"), std::string::npos);
+}
+
+TEST(WorkerClient, MeasuresInAChildProcess) {
+  WorkerClient w(TUNER_BIN);
+  auto r = w.measure(sim_request(), 10);
+  EXPECT_EQ(r.status, "ok") << r.message;
+  EXPECT_DOUBLE_EQ(r.time_ms, sim_measure(sim_request()).time_ms);
+  EXPECT_EQ(w.starts(), 1);
+  w.measure(sim_request(), 10);
+  EXPECT_EQ(w.starts(), 1);  // the same worker serves the next request
+}
+
+TEST(WorkerClient, ACrashIsARuntimeFaultAndTheNextRequestGetsAFreshWorker) {
+  WorkerClient w(TUNER_BIN);
+  auto crashed = w.measure(sim_request(InjectedFault::kCrash), 10);
+  EXPECT_EQ(crashed.status, "runtime_fault");
+  EXPECT_NE(crashed.message.find("signal"), std::string::npos) << crashed.message;
+  auto next = w.measure(sim_request(), 10);
+  EXPECT_EQ(next.status, "ok") << next.message;
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST(WorkerClient, AHangIsKilledAtTheTimeoutAndRecordedAsRunTimeout) {
+  WorkerClient w(TUNER_BIN);
+  auto t0 = std::chrono::steady_clock::now();
+  auto hung = w.measure(sim_request(InjectedFault::kHang), 0.5);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(hung.status, "run_timeout");
+  EXPECT_GE(waited, 0.5);
+  EXPECT_LT(waited, 5.0);
+  auto next = w.measure(sim_request(), 10);
+  EXPECT_EQ(next.status, "ok") << next.message;
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST(WorkerClient, AMissingExecutableIsAnErrorNotACrash) {
+  WorkerClient w("/nonexistent/tuner");
+  auto r = w.measure(sim_request(), 5);
+  EXPECT_NE(r.status, "ok");
+}
+
+}  // namespace
+}  // namespace tuner
