@@ -50,12 +50,14 @@ constexpr int kSVA = kBStride % kVec == 0 ? kVec : 1; // shared store width, Bs
 
 // Occupancy hint for __launch_bounds__: the most blocks per SM (up to 4)
 // whose per-thread register cap (65536 / (threads*blocks), rounded down to 8,
-// at most 255) still holds an estimate of the live registers: accumulators,
-// one k-step of A/B fragments, the prefetch registers (stages==2) and ~24 for
-// addresses, indices and predicates. Keeps 128x128/8x8 at 128 registers
-// (2 blocks of 256 threads per SM) without forcing spills on larger tiles.
-constexpr int kRegEstimate =
-    kTM * kTN + kTM + kTN + (kStages == 2 ? (kALoads + kBLoads) * kVec : 0) + 24;
+// at most 255) still holds a conservative estimate of the live registers:
+// accumulators, one k-step of A/B fragments, the staged global values plus ~4
+// per global vector for its address and predicates, ~32 for indices and
+// pointers, and 8 more when the padding forces scalar shared accesses. Keeps
+// 128x128/8x8 (bk 8, vec 4) at 128 registers, i.e. 2 blocks of 256 threads per
+// SM, without forcing spills (checked with ptxas on sm_80 and sm_90).
+constexpr int kRegEstimate = kTM * kTN + kTM + kTN + (kALoads + kBLoads) * (kVec + 4) + 32 +
+                             (kPad % 4 != 0 ? 8 : 0);
 constexpr int reg_cap(int blocks) {
   return (65536 / (kThreads * blocks)) / 8 * 8 < 255 ? (65536 / (kThreads * blocks)) / 8 * 8 : 255;
 }

@@ -6,10 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <utility>
 #include <random>
 #include <stdexcept>
 
 #include <cuda.h>
+
+#include "tuner/cublas_gemm.h"
 
 namespace tuner {
 
@@ -224,8 +229,10 @@ struct CudaRunner::Impl {
   std::vector<DeviceBuffer> buffers;
   std::vector<std::vector<float>> reference;  ///< Host copy of each output buffer's reference values.
   DeviceBuffer flush;
+  std::unique_ptr<CublasSgemm> cublas;
 
   ~Impl() {
+    cublas.reset();
     buffers.clear();
     flush = DeviceBuffer();
     if (context) driver().cuDevicePrimaryCtxRelease(device);
@@ -291,19 +298,35 @@ struct CudaRunner::Impl {
   MeasureResult run(const MeasureRequest& r) {
     MeasureResult res;
     prepare_inputs(r);
-    Module mod(r.cubin, r.kernel_name);
-    if (r.launch.dynamic_shared_bytes > 48 * 1024)
-      check(driver().cuFuncSetAttribute(mod.fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        r.launch.dynamic_shared_bytes),
-            "cuFuncSetAttribute", "launch_error");
     std::vector<CUdeviceptr> ptrs;
     for (auto& b : buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
+    std::unique_ptr<Module> mod;
+    std::function<void()> launch_once;
+    if (r.vendor == "cublas_sgemm") {
+      if (ptrs.size() != 3 || r.scalar_args.size() != 3)
+        throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K", "unknown", false);
+      std::string err;
+      if (!cublas) cublas = CublasSgemm::create(&err);
+      if (!cublas) throw CudaFailure(err, "unknown", false);
+      launch_once = [&] {
+        std::string e;
+        if (!cublas->run(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], &e))
+          throw CudaFailure(e, "launch_error", false);
+      };
+    } else {
+      mod = std::make_unique<Module>(r.cubin, r.kernel_name);
+      if (r.launch.dynamic_shared_bytes > 48 * 1024)
+        check(driver().cuFuncSetAttribute(mod->fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          r.launch.dynamic_shared_bytes),
+              "cuFuncSetAttribute", "launch_error");
+      launch_once = [&] { launch(mod->fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars); };
+    }
 
     // Checked run: poison outputs (NaN), run once, compare with the reference.
     for (size_t i = 0; i < buffers.size(); ++i)
       if (r.buffers[i].output) check(driver().cuMemsetD32(buffers[i].get(), 0x7FC00000u, buffers[i].bytes() / 4), "cuMemsetD32");
-    launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+    launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (!r.buffers[i].output) continue;
@@ -328,7 +351,7 @@ struct CudaRunner::Impl {
     }
 
     // Timed runs: warm up, then flush L2 before each run and time each launch with events.
-    for (int w = 0; w < r.settings.warmup_runs; ++w) launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+    for (int w = 0; w < r.settings.warmup_runs; ++w) launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (warm-up)");
     EventPair ev;
     std::vector<double> times;
@@ -342,7 +365,7 @@ struct CudaRunner::Impl {
       if (r.settings.flush_l2 && flush.get())
         check(driver().cuMemsetD32Async(flush.get(), static_cast<unsigned>(n), flush.bytes() / 4, nullptr), "cuMemsetD32Async");
       check(driver().cuEventRecord(ev.start(), nullptr), "cuEventRecord");
-      launch(mod.fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars);
+      launch_once();
       check(driver().cuEventRecord(ev.stop(), nullptr), "cuEventRecord");
       check(driver().cuEventSynchronize(ev.stop()), "cuEventSynchronize");
       float ms = 0;

@@ -99,7 +99,8 @@ nlohmann::json to_json(const MeasureRequest& r) {
           {"settings", {{"min_time_ms", s.min_time_ms}, {"min_repeats", s.min_repeats}, {"max_repeats", s.max_repeats},
                         {"max_wall_ms", s.max_wall_ms}, {"warmup_runs", s.warmup_runs}, {"flush_l2", s.flush_l2},
                         {"input_seed", s.input_seed}}},
-          {"fault", to_string(r.fault)}};
+          {"fault", to_string(r.fault)},
+          {"vendor", r.vendor}};
 }
 
 MeasureRequest measure_request_from_json(const nlohmann::json& j) {
@@ -128,6 +129,7 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   r.settings.flush_l2 = s.at("flush_l2").get<bool>();
   r.settings.input_seed = s.at("input_seed").get<uint64_t>();
   r.fault = injected_fault_from_string(j.at("fault").get<std::string>());
+  r.vendor = j.value("vendor", "");
   return r;
 }
 

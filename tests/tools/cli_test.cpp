@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -128,6 +132,46 @@ TEST_F(Cli, CudaDeviceWithoutADriverIsBadInput) {
   auto r = run("tune --op gemm --shape M=1,N=1,K=1 --device cuda:0 --db " + db());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
+  const std::string cmd = std::string(TUNER_BIN) + " tune --op gemm --shape M=300,N=200,K=100 --device sim:a100-sxm4-80gb --trials 400 --batch 2 --seed 5 --quiet --db " + db();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Let it commit a few batches, then kill it without warning.
+  for (int i = 0; i < 400; ++i) {
+    usleep(10 * 1000);
+    auto h = run("query --db " + db() + " --history --json");
+    if (h.code == 0 && nlohmann::json::parse(h.out).size() >= 4) break;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto h = run("query --db " + db() + " --history --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  const size_t before = nlohmann::json::parse(h.out).size();
+  EXPECT_EQ(before % 2, 0u) << "a batch was committed in part";
+  ASSERT_LT(before, 400u) << "the run finished before it was killed";
+
+  const size_t budget = before + 4;
+  auto resumed = run("tune --op gemm --shape M=300,N=200,K=100 --device sim:a100-sxm4-80gb --trials " +
+                     std::to_string(budget) + " --batch 2 --seed 5 --json --db " + db());
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  auto j = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(j["previously_measured"].get<size_t>(), before);
+  EXPECT_EQ(j["measured"].get<size_t>(), 4u);
+  auto all = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
+  std::set<std::string> configs;
+  for (const auto& r : all) configs.insert(r["config"].dump());
+  EXPECT_EQ(configs.size(), budget) << "a config was measured twice";
 }
 
 }  // namespace

@@ -1,0 +1,136 @@
+// GPU tests (label "gpu"): every config of the GEMM reduced space is correct
+// on shapes that are not tile multiples, and timings repeat. They skip with a
+// reason on a machine without a CUDA driver or GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+
+#include "templates/gemm_f32.h"
+#include "tuner/compile_pool.h"
+#include "tuner/cuda_runner.h"
+#include "tuner/device_registry.h"
+#include "tuner/nvrtc_builder.h"
+#include "tuner/tuning_session.h"
+#include "tuner/worker.h"
+
+namespace tuner {
+namespace {
+
+class GpuGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (cuda_devices(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+    device_ = resolve_device("cuda:0");
+  }
+
+  /// Builds the measurement request of one config (compiled with NVRTC for the GPU).
+  MeasureRequest request(const templates::KernelInstance& k, const CompileResult& kernel, const CompileResult& ref) const {
+    MeasureRequest r;
+    r.device = device_.spec;
+    r.cubin = kernel.cubin;
+    r.kernel_name = k.kernel_name;
+    r.launch = k.launch;
+    r.buffers = k.buffers;
+    r.scalar_args = k.scalar_args;
+    r.reference_cubin = ref.cubin;
+    r.reference_kernel_name = k.reference_kernel_name;
+    r.reference_launch = k.reference_launch;
+    r.tolerance = k.tolerance;
+    r.flops = k.flops;
+    return r;
+  }
+
+  DeviceTarget device_;
+};
+
+TEST_F(GpuGemm, EveryReducedSpaceConfigIsCorrectOnIrregularShapes) {
+  templates::GemmF32Template tmpl;
+  NvrtcBuilder builder(nullptr);
+  CompilePool pool(builder, 0);
+  WorkerClient worker(TUNER_BIN);
+  for (const char* shape : {"M=257,N=131,K=67", "M=1000,N=1000,K=1000", "M=1,N=300,K=5", "M=129,N=1,K=1024"}) {
+    auto w = templates::parse_workload("gemm", shape, "f32");
+    auto space = tmpl.reduced_space(w, device_.limits);
+    std::vector<templates::KernelInstance> ks;
+    std::vector<std::future<CompileResult>> compiled;
+    for (const auto& c : space.enumerate()) {
+      ks.push_back(tmpl.instantiate(space, c, w));
+      compiled.push_back(pool.submit({ks.back().source, ks.back().kernel_name, device_.limits.arch, {}}));
+    }
+    auto ref = builder.compile({ks[0].reference_source, ks[0].reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(ref.ok()) << ref.log;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      auto cr = compiled[i].get();
+      ASSERT_TRUE(cr.ok()) << cr.log;
+      auto req = request(ks[i], cr, ref);
+      req.settings.min_time_ms = 1;
+      req.settings.min_repeats = 2;
+      auto res = worker.measure(req, 30);
+      EXPECT_EQ(res.status, "ok") << shape << " " << space.to_json_string(space.at(i)) << ": " << res.message;
+      EXPECT_LE(res.max_error, ks[i].tolerance);
+    }
+  }
+}
+
+TEST_F(GpuGemm, APoisonedOrWrongKernelIsCaught) {
+  // A kernel that writes nothing leaves the poisoned (NaN) output: it must be a wrong answer.
+  templates::GemmF32Template tmpl;
+  auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
+  auto space = tmpl.reduced_space(w, device_.limits);
+  auto k = tmpl.instantiate(space, space.at(0), w);
+  NvrtcBuilder builder(nullptr);
+  auto lazy = builder.compile({"extern \"C\" __global__ void gemm_f32() {}", "gemm_f32", device_.limits.arch, {}});
+  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+  ASSERT_TRUE(lazy.ok() && ref.ok());
+  WorkerClient worker(TUNER_BIN);
+  auto res = worker.measure(request(k, lazy, ref), 30);
+  EXPECT_EQ(res.status, "wrong_answer") << res.message;
+}
+
+TEST_F(GpuGemm, RepeatedMeasurementsAgreeWithinOnePercent) {
+  templates::GemmF32Template tmpl;
+  auto w = templates::parse_workload("gemm", "M=2048,N=2048,K=2048", "f32");
+  auto space = tmpl.space(w, device_.limits);
+  search::Config c{128, 128, 8, 8, 8, 4, 2, 4, 8};
+  ASSERT_TRUE(space.is_valid(c));
+  auto k = tmpl.instantiate(space, c, w);
+  NvrtcBuilder builder(nullptr);
+  auto kernel = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
+  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+  ASSERT_TRUE(kernel.ok() && ref.ok());
+  WorkerClient worker(TUNER_BIN);
+  std::vector<double> medians;
+  for (int i = 0; i < 10; ++i) {
+    auto res = worker.measure(request(k, kernel, ref), 60);
+    ASSERT_EQ(res.status, "ok") << res.message;
+    EXPECT_GE(res.repeats, 10);
+    medians.push_back(res.time_ms);
+  }
+  std::sort(medians.begin(), medians.end());
+  const double mid = medians[medians.size() / 2];
+  EXPECT_LT((medians.back() - medians.front()) / mid, 0.01) << "min " << medians.front() << " max " << medians.back();
+}
+
+TEST_F(GpuGemm, InjectedFaultingAndHangingKernelsAreIsolated) {
+  templates::GemmF32Template tmpl;
+  auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
+  auto space = tmpl.reduced_space(w, device_.limits);
+  auto k = tmpl.instantiate(space, space.at(0), w);
+  NvrtcBuilder builder(nullptr);
+  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+  auto good = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
+  WorkerClient worker(TUNER_BIN);
+  for (auto fault : {InjectedFault::kCrash, InjectedFault::kHang}) {
+    auto bad = builder.compile({fault_kernel_source(k.kernel_name, fault), k.kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(bad.ok()) << bad.log;
+    auto res = worker.measure(request(k, bad, ref), 5);
+    EXPECT_EQ(res.status, fault == InjectedFault::kCrash ? "runtime_fault" : "run_timeout") << res.message;
+    auto after = worker.measure(request(k, good, ref), 30);
+    EXPECT_EQ(after.status, "ok") << after.message;
+  }
+}
+
+}  // namespace
+}  // namespace tuner
