@@ -143,16 +143,8 @@ nlohmann::json gpu_vs_cublas(const Args& args, const fs::path& tmp) {
     auto space = tmpl.space(w, device.limits);
     auto k = tmpl.instantiate(space, space.at(0), w);
     auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
-    MeasureRequest req;
-    req.device = device.spec;
+    MeasureRequest req = measure_request(device.spec, k, "", {}, ref.cubin);
     req.vendor = "cublas_sgemm";
-    req.buffers = k.buffers;
-    req.scalar_args = k.scalar_args;
-    req.reference_cubin = ref.cubin;
-    req.reference_kernel_name = k.reference_kernel_name;
-    req.reference_launch = k.reference_launch;
-    req.tolerance = k.tolerance;
-    req.flops = k.flops;
     req.settings.input_seed = 3;
     auto cub = worker.measure(req, 60);
     const double tuned = sum.best ? sum.best->trial.gflops : 0.0;

@@ -58,12 +58,13 @@ constexpr int kSVA = kBStride % kVec == 0 ? kVec : 1; // shared store width, Bs
 // SM, without forcing spills (checked with ptxas on sm_80 and sm_90).
 constexpr int kRegEstimate = kTM * kTN + kTM + kTN + (kALoads + kBLoads) * (kVec + 4) + 32 +
                              (kPad % 4 != 0 ? 8 : 0);
-constexpr int reg_cap(int blocks) {
-  return (65536 / (kThreads * blocks)) / 8 * 8 < 255 ? (65536 / (kThreads * blocks)) / 8 * 8 : 255;
-}
-constexpr int kMinBlocks = reg_cap(4) >= kRegEstimate ? 4
-                         : reg_cap(3) >= kRegEstimate ? 3
-                         : reg_cap(2) >= kRegEstimate ? 2 : 1;
+// (No constexpr helper function: NVRTC rejects unannotated host functions.)
+constexpr int kRegCap2 = 65536 / (kThreads * 2) / 8 * 8;  // <= 255 needs threads >= 129
+constexpr int kRegCap3 = 65536 / (kThreads * 3) / 8 * 8;
+constexpr int kRegCap4 = 65536 / (kThreads * 4) / 8 * 8;
+constexpr int kMinBlocks = (kRegCap4 <= 255 && kRegCap4 >= kRegEstimate) ? 4
+                         : (kRegCap3 <= 255 && kRegCap3 >= kRegEstimate) ? 3
+                         : (kRegCap2 <= 255 && kRegCap2 >= kRegEstimate) ? 2 : 1;
 
 static_assert(kTM == 1 || kTM == 2 || kTM == 4 || kTM == 8 || kTM == 16, "tm must be 1, 2, 4, 8 or 16");
 static_assert(kTN == 1 || kTN == 2 || kTN == 4 || kTN == 8 || kTN == 16, "tn must be 1, 2, 4, 8 or 16");

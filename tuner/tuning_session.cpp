@@ -55,6 +55,25 @@ std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fa
          "() { volatile int spin = 1; while (spin) { } }\n";
 }
 
+MeasureRequest measure_request(const std::string& device, const templates::KernelInstance& k, const std::string& cubin,
+                               const costmodel::KernelResources& resources, const std::string& reference_cubin) {
+  MeasureRequest mr;
+  mr.device = device;
+  mr.cubin = cubin;
+  mr.kernel_name = k.kernel_name;
+  mr.launch = k.launch;
+  mr.buffers = k.buffers;
+  mr.scalar_args = k.scalar_args;
+  mr.reference_cubin = reference_cubin;
+  mr.reference_kernel_name = k.reference_kernel_name;
+  mr.reference_launch = k.reference_launch;
+  mr.tolerance = k.tolerance;
+  mr.flops = k.flops;
+  mr.profile = k.profile;
+  mr.resources = resources;
+  return mr;
+}
+
 TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::TuningDb& db) {
   const auto t0 = std::chrono::steady_clock::now();
   StopSignals signals;
@@ -158,20 +177,9 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         rec.registers = cr.resources.registers;
         rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
         rec.spill_bytes = cr.resources.local_bytes;
-        MeasureRequest mr;
-        mr.device = device.spec;
-        mr.cubin = cr.cubin;
-        mr.kernel_name = inst.kernel_name;
-        mr.launch = inst.launch;
-        mr.buffers = inst.buffers;
-        mr.scalar_args = inst.scalar_args;
-        mr.reference_cubin = reference_cubin;
-        mr.reference_kernel_name = inst.reference_kernel_name;
-        mr.reference_launch = inst.reference_launch;
-        mr.tolerance = inst.tolerance;
-        mr.flops = inst.flops;
-        mr.profile = inst.profile;
-        mr.resources = {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes};
+        MeasureRequest mr = measure_request(
+            device.spec, inst, cr.cubin,
+            {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes}, reference_cubin);
         mr.settings = opt.settings;
         mr.settings.input_seed = opt.seed;
         mr.fault = faults[i];

@@ -77,6 +77,11 @@ std::string template_hash(const templates::KernelTemplate& t);
 /// real GPU runs in place of a config with an injected fault.
 std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fault);
 
+/// The worker request that checks and times one compiled instance on a device (`cubin` empty for
+/// vendor baselines; resources as read from the cubin feed the sim model).
+MeasureRequest measure_request(const std::string& device, const templates::KernelInstance& k, const std::string& cubin,
+                               const costmodel::KernelResources& resources, const std::string& reference_cubin);
+
 /// Runs one tuning session. Throws only for programmer errors and database failures.
 TuneSummary run_tuning(const TuneOptions& options, const DeviceTarget& device, db::TuningDb& db);
 

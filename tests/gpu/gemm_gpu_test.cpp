@@ -25,21 +25,11 @@ class GpuGemm : public ::testing::Test {
     device_ = resolve_device("cuda:0");
   }
 
-  /// Builds the measurement request of one config (compiled with NVRTC for the GPU).
+  /// The measurement request of one config compiled with NVRTC for the GPU.
   MeasureRequest request(const templates::KernelInstance& k, const CompileResult& kernel, const CompileResult& ref) const {
-    MeasureRequest r;
-    r.device = device_.spec;
-    r.cubin = kernel.cubin;
-    r.kernel_name = k.kernel_name;
-    r.launch = k.launch;
-    r.buffers = k.buffers;
-    r.scalar_args = k.scalar_args;
-    r.reference_cubin = ref.cubin;
-    r.reference_kernel_name = k.reference_kernel_name;
-    r.reference_launch = k.reference_launch;
-    r.tolerance = k.tolerance;
-    r.flops = k.flops;
-    return r;
+    return measure_request(device_.spec, k, kernel.cubin,
+                           {kernel.resources.registers, kernel.resources.static_shared_bytes, kernel.resources.local_bytes},
+                           ref.cubin);
   }
 
   DeviceTarget device_;
