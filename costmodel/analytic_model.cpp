@@ -11,6 +11,7 @@ constexpr int kRegisterAllocationUnit = 256;   // registers per warp are allocat
 constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
 constexpr double kGlobalLatencyCycles = 600;   // DRAM/L2 load latency a single-buffered slab exposes
 constexpr double kBarrierCycles = 150;         // a __syncthreads drains the block's pipelines once per iteration
+constexpr double kSpillTouchedPerStep = 0.5;   // share of spilled words loaded or stored per inner step
 constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
 constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
@@ -73,13 +74,14 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
 
   // --- Per-block work, in SM cycles when the block has the SM to itself. ---
   // Instruction issue: per inner step a thread issues ilp FMAs plus shared loads plus overhead; per
-  // main-loop iteration it issues global loads, shared stores and (when it spills) local traffic.
+  // main-loop iteration it issues global loads and shared stores. A kernel that spills reloads and
+  // stores spilled words inside its loops: we charge half of its local words per inner step.
   const double fma_per_thread = p.flops / 2.0 / (blocks * p.threads_per_block);
   const double steps_per_thread = fma_per_thread / std::max(p.ilp, 1);
   const double shared_loads_per_step = 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
   const double global_elems_per_thread = p.global_bytes / 4.0 / (blocks * p.threads_per_block);
   const double global_instr_per_thread = 2.0 * global_elems_per_thread / std::max(p.vector_width, 1);
-  const double spill_instr_per_thread = r.local_bytes > 0 ? iterations * 2.0 * r.local_bytes / 4.0 : 0;
+  const double spill_instr_per_thread = steps_per_thread * kSpillTouchedPerStep * r.local_bytes / 4.0;
   const double instr_per_thread = fma_per_thread + steps_per_thread * (shared_loads_per_step + kOverheadInstrPerStep) +
                                   global_instr_per_thread + spill_instr_per_thread;
   const double fma_warp_rate = gpu.fp32_lanes_per_sm / static_cast<double>(gpu.warp_size);  // warp-FMAs per clock
