@@ -11,6 +11,7 @@ class RandomStrategy final : public SearchStrategy {
   std::string name() const override { return "random"; }
   void mark_measured(const Config& c) override { seen_.insert(c); }
   std::vector<Config> propose(size_t n) override;
+  bool independent_of_results() const override { return true; }
   void update(const std::vector<Config>&, const std::vector<TrialOutcome>&) override {}
 
  private:

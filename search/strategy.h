@@ -6,6 +6,8 @@
 //   3. propose(n) -> up to n configs never proposed or measured before (empty: the space is exhausted);
 //   4. update(configs, outcomes) with the results of exactly the configs of the last proposal;
 //   then 3 and 4 again. Measurement failures reach update() as outcomes with ok == false.
+//   A strategy whose independent_of_results() is true may be asked for its next proposal before
+//   update() of the previous one (the loop then compiles one batch ahead of measurement).
 // Under the same seed, space and history a strategy proposes the same configs in the same order.
 #pragma once
 
@@ -32,6 +34,8 @@ class SearchStrategy {
   virtual void mark_measured(const Config& c) = 0;
   /// Up to n new configs; empty when nothing is left to propose.
   virtual std::vector<Config> propose(size_t n) = 0;
+  /// True when proposals never depend on results (grid, random).
+  virtual bool independent_of_results() const { return false; }
   /// Results of the last proposal (same order).
   virtual void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) = 0;
 };

@@ -50,6 +50,8 @@ GemmTiling tiling_of(const search::ConfigView& v) {
 
 std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
   std::vector<search::Constraint> cs = {
+      {"TM * TN <= 64 (the accumulators fit in registers)",
+       [](const search::ConfigView& v) { return v["TM"] * v["TN"] <= 64; }},
       {"BM % TM == 0 and BN % TN == 0", [](const search::ConfigView& v) {
          return v["BM"] % v["TM"] == 0 && v["BN"] % v["TN"] == 0;
        }},
@@ -65,6 +67,12 @@ std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
          int64_t threads = (v["BM"] / v["TM"]) * (v["BN"] / v["TN"]);
          int64_t per = threads * v["VEC"];
          return (v["BM"] * v["BK"]) % per == 0 && (v["BK"] * v["BN"]) % per == 0;
+       }},
+      // Each slab passes through registers on its way to shared memory; past 64 floats per thread the
+      // kernel spills heavily and ptxas takes up to 16 s per config (measured), for configs that lose.
+      {"(BM*BK + BK*BN) / threads <= 64 floats staged per thread", [](const search::ConfigView& v) {
+         int64_t threads = (v["BM"] / v["TM"]) * (v["BN"] / v["TN"]);
+         return (v["BM"] * v["BK"] + v["BK"] * v["BN"]) <= 64 * threads;
        }},
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {

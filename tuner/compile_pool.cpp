@@ -32,6 +32,14 @@ std::future<CompileResult> CompilePool::submit(CompileRequest request) {
   return future;
 }
 
+void CompilePool::discard_queued() {
+  std::deque<std::packaged_task<CompileResult()>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(queue_);
+  }
+}
+
 void CompilePool::work() {
   for (;;) {
     std::packaged_task<CompileResult()> task;

@@ -33,6 +33,9 @@ class CompilePool {
   std::future<CompileResult> submit(CompileRequest request);
 
   /// Number of worker threads.
+  /// Drops every job not yet started (their futures report broken_promise); running ones finish.
+  void discard_queued();
+
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
 
  private:

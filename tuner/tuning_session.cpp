@@ -126,34 +126,56 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     progress.best_gflops = b->trial.gflops;
   }
 
-  // The reference kernel is the same for every config of the workload: compile it once.
-  std::string reference_cubin;
-  std::string reference_error;
-
-  int64_t remaining = opt.trials - sum.previously_measured;
-  while (remaining > 0 && !g_stop.load()) {
-    auto batch = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(remaining)));
-    if (batch.empty()) break;
-
+  // A batch on its way: proposed, instantiated, and queued on the compile pool.
+  struct PendingBatch {
+    std::vector<search::Config> configs;
     std::vector<templates::KernelInstance> instances;
     std::vector<std::future<CompileResult>> compiled;
     std::vector<InjectedFault> faults;
-    for (const auto& c : batch) {
-      instances.push_back(tmpl.instantiate(space, c, opt.workload));
+  };
+  auto launch_batch = [&](int64_t budget_left) {
+    PendingBatch p;
+    if (budget_left <= 0) return p;
+    p.configs = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(budget_left)));
+    for (const auto& c : p.configs) {
+      p.instances.push_back(tmpl.instantiate(space, c, opt.workload));
       InjectedFault fault = InjectedFault::kNone;
-      uint64_t index = *space.index_of(c);
+      const uint64_t index = *space.index_of(c);
       for (const auto& [i, f] : opt.faults)
         if (i == index) fault = f;
-      faults.push_back(fault);
-      CompileRequest req{instances.back().source, instances.back().kernel_name, device.limits.arch, {}};
+      p.faults.push_back(fault);
+      CompileRequest req{p.instances.back().source, p.instances.back().kernel_name, device.limits.arch, {}};
       if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
-      compiled.push_back(pool.submit(std::move(req)));
+      p.compiled.push_back(pool.submit(std::move(req)));
     }
-    if (reference_cubin.empty() && reference_error.empty()) {
-      const auto& k = instances.front();
-      auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
+    return p;
+  };
+
+  int64_t remaining = opt.trials - sum.previously_measured;
+  if (remaining <= 0 || space.size() == 0) remaining = 0;
+  // The reference kernel is the same for every config of the workload: compile it once, first.
+  std::future<CompileResult> reference_job;
+  if (remaining > 0) {
+    const auto k = tmpl.instantiate(space, space.at(0), opt.workload);
+    reference_job = pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
+  }
+  std::string reference_cubin, reference_error;
+  bool reference_ready = false;
+
+  PendingBatch current = launch_batch(remaining);
+  while (!current.configs.empty() && !g_stop.load()) {
+    const auto& batch = current.configs;
+    const auto& instances = current.instances;
+    auto& compiled = current.compiled;
+    const auto& faults = current.faults;
+    // Compile one batch ahead while this one is measured, when proposals do not need its results.
+    PendingBatch next;
+    if (strategy->independent_of_results()) next = launch_batch(remaining - static_cast<int64_t>(batch.size()));
+    if (!reference_ready) {
+      CompileResult ref = reference_job.get();
       if (ref.ok()) reference_cubin = ref.cubin;
       else reference_error = "reference kernel failed to compile: " + ref.log;
+      reference_ready = true;
     }
 
     std::vector<db::TrialRecord> records;
@@ -212,11 +234,13 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
       if (opt.on_progress) opt.on_progress(progress);
     }
-    // Drain compiles of configs skipped by a stop request before the pool goes away.
-    for (size_t i = records.size(); i < compiled.size(); ++i) compiled[i].wait();
+    // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
+    if (g_stop.load()) pool.discard_queued();
     if (!records.empty()) db.add_trials(sum.session_id, records);
     strategy->update(done_configs, outcomes);
     remaining -= static_cast<int64_t>(records.size());
+    if (g_stop.load()) break;
+    current = next.configs.empty() ? launch_batch(remaining) : std::move(next);
   }
 
   sum.interrupted = g_stop.load();

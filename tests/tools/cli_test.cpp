@@ -175,3 +175,35 @@ TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
+  const std::string cmd = std::string(TUNER_BIN) + " tune --op gemm --shape M=500,N=300,K=70 --device sim:h100-sxm --trials 400 --batch 2 --seed 8 --quiet --json --db " + db();
+  const std::string out = (dir_ / "int.out").string();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + out + " 2>/dev/null").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 400; ++i) {
+    usleep(10 * 1000);
+    auto h = run("query --db " + db() + " --history --json");
+    if (h.code == 0 && nlohmann::json::parse(h.out).size() >= 2) break;
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto summary = nlohmann::json::parse(slurp(out));
+  EXPECT_TRUE(summary["interrupted"].get<bool>());
+  auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
+  EXPECT_EQ(history.size(), summary["measured"].get<size_t>());
+  EXPECT_LT(history.size(), 400u);
+  auto sessions = run("query --db " + db() + " --sessions --json");
+  EXPECT_EQ(nlohmann::json::parse(sessions.out)[0]["status"], "interrupted");
+}
+
+}  // namespace
