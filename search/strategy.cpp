@@ -14,17 +14,18 @@ bool SeenSet::insert(const Config& c) {
   return seen_.insert(*idx).second;
 }
 
-std::string strategy_names() { return "grid, random"; }
+std::string strategy_names() { return "xgb, random, grid"; }
 
 void check_strategy_name(const std::string& name) {
-  if (name != "grid" && name != "random")
+  if (name != "grid" && name != "random" && name != "xgb")
     throw std::invalid_argument("unknown strategy '" + name + "'; allowed: " + strategy_names());
 }
 
 std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ConfigSpace& space, uint64_t seed) {
   check_strategy_name(name);
   if (name == "grid") return std::make_unique<GridStrategy>(space);
-  return std::make_unique<RandomStrategy>(space, seed);
+  if (name == "random") return std::make_unique<RandomStrategy>(space, seed);
+  throw std::invalid_argument("strategy 'xgb' needs a cost model and a featurizer: build ModelGuidedStrategy");
 }
 
 std::vector<Config> GridStrategy::propose(size_t n) {

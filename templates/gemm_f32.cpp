@@ -105,8 +105,8 @@ GemmTiling GemmF32Template::tiling(const search::ConfigSpace& space, const searc
   return tiling_of(search::ConfigView(space, c));
 }
 
-KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, const search::Config& c,
-                                            const Workload& w) const {
+costmodel::KernelProfile GemmF32Template::profile(const search::ConfigSpace& space, const search::Config& c,
+                                                  const Workload& w) const {
   const GemmTiling t = tiling(space, c);
   const int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
   const int64_t grid_m = (M + t.bm - 1) / t.bm, grid_n = (N + t.bn - 1) / t.bn;
@@ -114,20 +114,9 @@ KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, co
   const int64_t slabs = (K + t.bk - 1) / t.bk;
   const double blocks = static_cast<double>(grid_m * grid_n);
 
-  KernelInstance k;
-  k.source = gemm_f32_source(t);
-  k.kernel_name = kGemmKernelName;
-  k.launch.grid = {static_cast<unsigned>(grid_m * grid_n), 1, 1};
-  k.launch.block = {static_cast<unsigned>(threads), 1, 1};
-  k.launch.dynamic_shared_bytes = static_cast<int>(gemm_shared_bytes(t));
-  k.buffers = {{"A", M * K, DType::kF32, false}, {"B", K * N, DType::kF32, false}, {"C", M * N, DType::kF32, true}};
-  k.scalar_args = {static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K)};
-  k.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  k.bytes = 4.0 * static_cast<double>(M * K + K * N + M * N);
-
-  auto& p = k.profile;
-  p.flops = k.flops;
-  p.dram_bytes = k.bytes;
+  costmodel::KernelProfile p;
+  p.flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  p.dram_bytes = 4.0 * static_cast<double>(M * K + K * N + M * N);
   const double tile_elems = static_cast<double>(t.bm * t.bk + t.bk * t.bn);
   p.global_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0 + 4.0 * static_cast<double>(M * N);
   const double shared_store_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0;
@@ -143,7 +132,7 @@ KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, co
   p.shared_conflict_ways = (a_store_share * store_ways + (p.shared_bytes - a_store_share)) / p.shared_bytes;
   p.blocks = grid_m * grid_n;
   p.threads_per_block = threads;
-  p.dynamic_shared_bytes = k.launch.dynamic_shared_bytes;
+  p.dynamic_shared_bytes = static_cast<int>(gemm_shared_bytes(t));
   p.ilp = t.tm * t.tn;
   // The kernel takes the vector path only when the leading dimensions are multiples of VEC.
   p.vector_width = (K % t.vec == 0 && N % t.vec == 0) ? t.vec : 1;
@@ -152,7 +141,24 @@ KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, co
   p.main_loop_iterations = slabs;
   p.l2_reuse = 1.0 + std::log2(static_cast<double>(std::min<int64_t>(t.group_m, grid_m))) / 2.0;
   p.tensor_cores = false;
+  return p;
+}
 
+KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, const search::Config& c,
+                                            const Workload& w) const {
+  const GemmTiling t = tiling(space, c);
+  const int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
+  KernelInstance k;
+  k.profile = profile(space, c, w);
+  k.source = gemm_f32_source(t);
+  k.kernel_name = kGemmKernelName;
+  k.launch.grid = {static_cast<unsigned>(k.profile.blocks), 1, 1};
+  k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
+  k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
+  k.buffers = {{"A", M * K, DType::kF32, false}, {"B", K * N, DType::kF32, false}, {"C", M * N, DType::kF32, true}};
+  k.scalar_args = {static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K)};
+  k.flops = k.profile.flops;
+  k.bytes = k.profile.dram_bytes;
   k.reference_source = gemm_f32_reference_source();
   k.reference_kernel_name = kGemmReferenceKernelName;
   k.reference_launch.grid = {static_cast<unsigned>((N + 15) / 16), static_cast<unsigned>((M + 15) / 16), 1};

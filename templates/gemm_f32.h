@@ -21,6 +21,8 @@ class GemmF32Template final : public KernelTemplate {
   std::string source_text() const override;
   search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const override;
   search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const override;
+  costmodel::KernelProfile profile(const search::ConfigSpace& space, const search::Config& c,
+                                   const Workload& w) const override;
   KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                              const Workload& w) const override;
 

@@ -73,7 +73,11 @@ class KernelTemplate {
   virtual search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const = 0;
   /// A small space (tens of configs) that covers every knob value: compiled in CI, checked on GPUs.
   virtual search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const = 0;
-  /// The instance of a valid config of `space`.
+  /// What the cost models read of a valid config, without generating its source (cheap: the search
+  /// scores thousands of candidates with it).
+  virtual costmodel::KernelProfile profile(const search::ConfigSpace& space, const search::Config& c,
+                                           const Workload& w) const = 0;
+  /// The instance of a valid config of `space` (its profile equals profile(space, c, w)).
   virtual KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                                      const Workload& w) const = 0;
 };

@@ -6,11 +6,13 @@
 #include <csignal>
 #include <future>
 
+#include "search/model_guided_strategy.h"
 #include "search/strategy.h"
 #include "templates/registry.h"
 #include "tuner/compile_cache.h"
 #include "tuner/compile_pool.h"
 #include "tuner/nvrtc_builder.h"
+#include "tuner/strategy_factory.h"
 #include "tuner/worker.h"
 
 namespace tuner {
@@ -90,23 +92,6 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       db.upsert_workload({opt.workload.op, opt.workload.shape_string(), templates::to_string(opt.workload.dtype)});
   const int64_t template_id = db.upsert_template({sum.template_name, sum.template_hash});
 
-  auto strategy = search::make_strategy(opt.strategy, space, opt.seed);
-  for (const auto& json : db.measured_configs(device_id, workload_id, template_id)) {
-    try {
-      strategy->mark_measured(space.from_json(nlohmann::json::parse(json)));
-    } catch (const std::exception&) {
-      // A record from a space with other knob values (older limits); it cannot be proposed anyway.
-    }
-  }
-  sum.previously_measured = db.count_trials(device_id, workload_id, template_id);
-  sum.session_id = db.begin_session(device_id, workload_id, template_id, opt.strategy, opt.seed, opt.trials,
-                                    opt.command_line);
-
-  CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
-  NvrtcBuilder builder(&cache);
-  CompilePool pool(builder, opt.compile_threads);
-  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable);
-
   db::QueryFilter best_filter;
   best_filter.op = opt.workload.op;
   best_filter.shape = opt.workload.shape_string();
@@ -116,6 +101,34 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   best_filter.cc_minor = device.identity.cc_minor;
   best_filter.sm_count = device.identity.sm_count;
   best_filter.template_hashes = {sum.template_hash};
+
+  // Resume: every config already in the database is known to the strategy (and trains a model).
+  auto strategy = build_strategy(opt.strategy, space, opt.seed, tmpl, opt.workload, device.gpu);
+  auto* guided = dynamic_cast<search::ModelGuidedStrategy*>(strategy.get());
+  std::vector<search::Config> history_configs;
+  std::vector<search::TrialOutcome> history_outcomes;
+  for (const auto& row : db.history(best_filter)) {
+    try {
+      search::Config c = space.from_json(nlohmann::json::parse(row.trial.config_json));
+      if (guided) {
+        guided->add_history(c, {row.trial.status == "ok", row.trial.time_ms});
+      } else {
+        strategy->mark_measured(c);
+      }
+    } catch (const std::exception&) {
+      // A record from a space with other knob values (older limits); it cannot be proposed anyway.
+    }
+  }
+  if (guided) guided->update({}, {});  // fit on the history
+  sum.previously_measured = db.count_trials(device_id, workload_id, template_id);
+  sum.session_id = db.begin_session(device_id, workload_id, template_id, opt.strategy, opt.seed, opt.trials,
+                                    opt.command_line);
+
+  CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, opt.compile_threads);
+  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable);
+
 
   TuneProgress progress;
   progress.budget = opt.trials;

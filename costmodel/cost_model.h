@@ -1,0 +1,40 @@
+// The cost-model interface the model-guided search uses: fit on measured
+// candidates, predict scores for new ones. Larger scores mean predicted faster.
+//
+// Candidates reach a model as rows of features (costmodel/features.h); the
+// search never sees how a model works. XgbModel (xgboost_model.h) is the
+// implementation tuner uses.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tuner::costmodel {
+
+/// A dense feature matrix, row-major; NaN marks a missing value.
+struct FeatureMatrix {
+  size_t rows = 0;
+  size_t cols = 0;
+  std::vector<float> values;
+
+  /// Appends one row; its size must equal cols (or set cols when the matrix is empty).
+  void add_row(const std::vector<float>& row) {
+    if (rows == 0 && cols == 0) cols = row.size();
+    values.insert(values.end(), row.begin(), row.end());
+    ++rows;
+  }
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Trains from scratch. Targets: larger is better (0 for failed trials). Weights: per row, empty = 1.
+  /// Returns false with *error set when training is impossible; the previous model is kept.
+  virtual bool fit(const FeatureMatrix& x, const std::vector<float>& targets, const std::vector<float>& weights,
+                   std::string* error) = 0;
+  /// Scores, larger = predicted better; empty when the model has never been fitted.
+  virtual std::vector<float> predict(const FeatureMatrix& x) const = 0;
+};
+
+}  // namespace tuner::costmodel

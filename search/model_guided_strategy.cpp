@@ -1,0 +1,148 @@
+#include "search/model_guided_strategy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tuner::search {
+
+namespace {
+constexpr size_t kKeptBest = 16;  // measured configs that seed annealing chains
+}
+
+ModelGuidedStrategy::ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed,
+                                         std::unique_ptr<costmodel::CostModel> model, Featurizer featurize,
+                                         AnnealingParams params)
+    : space_(space), seen_(space), rng_(seed), model_(std::move(model)), featurize_(std::move(featurize)),
+      params_(params) {}
+
+void ModelGuidedStrategy::add_row(const Config& c, const TrialOutcome& outcome) {
+  const double speed = outcome.ok && outcome.time_ms > 0 ? 1.0 / outcome.time_ms : 0.0;
+  rows_.add_row(featurize_(c));
+  speeds_.push_back(speed);
+  if (speed > 0) {
+    best_measured_.emplace_back(speed, c);
+    std::stable_sort(best_measured_.begin(), best_measured_.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (best_measured_.size() > kKeptBest) best_measured_.resize(kKeptBest);
+  }
+}
+
+void ModelGuidedStrategy::add_history(const Config& c, const TrialOutcome& outcome) {
+  if (!seen_.insert(c)) return;
+  add_row(c, outcome);
+}
+
+void ModelGuidedStrategy::refit() {
+  if (rows_.rows < params_.min_rows) return;
+  const double best = best_measured_.empty() ? 1.0 : best_measured_.front().first;
+  std::vector<float> targets;
+  targets.reserve(speeds_.size());
+  for (double s : speeds_) targets.push_back(static_cast<float>(s / best));  // failures stay 0
+  std::string error;
+  if (model_->fit(rows_, targets, {}, &error)) {
+    model_ready_ = true;
+    model_error_.clear();
+  } else {
+    model_error_ = error;
+  }
+}
+
+void ModelGuidedStrategy::update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
+  for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) add_row(configs[i], outcomes[i]);
+  refit();
+}
+
+std::vector<float> ModelGuidedStrategy::score(const std::vector<Config>& configs) const {
+  costmodel::FeatureMatrix x;
+  for (const auto& c : configs) x.add_row(featurize_(c));
+  return model_->predict(x);
+}
+
+std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
+  // Chains start from the best measured configs, the rest at random.
+  std::vector<Config> state;
+  for (const auto& [speed, c] : best_measured_) {
+    if (state.size() >= static_cast<size_t>(params_.chains)) break;
+    state.push_back(c);
+  }
+  while (state.size() < static_cast<size_t>(params_.chains)) state.push_back(space_.sample(rng_));
+  std::vector<float> state_score = score(state);
+  if (state_score.size() != state.size()) return {};
+
+  // The best unseen configs found so far: index -> score, and the ordered set (score, index).
+  std::map<uint64_t, float> found;
+  std::set<std::pair<float, uint64_t>> ranked;
+  auto offer = [&](const Config& c, float s) {
+    auto idx = space_.index_of(c);
+    if (!idx || seen_.contains(*idx) || found.count(*idx)) return false;
+    if (ranked.size() >= want && s <= ranked.begin()->first) return false;
+    found[*idx] = s;
+    ranked.emplace(s, *idx);
+    if (ranked.size() > want) {
+      found.erase(ranked.begin()->second);
+      ranked.erase(ranked.begin());
+    }
+    return true;
+  };
+  for (size_t i = 0; i < state.size(); ++i) offer(state[i], state_score[i]);
+
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int since_improvement = 0;
+  for (int step = 0; step < params_.steps && since_improvement < params_.patience; ++step) {
+    const double temperature = params_.start_temperature * (1.0 - static_cast<double>(step) / params_.steps);
+    std::vector<Config> next = state;
+    for (auto& c : next) {
+      // One knob to another of its values; an invalid result leaves the chain where it is.
+      const size_t k = std::uniform_int_distribution<size_t>(0, c.size() - 1)(rng_);
+      const auto& values = space_.knobs()[k].values;
+      if (values.size() < 2) continue;
+      Config moved = c;
+      moved[k] = values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng_)];
+      if (moved != c && space_.index_of(moved)) c = std::move(moved);
+    }
+    std::vector<float> next_score = score(next);
+    if (next_score.size() != next.size()) break;
+    bool improved = false;
+    for (size_t i = 0; i < next.size(); ++i) {
+      improved = offer(next[i], next_score[i]) || improved;
+      const double delta = next_score[i] - state_score[i];
+      if (delta >= 0 || (temperature > 0 && unit(rng_) < std::exp(delta / temperature))) {
+        state[i] = std::move(next[i]);
+        state_score[i] = next_score[i];
+      }
+    }
+    since_improvement = improved ? 0 : since_improvement + 1;
+  }
+  std::vector<uint64_t> out;
+  for (auto it = ranked.rbegin(); it != ranked.rend(); ++it) out.push_back(it->second);
+  return out;
+}
+
+std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
+  std::vector<Config> out;
+  const uint64_t total = space_.size();
+  if (n == 0 || seen_.size() >= total) return out;
+  std::vector<uint64_t> picks;
+  if (model_ready_) {
+    const size_t random_share = static_cast<size_t>(std::floor(params_.epsilon * static_cast<double>(n)));
+    picks = anneal(n - random_share);
+  }
+  for (uint64_t idx : picks) {
+    if (out.size() >= n) break;
+    if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
+  }
+  // The epsilon share, and everything while the model is not ready: uniform over unseen configs.
+  while (out.size() < n && seen_.size() < total) {
+    uint64_t idx = std::uniform_int_distribution<uint64_t>(0, total - 1)(rng_);
+    if (seen_.size() * 2 >= total) {
+      // Mostly seen: take the next unseen index after the draw.
+      while (seen_.contains(idx)) idx = (idx + 1) % total;
+    }
+    if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
+  }
+  return out;
+}
+
+}  // namespace tuner::search

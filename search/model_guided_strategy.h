@@ -1,0 +1,67 @@
+// Model-guided search (`--strategy xgb`): a cost model is refit on every
+// batch of results, and simulated annealing over the config space, scored by
+// the model, picks the next batch.
+//
+// Per proposal: parallel annealing chains start from the best measured
+// configs and random ones; each step changes one knob (a valid neighbour) and
+// is accepted by the Metropolis rule at a temperature cooled linearly to 0;
+// the best-scored unseen configs become the batch, except an epsilon share
+// drawn uniformly at random. Until the model has enough rows it proposes at
+// random. Never proposes a config already proposed or measured. Deterministic
+// under the seed (given a deterministic model).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "costmodel/cost_model.h"
+#include "search/strategy.h"
+
+namespace tuner::search {
+
+/// The feature vector of a config (kernel_features of its profile); supplied by the tuner.
+using Featurizer = std::function<std::vector<float>(const Config&)>;
+
+struct AnnealingParams {
+  int chains = 128;               ///< Parallel annealing chains.
+  int steps = 500;                ///< Most steps per chain.
+  int patience = 50;              ///< Stop when the candidate set has not improved for this many steps.
+  double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
+  double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
+  size_t min_rows = 8;            ///< Measurements before the model is trusted (random until then).
+};
+
+class ModelGuidedStrategy final : public SearchStrategy {
+ public:
+  ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed, std::unique_ptr<costmodel::CostModel> model,
+                      Featurizer featurize, AnnealingParams params = {});
+  std::string name() const override { return "xgb"; }
+  void mark_measured(const Config& c) override { seen_.insert(c); }
+  /// Records an earlier result (resume): it is never proposed and it trains the model.
+  void add_history(const Config& c, const TrialOutcome& outcome);
+  std::vector<Config> propose(size_t n) override;
+  void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
+  /// Why the last refit failed (empty when it worked).
+  const std::string& model_error() const { return model_error_; }
+
+ private:
+  void add_row(const Config& c, const TrialOutcome& outcome);
+  void refit();
+  std::vector<uint64_t> anneal(size_t want);
+  std::vector<float> score(const std::vector<Config>& configs) const;
+
+  const ConfigSpace& space_;
+  SeenSet seen_;
+  Rng rng_;
+  std::unique_ptr<costmodel::CostModel> model_;
+  Featurizer featurize_;
+  AnnealingParams params_;
+  bool model_ready_ = false;
+  std::string model_error_;
+  // Training data: one row per measured config.
+  costmodel::FeatureMatrix rows_;
+  std::vector<double> speeds_;  ///< 1 / time_ms, 0 for failures.
+  std::vector<std::pair<double, Config>> best_measured_;  ///< (speed, config), best first, a few kept.
+};
+
+}  // namespace tuner::search

@@ -1,0 +1,26 @@
+#include "tuner/strategy_factory.h"
+
+#include "costmodel/features.h"
+#include "costmodel/xgboost_model.h"
+#include "search/model_guided_strategy.h"
+
+namespace tuner {
+
+std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, const search::ConfigSpace& space,
+                                                       uint64_t seed, const templates::KernelTemplate& tmpl,
+                                                       const templates::Workload& workload,
+                                                       const costmodel::GpuSpec& gpu) {
+  if (name != "xgb") return search::make_strategy(name, space, seed);
+  std::vector<int64_t> dims;
+  for (const auto& [n, v] : workload.dims) dims.push_back(v);
+  const int dtype_bytes = templates::dtype_bytes(workload.dtype);
+  search::Featurizer featurize = [&space, &tmpl, workload, dims, dtype_bytes, gpu](const search::Config& c) {
+    return costmodel::kernel_features(c, tmpl.profile(space, c, workload), dims, dtype_bytes, gpu);
+  };
+  costmodel::XgbParams params;
+  params.seed = seed;
+  return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::make_unique<costmodel::XgbModel>(params),
+                                                       std::move(featurize));
+}
+
+}  // namespace tuner
