@@ -100,8 +100,9 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
   const int64_t slots = e.occupancy.blocks_per_sm;
   e.waves = blocks / static_cast<double>(slots * gpu.sm_count);
   double sm_cycles = 0, compute_c = 0, shared_c = 0, l2_c = 0, latency_c = 0;
-  for (int64_t done = 0; done < per_sm; done += slots) {
-    const double resident = static_cast<double>(std::min<int64_t>(slots, per_sm - done));
+  // Every round but the last holds `slots` blocks; the last holds the rest (closed form, no loop).
+  auto add_rounds = [&](double resident, double rounds) {
+    if (rounds <= 0 || resident <= 0) return;
     const double active_warps = resident * warps;
     const double hiding = std::min(1.0, active_warps * std::min(p.ilp, 8) / kWarpsToHideFmaLatency);
     const double compute = resident * std::max(block_fma_cycles, block_issue_cycles) / hiding;
@@ -115,12 +116,14 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
         p.stages >= 2 ? std::max(0.0, kGlobalLatencyCycles - per_iter_work) : kGlobalLatencyCycles;
     // Latency and barrier stalls of one block are filled by the other resident blocks' work.
     const double latency = iterations * (exposed_per_iter + kBarrierCycles) / resident;
-    sm_cycles += busy + latency;
-    compute_c += compute;
-    shared_c += shared;
-    l2_c += l2;
-    latency_c += latency;
-  }
+    sm_cycles += rounds * (busy + latency);
+    compute_c += rounds * compute;
+    shared_c += rounds * shared;
+    l2_c += rounds * l2;
+    latency_c += rounds * latency;
+  };
+  add_rounds(static_cast<double>(slots), static_cast<double>(per_sm / slots));
+  add_rounds(static_cast<double>(per_sm % slots), 1.0);
   e.compute_ms = compute_c / clock_hz * 1e3;
   e.shared_ms = shared_c / clock_hz * 1e3;
   e.l2_ms = l2_c / clock_hz * 1e3;

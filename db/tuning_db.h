@@ -77,6 +77,7 @@ struct QueryFilter {
   std::string device_name;                 ///< Exact device name (sim devices: "sim:h100-sxm").
   std::optional<int> cc_major, cc_minor;   ///< Match real GPUs on compute capability...
   std::optional<int> sm_count;             ///< ...and SM count.
+  std::optional<bool> simulated;           ///< Only sim devices (true) or only real GPUs (false).
   std::vector<std::string> template_hashes;  ///< Only these template versions (current ones); empty: any.
   std::optional<int64_t> session_id;
   bool ok_only = false;                    ///< Only status == "ok".

@@ -84,6 +84,19 @@ std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
 
 }  // namespace
 
+std::optional<std::string> GemmF32Template::unsupported(const Workload& w) const {
+  const int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
+  constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;  // the kernel takes M, N, K as int
+  for (auto [name, elems] : {std::pair<const char*, double>{"A (M*K)", double(M) * double(K)},
+                             {"B (K*N)", double(K) * double(N)}, {"C (M*N)", double(M) * double(N)}})
+    if (elems > static_cast<double>(kMaxElements))
+      return std::string("matrix ") + name + " has " + std::to_string(static_cast<long long>(elems)) +
+             " elements; gemm_f32 allows at most 2147483647";
+  if (M > 65535 * 16)
+    return "M=" + std::to_string(M) + " is past the reference kernel's grid (M <= 1048560)";
+  return std::nullopt;
+}
+
 std::string GemmF32Template::source_text() const { return gemm_f32_template_text() + gemm_f32_reference_source(); }
 
 search::ConfigSpace GemmF32Template::space(const Workload&, const DeviceLimits& limits) const {

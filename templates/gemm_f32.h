@@ -19,6 +19,7 @@ class GemmF32Template final : public KernelTemplate {
   std::string op() const override { return "gemm"; }
   std::vector<DType> dtypes() const override { return {DType::kF32}; }
   std::string source_text() const override;
+  std::optional<std::string> unsupported(const Workload& w) const override;
   search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const override;
   search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const override;
   costmodel::KernelProfile profile(const search::ConfigSpace& space, const search::Config& c,

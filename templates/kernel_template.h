@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ class KernelTemplate {
   virtual std::vector<DType> dtypes() const = 0;
   /// The template's fixed source text; its hash versions every record the template produces.
   virtual std::string source_text() const = 0;
+  /// Why the template cannot run this workload (sizes past its index or launch limits); nullopt if it can.
+  virtual std::optional<std::string> unsupported(const Workload& w) const = 0;
   /// Knobs and constraints for one workload on one device.
   virtual search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const = 0;
   /// A small space (tens of configs) that covers every knob value: compiled in CI, checked on GPUs.

@@ -51,6 +51,7 @@ int query_command(const std::vector<std::string>& args) {
     if (!device_spec.empty()) {
       DeviceTarget d = resolve_device(device_spec);
       if (d.simulated) f.device_name = d.identity.name;
+      f.simulated = d.simulated;  // a real H100 and sim:h100-sxm share CC and SM count
       f.cc_major = d.identity.cc_major;
       f.cc_minor = d.identity.cc_minor;
       f.sm_count = d.identity.sm_count;

@@ -55,6 +55,7 @@ int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string op, shape, dtype, device_spec, strategy, db_path, faults_text;
   int64_t trials = 0;
+  std::string seed_text;
   uint64_t seed = 1;
   size_t batch = 16;
   unsigned threads = 0;
@@ -68,7 +69,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
       ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid")
-      ("seed", po::value(&seed)->default_value(1), "seed of the search and of the random inputs")
+      ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
       ("batch", po::value(&batch)->default_value(16), "configs proposed, compiled and committed together")
       ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads (0: one per core)")
@@ -93,9 +94,19 @@ int tune_command(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  {
+    auto [end, ec] = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
+    if (seed_text.empty() || ec != std::errc() || end != seed_text.data() + seed_text.size())
+      throw UsageError("--seed '" + seed_text + "' is not an integer in 0 .. 18446744073709551615");
+  }
+  if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   if (trials < 0) throw UsageError("--trials " + std::to_string(trials) + " is negative; allowed: 0 or more");
   if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
-  if (timeout_s <= 0) throw UsageError("--timeout must be positive");
+  if (!(timeout_s > 0 && timeout_s <= 3600))
+    throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
+  if (!(min_time_ms >= 0 && min_time_ms <= 60000))
+    throw UsageError("--min-time-ms " + std::to_string(min_time_ms) + " is out of range; allowed: 0 .. 60000");
+  if (threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
   DeviceTarget device;
   try {
     device = resolve_device(device_spec.empty() ? default_device() : device_spec);

@@ -341,7 +341,8 @@ struct CudaRunner::Impl {
         if (!(err <= std::numeric_limits<double>::max())) bad = true;  // NaN or inf
         else err_max = std::max(err_max, err);
       }
-      res.max_error = bad ? INFINITY : err_max / std::max(ref_max, 1e-30);
+      // JSON has no inf or NaN: a non-finite output reports the largest finite error.
+      res.max_error = bad ? std::numeric_limits<double>::max() : err_max / std::max(ref_max, 1e-30);
       if (bad || !(res.max_error <= r.tolerance)) {
         res.status = "wrong_answer";
         res.message = "output " + r.buffers[i].name + (bad ? " has NaN or inf" : "") + " relative error " +
@@ -361,7 +362,8 @@ struct CudaRunner::Impl {
       double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
       int n = static_cast<int>(times.size());
       if (n >= r.settings.max_repeats) break;
-      if (n >= r.settings.min_repeats && (total >= r.settings.min_time_ms || wall >= r.settings.max_wall_ms)) break;
+      if (n >= r.settings.min_repeats && total >= r.settings.min_time_ms) break;
+      if (n >= 1 && wall >= r.settings.max_wall_ms) break;  // a slow config: fewer runs, not a timeout
       if (r.settings.flush_l2 && flush.get())
         check(driver().cuMemsetD32Async(flush.get(), static_cast<unsigned>(n), flush.bytes() / 4, nullptr), "cuMemsetD32Async");
       check(driver().cuEventRecord(ev.start(), nullptr), "cuEventRecord");
@@ -405,13 +407,17 @@ std::unique_ptr<CudaRunner> CudaRunner::create(int ordinal, std::string* error) 
 
 MeasureResult CudaRunner::measure(const MeasureRequest& request) {
   try {
-    return impl_->run(request);
+    check(driver().cuCtxSetCurrent(impl_->context), "cuCtxSetCurrent");  // a worker may serve several GPUs
+    MeasureResult res = impl_->run(request);
+    // A wrong kernel may have written outside its output: regenerate inputs and reference next time.
+    if (res.status != "ok") impl_->inputs_key.clear();
+    return res;
   } catch (const CudaFailure& f) {
     MeasureResult res;
     res.status = f.kind;
     res.message = f.what();
     res.context_lost = f.context_lost;
-    if (f.context_lost) impl_->inputs_key.clear();
+    impl_->inputs_key.clear();
     return res;
   }
 }

@@ -65,6 +65,9 @@ struct MeasureResult {
   double max_error = 0;        ///< max |out - ref| / max |ref| of the checked run.
   bool estimate = false;       ///< True when the time is a sim device's estimate.
   bool context_lost = false;   ///< The worker's CUDA context is unusable: it exits after replying.
+  /// The measuring machinery failed (no worker, no device), not the config: the session stops and the
+  /// config stays unmeasured. Never crosses the pipe.
+  bool infrastructure_failure = false;
 };
 
 nlohmann::json to_json(const MeasureRequest& r);

@@ -4,6 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <thread>
+
+#include <pthread.h>
+#include <signal.h>
 #include <future>
 
 #include "search/model_guided_strategy.h"
@@ -21,24 +25,39 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
-
-/// Installs SIGINT/SIGTERM handlers for the session's lifetime.
+/// SIGINT/SIGTERM for the session's lifetime: blocked in every thread (the compile pool inherits the
+/// mask, and NVRTC installs handlers of its own that exit the process) and taken by one thread that
+/// waits for them and asks the loop to stop.
 class StopSignals {
  public:
   StopSignals() {
     g_stop.store(false);
-    old_int_ = std::signal(SIGINT, on_stop_signal);
-    old_term_ = std::signal(SIGTERM, on_stop_signal);
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
+    waiter_ = std::thread([this] {
+      int sig = 0;
+      while (sigwait(&set_, &sig) == 0) {
+        if (closing_.load()) return;
+        g_stop.store(true);
+      }
+    });
   }
   ~StopSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
+    closing_.store(true);
+    pthread_kill(waiter_.native_handle(), SIGTERM);
+    waiter_.join();
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
   }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
 
  private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
+  sigset_t set_{};
+  sigset_t old_mask_{};
+  std::atomic<bool> closing_{false};
+  std::thread waiter_;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -87,27 +106,32 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   sum.template_hash = template_hash(tmpl);
   sum.space_size = static_cast<int64_t>(space.size());
 
-  const int64_t device_id = db.upsert_device(device.identity);
-  const int64_t workload_id =
-      db.upsert_workload({opt.workload.op, opt.workload.shape_string(), templates::to_string(opt.workload.dtype)});
-  const int64_t template_id = db.upsert_template({sum.template_name, sum.template_hash});
-
+  // The records of this workload on this device (matched as queries match it) and template version.
   db::QueryFilter best_filter;
   best_filter.op = opt.workload.op;
   best_filter.shape = opt.workload.shape_string();
   best_filter.dtype = templates::to_string(opt.workload.dtype);
   best_filter.device_name = device.identity.name;
+  best_filter.simulated = device.simulated;
   best_filter.cc_major = device.identity.cc_major;
   best_filter.cc_minor = device.identity.cc_minor;
   best_filter.sm_count = device.identity.sm_count;
   best_filter.template_hashes = {sum.template_hash};
 
-  // Resume: every config already in the database is known to the strategy (and trains a model).
+  // Everything that can fail for want of resources is built before the database is written.
   auto strategy = build_strategy(opt.strategy, space, opt.seed, tmpl, opt.workload, device.gpu);
+  CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, opt.compile_threads);
+  constexpr double kGpuStartupAllowanceS = 30;  // context, random inputs and the reference on a fresh worker
+  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable,
+                      device.simulated ? 0.0 : kGpuStartupAllowanceS);
+
+  // Resume: every config already in the database is known to the strategy (and trains a model); the
+  // budget counts the same records.
   auto* guided = dynamic_cast<search::ModelGuidedStrategy*>(strategy.get());
-  std::vector<search::Config> history_configs;
-  std::vector<search::TrialOutcome> history_outcomes;
-  for (const auto& row : db.history(best_filter)) {
+  const auto history = db.history(best_filter);
+  for (const auto& row : history) {
     try {
       search::Config c = space.from_json(nlohmann::json::parse(row.trial.config_json));
       if (guided) {
@@ -120,15 +144,14 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     }
   }
   if (guided) guided->update({}, {});  // fit on the history
-  sum.previously_measured = db.count_trials(device_id, workload_id, template_id);
+  sum.previously_measured = static_cast<int64_t>(history.size());
+
+  const int64_t device_id = db.upsert_device(device.identity);
+  const int64_t workload_id =
+      db.upsert_workload({opt.workload.op, opt.workload.shape_string(), templates::to_string(opt.workload.dtype)});
+  const int64_t template_id = db.upsert_template({sum.template_name, sum.template_hash});
   sum.session_id = db.begin_session(device_id, workload_id, template_id, opt.strategy, opt.seed, opt.trials,
                                     opt.command_line);
-
-  CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
-  NvrtcBuilder builder(&cache);
-  CompilePool pool(builder, opt.compile_threads);
-  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable);
-
 
   TuneProgress progress;
   progress.budget = opt.trials;
@@ -172,7 +195,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     const auto k = tmpl.instantiate(space, space.at(0), opt.workload);
     reference_job = pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
   }
-  std::string reference_cubin, reference_error;
+  std::string reference_cubin, reference_error, infrastructure_error;
   bool reference_ready = false;
 
   PendingBatch current = launch_batch(remaining);
@@ -189,6 +212,11 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       if (ref.ok()) reference_cubin = ref.cubin;
       else reference_error = "reference kernel failed to compile: " + ref.log;
       reference_ready = true;
+      if (!reference_error.empty()) {
+        // Nothing can be checked: a failure of the template, not of any config.
+        db.end_session(sum.session_id, "interrupted");
+        throw std::runtime_error(reference_error.substr(0, 2000));
+      }
     }
 
     std::vector<db::TrialRecord> records;
@@ -205,9 +233,6 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       if (!cr.ok()) {
         rec.status = cr.status;
         rec.error_message = cr.log.substr(0, 2000);
-      } else if (!reference_error.empty()) {
-        rec.status = "unknown";
-        rec.error_message = reference_error.substr(0, 2000);
       } else {
         rec.registers = cr.resources.registers;
         rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
@@ -221,6 +246,11 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         const double timeout = device.simulated ? opt.run_timeout_s
                                                 : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
         MeasureResult m = worker.measure(mr, timeout);
+        if (m.infrastructure_failure) {
+          infrastructure_error = m.message;
+          break;
+        }
+        if (g_stop.load() && m.status != "ok") break;  // stopped mid-measurement: leave it unmeasured
         rec.status = m.status;
         rec.error_message = m.message;
         rec.estimate = m.estimate;
@@ -252,6 +282,11 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     if (!records.empty()) db.add_trials(sum.session_id, records);
     strategy->update(done_configs, outcomes);
     remaining -= static_cast<int64_t>(records.size());
+    if (!infrastructure_error.empty()) {
+      pool.discard_queued();
+      db.end_session(sum.session_id, "interrupted");
+      throw std::runtime_error(infrastructure_error);
+    }
     if (g_stop.load()) break;
     current = next.configs.empty() ? launch_batch(remaining) : std::move(next);
   }

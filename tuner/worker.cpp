@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,15 @@ MeasureResult error_result(const std::string& status, const std::string& message
   return r;
 }
 
+/// A failure of the measuring machinery rather than of the config: not a trial outcome.
+MeasureResult infrastructure_failure(const std::string& message) {
+  MeasureResult r = error_result("unknown", message);
+  r.infrastructure_failure = true;
+  return r;
+}
+
+constexpr int kExecFailed = 127;  // the worker's exit code when its executable cannot be started
+
 }  // namespace
 
 MeasureResult sim_measure(const MeasureRequest& request) {
@@ -91,7 +101,7 @@ int worker_main(int in_fd, int out_fd) {
         std::string err;
         if (!runner) runner = CudaRunner::create(ordinal, &err);
         if (!runner) {
-          result = error_result("unknown", err);
+          result = infrastructure_failure("cannot use " + req.device + ": " + err);
         } else {
           // On a real GPU an injected fault is a real kernel (the tuning loop compiled a faulting or
           // spinning kernel in place of the config's), so it takes the driver's own failure path.
@@ -120,7 +130,8 @@ std::string default_worker_executable() {
   return "tuner";
 }
 
-WorkerClient::WorkerClient(std::string executable) : executable_(std::move(executable)) {
+WorkerClient::WorkerClient(std::string executable, double startup_allowance_s)
+    : executable_(std::move(executable)), startup_allowance_s_(startup_allowance_s) {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
@@ -134,6 +145,7 @@ bool WorkerClient::start(std::string* error) {
     *error = std::string("pipe: ") + std::strerror(errno);
     return false;
   }
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("fork: ") + std::strerror(errno);
@@ -141,10 +153,19 @@ bool WorkerClient::start(std::string* error) {
     return false;
   }
   if (pid == 0) {
+    // Its own process group: a Ctrl-C at the terminal stops the session, not the config being measured.
+    setpgid(0, 0);
+    // Dies with the parent, even when it hangs in a kernel and never reads end-of-file.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    // The session blocks SIGINT/SIGTERM in its threads; the worker starts with none blocked.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     dup2(down[0], STDIN_FILENO);
     dup2(up[1], STDOUT_FILENO);
     execl(executable_.c_str(), executable_.c_str(), "__worker", static_cast<char*>(nullptr));
-    _exit(127);
+    _exit(kExecFailed);
   }
   ::close(down[0]);
   ::close(up[1]);
@@ -174,17 +195,19 @@ void WorkerClient::stop() {
 
 MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeout_s) {
   std::string error;
-  if (pid_ <= 0 && !start(&error)) return error_result("unknown", "cannot start the measurement worker: " + error);
+  const bool fresh = pid_ <= 0;
+  if (fresh && !start(&error)) return infrastructure_failure("cannot start the measurement worker: " + error);
   if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
     // The worker died between requests: start a fresh one and send again once.
     stop();
-    if (!start(&error)) return error_result("unknown", "cannot start the measurement worker: " + error);
+    if (!start(&error)) return infrastructure_failure("cannot start the measurement worker: " + error);
     if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
       stop();
-      return error_result("unknown", "the measurement worker '" + executable_ + "' does not accept requests");
+      return infrastructure_failure("the measurement worker '" + executable_ + "' does not accept requests");
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const double allowed_s = timeout_s + (fresh ? startup_allowance_s_ : 0.0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(allowed_s);
   while (true) {
     auto nl = pending_.find('\n');
     if (nl != std::string::npos) {
@@ -202,7 +225,7 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       stop();
-      return error_result("run_timeout", "no result within " + std::to_string(timeout_s) + " s; worker killed");
+      return error_result("run_timeout", "no result within " + std::to_string(allowed_s) + " s; worker killed");
     }
     pollfd p{from_worker_, POLLIN, 0};
     int rc = poll(&p, 1, static_cast<int>(left.count()));
@@ -218,6 +241,10 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
         pid_ = -1;
         if (WIFSIGNALED(status)) how = std::string("was killed by signal ") + strsignal(WTERMSIG(status));
         else if (WIFEXITED(status)) how = "exited with code " + std::to_string(WEXITSTATUS(status));
+        if (WIFEXITED(status) && WEXITSTATUS(status) == kExecFailed) {
+          stop();
+          return infrastructure_failure("the measurement worker '" + executable_ + "' could not be started");
+        }
       }
       stop();
       return error_result("runtime_fault", "the measurement worker " + how + " while running this config");

@@ -30,7 +30,9 @@ std::string default_worker_executable();
 
 class WorkerClient {
  public:
-  explicit WorkerClient(std::string executable = default_worker_executable());
+  /// startup_allowance_s: extra seconds the first request to a fresh worker may take (context creation,
+  /// inputs and the reference on a GPU).
+  explicit WorkerClient(std::string executable = default_worker_executable(), double startup_allowance_s = 0);
   ~WorkerClient();
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
@@ -49,6 +51,7 @@ class WorkerClient {
   int to_worker_ = -1;
   int from_worker_ = -1;
   std::string pending_;  ///< Bytes read past the last newline.
+  double startup_allowance_s_ = 0;
   int starts_ = 0;
 };
 

@@ -539,3 +539,33 @@ TEST(TuningDb, KilledWriterLeavesWholeBatches) {
 
 }  // namespace
 }  // namespace tuner::db
+
+namespace tuner::db {
+namespace {
+
+TEST(TuningDbSimulatedFilter, RealAndSimDevicesWithTheSameIdentityStayApart) {
+  TuningDb db(":memory:");
+  DeviceIdentity real{"NVIDIA H100 80GB HBM3", false, 9, 0, 132, 85000000000, "13.0", "13.0"};
+  DeviceIdentity sim{"sim:h100-sxm", true, 9, 0, 132, 80000000000, "none", "13.0"};
+  const int64_t w = db.upsert_workload({"gemm", "M=8,N=8,K=8", "f32"});
+  const int64_t t = db.upsert_template({"gemm_f32_simt", "abc"});
+  for (auto [dev, ms] : {std::pair<DeviceIdentity, double>{real, 2.0}, {sim, 1.0}}) {
+    const int64_t s = db.begin_session(db.upsert_device(dev), w, t, "random", 1, 1, "test");
+    std::vector<TrialRecord> trials(1);
+    trials[0].config_json = "{}";
+    trials[0].time_ms = ms;
+    db.add_trials(s, trials);
+  }
+  QueryFilter f;
+  f.cc_major = 9;
+  f.cc_minor = 0;
+  f.sm_count = 132;
+  EXPECT_EQ(db.best(f)->device_name, "sim:h100-sxm");  // without the filter the estimate wins
+  f.simulated = false;
+  ASSERT_TRUE(db.best(f).has_value());
+  EXPECT_EQ(db.best(f)->device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(db.best(f)->trial.time_ms, 2.0);
+}
+
+}  // namespace
+}  // namespace tuner::db

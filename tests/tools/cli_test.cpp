@@ -115,6 +115,12 @@ TEST_F(Cli, BadInputExitsTwoWithOneLineAndLeavesTheDatabaseAlone) {
       {"query --db " + db() + " --op conv3d", "conv3d"},
       {"tune --op gemm --shape M=1,N=1,K=1 --device sim:h100-sxm --db " + db() + " --bogus-flag", "bogus-flag"},
       {"frobnicate", "frobnicate"},
+      {base + "--op gemm --shape M=8,N=8,K=8 --timeout nan", "--timeout"},
+      {base + "--op gemm --shape M=8,N=8,K=8 --timeout 0", "--timeout"},
+      {base + "--op gemm --shape M=8,N=8,K=8 --min-time-ms -1", "--min-time-ms"},
+      {base + "--op gemm --shape M=8,N=8,K=8 --compile-threads 9999", "--compile-threads"},
+      {base + "--op gemm --shape M=8,N=8,K=8 --seed -1", "--seed '-1'"},
+      {base + "--op gemm --shape M=100000,N=100000,K=8", "C (M*N)"},
   };
   for (const auto& [args, needle] : cases) {
     auto r = run(args);
@@ -184,7 +190,7 @@ TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + out + " 2>/dev/null").c_str(), static_cast<char*>(nullptr));
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + out + " 2>" + out + ".err").c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   for (int i = 0; i < 400; ++i) {
@@ -196,7 +202,7 @@ TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(out + ".err");
   auto summary = nlohmann::json::parse(slurp(out));
   EXPECT_TRUE(summary["interrupted"].get<bool>());
   auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);

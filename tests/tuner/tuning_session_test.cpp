@@ -119,6 +119,19 @@ TEST_F(TuningSession, InjectedCrashAndHangBecomeErrorRecordsAndTheSessionGoesOn)
   EXPECT_FALSE(rows[1].trial.error_message.empty());
 }
 
+TEST_F(TuningSession, AMissingWorkerStopsTheSessionWithoutRecordingTrials) {
+  auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db(db_path("noworker.db"));
+  auto opt = options(4);
+  opt.worker_executable = "/nonexistent/tuner";
+  EXPECT_THROW(run_tuning(opt, device, db), std::runtime_error);
+  EXPECT_TRUE(history(db).empty()) << "an infrastructure failure was stored as a trial outcome";
+  db::QueryFilter f;
+  auto sessions = db.sessions(f);
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].status, "interrupted");
+}
+
 TEST(FaultKernels, NameTheKernelTheyReplace) {
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kCrash).find("void gemm_f32()"), std::string::npos);
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kHang).find("while"), std::string::npos);

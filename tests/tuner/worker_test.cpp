@@ -97,6 +97,7 @@ TEST(WorkerClient, AMissingExecutableIsAnErrorNotACrash) {
   WorkerClient w("/nonexistent/tuner");
   auto r = w.measure(sim_request(), 5);
   EXPECT_NE(r.status, "ok");
+  EXPECT_TRUE(r.infrastructure_failure) << "a missing worker is not a fault of the config: " << r.message;
 }
 
 }  // namespace
