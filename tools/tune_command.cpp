@@ -68,7 +68,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
-      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid")
+      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
       ("batch", po::value(&batch)->default_value(16), "configs proposed, compiled and committed together")
