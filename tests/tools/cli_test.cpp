@@ -52,6 +52,26 @@ class Cli : public ::testing::Test {
   }
   std::string db() const { return (dir_ / "t.db").string(); }
 
+  /// Starts `tuner <args>` in the background with stdout and stderr to out_path(.err); returns its pid.
+  pid_t spawn(const std::string& args, const std::string& out_path) const {
+    const std::string cmd = "exec " + std::string(TUNER_BIN) + " " + args + " >" + out_path + " 2>" + out_path + ".err";
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+
+  /// Waits (up to 4 s) until the database holds at least n trials.
+  void wait_for_trials(size_t n) const {
+    for (int i = 0; i < 400; ++i) {
+      usleep(10 * 1000);
+      auto h = run("query --db " + db() + " --history --json");
+      if (h.code == 0 && nlohmann::json::parse(h.out).size() >= n) return;
+    }
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -145,19 +165,10 @@ TEST_F(Cli, CudaDeviceWithoutADriverIsBadInput) {
 namespace {
 
 TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
-  const std::string cmd = std::string(TUNER_BIN) + " tune --op gemm --shape M=300,N=200,K=100 --device sim:a100-sxm4-80gb --trials 400 --batch 2 --seed 5 --quiet --db " + db();
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // Let it commit a few batches, then kill it without warning.
-  for (int i = 0; i < 400; ++i) {
-    usleep(10 * 1000);
-    auto h = run("query --db " + db() + " --history --json");
-    if (h.code == 0 && nlohmann::json::parse(h.out).size() >= 4) break;
-  }
+  pid_t pid = spawn("tune --op gemm --shape M=300,N=200,K=100 --device sim:a100-sxm4-80gb --trials 400 --batch 2 --seed 5 --quiet --db " + db(),
+                    (dir_ / "killed.out").string());
+  ASSERT_GT(pid, 0);
+  wait_for_trials(4);  // a few batches committed, then a kill without warning
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -185,19 +196,10 @@ TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
 namespace {
 
 TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
-  const std::string cmd = std::string(TUNER_BIN) + " tune --op gemm --shape M=500,N=300,K=70 --device sim:h100-sxm --trials 400 --batch 2 --seed 8 --quiet --json --db " + db();
   const std::string out = (dir_ / "int.out").string();
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >" + out + " 2>" + out + ".err").c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 400; ++i) {
-    usleep(10 * 1000);
-    auto h = run("query --db " + db() + " --history --json");
-    if (h.code == 0 && nlohmann::json::parse(h.out).size() >= 2) break;
-  }
+  pid_t pid = spawn("tune --op gemm --shape M=500,N=300,K=70 --device sim:h100-sxm --trials 400 --batch 2 --seed 8 --quiet --json --db " + db(), out);
+  ASSERT_GT(pid, 0);
+  wait_for_trials(2);
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
