@@ -27,6 +27,7 @@ test: build
 
 bench: build
 	$(BUILD)/bin/pipeline_bench
+	$(BUILD)/bin/search_bench
 
 clean:
 	rm -rf $(BUILD)

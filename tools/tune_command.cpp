@@ -54,7 +54,7 @@ void print_progress(const TuneProgress& p) {
 int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string op, shape, dtype, device_spec, strategy, db_path, faults_text;
-  int64_t trials = 0;
+  int64_t trials = 0, early_stop = 0;
   std::string seed_text;
   uint64_t seed = 1;
   size_t batch = 16;
@@ -69,6 +69,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
       ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb")
+      ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
       ("batch", po::value(&batch)->default_value(16), "configs proposed, compiled and committed together")
@@ -102,6 +103,7 @@ int tune_command(const std::vector<std::string>& args) {
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   if (trials < 0) throw UsageError("--trials " + std::to_string(trials) + " is negative; allowed: 0 or more");
   if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
+  if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(timeout_s > 0 && timeout_s <= 3600))
     throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))
@@ -120,6 +122,7 @@ int tune_command(const std::vector<std::string>& args) {
   opt.batch_size = batch;
   opt.compile_threads = threads;
   opt.run_timeout_s = timeout_s;
+  opt.early_stop = early_stop;
   opt.settings.min_time_ms = min_time_ms;
   opt.command_line = "tuner tune";
   for (const auto& a : args) opt.command_line += " " + a;
@@ -154,6 +157,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
     j["interrupted"] = sum.interrupted;
+    j["early_stopped"] = sum.early_stopped;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
     std::cout << j.dump(2) << "\n";
   } else {
@@ -164,7 +168,7 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << "  session " << sum.session_id << ": " << sum.measured_now << " trials measured now ("
               << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
               << sum.compiled_from_cache << " compiled from cache, " << fixed(sum.wall_s, 1) << " s"
-              << (sum.interrupted ? ", interrupted" : "") << "\n";
+              << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
     if (sum.best) {
       const auto& t = sum.best->trial;
       std::cout << "  best: " << fixed(t.time_ms, 4) << " ms, " << fixed(t.gflops, 1) << " GFLOP/s"

@@ -196,6 +196,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     reference_job = pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
   }
   std::string reference_cubin, reference_error, infrastructure_error;
+  int64_t since_improvement = 0;  // trials of this session since the best time last improved
   bool reference_ready = false;
 
   PendingBatch current = launch_batch(remaining);
@@ -265,6 +266,9 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       if (out.ok && (progress.best_ms == 0 || rec.time_ms < progress.best_ms)) {
         progress.best_ms = rec.time_ms;
         progress.best_gflops = rec.gflops;
+        since_improvement = 0;
+      } else {
+        ++since_improvement;
       }
       if (!out.ok) ++progress.errors_now;
       records.push_back(std::move(rec));
@@ -276,6 +280,10 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
       progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
       if (opt.on_progress) opt.on_progress(progress);
+      if (opt.early_stop > 0 && since_improvement >= opt.early_stop) {
+        sum.early_stopped = true;
+        break;
+      }
     }
     // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
     if (g_stop.load()) pool.discard_queued();
@@ -287,7 +295,10 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       db.end_session(sum.session_id, "interrupted");
       throw std::runtime_error(infrastructure_error);
     }
-    if (g_stop.load()) break;
+    if (g_stop.load() || sum.early_stopped) {
+      pool.discard_queued();
+      break;
+    }
     current = next.configs.empty() ? launch_batch(remaining) : std::move(next);
   }
 

@@ -46,6 +46,7 @@ struct TuneOptions {
   size_t batch_size = 16;          ///< Configs proposed, compiled and committed together.
   unsigned compile_threads = 0;    ///< NVRTC threads; 0: one per core.
   double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
+  int64_t early_stop = 0;          ///< Stop after this many trials of the session without a better time (0: off).
   MeasureSettings settings;
   /// Injected faults by valid-config index of the space (tests of the isolation path).
   std::vector<std::pair<uint64_t, InjectedFault>> faults;
@@ -65,6 +66,7 @@ struct TuneSummary {
   int worker_starts = 0;
   double wall_s = 0;
   bool interrupted = false;
+  bool early_stopped = false;      ///< Ended by --early-stop before the budget.
   std::string template_name;
   std::string template_hash;
   std::optional<db::ResultRow> best;  ///< Best ok record for this workload/device/template.

@@ -132,6 +132,28 @@ TEST_F(TuningSession, AMissingWorkerStopsTheSessionWithoutRecordingTrials) {
   EXPECT_EQ(sessions[0].status, "interrupted");
 }
 
+TEST_F(TuningSession, EarlyStopEndsAfterNTrialsWithoutImprovement) {
+  auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db(db_path("early.db"));
+  auto opt = options(40, 21);
+  opt.early_stop = 3;
+  auto sum = run_tuning(opt, device, db);
+  ASSERT_TRUE(sum.early_stopped);
+  auto rows = history(db);
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), sum.measured_now);
+  ASSERT_GE(rows.size(), 4u);
+  ASSERT_LT(rows.size(), 40u);
+  // The best time was set before the last three trials, and none of them beat it.
+  double best_before = 0;
+  for (size_t i = 0; i + 3 < rows.size(); ++i)
+    if (rows[i].trial.status == "ok" && (best_before == 0 || rows[i].trial.time_ms < best_before))
+      best_before = rows[i].trial.time_ms;
+  for (size_t i = rows.size() - 3; i < rows.size(); ++i)
+    EXPECT_FALSE(rows[i].trial.status == "ok" && rows[i].trial.time_ms < best_before);
+  // ...and the trial just before them did improve it (otherwise the stop would have come earlier).
+  EXPECT_DOUBLE_EQ(rows[rows.size() - 4].trial.time_ms, best_before);
+}
+
 TEST(FaultKernels, NameTheKernelTheyReplace) {
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kCrash).find("void gemm_f32()"), std::string::npos);
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kHang).find("while"), std::string::npos);
