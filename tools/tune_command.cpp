@@ -68,7 +68,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
-      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb")
+      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb, ga")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <future>
 
+#include "search/genetic_strategy.h"
 #include "search/model_guided_strategy.h"
 #include "search/strategy.h"
 #include "templates/registry.h"
@@ -130,12 +131,15 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // Resume: every config already in the database is known to the strategy (and trains a model); the
   // budget counts the same records.
   auto* guided = dynamic_cast<search::ModelGuidedStrategy*>(strategy.get());
+  auto* genetic = dynamic_cast<search::GeneticStrategy*>(strategy.get());
   const auto history = db.history(best_filter);
   for (const auto& row : history) {
     try {
       search::Config c = space.from_json(nlohmann::json::parse(row.trial.config_json));
       if (guided) {
         guided->add_history(c, {row.trial.status == "ok", row.trial.time_ms});
+      } else if (genetic) {
+        genetic->add_history(c, {row.trial.status == "ok", row.trial.time_ms});
       } else {
         strategy->mark_measured(c);
       }
