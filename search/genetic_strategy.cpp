@@ -26,20 +26,8 @@ const Config& GeneticStrategy::select(const std::vector<std::pair<double, Config
   return parents[best].second;
 }
 
-std::vector<Config> GeneticStrategy::random_unseen(size_t n) {
-  std::vector<Config> out;
-  const uint64_t total = space_.size();
-  while (out.size() < n && seen_.size() < total) {
-    uint64_t idx = std::uniform_int_distribution<uint64_t>(0, total - 1)(rng_);
-    if (seen_.size() * 2 >= total)
-      while (seen_.contains(idx)) idx = (idx + 1) % total;
-    if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
-  }
-  return out;
-}
-
 std::vector<Config> GeneticStrategy::propose(size_t n) {
-  if (measured_.size() < params_.population) return random_unseen(n);
+  if (measured_.size() < params_.population) return draw_unseen(space_, seen_, rng_, n);
   // Parents: the fittest measured configs (stable order, so a seed replays exactly).
   std::vector<std::pair<double, Config>> parents = measured_;
   std::stable_sort(parents.begin(), parents.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -67,7 +55,7 @@ std::vector<Config> GeneticStrategy::propose(size_t n) {
       }
     }
     if (!placed) {
-      auto r = random_unseen(1);
+      auto r = draw_unseen(space_, seen_, rng_, 1);
       if (r.empty()) break;
       out.push_back(std::move(r.front()));
     }

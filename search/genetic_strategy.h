@@ -32,7 +32,6 @@ class GeneticStrategy final : public SearchStrategy {
 
  private:
   const Config& select(const std::vector<std::pair<double, Config>>& parents);
-  std::vector<Config> random_unseen(size_t n);
 
   const ConfigSpace& space_;
   SeenSet seen_;

@@ -134,14 +134,8 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
     if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
   }
   // The epsilon share, and everything while the model is not ready: uniform over unseen configs.
-  while (out.size() < n && seen_.size() < total) {
-    uint64_t idx = std::uniform_int_distribution<uint64_t>(0, total - 1)(rng_);
-    if (seen_.size() * 2 >= total) {
-      // Mostly seen: take the next unseen index after the draw.
-      while (seen_.contains(idx)) idx = (idx + 1) % total;
-    }
-    if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
-  }
+  auto rest = draw_unseen(space_, seen_, rng_, n - out.size());
+  out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 

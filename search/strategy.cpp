@@ -39,28 +39,30 @@ std::vector<Config> GridStrategy::propose(size_t n) {
   return out;
 }
 
-std::vector<Config> RandomStrategy::propose(size_t n) {
+std::vector<Config> draw_unseen(const ConfigSpace& space, SeenSet& seen, Rng& rng, size_t n) {
   std::vector<Config> out;
-  const uint64_t total = space_.size();
-  while (out.size() < n && seen_.size() < total) {
-    // Rejection sampling while the space is mostly unseen; a scan of the rest once it is mostly seen.
-    if (seen_.size() * 2 < total) {
+  const uint64_t total = space.size();
+  while (out.size() < n && seen.size() < total) {
+    // Rejection sampling while the space is mostly unseen; a shuffle of the rest once it is mostly seen.
+    if (seen.size() * 2 < total) {
       std::uniform_int_distribution<uint64_t> d(0, total - 1);
-      uint64_t i = d(rng_);
-      if (seen_.insert_index(i)) out.push_back(space_.at(i));
+      uint64_t i = d(rng);
+      if (seen.insert_index(i)) out.push_back(space.at(i));
       continue;
     }
     std::vector<uint64_t> rest;
     for (uint64_t i = 0; i < total; ++i)
-      if (!seen_.contains(i)) rest.push_back(i);
-    std::shuffle(rest.begin(), rest.end(), rng_);
+      if (!seen.contains(i)) rest.push_back(i);
+    std::shuffle(rest.begin(), rest.end(), rng);
     for (uint64_t i : rest) {
       if (out.size() >= n) break;
-      seen_.insert_index(i);
-      out.push_back(space_.at(i));
+      seen.insert_index(i);
+      out.push_back(space.at(i));
     }
   }
   return out;
 }
+
+std::vector<Config> RandomStrategy::propose(size_t n) { return draw_unseen(space_, seen_, rng_, n); }
 
 }  // namespace tuner::search

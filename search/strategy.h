@@ -64,4 +64,7 @@ class SeenSet {
   std::unordered_set<uint64_t> seen_;
 };
 
+/// Up to n valid configs drawn uniformly among those not in `seen` (marking them seen).
+std::vector<Config> draw_unseen(const ConfigSpace& space, SeenSet& seen, Rng& rng, size_t n);
+
 }  // namespace tuner::search
