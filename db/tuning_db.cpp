@@ -95,7 +95,7 @@ const FilterColumns kTrialColumns{"t.session_id", "t.status"};
 constexpr const char* kResultColumns =
     "t.id, t.session_id, t.config_json, t.status, t.error_message, t.compile_ms, t.registers, t.shared_bytes, "
     "t.spill_bytes, t.time_ms, t.time_spread_ms, t.repeats, t.gflops, t.estimate, t.started_at, t.finished_at, "
-    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash";
+    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count";
 
 constexpr const char* kResultJoins =
     " JOIN workloads w ON w.id = t.workload_id"
@@ -126,6 +126,9 @@ ResultRow read_result_row(const sql::Statement& s) {
   r.device_simulated = s.column_int64(20) != 0;
   r.template_name = s.column_text(21);
   r.template_hash = s.column_text(22);
+  r.device_cc_major = static_cast<int>(s.column_int64(23));
+  r.device_cc_minor = static_cast<int>(s.column_int64(24));
+  r.device_sm_count = static_cast<int>(s.column_int64(25));
   return r;
 }
 

@@ -90,6 +90,7 @@ struct ResultRow {
   WorkloadKey workload;
   std::string device_name;
   bool device_simulated = false;
+  int device_cc_major = 0, device_cc_minor = 0, device_sm_count = 0;
   std::string template_name;
   std::string template_hash;
 };

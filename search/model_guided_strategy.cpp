@@ -34,14 +34,28 @@ void ModelGuidedStrategy::add_history(const Config& c, const TrialOutcome& outco
   add_row(c, outcome);
 }
 
+void ModelGuidedStrategy::add_transfer(std::vector<float> features, float relative_speed) {
+  transfer_rows_.add_row(features);
+  transfer_targets_.push_back(relative_speed);
+}
+
 void ModelGuidedStrategy::refit() {
-  if (rows_.rows < params_.min_rows) return;
+  if (rows_.rows + transfer_rows_.rows < std::max<size_t>(params_.min_rows, 2)) return;
   const double best = best_measured_.empty() ? 1.0 : best_measured_.front().first;
-  std::vector<float> targets;
-  targets.reserve(speeds_.size());
+  costmodel::FeatureMatrix x = rows_;
+  std::vector<float> targets, weights;
   for (double s : speeds_) targets.push_back(static_cast<float>(s / best));  // failures stay 0
+  weights.assign(rows_.rows, 1.0f);
+  if (transfer_rows_.rows > 0) {
+    if (x.rows == 0) x.cols = transfer_rows_.cols;
+    x.values.insert(x.values.end(), transfer_rows_.values.begin(), transfer_rows_.values.end());
+    x.rows += transfer_rows_.rows;
+    targets.insert(targets.end(), transfer_targets_.begin(), transfer_targets_.end());
+    const float w = static_cast<float>(1.0 / (1.0 + static_cast<double>(rows_.rows) / params_.transfer_half_life));
+    weights.insert(weights.end(), transfer_rows_.rows, w);
+  }
   std::string error;
-  if (model_->fit(rows_, targets, {}, &error)) {
+  if (model_->fit(x, targets, weights, &error)) {
     model_ready_ = true;
     model_error_.clear();
   } else {

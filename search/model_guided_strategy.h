@@ -28,7 +28,8 @@ struct AnnealingParams {
   int patience = 50;              ///< Stop when the candidate set has not improved for this many steps.
   double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
   double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
-  size_t min_rows = 8;            ///< Measurements before the model is trusted (random until then).
+  size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
+  double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
 };
 
 class ModelGuidedStrategy final : public SearchStrategy {
@@ -39,6 +40,11 @@ class ModelGuidedStrategy final : public SearchStrategy {
   void mark_measured(const Config& c) override { seen_.insert(c); }
   /// Records an earlier result (resume): it is never proposed and it trains the model.
   void add_history(const Config& c, const TrialOutcome& outcome);
+  /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
+  /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
+  /// weight 1 / (1 + own rows / transfer_half_life): the old data weighs less as the session's arrives.
+  void add_transfer(std::vector<float> features, float relative_speed);
+  size_t transfer_rows() const { return transfer_targets_.size(); }
   std::vector<Config> propose(size_t n) override;
   void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
   /// Why the last refit failed (empty when it worked).
@@ -62,6 +68,8 @@ class ModelGuidedStrategy final : public SearchStrategy {
   costmodel::FeatureMatrix rows_;
   std::vector<double> speeds_;  ///< 1 / time_ms, 0 for failures.
   std::vector<std::pair<double, Config>> best_measured_;  ///< (speed, config), best first, a few kept.
+  costmodel::FeatureMatrix transfer_rows_;  ///< Records of other workloads and GPUs.
+  std::vector<float> transfer_targets_;
 };
 
 }  // namespace tuner::search

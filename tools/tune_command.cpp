@@ -55,7 +55,7 @@ int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string op, shape, dtype, device_spec, strategy, db_path, faults_text;
   int64_t trials = 0, early_stop = 0;
-  std::string seed_text;
+  std::string seed_text, transfer;
   uint64_t seed = 1;
   size_t batch = 16;
   unsigned threads = 0;
@@ -69,6 +69,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
       ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb, ga")
+      ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
@@ -103,6 +104,7 @@ int tune_command(const std::vector<std::string>& args) {
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   if (trials < 0) throw UsageError("--trials " + std::to_string(trials) + " is negative; allowed: 0 or more");
   if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
+  if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(timeout_s > 0 && timeout_s <= 3600))
     throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
@@ -123,6 +125,7 @@ int tune_command(const std::vector<std::string>& args) {
   opt.compile_threads = threads;
   opt.run_timeout_s = timeout_s;
   opt.early_stop = early_stop;
+  opt.transfer = transfer == "auto";
   opt.settings.min_time_ms = min_time_ms;
   opt.command_line = "tuner tune";
   for (const auto& a : args) opt.command_line += " " + a;
@@ -154,6 +157,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["measured"] = sum.measured_now;
     j["errors"] = sum.errors_now;
     j["compiled_from_cache"] = sum.compiled_from_cache;
+    j["transferred"] = sum.transferred;
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
     j["interrupted"] = sum.interrupted;

@@ -1,15 +1,17 @@
 #include "tuner/tuning_session.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <future>
+#include <map>
 #include <thread>
 
-#include <pthread.h>
-#include <signal.h>
-#include <future>
-
+#include "costmodel/features.h"
 #include "search/genetic_strategy.h"
 #include "search/model_guided_strategy.h"
 #include "search/strategy.h"
@@ -60,6 +62,66 @@ class StopSignals {
   std::atomic<bool> closing_{false};
   std::thread waiter_;
 };
+
+/// Gives the model-guided strategy this template's records of other shapes and GPUs, each with its
+/// speed relative to the best of its own (workload, GPU). Returns how many it added.
+int64_t add_transfer_records(search::ModelGuidedStrategy& strategy, const db::TuningDb& db,
+                             const templates::KernelTemplate& tmpl, const templates::Workload& current,
+                             const DeviceTarget& device) {
+  db::QueryFilter f;
+  f.op = current.op;
+  f.dtype = templates::to_string(current.dtype);
+  f.template_hashes = {template_hash(tmpl)};
+  struct Group {
+    templates::Workload workload;
+    costmodel::GpuSpec gpu;
+    search::ConfigSpace space;
+    double best_speed = 0;
+    std::vector<std::pair<search::Config, double>> rows;  // (config, speed)
+  };
+  std::map<std::string, Group> groups;  // ordered: the rows reach the model in a fixed order
+  for (const auto& row : db.history(f)) {
+    const bool own = row.workload.shape == current.shape_string() && row.device_name == device.identity.name &&
+                     row.device_simulated == device.simulated;
+    if (own) continue;
+    const std::string key = row.workload.shape + "|" + row.device_name + "|" + std::to_string(row.device_simulated);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      std::optional<costmodel::GpuSpec> gpu =
+          row.device_simulated ? costmodel::find_gpu_spec(row.device_name.substr(4))
+                               : costmodel::find_gpu_spec(row.device_cc_major, row.device_cc_minor, row.device_sm_count);
+      if (!gpu) continue;  // a GPU the spec table does not know: no device features for it
+      Group g{templates::parse_workload(row.workload.op, row.workload.shape, row.workload.dtype), *gpu, {}, 0, {}};
+      templates::DeviceLimits limits;
+      limits.arch = gpu->arch();
+      limits.max_threads_per_block = gpu->max_threads_per_block;
+      limits.max_shared_per_block_bytes = gpu->shared_per_block_bytes;
+      g.space = tmpl.space(g.workload, limits);
+      it = groups.emplace(key, std::move(g)).first;
+    }
+    Group& g = it->second;
+    try {
+      search::Config c = g.space.from_json(nlohmann::json::parse(row.trial.config_json));
+      const double speed = row.trial.status == "ok" && row.trial.time_ms > 0 ? 1.0 / row.trial.time_ms : 0.0;
+      g.best_speed = std::max(g.best_speed, speed);
+      g.rows.emplace_back(std::move(c), speed);
+    } catch (const std::exception&) {
+      // Knob values the current template no longer has: nothing to learn from.
+    }
+  }
+  int64_t added = 0;
+  for (const auto& [key, g] : groups) {
+    std::vector<int64_t> dims;
+    for (const auto& [n, v] : g.workload.dims) dims.push_back(v);
+    for (const auto& [c, speed] : g.rows) {
+      auto features = costmodel::kernel_features(c, tmpl.profile(g.space, c, g.workload), dims,
+                                                 templates::dtype_bytes(g.workload.dtype), g.gpu);
+      strategy.add_transfer(std::move(features), g.best_speed > 0 ? static_cast<float>(speed / g.best_speed) : 0.0f);
+      ++added;
+    }
+  }
+  return added;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -147,7 +209,8 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       // A record from a space with other knob values (older limits); it cannot be proposed anyway.
     }
   }
-  if (guided) guided->update({}, {});  // fit on the history
+  if (guided && opt.transfer) sum.transferred = add_transfer_records(*guided, db, tmpl, opt.workload, device);
+  if (guided) guided->update({}, {});  // fit on the history (and the transferred records)
   sum.previously_measured = static_cast<int64_t>(history.size());
 
   const int64_t device_id = db.upsert_device(device.identity);

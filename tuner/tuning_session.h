@@ -46,6 +46,7 @@ struct TuneOptions {
   size_t batch_size = 16;          ///< Configs proposed, compiled and committed together.
   unsigned compile_threads = 0;    ///< NVRTC threads; 0: one per core.
   double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
+  bool transfer = true;            ///< xgb: also train on this template's records of other shapes and GPUs.
   int64_t early_stop = 0;          ///< Stop after this many trials of the session without a better time (0: off).
   MeasureSettings settings;
   /// Injected faults by valid-config index of the space (tests of the isolation path).
@@ -63,6 +64,7 @@ struct TuneSummary {
   int64_t measured_now = 0;
   int64_t errors_now = 0;
   int64_t compiled_from_cache = 0;
+  int64_t transferred = 0;         ///< Records of other workloads/GPUs the model started from.
   int worker_starts = 0;
   double wall_s = 0;
   bool interrupted = false;

@@ -117,5 +117,21 @@ TEST(ModelGuidedStrategy, HistoryIsNeverProposedAndTrainsTheModel) {
   EXPECT_EQ(std::find(batch.begin(), batch.end(), kPeak), batch.end());
 }
 
+TEST(ModelGuidedStrategy, TransferredRowsAloneMakeTheFirstBatchModelGuided) {
+  auto space = big_space();
+  auto model = std::make_unique<KnownFunction>();
+  auto* raw = model.get();
+  ModelGuidedStrategy s(space, 6, std::move(model), identity());
+  // Ten records "of another workload": no own rows, no minimum beyond the model's.
+  for (int i = 0; i < 10; ++i) {
+    Config c = space.at(static_cast<uint64_t>(i) * 7919);
+    s.add_transfer(std::vector<float>(c.begin(), c.end()), static_cast<float>(i) / 10.0f);
+  }
+  s.update({}, {});
+  EXPECT_EQ(raw->rows_seen, 10u);
+  auto batch = s.propose(16);
+  EXPECT_NE(std::find(batch.begin(), batch.end(), kPeak), batch.end()) << "the first batch was not model-guided";
+}
+
 }  // namespace
 }  // namespace tuner::search

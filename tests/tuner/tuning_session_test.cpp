@@ -154,6 +154,30 @@ TEST_F(TuningSession, EarlyStopEndsAfterNTrialsWithoutImprovement) {
   EXPECT_DOUBLE_EQ(rows[rows.size() - 4].trial.time_ms, best_before);
 }
 
+TEST_F(TuningSession, XgbStartsFromRecordsOfOtherShapesAndGpusUnlessToldNot) {
+  auto h100 = resolve_device("sim:h100-sxm");
+  auto a100 = resolve_device("sim:a100-sxm4-80gb");
+  db::TuningDb db(db_path("transfer.db"));
+  auto other = options(6, 5);
+  other.workload = templates::parse_workload("gemm", "M=512,N=256,K=128", "f32");
+  run_tuning(other, h100, db);  // 6 records of another shape on H100
+  run_tuning(options(3, 5), a100, db);  // 3 records of this shape on another GPU
+
+  auto cold = options(2, 5);
+  cold.strategy = "xgb";
+  cold.transfer = false;
+  db::TuningDb cold_db(db_path("cold.db"));
+  EXPECT_EQ(run_tuning(cold, h100, cold_db).transferred, 0);
+
+  auto warm = options(4, 5);
+  warm.strategy = "xgb";
+  auto sum = run_tuning(warm, h100, db);
+  EXPECT_EQ(sum.transferred, 9);  // every record but this workload's own on this GPU
+  EXPECT_EQ(sum.measured_now, 4);
+  auto again = run_tuning(options(6, 5), h100, db);  // own records never count as transferred
+  EXPECT_EQ(again.transferred, 0);
+}
+
 TEST(FaultKernels, NameTheKernelTheyReplace) {
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kCrash).find("void gemm_f32()"), std::string::npos);
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kHang).find("while"), std::string::npos);
