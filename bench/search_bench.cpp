@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/analytic_model.h"
+#include "costmodel/features.h"
 #include "search/model_guided_strategy.h"
 #include "templates/gemm_f32.h"
 #include "tuner/device_registry.h"
@@ -40,9 +41,7 @@ int main(int argc, char** argv) {
   // The time a config would take by the analytic model, registers estimated from the register tile.
   auto simulate = [&](const search::Config& c) {
     auto p = tmpl.profile(space, c, w);
-    const double ilp = std::max(p.ilp, 1);
-    const int regs = static_cast<int>(std::min(255.0, ilp + 2 * std::sqrt(ilp) + 24));
-    auto e = costmodel::estimate(p, {regs, 0, 0}, device.gpu);
+    auto e = costmodel::estimate(p, {costmodel::estimated_registers(p), 0, 0}, device.gpu);
     return search::TrialOutcome{e.launchable, e.time_ms};
   };
 

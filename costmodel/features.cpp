@@ -29,6 +29,11 @@ const std::vector<std::string>& device_names() {
 
 }  // namespace
 
+int estimated_registers(const KernelProfile& p) {
+  const double ilp = std::max(p.ilp, 1);
+  return static_cast<int>(std::min(255.0, ilp + 2 * std::sqrt(ilp) + 24));
+}
+
 std::vector<std::string> feature_names(const std::vector<std::string>& knob_names,
                                        const std::vector<std::string>& dim_names) {
   std::vector<std::string> out;
@@ -46,9 +51,8 @@ std::vector<float> kernel_features(const std::vector<int64_t>& knob_values, cons
   f.reserve(knob_values.size() + 18 + dims.size() + 6);
   for (int64_t v : knob_values) f.push_back(log2p(static_cast<double>(v)));
 
-  // Registers: the accumulators, two fragments and ~24 for addresses, as the compiler tends to allocate.
   const double ilp = std::max(p.ilp, 1);
-  const int est_regs = static_cast<int>(std::min(255.0, ilp + 2 * std::sqrt(ilp) + 24));
+  const int est_regs = estimated_registers(p);
   const Occupancy o = occupancy(p, {est_regs, 0, 0}, gpu);
   const double slots = static_cast<double>(std::max(o.blocks_per_sm, 1)) * gpu.sm_count;
   const double waves = static_cast<double>(p.blocks) / slots;

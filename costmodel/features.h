@@ -21,6 +21,10 @@
 
 namespace tuner::costmodel {
 
+/// Registers per thread estimated from the register tile (accumulators, two fragments, ~24 for
+/// addresses), for candidates that have not been compiled.
+int estimated_registers(const KernelProfile& p);
+
 /// Names of the features kernel_features() returns, in order.
 std::vector<std::string> feature_names(const std::vector<std::string>& knob_names,
                                        const std::vector<std::string>& dim_names);

@@ -23,10 +23,7 @@ DeviceTarget sim_target(const costmodel::GpuSpec& g) {
   t.identity.memory_bytes = g.memory_bytes();
   t.identity.driver_version = "none";
   t.identity.nvrtc_version = NvrtcBuilder::nvrtc_version();
-  t.limits.arch = g.arch();
-  t.limits.max_threads_per_block = g.max_threads_per_block;
-  t.limits.max_shared_per_block_bytes = g.shared_per_block_bytes;
-  t.limits.max_registers_per_thread = g.max_registers_per_thread;
+  t.limits = limits_of(g);
   return t;
 }
 
@@ -59,6 +56,15 @@ DeviceTarget cuda_target(const CudaDeviceInfo& info) {
 }
 
 }  // namespace
+
+templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
+  templates::DeviceLimits l;
+  l.arch = g.arch();
+  l.max_threads_per_block = g.max_threads_per_block;
+  l.max_shared_per_block_bytes = g.shared_per_block_bytes;
+  l.max_registers_per_thread = g.max_registers_per_thread;
+  return l;
+}
 
 DeviceTarget resolve_device(const std::string& spec) {
   const std::string allowed = "cuda:N or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();

@@ -22,6 +22,9 @@ struct DeviceTarget {
   templates::DeviceLimits limits; ///< What config spaces are constrained by.
 };
 
+/// The limits a config space is constrained by on a GPU of the spec table.
+templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
+
 /// Resolves a device string; throws std::invalid_argument with one line naming the bad value and what
 /// is allowed (malformed, unknown sim GPU, no driver, no such GPU).
 DeviceTarget resolve_device(const std::string& spec);

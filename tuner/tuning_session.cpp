@@ -92,11 +92,7 @@ int64_t add_transfer_records(search::ModelGuidedStrategy& strategy, const db::Tu
                                : costmodel::find_gpu_spec(row.device_cc_major, row.device_cc_minor, row.device_sm_count);
       if (!gpu) continue;  // a GPU the spec table does not know: no device features for it
       Group g{templates::parse_workload(row.workload.op, row.workload.shape, row.workload.dtype), *gpu, {}, 0, {}};
-      templates::DeviceLimits limits;
-      limits.arch = gpu->arch();
-      limits.max_threads_per_block = gpu->max_threads_per_block;
-      limits.max_shared_per_block_bytes = gpu->shared_per_block_bytes;
-      g.space = tmpl.space(g.workload, limits);
+      g.space = tmpl.space(g.workload, limits_of(*gpu));
       it = groups.emplace(key, std::move(g)).first;
     }
     Group& g = it->second;
