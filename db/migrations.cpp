@@ -91,6 +91,42 @@ CREATE INDEX trials_by_session ON trials (session_id);
 CREATE INDEX sessions_by_target ON sessions (device_id, workload_id, template_id);
 )sql";
 
+// Version 3: the purpose of a trial (search or a re-measurement of a finalist), saved cost models,
+// and parallel plans.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE trials ADD COLUMN purpose TEXT NOT NULL DEFAULT 'search' CHECK (purpose IN ('search', 'remeasure'));
+
+CREATE TABLE cost_models (
+  id            INTEGER PRIMARY KEY,
+  kind          TEXT    NOT NULL,
+  op            TEXT    NOT NULL,
+  template_name TEXT    NOT NULL,
+  feature_names TEXT    NOT NULL,
+  rows          INTEGER NOT NULL,
+  session_id    INTEGER REFERENCES sessions (id),
+  model         BLOB    NOT NULL,
+  created_at    TEXT    NOT NULL
+);
+CREATE INDEX cost_models_by_template ON cost_models (op, template_name, kind);
+
+CREATE TABLE plans (
+  id                INTEGER PRIMARY KEY,
+  model             TEXT    NOT NULL,
+  cluster           TEXT    NOT NULL,
+  options_json      TEXT    NOT NULL,
+  plan_json         TEXT    NOT NULL,
+  tp                INTEGER NOT NULL,
+  pp                INTEGER NOT NULL,
+  dp                INTEGER NOT NULL,
+  iteration_time_s  REAL    NOT NULL,
+  tflops_per_gpu    REAL    NOT NULL,
+  mfu               REAL    NOT NULL,
+  peak_memory_bytes INTEGER NOT NULL,
+  planning_s        REAL    NOT NULL,
+  created_at        TEXT    NOT NULL
+);
+)sql";
+
 struct Migration {
   int to_version;   ///< Version of the schema after this step.
   const char* sql;  ///< Statements of the step; the version row is updated after them.
@@ -100,6 +136,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 static_assert(std::size(kMigrations) > 0 &&
                   kMigrations[std::size(kMigrations) - 1].to_version == TuningDb::kSchemaVersion,

@@ -79,6 +79,12 @@ Statement& Statement::bind(int index, const std::string& value) {
   return *this;
 }
 
+Statement& Statement::bind_blob(int index, const std::string& bytes) {
+  conn_->check(sqlite3_bind_blob64(stmt_.get(), index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
+               "sqlite3_bind_blob64");
+  return *this;
+}
+
 Statement& Statement::bind_null(int index) {
   conn_->check(sqlite3_bind_null(stmt_.get(), index), "sqlite3_bind_null");
   return *this;
@@ -111,6 +117,14 @@ std::string Statement::column_text(int col) const {
   if (!text) return {};
   return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
 }
+
+std::string Statement::column_blob(int col) const {
+  const void* data = sqlite3_column_blob(stmt_.get(), col);
+  if (!data) return {};
+  return std::string(static_cast<const char*>(data), static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), col)));
+}
+
+int Statement::column_count() const { return sqlite3_column_count(stmt_.get()); }
 
 bool Statement::column_is_null(int col) const { return sqlite3_column_type(stmt_.get(), col) == SQLITE_NULL; }
 

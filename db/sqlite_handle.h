@@ -70,6 +70,8 @@ class Statement {
   Statement& bind(int index, double value);
   Statement& bind(int index, const std::string& value);
   Statement& bind_null(int index);
+  /// Binds bytes as a BLOB (no text encoding assumed).
+  Statement& bind_blob(int index, const std::string& bytes);
 
   /// Advances; true when a row is available, false when done. Throws DbError on failure.
   bool step();
@@ -81,7 +83,11 @@ class Statement {
   int64_t column_int64(int col) const;
   double column_double(int col) const;
   std::string column_text(int col) const;
+  /// The column's bytes as they are (BLOB or text).
+  std::string column_blob(int col) const;
   bool column_is_null(int col) const;
+  /// Columns in the result.
+  int column_count() const;
 
  private:
   struct Finalizer {

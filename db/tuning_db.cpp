@@ -95,7 +95,7 @@ const FilterColumns kTrialColumns{"t.session_id", "t.status"};
 constexpr const char* kResultColumns =
     "t.id, t.session_id, t.config_json, t.status, t.error_message, t.compile_ms, t.registers, t.shared_bytes, "
     "t.spill_bytes, t.time_ms, t.time_spread_ms, t.repeats, t.gflops, t.estimate, t.started_at, t.finished_at, "
-    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count";
+    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count, t.purpose";
 
 constexpr const char* kResultJoins =
     " JOIN workloads w ON w.id = t.workload_id"
@@ -129,6 +129,13 @@ ResultRow read_result_row(const sql::Statement& s) {
   r.device_cc_major = static_cast<int>(s.column_int64(23));
   r.device_cc_minor = static_cast<int>(s.column_int64(24));
   r.device_sm_count = static_cast<int>(s.column_int64(25));
+  t.purpose = s.column_text(26);
+  r.measurements = 1;
+  r.mean_time_ms = t.time_ms;
+  if (s.column_count() > 28) {  // best queries append the config's measurement count and mean time
+    r.measurements = static_cast<int>(s.column_int64(27));
+    r.mean_time_ms = s.column_double(28);
+  }
   return r;
 }
 
@@ -284,8 +291,8 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
   sql::Statement insert(conn,
                         "INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, "
                         "error_message, compile_ms, registers, shared_bytes, spill_bytes, time_ms, time_spread_ms, "
-                        "repeats, gflops, estimate, started_at, finished_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        "repeats, gflops, estimate, started_at, finished_at, purpose) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   // The records are filled only after the commit, so a failed batch leaves them as they were.
   const std::string now = now_iso8601();
   struct Assigned {
@@ -313,7 +320,8 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
         .bind(15, t.gflops)
         .bind(16, int64_t{t.estimate ? 1 : 0})
         .bind(17, a.started_at)
-        .bind(18, a.finished_at);
+        .bind(18, a.finished_at)
+        .bind(19, t.purpose);
     insert.run();
     a.id = conn.last_insert_rowid();
     assigned.push_back(std::move(a));
@@ -348,10 +356,23 @@ int64_t TuningDb::count_trials(int64_t device_id, int64_t workload_id, int64_t t
   return stmt.column_int64(0);
 }
 
+namespace {
+
+/// Ok trials matching `where`, grouped per config: its measurement count, mean time and latest trial.
+std::string config_means(const Where& where) {
+  return std::string(
+             "SELECT t.workload_id AS wid, t.device_id AS did, t.template_id AS tid, COUNT(*) AS n, "
+             "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id FROM trials t") +
+         kResultJoins + where.sql + " GROUP BY t.workload_id, t.device_id, t.template_id, t.config_json";
+}
+
+}  // namespace
+
 std::optional<ResultRow> TuningDb::best(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/true);
-  const std::string query = std::string("SELECT ") + kResultColumns + " FROM trials t" + kResultJoins + where.sql +
-                            " ORDER BY t.time_ms, t.id LIMIT 1";
+  const std::string query = "WITH cfg AS (" + config_means(where) + ") SELECT " + kResultColumns +
+                            ", c.n, c.mean_ms FROM cfg c JOIN trials t ON t.id = c.last_id" + kResultJoins +
+                            " ORDER BY c.mean_ms, t.id LIMIT 1";
   auto rows = run_result_query(impl_->conn, query, where);
   if (rows.empty()) return std::nullopt;
   return std::move(rows.front());
@@ -367,11 +388,11 @@ std::vector<ResultRow> TuningDb::history(const QueryFilter& f) const {
 std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/true);
   const std::string query =
-      std::string("WITH ranked AS (SELECT t.id AS trial_id, ROW_NUMBER() OVER (PARTITION BY t.workload_id, "
-                  "t.device_id, t.template_id ORDER BY t.time_ms, t.id) AS rank FROM trials t") +
-      kResultJoins + where.sql + ") SELECT " + kResultColumns + " FROM ranked r JOIN trials t ON t.id = r.trial_id" +
-      kResultJoins + " WHERE r.rank = 1 ORDER BY w.op, w.shape, w.dtype, d.name, tp.name, tp.hash, d.id" +
-      limit_clause(f.limit);
+      "WITH cfg AS (" + config_means(where) +
+      "), ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.wid, c.did, c.tid ORDER BY c.mean_ms, c.last_id) "
+      "AS rank FROM cfg c) SELECT " +
+      kResultColumns + ", r.n, r.mean_ms FROM ranked r JOIN trials t ON t.id = r.last_id" + kResultJoins +
+      " WHERE r.rank = 1 ORDER BY w.op, w.shape, w.dtype, d.name, tp.name, tp.hash, d.id" + limit_clause(f.limit);
   return run_result_query(impl_->conn, query, where);
 }
 
@@ -399,6 +420,98 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
     r.workload = {stmt.column_text(8), stmt.column_text(9), stmt.column_text(10)};
     r.device_name = stmt.column_text(11);
     rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+int64_t TuningDb::add_cost_model(CostModelRecord& m) {
+  auto& conn = impl_->conn;
+  const std::string now = now_iso8601();
+  sql::Statement insert(conn,
+                        "INSERT INTO cost_models (kind, op, template_name, feature_names, rows, session_id, model, "
+                        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, m.kind).bind(2, m.op).bind(3, m.template_name).bind(4, m.feature_names).bind(5, m.rows);
+  if (m.session_id > 0) {
+    insert.bind(6, m.session_id);
+  } else {
+    insert.bind_null(6);
+  }
+  insert.bind_blob(7, m.model).bind(8, now).run();
+  m.id = conn.last_insert_rowid();
+  m.created_at = now;
+  return m.id;
+}
+
+std::optional<CostModelRecord> TuningDb::latest_cost_model(const std::string& kind, const std::string& op,
+                                                           const std::string& template_name) const {
+  sql::Statement stmt(impl_->conn,
+                      "SELECT id, kind, op, template_name, feature_names, rows, coalesce(session_id, 0), model, "
+                      "created_at FROM cost_models WHERE kind = ? AND op = ? AND template_name = ? "
+                      "ORDER BY id DESC LIMIT 1");
+  stmt.bind(1, kind).bind(2, op).bind(3, template_name);
+  if (!stmt.step()) return std::nullopt;
+  CostModelRecord m;
+  m.id = stmt.column_int64(0);
+  m.kind = stmt.column_text(1);
+  m.op = stmt.column_text(2);
+  m.template_name = stmt.column_text(3);
+  m.feature_names = stmt.column_text(4);
+  m.rows = stmt.column_int64(5);
+  m.session_id = stmt.column_int64(6);
+  m.model = stmt.column_blob(7);
+  m.created_at = stmt.column_text(8);
+  return m;
+}
+
+int64_t TuningDb::add_plan(PlanRecord& p) {
+  auto& conn = impl_->conn;
+  const std::string now = now_iso8601();
+  sql::Statement insert(conn,
+                        "INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, "
+                        "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  insert.bind(1, p.model)
+      .bind(2, p.cluster)
+      .bind(3, p.options_json)
+      .bind(4, p.plan_json)
+      .bind(5, p.tp)
+      .bind(6, p.pp)
+      .bind(7, p.dp)
+      .bind(8, p.iteration_time_s)
+      .bind(9, p.tflops_per_gpu)
+      .bind(10, p.mfu)
+      .bind(11, p.peak_memory_bytes)
+      .bind(12, p.planning_s)
+      .bind(13, now)
+      .run();
+  p.id = conn.last_insert_rowid();
+  p.created_at = now;
+  return p.id;
+}
+
+std::vector<PlanRecord> TuningDb::plans(int limit) const {
+  sql::Statement stmt(impl_->conn,
+                      "SELECT id, model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, "
+                      "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at FROM plans ORDER BY id DESC" +
+                          limit_clause(limit));
+  std::vector<PlanRecord> rows;
+  while (stmt.step()) {
+    PlanRecord p;
+    p.id = stmt.column_int64(0);
+    p.model = stmt.column_text(1);
+    p.cluster = stmt.column_text(2);
+    p.options_json = stmt.column_text(3);
+    p.plan_json = stmt.column_text(4);
+    p.tp = static_cast<int>(stmt.column_int64(5));
+    p.pp = static_cast<int>(stmt.column_int64(6));
+    p.dp = static_cast<int>(stmt.column_int64(7));
+    p.iteration_time_s = stmt.column_double(8);
+    p.tflops_per_gpu = stmt.column_double(9);
+    p.mfu = stmt.column_double(10);
+    p.peak_memory_bytes = stmt.column_int64(11);
+    p.planning_s = stmt.column_double(12);
+    p.created_at = stmt.column_text(13);
+    rows.push_back(std::move(p));
   }
   return rows;
 }

@@ -65,6 +65,7 @@ struct TrialRecord {
   int repeats = 0;                ///< Timed runs behind the median.
   double gflops = 0;              ///< FLOPs / median time, in GFLOP/s (0 unless ok).
   bool estimate = false;          ///< True when the time came from a sim device's analytic model.
+  std::string purpose = "search"; ///< "search", or "remeasure" for a finalist measured again at the end.
   std::string started_at;         ///< ISO-8601 UTC; filled by the store when empty.
   std::string finished_at;        ///< ISO-8601 UTC; filled by the store when empty.
 };
@@ -93,6 +94,37 @@ struct ResultRow {
   int device_cc_major = 0, device_cc_minor = 0, device_sm_count = 0;
   std::string template_name;
   std::string template_hash;
+  int measurements = 1;        ///< ok measurements of this config (best queries; > 1 after re-measuring).
+  double mean_time_ms = 0;     ///< Their mean in ms (best queries rank configs by it).
+};
+
+/// A trained cost model as stored, so a later session starts from it.
+struct CostModelRecord {
+  int64_t id = 0;
+  std::string kind;            ///< "xgb-rank".
+  std::string op;              ///< The op it was trained for.
+  std::string template_name;
+  std::string feature_names;   ///< JSON array of the feature columns the model reads, in order.
+  int64_t rows = 0;            ///< Training rows.
+  int64_t session_id = 0;      ///< The session that trained it (0: none).
+  std::string model;           ///< The model's bytes (opaque to the store).
+  std::string created_at;      ///< Filled by the store.
+};
+
+/// A parallel plan as logged by `tuner plan`.
+struct PlanRecord {
+  int64_t id = 0;
+  std::string model;           ///< Model spec as given (preset, family form or file name).
+  std::string cluster;         ///< Cluster spec as given.
+  std::string options_json;    ///< The planner's options (global batch, pins, ...).
+  std::string plan_json;       ///< The whole plan with its predictions.
+  int tp = 1, pp = 1, dp = 1;
+  double iteration_time_s = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  int64_t peak_memory_bytes = 0;
+  double planning_s = 0;       ///< Wall time the planner took.
+  std::string created_at;      ///< Filled by the store.
 };
 
 /// A tuning session as stored.
@@ -112,7 +144,7 @@ struct SessionRow {
 class TuningDb {
  public:
   /// Current schema version written by this build.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   /// Opens (creating if absent) the database at path (":memory:" allowed); migrates older schemas.
   /// Throws DbError with one clear line when the path is unreadable or not a tuner database.
@@ -145,14 +177,26 @@ class TuningDb {
   /// Number of trials (any status) for this device, workload and template version.
   int64_t count_trials(int64_t device_id, int64_t workload_id, int64_t template_id) const;
 
-  /// Best ok trial (lowest time_ms) matching the filter.
+  /// Best ok config matching the filter: configs ranked by the mean time of their ok measurements
+  /// (a re-measured finalist counts all of its measurements); the row is its latest measurement.
   std::optional<ResultRow> best(const QueryFilter& f) const;
   /// Trials matching the filter in insertion order.
   std::vector<ResultRow> history(const QueryFilter& f) const;
-  /// Best ok trial per (workload, device, template) matching the filter.
+  /// Best ok config per (workload, device, template) matching the filter, ranked as best() ranks.
   std::vector<ResultRow> best_per_workload(const QueryFilter& f) const;
   /// Sessions, newest first.
   std::vector<SessionRow> sessions(const QueryFilter& f) const;
+
+  /// Stores a trained cost model; returns its id.
+  int64_t add_cost_model(CostModelRecord& m);
+  /// The newest cost model of this kind for this op and template, if any.
+  std::optional<CostModelRecord> latest_cost_model(const std::string& kind, const std::string& op,
+                                                   const std::string& template_name) const;
+
+  /// Logs a plan; returns its id.
+  int64_t add_plan(PlanRecord& p);
+  /// Logged plans, newest first (limit 0: all).
+  std::vector<PlanRecord> plans(int limit = 0) const;
 
   /// Result of SQLite's PRAGMA integrity_check: "ok", or its findings one per line.
   std::string integrity_check() const;

@@ -391,7 +391,7 @@ TEST(TuningDb, MigratesVersionOneWithRowsIntact) {
   EXPECT_THROW(TuningDb::open_existing(path), DbError);
 
   TuningDb db(path);
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   const auto rows = db.history({});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].trial.config_json, R"({"BM":16})");
@@ -401,6 +401,7 @@ TEST(TuningDb, MigratesVersionOneWithRowsIntact) {
   EXPECT_EQ(rows[0].trial.time_spread_ms, 0.0);
   EXPECT_EQ(rows[0].trial.repeats, 0);
   EXPECT_FALSE(rows[0].trial.estimate);
+  EXPECT_EQ(rows[0].trial.purpose, "search");  // v3 default for old rows
   EXPECT_EQ(rows[0].device_name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(db.count_trials(1, 1, 1), 1);
 
@@ -418,14 +419,15 @@ TEST(TuningDb, RefusesNewerSchemaWithoutTouchingIt) {
   TempDir dir;
   const std::string path = dir.file("future.db");
   { TuningDb db(path); }
-  exec_sql(path, "UPDATE schema_version SET version = 3");
+  exec_sql(path, "UPDATE schema_version SET version = " + std::to_string(TuningDb::kSchemaVersion + 1));
   const std::string before = read_bytes(path);
   try {
     TuningDb db(path);
     FAIL() << "a newer database was opened";
   } catch (const DbError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "database '" + path + "' has schema version 3, newer than this tuner (2)");
+              "database '" + path + "' has schema version " + std::to_string(TuningDb::kSchemaVersion + 1) +
+                  ", newer than this tuner (" + std::to_string(TuningDb::kSchemaVersion) + ")");
   }
   EXPECT_THROW(TuningDb::open_existing(path), DbError);
   EXPECT_EQ(read_bytes(path), before);
@@ -565,6 +567,118 @@ TEST(TuningDbSimulatedFilter, RealAndSimDevicesWithTheSameIdentityStayApart) {
   ASSERT_TRUE(db.best(f).has_value());
   EXPECT_EQ(db.best(f)->device_name, "NVIDIA H100 80GB HBM3");
   EXPECT_DOUBLE_EQ(db.best(f)->trial.time_ms, 2.0);
+}
+
+}  // namespace
+}  // namespace tuner::db
+
+namespace tuner::db {
+namespace {
+
+TEST(TuningDbV3, ReMeasuredFinalistIsRankedByItsMeanTime) {
+  Fixture fx;
+  // c1 measured 1.0 once; c2 measured 0.9 then re-measured 1.3: mean 1.1 > 1.0, so c1 wins.
+  std::vector<TrialRecord> batch{ok_trial("{\"c\":1}", 1.0), ok_trial("{\"c\":2}", 0.9)};
+  fx.db.add_trials(fx.session, batch);
+  EXPECT_EQ(fx.db.best({})->trial.config_json, "{\"c\":2}");
+  TrialRecord again = ok_trial("{\"c\":2}", 1.3);
+  again.purpose = "remeasure";
+  std::vector<TrialRecord> remeasured{again};
+  fx.db.add_trials(fx.session, remeasured);
+
+  const auto best = fx.db.best({});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->trial.config_json, "{\"c\":1}");
+  EXPECT_EQ(best->measurements, 1);
+  const auto per = fx.db.best_per_workload({});
+  ASSERT_EQ(per.size(), 1u);
+  EXPECT_EQ(per[0].trial.config_json, "{\"c\":1}");
+
+  const auto rows = fx.db.history({});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].trial.purpose, "remeasure");
+  EXPECT_EQ(rows[0].trial.purpose, "search");
+
+  // A third, fast measurement of c2 brings its mean (0.9+1.3+0.5)/3 = 0.9 below c1's 1.0.
+  TrialRecord third = ok_trial("{\"c\":2}", 0.5);
+  third.purpose = "remeasure";
+  std::vector<TrialRecord> more{third};
+  fx.db.add_trials(fx.session, more);
+  const auto now_best = fx.db.best({});
+  EXPECT_EQ(now_best->trial.config_json, "{\"c\":2}");
+  EXPECT_EQ(now_best->measurements, 3);
+  EXPECT_NEAR(now_best->mean_time_ms, 0.9, 1e-12);
+}
+
+TEST(TuningDbV3, RejectsUnknownPurposeAndKeepsTheBatchOut) {
+  Fixture fx;
+  TrialRecord bad = ok_trial("{\"c\":1}", 1.0);
+  bad.purpose = "whatever";
+  std::vector<TrialRecord> batch{ok_trial("{\"c\":0}", 1.0), bad};
+  EXPECT_THROW(fx.db.add_trials(fx.session, batch), DbError);
+  EXPECT_TRUE(fx.db.history({}).empty());
+}
+
+TEST(TuningDbV3, CostModelBytesRoundTripAndNewestWins) {
+  Fixture fx;
+  const std::string bytes("{\0\x01\xff binary", 12);
+  CostModelRecord m{0, "xgb-rank", "gemm", "gemm_f32_simt", "[\"a\",\"b\"]", 40, fx.session, bytes, ""};
+  const int64_t first = fx.db.add_cost_model(m);
+  EXPECT_GT(first, 0);
+  EXPECT_FALSE(m.created_at.empty());
+  CostModelRecord newer = m;
+  newer.model = "second";
+  newer.session_id = 0;
+  fx.db.add_cost_model(newer);
+
+  const auto got = fx.db.latest_cost_model("xgb-rank", "gemm", "gemm_f32_simt");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->model, "second");
+  EXPECT_EQ(got->session_id, 0);
+  EXPECT_FALSE(fx.db.latest_cost_model("xgb-rank", "conv2d", "gemm_f32_simt").has_value());
+  EXPECT_EQ(first + 1, got->id);
+}
+
+TEST(TuningDbV3, CostModelBlobKeepsNulBytes) {
+  TempDir dir;
+  const std::string path = dir.file("models.db");
+  const std::string bytes("{\0\x01\xff binary", 12);
+  {
+    TuningDb db(path);
+    CostModelRecord m{0, "xgb-rank", "gemm", "t", "[]", 1, 0, bytes, ""};
+    db.add_cost_model(m);
+  }
+  const auto got = TuningDb::open_existing(path).latest_cost_model("xgb-rank", "gemm", "t");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->model, bytes);
+}
+
+TEST(TuningDbV3, PlansAreListedNewestFirst) {
+  TuningDb db(":memory:");
+  PlanRecord a;
+  a.model = "gpt3-175b";
+  a.cluster = "dgx-h100:128";
+  a.options_json = "{\"global_batch\":1536}";
+  a.plan_json = "{\"tp\":8}";
+  a.tp = 8;
+  a.pp = 16;
+  a.dp = 8;
+  a.iteration_time_s = 12.5;
+  a.tflops_per_gpu = 400;
+  a.mfu = 0.4;
+  a.peak_memory_bytes = 70'000'000'000;
+  a.planning_s = 1.25;
+  db.add_plan(a);
+  PlanRecord b = a;
+  b.model = "llama3-70b";
+  db.add_plan(b);
+  const auto rows = db.plans();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].model, "llama3-70b");
+  EXPECT_EQ(rows[1].peak_memory_bytes, 70'000'000'000);
+  EXPECT_EQ(rows[1].dp, 8);
+  EXPECT_DOUBLE_EQ(rows[1].mfu, 0.4);
+  EXPECT_EQ(db.plans(1).size(), 1u);
 }
 
 }  // namespace
