@@ -35,6 +35,15 @@ class CostModel {
                    std::string* error) = 0;
   /// Scores, larger = predicted better; empty when the model has never been fitted.
   virtual std::vector<float> predict(const FeatureMatrix& x) const = 0;
+  /// The trained model as bytes, so a later session can start from it; empty when not fitted or when
+  /// the model cannot be saved.
+  virtual std::string save() const { return {}; }
+  /// Replaces the model by one saved with save(); false with *error set (model kept) on failure.
+  virtual bool load(const std::string& bytes, std::string* error) {
+    (void)bytes;
+    if (error) *error = "this cost model cannot be loaded";
+    return false;
+  }
 };
 
 }  // namespace tuner::costmodel

@@ -109,11 +109,11 @@ class XgbModel final : public CostModel {
 
   /// The booster as bytes (XGBoost's UBJSON model format, exact), for load().
   /// Empty when not fitted.
-  std::string save() const;
+  std::string save() const override;
 
   /// Replaces the booster by one saved with save(). On failure (garbage,
   /// truncated bytes) returns false with *error set and keeps the old model.
-  bool load(const std::string& bytes, std::string* error);
+  bool load(const std::string& bytes, std::string* error) override;
 
   const XgbParams& params() const { return params_; }
 

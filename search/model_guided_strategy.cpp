@@ -39,6 +39,12 @@ void ModelGuidedStrategy::add_transfer(std::vector<float> features, float relati
   transfer_targets_.push_back(relative_speed);
 }
 
+bool ModelGuidedStrategy::start_from_saved(const std::string& bytes, std::string* error) {
+  if (!model_->load(bytes, error)) return false;
+  model_ready_ = true;
+  return true;
+}
+
 void ModelGuidedStrategy::refit() {
   if (rows_.rows + transfer_rows_.rows < std::max<size_t>(params_.min_rows, 2)) return;
   const double best = best_measured_.empty() ? 1.0 : best_measured_.front().first;
@@ -51,12 +57,19 @@ void ModelGuidedStrategy::refit() {
     x.values.insert(x.values.end(), transfer_rows_.values.begin(), transfer_rows_.values.end());
     x.rows += transfer_rows_.rows;
     targets.insert(targets.end(), transfer_targets_.begin(), transfer_targets_.end());
-    const float w = static_cast<float>(1.0 / (1.0 + static_cast<double>(rows_.rows) / params_.transfer_half_life));
+    // Together the transferred rows weigh at most as much as transfer_half_life own rows (however many
+    // there are), halved again for every transfer_half_life own rows: many records of other workloads
+    // give the first proposals a direction without drowning the session's own evidence.
+    const double h = params_.transfer_half_life;
+    const float w = static_cast<float>(std::min(1.0, h / static_cast<double>(transfer_rows_.rows)) /
+                                       (1.0 + static_cast<double>(rows_.rows) / h));
     weights.insert(weights.end(), transfer_rows_.rows, w);
   }
   std::string error;
   if (model_->fit(x, targets, weights, &error)) {
     model_ready_ = true;
+    fitted_here_ = true;
+    fitted_rows_ = x.rows;
     model_error_.clear();
   } else {
     model_error_ = error;
@@ -140,7 +153,9 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   if (n == 0 || seen_.size() >= total) return out;
   std::vector<uint64_t> picks;
   if (model_ready_) {
-    const size_t random_share = static_cast<size_t>(std::floor(params_.epsilon * static_cast<double>(n)));
+    // A model that has seen only other workloads' records hedges: half of its first batch is random.
+    const double epsilon = rows_.rows == 0 ? std::max(params_.epsilon, params_.transfer_only_epsilon) : params_.epsilon;
+    const size_t random_share = static_cast<size_t>(std::floor(epsilon * static_cast<double>(n)));
     picks = anneal(n - random_share);
   }
   for (uint64_t idx : picks) {

@@ -28,6 +28,7 @@ struct AnnealingParams {
   int patience = 50;              ///< Stop when the candidate set has not improved for this many steps.
   double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
   double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
+  double transfer_only_epsilon = 0.5;  ///< Random share while the model knows only transferred records.
   size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
 };
@@ -42,11 +43,19 @@ class ModelGuidedStrategy final : public SearchStrategy {
   void add_history(const Config& c, const TrialOutcome& outcome);
   /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
   /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
-  /// weight 1 / (1 + own rows / transfer_half_life): the old data weighs less as the session's arrives.
+  /// weight min(1, h / transferred rows) / (1 + own rows / h), h = transfer_half_life: together at most
+  /// h own rows' worth, and less as the session's own data arrives. No minimum record count.
   void add_transfer(std::vector<float> features, float relative_speed);
   size_t transfer_rows() const { return transfer_targets_.size(); }
   std::vector<Config> propose(size_t n) override;
   void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
+  /// Starts from a model saved by an earlier session (CostModel::save): it scores proposals until this
+  /// session has rows to refit on. False with *error set when the bytes do not load.
+  bool start_from_saved(const std::string& bytes, std::string* error);
+  /// The model as bytes when it was fitted in this session (empty otherwise), for the next session.
+  std::string saved_model() const { return fitted_here_ ? model_->save() : std::string(); }
+  /// Rows (own + transferred) the model was last fitted on.
+  size_t fitted_rows() const { return fitted_rows_; }
   /// Why the last refit failed (empty when it worked).
   const std::string& model_error() const { return model_error_; }
 
@@ -63,6 +72,8 @@ class ModelGuidedStrategy final : public SearchStrategy {
   Featurizer featurize_;
   AnnealingParams params_;
   bool model_ready_ = false;
+  bool fitted_here_ = false;
+  size_t fitted_rows_ = 0;
   std::string model_error_;
   // Training data: one row per measured config.
   costmodel::FeatureMatrix rows_;

@@ -9,6 +9,7 @@
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tuner/device_registry.h"
+#include "tuner/replay_data.h"
 #include "tuner/tuning_session.h"
 
 namespace tuner::cli {
@@ -53,8 +54,9 @@ void print_progress(const TuneProgress& p) {
 
 int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  std::string op, shape, dtype, device_spec, strategy, db_path, faults_text;
+  std::string op, shape, dtype, device_spec, strategy, db_path, faults_text, trials_text, replay_out;
   int64_t trials = 0, early_stop = 0;
+  int remeasure = 5;
   std::string seed_text, transfer;
   uint64_t seed = 1;
   size_t batch = 16;
@@ -67,8 +69,10 @@ int tune_command(const std::vector<std::string>& args) {
       ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
-      ("trials", po::value(&trials)->default_value(200), "trial budget for this workload on this device in this database")
-      ("strategy", po::value(&strategy)->default_value("random"), "search strategy: random, grid, xgb, ga")
+      ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
+      ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")
+      ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
+      ("replay-out", po::value(&replay_out)->default_value(""), "write the measured space as replay data to this file (default with --trials all: <op>_<shape>_<device>.replay.json)")
       ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
@@ -102,7 +106,14 @@ int tune_command(const std::vector<std::string>& args) {
       throw UsageError("--seed '" + seed_text + "' is not an integer in 0 .. 18446744073709551615");
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
-  if (trials < 0) throw UsageError("--trials " + std::to_string(trials) + " is negative; allowed: 0 or more");
+  const bool all_trials = trials_text == "all";
+  if (!all_trials) {
+    auto [end, ec] = std::from_chars(trials_text.data(), trials_text.data() + trials_text.size(), trials);
+    if (trials_text.empty() || ec != std::errc() || end != trials_text.data() + trials_text.size() || trials < 0)
+      throw UsageError("--trials '" + trials_text + "' is not allowed; allowed: an integer 0 or more, or 'all'");
+  }
+  if (remeasure < 0 || remeasure > 1000)
+    throw UsageError("--remeasure " + std::to_string(remeasure) + " is out of range; allowed: 0 (off) .. 1000");
   if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
@@ -117,8 +128,30 @@ int tune_command(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  opt.faults = parse_faults(faults_text, tmpl->space(opt.workload, device.limits).size());
+  const uint64_t space_size = tmpl->space(opt.workload, device.limits).size();
+  if (device.replay) {
+    const auto& r = *device.replay;
+    const std::string want = opt.workload.op + " " + opt.workload.shape_string() + " " +
+                             templates::to_string(opt.workload.dtype);
+    const std::string have = r.op + " " + r.shape + " " + r.dtype;
+    if (want != have)
+      throw UsageError("replay file '" + r.path + "' records " + have + ", not " + want +
+                       "; allowed: the workload it recorded");
+    if (r.template_name != tmpl->name())
+      throw UsageError("replay file '" + r.path + "' records template " + r.template_name + ", not " + tmpl->name());
+  }
+  opt.faults = parse_faults(faults_text, space_size);
+  if (all_trials) {
+    trials = static_cast<int64_t>(space_size);
+    if (replay_out.empty()) {
+      std::string name = opt.workload.op + "_" + opt.workload.shape_string() + "_" + device.spec + ".replay.json";
+      for (char& ch : name)
+        if (ch == ':' || ch == ',' || ch == '=' || ch == '/') ch = '_';
+      replay_out = name;
+    }
+  }
   opt.trials = trials;
+  opt.remeasure_top = remeasure;
   opt.strategy = strategy;
   opt.seed = seed;
   opt.batch_size = batch;
@@ -140,6 +173,21 @@ int tune_command(const std::vector<std::string>& args) {
   }
   TuneSummary sum = run_tuning(opt, device, *db);
   if (opt.on_progress) std::fprintf(stderr, "\n");
+  if (!replay_out.empty()) {
+    tuner::db::QueryFilter f;
+    f.op = opt.workload.op;
+    f.shape = opt.workload.shape_string();
+    f.dtype = templates::to_string(opt.workload.dtype);
+    f.device_name = device.identity.name;
+    f.simulated = device.simulated;
+    f.template_hashes = {sum.template_hash};
+    ReplayData data = replay_from_rows(db->history(f), device.identity, device.gpu.key,
+                                       static_cast<int64_t>(space_size));
+    write_replay(data, replay_out);
+    if (!json)
+      std::cout << "replay data: " << data.records.size() << " of " << space_size << " configs written to "
+                << replay_out << "\n";
+  }
 
   if (json) {
     nlohmann::ordered_json j;
@@ -158,6 +206,10 @@ int tune_command(const std::vector<std::string>& args) {
     j["errors"] = sum.errors_now;
     j["compiled_from_cache"] = sum.compiled_from_cache;
     j["transferred"] = sum.transferred;
+    j["remeasured"] = sum.remeasured;
+    j["started_from_model"] = sum.started_from_model;
+    j["saved_model"] = sum.saved_model;
+    if (!replay_out.empty()) j["replay_out"] = replay_out;
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
     j["interrupted"] = sum.interrupted;
@@ -171,7 +223,8 @@ int tune_command(const std::vector<std::string>& args) {
               << " valid configs\n";
     std::cout << "  session " << sum.session_id << ": " << sum.measured_now << " trials measured now ("
               << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
-              << sum.compiled_from_cache << " compiled from cache, " << fixed(sum.wall_s, 1) << " s"
+              << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
+              << fixed(sum.wall_s, 1) << " s"
               << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
     if (sum.best) {
       const auto& t = sum.best->trial;

@@ -67,7 +67,22 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
 }
 
 DeviceTarget resolve_device(const std::string& spec) {
-  const std::string allowed = "cuda:N or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();
+  const std::string allowed =
+      "cuda:N, replay:<file>, or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();
+  if (spec.rfind("replay:", 0) == 0) {
+    auto data = std::make_shared<const ReplayData>(read_replay(spec.substr(7)));
+    auto g = costmodel::find_gpu_spec(data->gpu_key);
+    if (!g)
+      throw std::invalid_argument("replay file '" + data->path + "' names GPU '" + data->gpu_key +
+                                  "', which the spec table does not have; known: " + costmodel::gpu_spec_keys());
+    DeviceTarget t = sim_target(*g);
+    t.spec = spec;
+    t.identity = data->device;
+    t.identity.name = "replay:" + data->device.name;
+    t.identity.simulated = true;
+    t.replay = std::move(data);
+    return t;
+  }
   if (spec.rfind("sim:", 0) == 0) {
     auto g = costmodel::find_gpu_spec(spec.substr(4));
     if (!g) throw std::invalid_argument("unknown device '" + spec + "'; allowed: " + allowed);

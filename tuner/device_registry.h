@@ -1,14 +1,16 @@
-// The device registry: turns "cuda:N" and "sim:<gpu>" into a DeviceTarget
+// The device registry: turns "cuda:N", "sim:<gpu>" and "replay:<file>" into a DeviceTarget
 // (identity for the database, limits for the config space, the GPU spec the
 // sim model reads) and lists every device this machine offers.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
 #include "db/tuning_db.h"
 #include "templates/kernel_template.h"
+#include "tuner/replay_data.h"
 
 namespace tuner {
 
@@ -20,6 +22,9 @@ struct DeviceTarget {
                                   ///< figures read from the driver when the table has none).
   db::DeviceIdentity identity;    ///< What the database stores.
   templates::DeviceLimits limits; ///< What config spaces are constrained by.
+  /// replay:<path> devices: the recorded space that answers every measurement (nothing is compiled or
+  /// run). Stored as a simulated device named "replay:<recording GPU's name>".
+  std::shared_ptr<const ReplayData> replay;
 };
 
 /// The limits a config space is constrained by on a GPU of the spec table.

@@ -48,6 +48,7 @@ struct TuneOptions {
   double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
   bool transfer = true;            ///< xgb: also train on this template's records of other shapes and GPUs.
   int64_t early_stop = 0;          ///< Stop after this many trials of the session without a better time (0: off).
+  int remeasure_top = 5;           ///< Measure the best K configs once more at the end (0: off).
   MeasureSettings settings;
   /// Injected faults by valid-config index of the space (tests of the isolation path).
   std::vector<std::pair<uint64_t, InjectedFault>> faults;
@@ -65,6 +66,9 @@ struct TuneSummary {
   int64_t errors_now = 0;
   int64_t compiled_from_cache = 0;
   int64_t transferred = 0;         ///< Records of other workloads/GPUs the model started from.
+  int64_t remeasured = 0;          ///< Finalists measured again at the end.
+  int64_t started_from_model = 0;  ///< Id of the saved cost model the search started from (0: none).
+  int64_t saved_model = 0;         ///< Id of the cost model this session saved (0: none).
   int worker_starts = 0;
   double wall_s = 0;
   bool interrupted = false;

@@ -97,12 +97,52 @@ TEST_F(Cli, TuneThenQueryTheBestRecordAsJson) {
 
   auto h = run("query --db " + db() + " --history --json");
   ASSERT_EQ(h.code, 0) << h.err;
-  EXPECT_EQ(nlohmann::json::parse(h.out).size(), 8u);
+  EXPECT_EQ(tj["remeasured"], 5);  // the default --remeasure 5: the five best measured once more
+  EXPECT_EQ(nlohmann::json::parse(h.out).size(), 8u + 5u);
   auto s = run("query --db " + db() + " --sessions");
   EXPECT_EQ(s.code, 0);
   EXPECT_NE(s.out.find("finished"), std::string::npos);
   auto table = run("query --db " + db());
   EXPECT_NE(table.out.find("estimate"), std::string::npos) << "sim figures must be labelled";
+}
+
+TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
+  const std::string file = (dir_ / "rec.replay.json").string();
+  auto rec = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device sim:h100-sxm --trials 12 --strategy grid "
+                 "--remeasure 0 --db " + db() + " --replay-out " + file + " --json");
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  const auto rj = nlohmann::json::parse(rec.out);
+
+  // Grid over the same space again, answered from the file: the same times, nothing compiled.
+  const std::string db2 = (dir_ / "replayed.db").string();
+  auto rep = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + file +
+                 " --trials 12 --strategy grid --db " + db2 + " --json");
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  const auto pj = nlohmann::json::parse(rep.out);
+  EXPECT_EQ(pj["measured"], 12);
+  EXPECT_EQ(pj["errors"], 0);
+  EXPECT_EQ(pj["compiled_from_cache"], 0);
+  EXPECT_EQ(pj["remeasured"], 0);
+  EXPECT_EQ(pj["best"]["time_ms"], rj["best"]["time_ms"]);
+  EXPECT_EQ(pj["best"]["config"], rj["best"]["config"]);
+  EXPECT_EQ(pj["device"], "replay:sim:h100-sxm");
+
+  // Configs the recording lacks are recorded as unknown, not guessed.
+  auto more = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + file +
+                  " --trials 14 --strategy grid --db " + db2 + " --json");
+  ASSERT_EQ(more.code, 0) << more.err;
+  EXPECT_EQ(nlohmann::json::parse(more.out)["errors"], 2);
+
+  // Another workload than the recording's, and a missing file, are bad input.
+  auto wrong = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + file + " --db " + db2);
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_NE(wrong.err.find("records gemm M=1000,N=1000,K=1000 f32"), std::string::npos) << wrong.err;
+  auto missing = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + (dir_ / "none.json").string() + " --db " + db2);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("cannot be read"), std::string::npos) << missing.err;
+  auto bad_trials = run("tune --op gemm --shape M=64,N=64,K=64 --trials lots --db " + db2);
+  EXPECT_EQ(bad_trials.code, 2);
+  EXPECT_NE(bad_trials.err.find("'all'"), std::string::npos) << bad_trials.err;
 }
 
 TEST_F(Cli, DevicesListsTheSimDevices) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -31,6 +32,7 @@ class TuningSession : public ::testing::Test {
     o.strategy = "random";
     o.seed = seed;
     o.batch_size = 4;
+    o.remeasure_top = 0;  // the re-measurement of finalists has its own test
     o.worker_executable = TUNER_BIN;
     return o;
   }
@@ -176,6 +178,57 @@ TEST_F(TuningSession, XgbStartsFromRecordsOfOtherShapesAndGpusUnlessToldNot) {
   EXPECT_EQ(sum.measured_now, 4);
   auto again = run_tuning(options(6, 5), h100, db);  // own records never count as transferred
   EXPECT_EQ(again.transferred, 0);
+}
+
+TEST_F(TuningSession, RemeasuresTheTopKOnceAndKeepsBothMeasurements) {
+  auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db(db_path("remeasure.db"));
+  auto opt = options(8);
+  opt.remeasure_top = 3;
+  auto sum = run_tuning(opt, device, db);
+  EXPECT_EQ(sum.measured_now, 8);
+  EXPECT_EQ(sum.remeasured, 3);
+  const auto rows = history(db);
+  ASSERT_EQ(rows.size(), 11u);
+  std::vector<std::pair<double, std::string>> search;
+  std::set<std::string> remeasured;
+  for (const auto& r : rows) {
+    if (r.trial.purpose == "search") search.emplace_back(r.trial.time_ms, r.trial.config_json);
+    else remeasured.insert(r.trial.config_json);
+  }
+  std::sort(search.begin(), search.end());
+  EXPECT_EQ(remeasured, (std::set<std::string>{search[0].second, search[1].second, search[2].second}));
+  ASSERT_TRUE(sum.best.has_value());
+  EXPECT_EQ(sum.best->measurements, 2);
+
+  // The budget counts search trials only, and finalists are not re-measured twice.
+  auto again = run_tuning(opt, device, db);
+  EXPECT_EQ(again.previously_measured, 8);
+  EXPECT_EQ(again.measured_now, 0);
+  EXPECT_EQ(again.remeasured, 0);
+}
+
+TEST_F(TuningSession, XgbSavesItsModelAndTheNextSessionStartsFromIt) {
+  auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db(db_path("model.db"));
+  auto first = options(12, 7);
+  first.strategy = "xgb";
+  auto sum = run_tuning(first, device, db);
+  EXPECT_GT(sum.saved_model, 0);
+  EXPECT_EQ(sum.started_from_model, 0);
+  const auto stored = db.latest_cost_model("xgb-rank", "gemm", sum.template_name);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->id, sum.saved_model);
+  EXPECT_FALSE(stored->model.empty());
+  EXPECT_EQ(stored->session_id, sum.session_id);
+
+  auto next = options(4, 7);
+  next.strategy = "xgb";
+  next.workload = templates::parse_workload("gemm", "M=300,N=200,K=100", "f32");
+  EXPECT_EQ(run_tuning(next, device, db).started_from_model, sum.saved_model);
+  next.transfer = false;  // --transfer none: neither records nor models of other sessions
+  next.workload = templates::parse_workload("gemm", "M=301,N=200,K=100", "f32");
+  EXPECT_EQ(run_tuning(next, device, db).started_from_model, 0);
 }
 
 TEST(FaultKernels, NameTheKernelTheyReplace) {
