@@ -19,7 +19,7 @@ build: setup
 
 run: build
 	$(BUILD)/bin/tuner devices
-	$(BUILD)/bin/tuner tune --op gemm --shape $(SHAPE) $(if $(DEVICE),--device $(DEVICE)) --trials $(TRIALS) --strategy random --seed 1 --db $(DB)
+	$(BUILD)/bin/tuner tune --op gemm --shape $(SHAPE) $(if $(DEVICE),--device $(DEVICE)) --trials $(TRIALS) --strategy xgb --seed 1 --db $(DB)
 	$(BUILD)/bin/tuner query --db $(DB) --op gemm --shape $(SHAPE) $(if $(DEVICE),--device $(DEVICE)) --best
 
 test: build
@@ -28,6 +28,7 @@ test: build
 bench: build
 	$(BUILD)/bin/pipeline_bench
 	$(BUILD)/bin/search_bench
+	$(BUILD)/bin/search_efficiency_bench
 
 clean:
 	rm -rf $(BUILD)

@@ -162,6 +162,34 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
     if (out.size() >= n) break;
     if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
   }
+  if (model_ready_ && rows_.rows == 0 && transfer_rows_.rows > 0 && out.size() < n) {
+    // The hedge of a model that knows only other workloads (or GPUs): what it ranks best may not be
+    // best here, but what it ranks poor seldom is good. Draw the random share from the best quarter
+    // of a uniform sample, as the model scores them.
+    const size_t want = n - out.size();
+    SeenSet probe = seen_;
+    std::vector<Config> pool = draw_unseen(space_, probe, rng_, 16 * want);
+    std::vector<float> s = score(pool);
+    if (s.size() == pool.size() && !pool.empty()) {
+      std::vector<size_t> order(pool.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&s](size_t a, size_t b) { return s[a] > s[b]; });
+      order.resize(std::min(order.size(), 4 * want));
+      std::shuffle(order.begin(), order.end(), rng_);
+      std::vector<Config> hedge;
+      for (size_t i : order) {
+        if (out.size() + hedge.size() >= n) break;
+        if (seen_.insert(pool[i])) hedge.push_back(pool[i]);
+      }
+      // Interleaved with the model's own picks, so neither kind waits for the other to be measured.
+      std::vector<Config> mixed;
+      for (size_t i = 0; i < std::max(out.size(), hedge.size()); ++i) {
+        if (i < out.size()) mixed.push_back(std::move(out[i]));
+        if (i < hedge.size()) mixed.push_back(std::move(hedge[i]));
+      }
+      out = std::move(mixed);
+    }
+  }
   // The epsilon share, and everything while the model is not ready: uniform over unseen configs.
   auto rest = draw_unseen(space_, seen_, rng_, n - out.size());
   out.insert(out.end(), rest.begin(), rest.end());

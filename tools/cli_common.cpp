@@ -32,6 +32,9 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["repeats"] = t.repeats;
   j["gflops"] = t.gflops;
   j["estimate"] = t.estimate;
+  j["purpose"] = t.purpose;
+  j["measurements"] = row.measurements;
+  j["mean_time_ms"] = row.mean_time_ms;
   j["error"] = t.error_message;
   j["compile_ms"] = t.compile_ms;
   j["registers"] = t.registers;
