@@ -59,7 +59,7 @@ int tune_command(const std::vector<std::string>& args) {
   int remeasure = 5;
   std::string seed_text, transfer;
   uint64_t seed = 1;
-  size_t batch = 16;
+  size_t batch = 64;
   unsigned threads = 0;
   double timeout_s = 10, min_time_ms = 100;
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
@@ -77,7 +77,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
-      ("batch", po::value(&batch)->default_value(16), "configs proposed, compiled and committed together")
+      ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each)")
       ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads (0: one per core)")
       ("timeout", po::value(&timeout_s)->default_value(10), "seconds a measurement may run beyond its timing budget")
       ("min-time-ms", po::value(&min_time_ms)->default_value(100), "kernel time to accumulate per config (cuda devices)")

@@ -43,7 +43,7 @@ struct TuneOptions {
   int64_t trials = 200;            ///< Budget of trials for this workload on this device (all sessions).
   std::string strategy = "random";
   uint64_t seed = 1;               ///< Seeds the strategy (and the inputs' RNG).
-  size_t batch_size = 16;          ///< Configs proposed, compiled and committed together.
+  size_t batch_size = 64;          ///< Configs proposed, compiled and committed together (the xgb plan size).
   unsigned compile_threads = 0;    ///< NVRTC threads; 0: one per core.
   double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
   bool transfer = true;            ///< xgb: also train on this template's records of other shapes and GPUs.
