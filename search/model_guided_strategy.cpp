@@ -39,6 +39,40 @@ void ModelGuidedStrategy::add_transfer(std::vector<float> features, float relati
   transfer_targets_.push_back(relative_speed);
 }
 
+std::vector<uint64_t> ModelGuidedStrategy::diverse_pick(const std::vector<uint64_t>& ranked, size_t want) const {
+  if (ranked.size() <= want || params_.diversity <= 0) {
+    return {ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(want, ranked.size()))};
+  }
+  // Greedy, as AutoTVM's submodular pick: each step takes the candidate with the best rank score
+  // (1 for the model's best, falling linearly) plus `diversity` times the share of its knob values
+  // that no config picked so far has. Ties go to the better-ranked candidate.
+  const size_t knobs = space_.knobs().size();
+  std::vector<std::set<int64_t>> covered(knobs);
+  std::vector<Config> configs;
+  for (uint64_t idx : ranked) configs.push_back(space_.at(idx));
+  std::vector<bool> taken(ranked.size(), false);
+  std::vector<uint64_t> out;
+  while (out.size() < want) {
+    double best = -1;
+    size_t best_i = 0;
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      if (taken[i]) continue;
+      size_t fresh = 0;
+      for (size_t k = 0; k < knobs; ++k) fresh += covered[k].count(configs[i][k]) ? 0 : 1;
+      const double value = 1.0 - static_cast<double>(i) / static_cast<double>(ranked.size()) +
+                           params_.diversity * static_cast<double>(fresh) / static_cast<double>(knobs);
+      if (value > best) {
+        best = value;
+        best_i = i;
+      }
+    }
+    taken[best_i] = true;
+    for (size_t k = 0; k < knobs; ++k) covered[k].insert(configs[best_i][k]);
+    out.push_back(ranked[best_i]);
+  }
+  return out;
+}
+
 bool ModelGuidedStrategy::start_from_saved(const std::string& bytes, std::string* error) {
   if (!model_->load(bytes, error)) return false;
   model_ready_ = true;
@@ -156,7 +190,8 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
     // A model that has seen only other workloads' records hedges: half of its first batch is random.
     const double epsilon = rows_.rows == 0 ? std::max(params_.epsilon, params_.transfer_only_epsilon) : params_.epsilon;
     const size_t random_share = static_cast<size_t>(std::floor(epsilon * static_cast<double>(n)));
-    picks = anneal(n - random_share);
+    const size_t model_share = n - random_share;
+    picks = diverse_pick(anneal(model_share * std::max<size_t>(1, params_.diversity_pool)), model_share);
   }
   for (uint64_t idx : picks) {
     if (out.size() >= n) break;

@@ -29,6 +29,9 @@ struct AnnealingParams {
   double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
   double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
   double transfer_only_epsilon = 0.5;  ///< Random share while the model knows only transferred records.
+  size_t diversity_pool = 2;      ///< Annealing keeps this many times the batch's model share as candidates...
+  double diversity = 0.5;         ///< ...and the batch is picked greedily for rank + this × share of new knob
+                                  ///< values (0: plain top of the ranking).
   size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
 };
@@ -63,6 +66,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
   void add_row(const Config& c, const TrialOutcome& outcome);
   void refit();
   std::vector<uint64_t> anneal(size_t want);
+  std::vector<uint64_t> diverse_pick(const std::vector<uint64_t>& ranked, size_t want) const;
   std::vector<float> score(const std::vector<Config>& configs) const;
 
   const ConfigSpace& space_;
