@@ -189,5 +189,32 @@ TEST(ModelGuidedStrategy, ATransferOnlyFirstBatchHedgesWithWellScoredRandomPicks
   EXPECT_LT(next_d, hedge_d);
 }
 
+TEST(ModelGuidedStrategy, DiversityWidensTheBatchWithoutLeavingTheGoodRegion) {
+  auto space = big_space();
+  auto batch_of = [&space](double diversity) {
+    AnnealingParams p;
+    p.diversity = diversity;
+    p.epsilon = 0;
+    ModelGuidedStrategy s(space, 21, std::make_unique<KnownFunction>(), identity(), p);
+    auto first = s.propose(16);
+    s.update(first, outcomes_of(first));
+    return s.propose(16);
+  };
+  auto distinct_values = [](const std::vector<Config>& batch) {
+    size_t n = 0;
+    for (size_t k = 0; k < batch.front().size(); ++k) {
+      std::set<int64_t> v;
+      for (const auto& c : batch) v.insert(c[k]);
+      n += v.size();
+    }
+    return n;
+  };
+  const auto plain = batch_of(0.0), diverse = batch_of(0.5);
+  EXPECT_GT(distinct_values(diverse), distinct_values(plain));
+  // Still the model's region: the best of the batch is the optimum in both.
+  EXPECT_NE(std::find(plain.begin(), plain.end(), kPeak), plain.end());
+  EXPECT_NE(std::find(diverse.begin(), diverse.end(), kPeak), diverse.end());
+}
+
 }  // namespace
 }  // namespace tuner::search
