@@ -28,6 +28,7 @@ test: build
 bench: build
 	$(BUILD)/bin/pipeline_bench
 	$(BUILD)/bin/search_bench
+	$(BUILD)/bin/plan_bench
 
 clean:
 	rm -rf $(BUILD)
