@@ -225,16 +225,37 @@ double layout_change_s(const Ctx& x, char from, char to, int dim, double bytes) 
 }
 
 /// R_uv for a tensor of `features` per token flowing from u's output layouts to v's input layouts.
-std::vector<double> resharding_matrix(const Ctx& x, const OpStrategies& u, const OpStrategies& v, int64_t features) {
+///
+/// Sequence parallelism (Megatron): when a reduction-split producer (K, V, P: output all-reduced) feeds
+/// a token-split consumer, the all-reduce becomes a reduce-scatter; when a token-split producer feeds a
+/// column-split consumer (C, P: input gradient all-reduced), the backward all-reduce becomes a
+/// reduce-scatter. The edge is credited the difference (all-reduce - reduce-scatter), which the
+/// strategies charged; it applies only on edges that are the producer's only use (sole_use_of_u) or the
+/// consumer's only input (sole_input_of_v), so that no collective is credited twice.
+std::vector<double> resharding_matrix(const Ctx& x, const OpStrategies& u, const OpStrategies& v, int64_t features,
+                                      bool sole_use_of_u, bool sole_input_of_v) {
   std::vector<double> r;
   r.reserve(u.list.size() * v.list.size());
   const double full = static_cast<double>(x.b) * x.g.seq * features * x.dsize;
+  const double v_in_full = v.op ? static_cast<double>(x.b) * x.g.seq * v.op->in_features * x.dsize : full;
   for (const auto& su : u.list)
     for (const auto& sv : v.list) {
       double cost = 0;
-      for (int d = 0; d < 2; ++d)
-        cost += layout_change_s(x, su.out_layout[d], sv.in_layout[d], d, full / other_split(x.mesh, d, su.out_layout[1 - d]));
-      r.push_back(cost);
+      for (int d = 0; d < 2; ++d) {
+        const double bytes = full / other_split(x.mesh, d, su.out_layout[1 - d]);
+        cost += layout_change_s(x, su.out_layout[d], sv.in_layout[d], d, bytes);
+        if (dim_size(x.mesh, d) == 1) continue;
+        const CommGroup grp = group_of(x.mesh, d);
+        const char cu = su.choice[d], cv = sv.choice[d];
+        if (sole_use_of_u && (cu == 'K' || cu == 'V' || cu == 'P') && sv.in_layout[d] == 'T')
+          cost -= all_reduce_s(x.c, grp, bytes) - reduce_scatter_s(x.c, grp, bytes);
+        const bool grad_all_reduce = (cv == 'C' && v.op && v.op->type == OpType::kLinear) || cv == 'P';
+        if (sole_input_of_v && grad_all_reduce && su.out_layout[d] == 'T') {
+          const double in_b = v_in_full / other_split(x.mesh, d, sv.in_layout[1 - d]);
+          cost -= all_reduce_s(x.c, grp, in_b) - reduce_scatter_s(x.c, grp, in_b);
+        }
+      }
+      r.push_back(std::max(0.0, cost));
     }
   return r;
 }
@@ -264,6 +285,10 @@ Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh 
     out.req.nodes.push_back(n);
   }
   const int64_t in_width = g.hidden;
+  std::map<int, int> uses;  // edges leaving each node
+  for (const auto& op : layer.ops)
+    if (op.type != OpType::kEmbedding)
+      for (const auto& name : op.inputs) ++uses[index[name]];
   for (size_t i = 0; i < layer.ops.size(); ++i) {
     const Operator& op = layer.ops[i];
     if (op.type == OpType::kEmbedding) continue;  // reads token ids, replicated for free
@@ -273,7 +298,8 @@ Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh 
       ShardingEdge e;
       e.src = src;
       e.dst = static_cast<int>(i + 1);
-      e.resharding = resharding_matrix(x, out.ops[src], out.ops[i + 1], width);
+      e.resharding = resharding_matrix(x, out.ops[src], out.ops[i + 1], width, src != 0 && uses[src] == 1,
+                                       op.inputs.size() == 1);
       out.req.edges.push_back(e);
     }
   }
@@ -286,7 +312,7 @@ Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh 
     ShardingEdge e;
     e.src = out_idx;
     e.dst = 0;
-    e.resharding = resharding_matrix(x, out.ops[out_idx], out.ops[0], in_width);
+    e.resharding = resharding_matrix(x, out.ops[out_idx], out.ops[0], in_width, false, false);
     out.req.edges.push_back(e);
   }
   return out;

@@ -12,7 +12,9 @@
 // Activations are [tokens, features]; each strategy reads and writes a layout
 // per mesh dimension (R, T = token split, F = feature split); edges between
 // layouts charge all-gathers (R <-> split) or all-to-alls (T <-> F), once in
-// forward and once in backward. A pseudo-node "input" stands for the layer's
+// forward and once in backward; where a token split meets an all-reduce, the
+// edge credits the all-reduce's excess over a reduce-scatter (Megatron's
+// sequence parallelism). A pseudo-node "input" stands for the layer's
 // input; for a layer whose output can feed a copy of itself, an edge from the
 // output back to "input" charges what the next identical layer would pay.
 //

@@ -33,6 +33,11 @@ TEST(LayerSharding, GptBlockOnEightGpusTakesTheMegatronSplit) {
   EXPECT_EQ(s["proj"], "K");
   EXPECT_EQ(s["fc1"], "C");
   EXPECT_EQ(s["fc2"], "K");
+  // With the reduce-scatter credit, token-split norms and residuals (sequence parallelism) cost no more
+  // communication and split their work, so the ILP takes them.
+  EXPECT_EQ(s["ln1"], "B");
+  EXPECT_EQ(s["add2"], "B");
+  EXPECT_TRUE(lp.sequence_parallel);
   // Every weight split 8 ways: 12 h^2 / 8 (+ replicated norms 4h).
   EXPECT_NEAR(lp.params_per_device, 12.0 * 12288 * 12288 / 8 + 4 * 12288, 1.0);
 }
