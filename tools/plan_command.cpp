@@ -63,7 +63,9 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
     std::string shard;
     for (const auto& ls : sp.sharding) {
       std::string ops;
-      for (const auto& op : ls.ops) ops += (ops.empty() ? "" : " ") + op.op + ":" + op.strategy;
+      for (const auto& op : ls.ops)
+        ops += (ops.empty() ? "" : " ") + op.op + ":" + op.strategy +
+               (op.source == "tuned" ? "(t)" : op.source == "mixed" ? "(m)" : "");
       shard += (shard.empty() ? "" : "; ") + ls.layer + " x" + std::to_string(ls.count) + " [" + ops + "]";
     }
     rows.push_back({std::to_string(s), std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1),
@@ -82,7 +84,8 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                     std::to_string(plan.peak_stage) + ")",
                 fixed(plan.bubble_fraction * 100, 1) + "%", fixed(plan.dp_exposed_s, 3), fixed(plan.optimizer_s, 3)}});
   std::cout << "\ncompute costs: " << plan.tuned_estimates << " of " << plan.kernel_estimates
-            << " kernel estimates from tuned records, the rest analytic (estimates, not measurements)\n";
+            << " kernel estimates from tuned records, the rest analytic (estimates, not measurements);"
+            << " ops marked (t) use tuned records, (m) partly\n";
   std::cout << "searched " << plan.configs_evaluated << " configurations, " << plan.ilp_solves
             << " sharding ILPs (CBC" << (plan.ilp_optimal ? ", all proven optimal" : "") << "), in "
             << fixed(plan.planning_s, 2) << " s\n";

@@ -147,4 +147,26 @@ TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
   EXPECT_FALSE(std::filesystem::exists(path("new.db")));
 }
 
+TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
+  // A one-layer f32 MLP on one H100 node, pinned to tp=1, mbs=1: its linears are GEMMs
+  // M = 1 x 64 tokens, N = 256, K = 256. Tune exactly that GEMM on the sim H100 first.
+  std::ofstream(path("mlp.json")) << R"({"seq": 64, "dtype": "f32", "layers": [{"ops": [
+      {"name": "fc1", "type": "linear", "in": 256, "out": 256, "inputs": ["input"]},
+      {"name": "fc2", "type": "linear", "in": 256, "out": 256, "inputs": ["fc1"]}]}]})";
+  const std::string plan = "plan --model " + path("mlp.json") +
+                           " --cluster dgx-h100:1 --global-batch 8 --fix tp=1,pp=1,mbs=1 --json --db " + db();
+  auto before = run(plan);
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_EQ(nlohmann::json::parse(before.out)["cost_sources"]["tuned"], 0);
+
+  auto tune = run("tune --op gemm --shape M=64,N=256,K=256 --device sim:h100-sxm --trials 2 --seed 1 --db " + db());
+  ASSERT_EQ(tune.code, 0) << tune.err;
+  auto after = run(plan);
+  ASSERT_EQ(after.code, 0) << after.err;
+  auto j = nlohmann::json::parse(after.out);
+  EXPECT_EQ(j["cost_sources"]["tuned"], 2);  // fc1 and fc2
+  EXPECT_EQ(j["stages"][0]["sharding"][0]["ops"][0]["source"], "tuned");
+  EXPECT_EQ(run("query --plans --json --db " + db()).out.empty(), false);
+}
+
 }  // namespace
