@@ -266,7 +266,7 @@ struct Built {
 };
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
-            OpCostModel& costs, double memory_budget) {
+            OpCostModel& costs, double memory_budget, double state_bytes_per_param) {
   Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype)};
   Built out;
   out.ops = enumerate(x, layer);
@@ -280,7 +280,7 @@ Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh 
     for (const auto& s : out.ops[v].list) {
       n.strategies.push_back(s.name);
       n.cost.push_back(3 * s.fwd.seconds + s.fwd_comm_s + s.bwd_comm_s);  // backward = 2 x forward
-      n.memory.push_back(16 * s.params_local + s.out_bytes_local);        // weights, grads, Adam; outputs
+      n.memory.push_back(state_bytes_per_param * s.params_local + s.out_bytes_local);  // states; outputs
     }
     out.req.nodes.push_back(n);
   }
@@ -326,13 +326,15 @@ Mesh tensor_mesh(const ClusterSpec& c, int tp) {
 }
 
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
-                                    int micro_batch, OpCostModel& costs, double memory_budget) {
-  return build(layer, g, c, mesh, micro_batch, costs, memory_budget).req;
+                                    int micro_batch, OpCostModel& costs, double memory_budget,
+                                    double state_bytes_per_param) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param).req;
 }
 
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
-                              int micro_batch, OpCostModel& costs, double memory_budget) {
-  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget);
+                              int micro_batch, OpCostModel& costs, double memory_budget,
+                              double state_bytes_per_param) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param);
   LayerPlan lp;
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;

@@ -67,11 +67,15 @@ struct LayerPlan {
   int parts = 0, tuned_parts = 0;
 };
 
-/// The sharding problem of one layer for `micro_batch` samples on `mesh`.
+/// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
+/// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;
+/// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
-                                    int micro_batch, OpCostModel& costs, double memory_budget);
+                                    int micro_batch, OpCostModel& costs, double memory_budget,
+                                    double state_bytes_per_param = 16);
 /// Solves the layer's sharding with CBC and reads the result back.
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
-                              int micro_batch, OpCostModel& costs, double memory_budget);
+                              int micro_batch, OpCostModel& costs, double memory_budget,
+                              double state_bytes_per_param = 16);
 
 }  // namespace tuner::parallel

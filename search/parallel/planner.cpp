@@ -139,14 +139,17 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
 
 Planner::~Planner() = default;
 
-const LayerPlan& Planner::layer_plan(size_t sig, int tp, int mbs, double budget) {
+const LayerPlan& Planner::layer_plan(size_t sig, int tp, int mbs, double budget, double state_bytes_per_param) {
+  // Without a budget the state bytes do not matter: one solution serves every ZeRO stage.
   const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(mbs) + "|" +
-                          (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) : "inf");
+                          (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
+                                                       std::to_string(state_bytes_per_param)
+                                                 : "inf");
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   ++ilp_solves_;
   LayerPlan lp = plan_layer_sharding(model_.layers[sig_example_[sig]], model_, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, *costs_, budget);
+                                     mbs, *costs_, budget, state_bytes_per_param);
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -210,7 +213,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   auto fill_layers = [&](double budget) -> bool {
     for (int l = 0; l < L; ++l) {
-      lp[l] = &layer_plan(layer_sig_[l], c.tp, c.micro_batch, budget);
+      lp[l] = &layer_plan(layer_sig_[l], c.tp, c.micro_batch, budget, model_state_bytes(1, c.zero, c.dp).total());
       if (lp[l]->ops.empty()) return false;
     }
     sp_any = false;

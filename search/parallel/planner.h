@@ -126,8 +126,7 @@ class Planner {
   int64_t ilp_solves() const { return ilp_solves_; }
 
  private:
-  struct Config;
-  const LayerPlan& layer_plan(size_t signature_index, int tp, int mbs, double budget);
+  const LayerPlan& layer_plan(size_t signature_index, int tp, int mbs, double budget, double state_bytes_per_param);
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
 
   ModelGraph model_;

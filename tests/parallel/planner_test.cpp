@@ -3,6 +3,7 @@
 // even-split grid evaluated by the same model, and planning is deterministic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "search/parallel/cluster_spec.h"
@@ -54,6 +55,34 @@ TEST(LayerSharding, TwoDimensionalMeshAcrossNodes) {
   ASSERT_TRUE(ilp.feasible);
   EXPECT_TRUE(ilp.optimal);
   EXPECT_TRUE(evaluate(req, ilp).violations.empty());
+}
+
+TEST(LayerSharding, MemoryBudgetTradesSpeedForMemoryOnARealLayer) {
+  // Narrow, token-heavy MLP: replicating weights and splitting tokens (B) is fastest, but costs 8x the
+  // weight memory of a column/row split. The layer's request is small enough (432 assignments) to check
+  // the ILP against the exhaustive solver with and without a budget.
+  const ModelGraph g = parse_model_spec("mlp:layers=2,hidden=256,ffn=1024,seq=8192");
+  const ClusterSpec c = parse_cluster_spec("dgx-a100:1");
+  OpCostModel costs(c.gpu, {}, {});
+  const Mesh mesh = tensor_mesh(c, 8);
+  ShardingRequest free = build_layer_request(g.layers[0], g, c, mesh, 8, costs, INFINITY);
+  const ShardingSolution fast = solve_sharding_ilp(free);
+  ASSERT_TRUE(fast.feasible);
+  EXPECT_NEAR(fast.objective, solve_sharding_exhaustive(free).objective, 1e-12);
+  const double fast_memory = evaluate(free, fast).memory;
+  // The least memory any assignment needs, by enumeration.
+  ShardingRequest lean = free;
+  for (auto& n : lean.nodes) n.cost = n.memory;
+  for (auto& e : lean.edges) std::fill(e.resharding.begin(), e.resharding.end(), 0.0);
+  const double least = solve_sharding_exhaustive(lean).objective;
+  ASSERT_LT(least, fast_memory);
+  ShardingRequest capped = free;
+  capped.memory_budget = (least + fast_memory) / 2;
+  const ShardingSolution ilp = solve_sharding_ilp(capped), ex = solve_sharding_exhaustive(capped);
+  ASSERT_TRUE(ilp.feasible);
+  EXPECT_NEAR(ilp.objective, ex.objective, 1e-12);
+  EXPECT_GT(ilp.objective, fast.objective);
+  EXPECT_LE(evaluate(capped, ilp).memory, capped.memory_budget);
 }
 
 ModelGraph small_gpt() { return parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000"); }
