@@ -309,6 +309,12 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       StageDpResult r = solve_stage_dp(req);
       if (r.feasible) starts = r.starts;
     }
+    if (!starts.empty() || attempt == 1) break;
+    // A capped re-solve can only help when some layer keeps weights it could split.
+    bool lean = true;
+    for (int l = 0; l < L && lean; ++l)
+      lean = lp[l]->params_per_device <= 1.01 * static_cast<double>(layer_params(model_.layers[l])) / c.tp + 1;
+    if (lean) break;
   }
   if (starts.empty()) return reject("no stage partition fits in " + std::to_string(usable / 1e9) + " GB per GPU");
 
