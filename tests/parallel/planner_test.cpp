@@ -209,6 +209,41 @@ TEST(Planner, MoeAndMlpModelsPlan) {
   EXPECT_EQ(mlp.config.tp * mlp.config.pp * mlp.config.dp, 8);
 }
 
+TEST(Planner, SchedulesTradeBubbleAndMemory) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  Planner p(small_gpt(), c, o);
+  ParallelConfig cfg;
+  cfg.tp = 2, cfg.pp = 4, cfg.dp = 2, cfg.micro_batch = 1, cfg.zero = 1;  // m = 64 / 2 = 32
+  cfg.schedule = Schedule::k1F1B;
+  auto one = p.evaluate(cfg, true);
+  cfg.schedule = Schedule::kGpipe;
+  auto gpipe = p.evaluate(cfg, true);
+  cfg.schedule = Schedule::kInterleaved, cfg.virtual_stages = 2;  // 8 blocks = 4 stages x 2 chunks
+  auto inter = p.evaluate(cfg, true);
+  ASSERT_TRUE(one && gpipe && inter);
+  EXPECT_EQ(one->config.num_micro_batches, 32);
+  // GPipe: same time, all 32 micro-batches in flight instead of at most p = 4.
+  EXPECT_DOUBLE_EQ(gpipe->iteration_time_s, one->iteration_time_s);
+  EXPECT_GT(gpipe->peak_memory_bytes, one->peak_memory_bytes);
+  // Interleaving halves the bubble (1/v)(p-1)/m and keeps more activations.
+  EXPECT_LT(inter->bubble_fraction, one->bubble_fraction);
+  EXPECT_GT(inter->peak_memory_bytes, one->peak_memory_bytes);
+  // pipe = m t_max + (sum t - t_max) / v, from the stage times.
+  double sum = 0, mx = 0;
+  for (const auto& s : one->stages) sum += s.time_per_micro_batch_s, mx = std::max(mx, s.time_per_micro_batch_s);
+  EXPECT_NEAR(one->pipeline_s, 32 * mx + (sum - mx), 1e-12);
+  sum = 0, mx = 0;
+  for (const auto& s : inter->stages) sum += s.time_per_micro_batch_s, mx = std::max(mx, s.time_per_micro_batch_s);
+  EXPECT_NEAR(inter->pipeline_s, 32 * mx + (sum - mx) / 2, 1e-12);
+  // Interleaving needs the layers to split into pp * v chunks: 8 blocks do not split into 4 x 3.
+  cfg.virtual_stages = 3;
+  std::string why;
+  EXPECT_FALSE(p.evaluate(cfg, true, &why));
+  EXPECT_NE(why.find("chunks"), std::string::npos) << why;
+}
+
 TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {
   const ModelGraph g = small_gpt();  // embedding, 8 blocks, head
   EXPECT_EQ(uniform_partition(g, 2), (std::vector<int>{0, 5, 10}));
