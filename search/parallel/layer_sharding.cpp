@@ -143,10 +143,10 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
   for (int d = 0; d < 2; ++d) {
     if (dim_size(x.mesh, d) == 1) continue;
     const CommGroup grp = group_of(x.mesh, d);
-    const char o = 1 - d;
+    const int o = 1 - d;  // the other mesh dimension
     const char c = s.choice[d];
-    const double out_b = full_out / other_split(x.mesh, d, s.out_layout[static_cast<int>(o)]);
-    const double in_b = full_in / other_split(x.mesh, d, s.in_layout[static_cast<int>(o)]);
+    const double out_b = full_out / other_split(x.mesh, d, s.out_layout[o]);
+    const double in_b = full_in / other_split(x.mesh, d, s.in_layout[o]);
     const double w_b = s.params_local * x.dsize;  // this device's weight gradients
     switch (c) {
       case 'K':
@@ -164,7 +164,7 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
         break;
       case 'E': {
         const double routed = static_cast<double>(rows) * op.top_k * op.in_features * x.dsize /
-                              other_split(x.mesh, d, s.in_layout[static_cast<int>(o)]);
+                              other_split(x.mesh, d, s.in_layout[o]);
         s.fwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
         s.bwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
         break;
