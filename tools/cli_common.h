@@ -33,5 +33,6 @@ std::string fixed(double v, int digits);
 int devices_command(const std::vector<std::string>& args);
 int tune_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
 
 }  // namespace tuner::cli

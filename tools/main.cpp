@@ -1,8 +1,9 @@
 // tuner: the command-line program. A map of the program:
-//   main.cpp            dispatches `devices | tune | query` (and the hidden `__worker`)
+//   main.cpp            dispatches `devices | tune | query | plan` (and the hidden `__worker`)
 //   devices_command.cpp lists real and simulated GPUs
 //   tune_command.cpp    parses a tuning request and runs tuner::run_tuning
-//   query_command.cpp   reads the tuning database: best configs, histories, sessions
+//   query_command.cpp   reads the tuning database: best configs, histories, sessions, plans
+//   plan_command.cpp    plans tensor/pipeline/data parallelism for a model on a cluster
 // Bad input anywhere becomes one line on stderr and exit code 2.
 #include <unistd.h>
 
@@ -22,7 +23,10 @@ constexpr const char* kUsage =
     "       [--trials 200] [--strategy random|grid|xgb|ga] [--seed 1] [--db tuning.db] [--json]\n"
     "       [--early-stop N] [--batch 16] [--timeout 10] [--min-time-ms 100] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
-    "        [--best|--history|--sessions] [--all-versions] [--limit N] [--json]\n"
+    "        [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
+    "  plan --model gpt3-175b|gpt:layers=..,hidden=..,heads=..|model.json --cluster dgx-h100:128|cluster.json\n"
+    "       [--global-batch 1024] [--fix tp=8,pp=8,..] [--db tuning.db] [--json]\n"
+    "       [--export megatron|deepspeed|torchtitan [--out FILE]]\n"
     "run `tuner <command> --help` for a command's options\n";
 
 int dispatch(const std::vector<std::string>& argv) {
@@ -36,7 +40,8 @@ int dispatch(const std::vector<std::string>& argv) {
   if (cmd == "devices") return tuner::cli::devices_command(rest);
   if (cmd == "tune") return tuner::cli::tune_command(rest);
   if (cmd == "query") return tuner::cli::query_command(rest);
-  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query");
+  if (cmd == "plan") return tuner::cli::plan_command(rest);
+  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query, plan");
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ int query_command(const std::vector<std::string>& args) {
       ("best", "the best record of each workload and device (the default)")
       ("history", "every trial, oldest first")
       ("sessions", "the tuning sessions, newest first")
+      ("plans", "the parallel plans logged by `tuner plan`, newest first")
       ("session", po::value(&session)->default_value(0), "only trials of this session id")
       ("all-versions", "include records of older template versions")
       ("limit", po::value(&limit)->default_value(0), "at most this many rows (0: all)")
@@ -33,8 +34,9 @@ int query_command(const std::vector<std::string>& args) {
     std::cout << desc;
     return 0;
   }
-  const int modes = static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions"));
-  if (modes > 1) throw UsageError("choose one of --best, --history, --sessions");
+  const int modes =
+      static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions") + vm.count("plans"));
+  if (modes > 1) throw UsageError("choose one of --best, --history, --sessions, --plans");
   if (limit < 0) throw UsageError("--limit " + std::to_string(limit) + " is negative; allowed: 0 or more");
 
   db::QueryFilter f;
@@ -69,6 +71,32 @@ int query_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
   const bool json = vm.count("json") != 0;
+
+  if (vm.count("plans")) {
+    auto rows = db->plans(limit);
+    if (json) {
+      nlohmann::ordered_json out = nlohmann::ordered_json::array();
+      for (const auto& p : rows)
+        out.push_back({{"plan_id", p.id}, {"model", p.model}, {"cluster", p.cluster},
+                       {"options", nlohmann::ordered_json::parse(p.options_json)}, {"tp", p.tp}, {"pp", p.pp},
+                       {"dp", p.dp}, {"iteration_time_s", p.iteration_time_s}, {"tflops_per_gpu", p.tflops_per_gpu},
+                       {"mfu", p.mfu}, {"peak_memory_bytes", p.peak_memory_bytes}, {"planning_s", p.planning_s},
+                       {"created_at", p.created_at}, {"plan", nlohmann::ordered_json::parse(p.plan_json)}});
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::vector<std::vector<std::string>> table;
+    for (const auto& p : rows)
+      table.push_back({std::to_string(p.id), p.model, p.cluster, std::to_string(p.tp), std::to_string(p.pp),
+                       std::to_string(p.dp), fixed(p.iteration_time_s, 3), fixed(p.tflops_per_gpu, 1),
+                       fixed(p.mfu * 100, 1) + "%", fixed(p.peak_memory_bytes / 1e9, 1), fixed(p.planning_s, 2),
+                       p.created_at});
+    print_table({"plan", "model", "cluster", "tp", "pp", "dp", "iteration s", "TFLOP/s/GPU", "MFU", "peak GB",
+                 "planning s", "created"},
+                table);
+    if (rows.empty()) std::cout << "(no plans logged)\n";
+    return 0;
+  }
 
   if (vm.count("sessions")) {
     auto rows = db->sessions(f);

@@ -1,0 +1,139 @@
+// Benchmark of the parallel planner (not a test): for each model and cluster,
+// the time `tuner plan` takes and the throughput of its plan, beside the best
+// of a grid of hand-written configurations evaluated by the same cost model --
+// tp x pp x dp with tp, pp powers of two (tp <= 8) and dp the rest of the GPUs,
+// micro-batch 1, 2 or 4, no/selective/full recomputation, 1F1B, ZeRO-1,
+// layers split evenly as such configurations are written. The planner searches
+// a superset of the grid, so its throughput must never be lower; the program
+// checks that and exits 1 if it is. Prints a table and writes results/plan_bench.json.
+//
+//   build/bin/plan_bench [--out results/plan_bench.json]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/model_spec.h"
+#include "search/parallel/planner.h"
+
+using namespace tuner::parallel;
+
+namespace {
+
+struct Case {
+  std::string label, model, cluster;
+  int64_t global_batch;
+};
+
+struct GridBest {
+  std::optional<Plan> plan;
+  int evaluated = 0;
+};
+
+GridBest best_grid(Planner& planner) {
+  GridBest g;
+  const int N = planner.cluster().total_gpus();
+  const int L = static_cast<int>(planner.model().layers.size());
+  for (int tp = 1; tp <= 8 && tp <= planner.cluster().gpus_per_node; tp *= 2)
+    for (int pp = 1; pp <= L; pp *= 2) {
+      if (N % (tp * pp) != 0) continue;
+      for (int mbs : {1, 2, 4})
+        for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          ParallelConfig c;
+          c.tp = tp, c.pp = pp, c.dp = N / (tp * pp), c.micro_batch = mbs;
+          c.schedule = Schedule::k1F1B, c.recompute = r, c.zero = 1;
+          ++g.evaluated;
+          auto p = planner.evaluate(c, true);
+          if (p && (!g.plan || p->tokens_per_s > g.plan->tokens_per_s)) g.plan = std::move(p);
+        }
+    }
+  return g;
+}
+
+std::string short_config(const ParallelConfig& c) {
+  std::string s = "tp" + std::to_string(c.tp) + " pp" + std::to_string(c.pp) + " dp" + std::to_string(c.dp) + " mbs" +
+                  std::to_string(c.micro_batch) + " " + to_string(c.schedule);
+  if (c.schedule == Schedule::kInterleaved) s += std::to_string(c.virtual_stages);
+  return s + " rc:" + to_string(c.recompute) + " z" + std::to_string(c.zero);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out = "results/plan_bench.json";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  const std::vector<Case> cases = {
+      {"GPT-3 175B", "gpt3-175b", "dgx-h100:128", 1536},
+      {"Llama-3 70B", "llama3-70b", "dgx-h100:8", 512},
+      {"GPT 1T", "gpt:layers=128,hidden=25600,heads=160,seq=2048,vocab=51200", "dgx-a100:384", 3072},
+      {"MoE 8x7B", "moe", "dgx-h100:8", 512},
+  };
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  bool all_ok = true;
+  std::printf("%-12s %-13s %5s %8s  %-38s %10s %6s  %-34s %10s %6s %6s\n", "model", "cluster", "GPUs", "plan s",
+              "planner config", "tokens/s", "MFU", "best grid config", "tokens/s", "MFU", "ratio");
+  for (const auto& c : cases) {
+    const ModelGraph model = parse_model_spec(c.model);
+    const ClusterSpec cluster = parse_cluster_spec(c.cluster);
+    PlannerOptions opts;
+    opts.global_batch = c.global_batch;
+    Planner planner(model, cluster, opts);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Plan plan = planner.plan();
+    const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    GridBest grid = best_grid(planner);
+    const double grid_tps = grid.plan ? grid.plan->tokens_per_s : 0;
+    const double ratio = grid_tps > 0 ? plan.tokens_per_s / grid_tps : 0;
+    const bool ok = plan.tokens_per_s >= grid_tps * (1 - 1e-12);
+    all_ok = all_ok && ok;
+    std::printf("%-12s %-13s %5d %8.2f  %-38s %10.0f %5.1f%%  %-34s %10.0f %5.1f%% %6.3f%s\n", c.label.c_str(),
+                c.cluster.c_str(), cluster.total_gpus(), plan_s, short_config(plan.config).c_str(), plan.tokens_per_s,
+                plan.mfu * 100, grid.plan ? short_config(grid.plan->config).c_str() : "(none fits)", grid_tps,
+                grid.plan ? grid.plan->mfu * 100 : 0.0, ratio, ok ? "" : "  BELOW GRID");
+    nlohmann::ordered_json r;
+    r["label"] = c.label;
+    r["model"] = c.model;
+    r["cluster"] = c.cluster;
+    r["gpus"] = cluster.total_gpus();
+    r["global_batch"] = c.global_batch;
+    r["planning_s"] = plan_s;
+    r["configs_evaluated"] = plan.configs_evaluated;
+    r["ilp_solves"] = plan.ilp_solves;
+    r["planner"] = {{"config", describe(plan.config)},
+                    {"partition", plan.partition},
+                    {"iteration_time_s", plan.iteration_time_s},
+                    {"tokens_per_s", plan.tokens_per_s},
+                    {"tflops_per_gpu", plan.tflops_per_gpu},
+                    {"mfu", plan.mfu},
+                    {"peak_memory_bytes", plan.peak_memory_bytes}};
+    r["grid"] = {{"configs_evaluated", grid.evaluated}};
+    if (grid.plan)
+      r["grid"].update({{"config", describe(grid.plan->config)},
+                        {"iteration_time_s", grid.plan->iteration_time_s},
+                        {"tokens_per_s", grid.plan->tokens_per_s},
+                        {"tflops_per_gpu", grid.plan->tflops_per_gpu},
+                        {"mfu", grid.plan->mfu},
+                        {"peak_memory_bytes", grid.plan->peak_memory_bytes}});
+    r["ratio"] = ratio;
+    r["planner_not_below_grid"] = ok;
+    results.push_back(r);
+  }
+  std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(out).parent_path());
+  std::ofstream(out) << results.dump(2) << "\n";
+  std::printf("\nwrote %s; planner >= best grid on every case: %s\n", out.c_str(), all_ok ? "yes" : "NO");
+  return all_ok ? 0 : 1;
+}

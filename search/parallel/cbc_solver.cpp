@@ -1,0 +1,146 @@
+// solve_sharding_ilp (declared in sharding_ilp.h): the sharding problem as a
+// mixed-integer program for CBC, through its C API. This is the only file that
+// includes Cbc_C_Interface.h; the model handle lives in a unique_ptr with
+// Cbc_deleteModel as deleter, and check() turns a failed call into an error.
+//
+// Variables: s_v[p] binary, one-hot per node; e_uv[p][q] continuous in [0, 1].
+// With s binary, sum_q e[p][q] <= s_u[p], sum_p e[p][q] <= s_v[q] and
+// sum e = 1 leave exactly one e = 1, at the chosen pair, so the edge variables
+// need not be integer (fewer integers, same optimum). Costs are scaled to
+// microseconds and memory to fractions of the budget, to keep coefficients near 1.
+#include <coin/Cbc_C_Interface.h>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "search/parallel/sharding_ilp.h"
+
+namespace tuner::parallel {
+
+namespace {
+
+struct CbcDeleter {
+  void operator()(Cbc_Model* m) const { Cbc_deleteModel(m); }
+};
+using CbcModelPtr = std::unique_ptr<Cbc_Model, CbcDeleter>;
+
+void check(int rc, const char* call) {
+  if (rc != 0) throw std::runtime_error(std::string("CBC ") + call + " failed with status " + std::to_string(rc));
+}
+
+constexpr double kTimeScale = 1e6;  // seconds -> microseconds
+
+}  // namespace
+
+ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions& opts) {
+  ShardingSolution sol;
+  for (const auto& n : req.nodes)
+    if (n.cost.empty()) {
+      sol.status = "infeasible: node " + n.name + " has no strategy";
+      return sol;
+    }
+  CbcModelPtr model(Cbc_newModel());
+  if (!model) throw std::runtime_error("CBC Cbc_newModel returned null");
+  Cbc_Model* m = model.get();
+  Cbc_setLogLevel(m, 0);
+  Cbc_setObjSense(m, 1);
+
+  // s variables.
+  std::vector<int> s_first(req.nodes.size());
+  int cols = 0;
+  for (size_t v = 0; v < req.nodes.size(); ++v) {
+    s_first[v] = cols;
+    for (size_t p = 0; p < req.nodes[v].cost.size(); ++p) {
+      Cbc_addCol(m, "", 0, 1, req.nodes[v].cost[p] * kTimeScale, 1, 0, nullptr, nullptr);
+      ++cols;
+    }
+    std::vector<int> idx;
+    std::vector<double> one;
+    for (size_t p = 0; p < req.nodes[v].cost.size(); ++p) {
+      idx.push_back(s_first[v] + static_cast<int>(p));
+      one.push_back(1.0);
+    }
+    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), one.data(), 'E', 1.0);
+  }
+
+  // e variables and their linking rows; edges whose matrix is all zero cost nothing and are left out.
+  for (const auto& e : req.edges) {
+    const int ns = static_cast<int>(req.nodes[e.src].cost.size()), nd = static_cast<int>(req.nodes[e.dst].cost.size());
+    if (static_cast<int>(e.resharding.size()) != ns * nd)
+      throw std::invalid_argument("sharding edge matrix has the wrong size");
+    bool any = false;
+    for (double r : e.resharding) any = any || r != 0;
+    if (!any) continue;
+    const int e_first = cols;
+    for (int k = 0; k < ns * nd; ++k) {
+      Cbc_addCol(m, "", 0, 1, e.resharding[k] * kTimeScale, 0, 0, nullptr, nullptr);
+      ++cols;
+    }
+    std::vector<int> idx;
+    std::vector<double> coef;
+    for (int p = 0; p < ns; ++p) {  // sum_q e[p][q] - s_src[p] <= 0
+      idx.clear();
+      coef.clear();
+      for (int q = 0; q < nd; ++q) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
+      idx.push_back(s_first[e.src] + p), coef.push_back(-1.0);
+      Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
+    }
+    for (int q = 0; q < nd; ++q) {  // sum_p e[p][q] - s_dst[q] <= 0
+      idx.clear();
+      coef.clear();
+      for (int p = 0; p < ns; ++p) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
+      idx.push_back(s_first[e.dst] + q), coef.push_back(-1.0);
+      Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
+    }
+    idx.clear();
+    coef.clear();
+    for (int k = 0; k < ns * nd; ++k) idx.push_back(e_first + k), coef.push_back(1.0);
+    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'E', 1.0);
+  }
+
+  // Memory: sum_v s_v . m_v / budget <= 1.
+  if (std::isfinite(req.memory_budget)) {
+    std::vector<int> idx;
+    std::vector<double> coef;
+    for (size_t v = 0; v < req.nodes.size(); ++v)
+      for (size_t p = 0; p < req.nodes[v].memory.size() && p < req.nodes[v].cost.size(); ++p) {
+        if (req.nodes[v].memory[p] == 0) continue;
+        idx.push_back(s_first[v] + static_cast<int>(p));
+        coef.push_back(req.memory_budget > 0 ? req.nodes[v].memory[p] / req.memory_budget : 1e9);
+      }
+    if (!idx.empty()) Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 1.0);
+  }
+
+  Cbc_setMaximumSeconds(m, opts.time_limit_s);
+  Cbc_setAllowableGap(m, 0.0);
+  Cbc_setAllowableFractionGap(m, 0.0);
+  check(Cbc_solve(m), "Cbc_solve");
+
+  if (Cbc_isProvenInfeasible(m)) {
+    sol.status = "infeasible";
+    return sol;
+  }
+  const double* x = Cbc_getColSolution(m);
+  if (!x) {
+    sol.status = "no solution";
+    return sol;
+  }
+  sol.choice.assign(req.nodes.size(), 0);
+  for (size_t v = 0; v < req.nodes.size(); ++v) {
+    int best = 0;
+    for (size_t p = 1; p < req.nodes[v].cost.size(); ++p)
+      if (x[s_first[v] + p] > x[s_first[v] + best]) best = static_cast<int>(p);
+    sol.choice[v] = best;
+  }
+  sol.optimal = Cbc_isProvenOptimal(m) != 0;
+  sol.status = sol.optimal ? "optimal" : "time limit";
+  const ShardingEvaluation ev = evaluate(req, sol);  // the objective in seconds, recomputed exactly
+  sol.objective = ev.total;
+  sol.feasible = ev.violations.empty();
+  if (!sol.feasible) sol.status = "infeasible";
+  return sol;
+}
+
+}  // namespace tuner::parallel

@@ -1,0 +1,373 @@
+#include "search/parallel/layer_sharding.h"
+
+#include <algorithm>
+#include <map>
+
+#include "search/parallel/collective_cost.h"
+
+namespace tuner::parallel {
+
+namespace {
+
+/// One strategy of one op, with everything the request and the read-back need.
+struct Strategy {
+  std::string name;
+  char choice[2] = {'R', 'R'};
+  char in_layout[2] = {'R', 'R'};
+  char out_layout[2] = {'R', 'R'};
+  OpTime fwd;                   ///< Forward kernels.
+  double fwd_comm_s = 0, bwd_comm_s = 0;
+  double params_local = 0;
+  double out_bytes_local = 0;
+};
+
+struct OpStrategies {
+  const Operator* op = nullptr;  ///< Null for the "input" pseudo-node.
+  int64_t out_features = 0;
+  std::vector<Strategy> list;
+};
+
+std::string letters_for(OpType t) {
+  switch (t) {
+    case OpType::kLinear: return "RBCK";
+    case OpType::kAttention: return "RBH";
+    case OpType::kLayerNorm: return "RB";
+    case OpType::kElementwise: return "RBF";
+    case OpType::kEmbedding: return "RBCV";
+    case OpType::kCrossEntropy: return "RBF";
+    case OpType::kMoeFfn: return "RBEP";
+  }
+  return "R";
+}
+
+char in_layout_of(char c) {
+  switch (c) {
+    case 'B': case 'E': return 'T';
+    case 'K': case 'H': case 'F': return 'F';
+    default: return 'R';
+  }
+}
+
+char out_layout_of(OpType t, char c) {
+  switch (c) {
+    case 'B': case 'E': return 'T';
+    case 'H': case 'F': return 'F';
+    case 'C': return t == OpType::kEmbedding || t == OpType::kLinear ? 'F' : 'R';
+    default: return 'R';  // R, K and V (after their all-reduce), P
+  }
+}
+
+bool splits_weights(char c) { return c == 'C' || c == 'K' || c == 'V' || c == 'E' || c == 'P'; }
+
+CommGroup group_of(const Mesh& m, int dim) {
+  return dim == 1 ? CommGroup{m.d1, m.d1} : CommGroup{m.d0, 1};
+}
+
+int dim_size(const Mesh& m, int dim) { return dim == 0 ? m.d0 : m.d1; }
+
+/// Factor by which a layout on the other mesh dimension shrinks the tensor a collective moves.
+double other_split(const Mesh& m, int dim, char layout_other) {
+  return layout_other == 'R' ? 1.0 : dim_size(m, 1 - dim);
+}
+
+struct Ctx {
+  const ModelGraph& g;
+  const ClusterSpec& c;
+  Mesh mesh;
+  int b;
+  OpCostModel& costs;
+  int dsize;
+};
+
+/// Fills a strategy's costs; false when the split does not divide what it must.
+bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
+  double f[128] = {};
+  for (char k : std::string("RBCKHFVEP")) f[static_cast<int>(k)] = 1;
+  for (int d = 0; d < 2; ++d) f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
+  auto fac = [&](char k) { return static_cast<int64_t>(f[static_cast<int>(k)]); };
+  const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
+  const int64_t fB = fac('B');
+  if (rows % fB != 0) return false;
+  const int64_t rows_local = rows / fB;
+  auto ceil_div = [](int64_t a, int64_t d) { return (a + d - 1) / d; };
+  const std::string& dt = x.g.dtype;
+  const double params = static_cast<double>(op_params(op));
+  double weight_split = 1;
+  for (int d = 0; d < 2; ++d)
+    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
+  s.params_local = params / weight_split;
+
+  switch (op.type) {
+    case OpType::kLinear:
+      s.fwd = x.costs.gemm(rows_local, ceil_div(op.out_features, fac('C')), ceil_div(op.in_features, fac('K')), dt);
+      break;
+    case OpType::kAttention: {
+      if (x.b % fB != 0 || op.heads % fac('H') != 0) return false;
+      s.fwd = x.costs.attention(x.b / fB, op.heads / fac('H'), x.g.seq, op.out_features / op.heads, dt);
+      break;
+    }
+    case OpType::kLayerNorm: s.fwd = x.costs.layernorm(rows_local, op.in_features, dt); break;
+    case OpType::kElementwise:
+      s.fwd = x.costs.memory_bound(static_cast<double>(rows_local) * (op.in_features + op.out_features) * x.dsize /
+                                   fac('F'));
+      break;
+    case OpType::kEmbedding:
+      s.fwd = x.costs.memory_bound(2.0 * rows_local * op.out_features * x.dsize / (fac('C') * fac('V')));
+      break;
+    case OpType::kCrossEntropy: s.fwd = x.costs.softmax(rows_local, ceil_div(op.in_features, fac('F')), dt); break;
+    case OpType::kMoeFfn: {
+      if (op.experts % fac('E') != 0) return false;
+      const int64_t e_local = op.experts / fac('E');
+      const int64_t per_expert = std::max<int64_t>(1, rows_local * op.top_k / op.experts);
+      const int64_t ffn_local = ceil_div(op.ffn, fac('P'));
+      s.fwd = x.costs.gemm(rows_local / fac('E'), op.experts, op.in_features, dt);  // router
+      s.fwd += x.costs.gemm(per_expert, ffn_local * (op.gated ? 2 : 1), op.in_features, dt, e_local);
+      s.fwd += x.costs.gemm(per_expert, op.in_features, ffn_local, dt, e_local);
+      break;
+    }
+  }
+
+  // Output layout and its bytes per device.
+  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
+  for (int d = 0; d < 2; ++d) {
+    s.in_layout[d] = in_layout_of(s.choice[d]);
+    s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
+    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
+    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
+  }
+  s.out_bytes_local = out_bytes;
+
+  // The strategy's own collectives, per mesh dimension.
+  const double full_out = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
+  const double full_in = static_cast<double>(rows) * op.in_features * x.dsize;
+  for (int d = 0; d < 2; ++d) {
+    if (dim_size(x.mesh, d) == 1) continue;
+    const CommGroup grp = group_of(x.mesh, d);
+    const int o = 1 - d;  // the other mesh dimension
+    const char c = s.choice[d];
+    const double out_b = full_out / other_split(x.mesh, d, s.out_layout[o]);
+    const double in_b = full_in / other_split(x.mesh, d, s.in_layout[o]);
+    const double w_b = s.params_local * x.dsize;  // this device's weight gradients
+    switch (c) {
+      case 'K':
+      case 'V': s.fwd_comm_s += all_reduce_s(x.c, grp, out_b); break;
+      case 'C':
+        if (op.type == OpType::kLinear) s.bwd_comm_s += all_reduce_s(x.c, grp, in_b);
+        break;
+      case 'P':
+        s.fwd_comm_s += all_reduce_s(x.c, grp, out_b);
+        s.bwd_comm_s += all_reduce_s(x.c, grp, in_b);
+        break;
+      case 'F':
+        if (op.type == OpType::kCrossEntropy)  // vocab-parallel loss: max and sum of exponentials per token
+          s.fwd_comm_s += 2 * all_reduce_s(x.c, grp, static_cast<double>(rows) * 4);
+        break;
+      case 'E': {
+        const double routed = static_cast<double>(rows) * op.top_k * op.in_features * x.dsize /
+                              other_split(x.mesh, d, s.in_layout[o]);
+        s.fwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
+        s.bwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
+        break;
+      }
+      case 'B':
+        if (params > 0) s.bwd_comm_s += all_reduce_s(x.c, grp, w_b);  // weight gradients of the replicas
+        break;
+      default: break;
+    }
+  }
+  return true;
+}
+
+std::string strategy_name(const Mesh& m, char c0, char c1) {
+  if (m.d0 == 1) return std::string(1, c1);
+  if (m.d1 == 1) return std::string(1, c0);
+  return std::string(1, c0) + "," + std::string(1, c1);
+}
+
+std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
+  std::vector<OpStrategies> all;
+  // The input pseudo-node: one strategy per layout pair.
+  OpStrategies in;
+  in.out_features = 0;
+  const std::string layouts = "RTF";
+  for (char l0 : (x.mesh.d0 > 1 ? layouts : std::string("R")))
+    for (char l1 : (x.mesh.d1 > 1 ? layouts : std::string("R"))) {
+      Strategy s;
+      s.name = strategy_name(x.mesh, l0, l1);
+      s.in_layout[0] = s.out_layout[0] = l0;
+      s.in_layout[1] = s.out_layout[1] = l1;
+      in.list.push_back(s);
+    }
+  all.push_back(in);
+  for (const auto& op : layer.ops) {
+    OpStrategies os;
+    os.op = &op;
+    os.out_features = op.out_features;
+    const std::string letters = letters_for(op.type);
+    for (char c0 : (x.mesh.d0 > 1 ? letters : std::string("R")))
+      for (char c1 : (x.mesh.d1 > 1 ? letters : std::string("R"))) {
+        Strategy s;
+        s.choice[0] = c0;
+        s.choice[1] = c1;
+        s.name = strategy_name(x.mesh, c0, c1);
+        if (cost_strategy(x, op, s)) os.list.push_back(s);
+      }
+    all.push_back(os);
+  }
+  return all;
+}
+
+double layout_change_s(const Ctx& x, char from, char to, int dim, double bytes) {
+  if (from == to || dim_size(x.mesh, dim) == 1) return 0;
+  const CommGroup grp = group_of(x.mesh, dim);
+  if (from == 'R' || to == 'R') return all_gather_s(x.c, grp, bytes);  // forward or backward direction
+  return 2 * all_to_all_s(x.c, grp, bytes);                           // T <-> F, both directions
+}
+
+/// R_uv for a tensor of `features` per token flowing from u's output layouts to v's input layouts.
+///
+/// Sequence parallelism (Megatron): when a reduction-split producer (K, V, P: output all-reduced) feeds
+/// a token-split consumer, the all-reduce becomes a reduce-scatter; when a token-split producer feeds a
+/// column-split consumer (C, P: input gradient all-reduced), the backward all-reduce becomes a
+/// reduce-scatter. The edge is credited the difference (all-reduce - reduce-scatter), which the
+/// strategies charged; it applies only on edges that are the producer's only use (sole_use_of_u) or the
+/// consumer's only input (sole_input_of_v), so that no collective is credited twice.
+std::vector<double> resharding_matrix(const Ctx& x, const OpStrategies& u, const OpStrategies& v, int64_t features,
+                                      bool sole_use_of_u, bool sole_input_of_v) {
+  std::vector<double> r;
+  r.reserve(u.list.size() * v.list.size());
+  const double full = static_cast<double>(x.b) * x.g.seq * features * x.dsize;
+  const double v_in_full = v.op ? static_cast<double>(x.b) * x.g.seq * v.op->in_features * x.dsize : full;
+  for (const auto& su : u.list)
+    for (const auto& sv : v.list) {
+      double cost = 0;
+      for (int d = 0; d < 2; ++d) {
+        const double bytes = full / other_split(x.mesh, d, su.out_layout[1 - d]);
+        cost += layout_change_s(x, su.out_layout[d], sv.in_layout[d], d, bytes);
+        if (dim_size(x.mesh, d) == 1) continue;
+        const CommGroup grp = group_of(x.mesh, d);
+        const char cu = su.choice[d], cv = sv.choice[d];
+        if (sole_use_of_u && (cu == 'K' || cu == 'V' || cu == 'P') && sv.in_layout[d] == 'T')
+          cost -= all_reduce_s(x.c, grp, bytes) - reduce_scatter_s(x.c, grp, bytes);
+        const bool grad_all_reduce = (cv == 'C' && v.op && v.op->type == OpType::kLinear) || cv == 'P';
+        if (sole_input_of_v && grad_all_reduce && su.out_layout[d] == 'T') {
+          const double in_b = v_in_full / other_split(x.mesh, d, sv.in_layout[1 - d]);
+          cost -= all_reduce_s(x.c, grp, in_b) - reduce_scatter_s(x.c, grp, in_b);
+        }
+      }
+      r.push_back(std::max(0.0, cost));
+    }
+  return r;
+}
+
+struct Built {
+  ShardingRequest req;
+  std::vector<OpStrategies> ops;
+};
+
+Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
+            OpCostModel& costs, double memory_budget, double state_bytes_per_param) {
+  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype)};
+  Built out;
+  out.ops = enumerate(x, layer);
+  out.req.memory_budget = memory_budget;
+  std::map<std::string, int> index;
+  index["input"] = 0;
+  for (size_t i = 0; i < layer.ops.size(); ++i) index[layer.ops[i].name] = static_cast<int>(i + 1);
+  for (size_t v = 0; v < out.ops.size(); ++v) {
+    ShardingNode n;
+    n.name = v == 0 ? "input" : out.ops[v].op->name;
+    for (const auto& s : out.ops[v].list) {
+      n.strategies.push_back(s.name);
+      n.cost.push_back(3 * s.fwd.seconds + s.fwd_comm_s + s.bwd_comm_s);  // backward = 2 x forward
+      n.memory.push_back(state_bytes_per_param * s.params_local + s.out_bytes_local);  // states; outputs
+    }
+    out.req.nodes.push_back(n);
+  }
+  const int64_t in_width = g.hidden;
+  std::map<int, int> uses;  // edges leaving each node
+  for (const auto& op : layer.ops)
+    if (op.type != OpType::kEmbedding)
+      for (const auto& name : op.inputs) ++uses[index[name]];
+  for (size_t i = 0; i < layer.ops.size(); ++i) {
+    const Operator& op = layer.ops[i];
+    if (op.type == OpType::kEmbedding) continue;  // reads token ids, replicated for free
+    for (const auto& name : op.inputs) {
+      const int src = index[name];
+      const int64_t width = src == 0 ? (in_width > 0 ? in_width : op.in_features) : out.ops[src].out_features;
+      ShardingEdge e;
+      e.src = src;
+      e.dst = static_cast<int>(i + 1);
+      e.resharding = resharding_matrix(x, out.ops[src], out.ops[i + 1], width, src != 0 && uses[src] == 1,
+                                       op.inputs.size() == 1);
+      out.req.edges.push_back(e);
+    }
+  }
+  // The next identical layer reads this one's output: charge output -> input when widths allow stacking.
+  const int out_idx = index[layer.output];
+  const bool reads_input = std::any_of(layer.ops.begin(), layer.ops.end(), [](const Operator& op) {
+    return std::find(op.inputs.begin(), op.inputs.end(), "input") != op.inputs.end();
+  });
+  if (reads_input && out.ops[out_idx].out_features == in_width && layer.kind != LayerKind::kHead) {
+    ShardingEdge e;
+    e.src = out_idx;
+    e.dst = 0;
+    e.resharding = resharding_matrix(x, out.ops[out_idx], out.ops[0], in_width, false, false);
+    out.req.edges.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+Mesh tensor_mesh(const ClusterSpec& c, int tp) {
+  if (tp <= c.gpus_per_node) return {1, tp};
+  return {tp / c.gpus_per_node, c.gpus_per_node};
+}
+
+ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
+                                    int micro_batch, OpCostModel& costs, double memory_budget,
+                                    double state_bytes_per_param) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param).req;
+}
+
+LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
+                              int micro_batch, OpCostModel& costs, double memory_budget,
+                              double state_bytes_per_param) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param);
+  LayerPlan lp;
+  ShardingSolution sol = solve_sharding_ilp(b.req);
+  lp.status = sol.status;
+  lp.optimal = sol.optimal;
+  if (!sol.feasible) return lp;
+  const ShardingEvaluation ev = evaluate(b.req, sol);
+  for (size_t v = 1; v < b.ops.size(); ++v) {
+    const Strategy& s = b.ops[v].list[sol.choice[v]];
+    OpShardingPlan op;
+    op.op = b.ops[v].op->name;
+    op.strategy = s.name;
+    op.fwd_compute_s = s.fwd.seconds;
+    op.bwd_compute_s = 2 * s.fwd.seconds;
+    op.fwd_comm_s = s.fwd_comm_s;
+    op.bwd_comm_s = s.bwd_comm_s;
+    op.params_per_device = s.params_local;
+    op.source = source_of(s.fwd);
+    lp.fwd_s += op.fwd_compute_s + op.fwd_comm_s;
+    lp.bwd_s += op.bwd_compute_s + op.bwd_comm_s;
+    lp.compute_s += 3 * s.fwd.seconds;
+    lp.params_per_device += s.params_local;
+    lp.activation_bytes += s.out_bytes_local;
+    lp.parts += s.fwd.parts;
+    lp.tuned_parts += s.fwd.tuned_parts;
+    if (b.ops[v].op->type == OpType::kAttention) lp.attention_fwd_s += s.fwd.seconds;
+    if (b.ops[v].op->type == OpType::kLayerNorm)
+      for (int d = 0; d < 2; ++d)
+        if (s.choice[d] == 'B' && dim_size(mesh, d) > 1) lp.sequence_parallel = true;
+    lp.ops.push_back(op);
+  }
+  lp.fwd_s += ev.resharding_cost / 2;
+  lp.bwd_s += ev.resharding_cost / 2;
+  return lp;
+}
+
+}  // namespace tuner::parallel

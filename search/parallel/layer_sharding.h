@@ -1,0 +1,81 @@
+// Intra-operator sharding of one layer on a 2-D logical mesh, through the ILP.
+//
+// The mesh of a tensor-parallel group is (d0, d1): d1 GPUs inside a node
+// (NVLink), d0 nodes (network). On each mesh dimension an operator picks one
+// strategy letter:
+//   R replicated            B batch (token) split      C column (output) split, all-reduce of the input
+//                                                       gradient in backward
+//   K reduction split,      H attention-head split     F feature split (elementwise, vocab-parallel loss)
+//     all-reduce of output  V vocabulary split of the   E expert split (2 all-to-alls forward, 2 backward)
+//                             embedding, all-reduce     P split inside experts (all-reduce fwd and bwd)
+// An op's strategy is its letters on (d0, d1), e.g. "R,C"; on a (1, t) mesh just "C".
+// Activations are [tokens, features]; each strategy reads and writes a layout
+// per mesh dimension (R, T = token split, F = feature split); edges between
+// layouts charge all-gathers (R <-> split) or all-to-alls (T <-> F), once in
+// forward and once in backward; where a token split meets an all-reduce, the
+// edge credits the all-reduce's excess over a reduce-scatter (Megatron's
+// sequence parallelism). A pseudo-node "input" stands for the layer's
+// input; for a layer whose output can feed a copy of itself, an edge from the
+// output back to "input" charges what the next identical layer would pay.
+//
+// This file builds the ShardingRequest, solves it and reads the solution back as
+// per-op costs. It does not pick tensor-parallel degrees or stages (planner.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/op_cost.h"
+#include "search/parallel/op_graph.h"
+#include "search/parallel/sharding_ilp.h"
+
+namespace tuner::parallel {
+
+/// Logical mesh of a tensor-parallel group: d0 across nodes, d1 inside a node.
+struct Mesh {
+  int d0 = 1;
+  int d1 = 1;
+  int size() const { return d0 * d1; }
+};
+
+/// The mesh for a tensor-parallel degree on this cluster: (1, tp) inside a node, else (tp / gpn, gpn).
+Mesh tensor_mesh(const ClusterSpec& c, int tp);
+
+struct OpShardingPlan {
+  std::string op;
+  std::string strategy;        ///< e.g. "C" or "R,C".
+  double fwd_compute_s = 0;    ///< Forward kernel time of the shard.
+  double bwd_compute_s = 0;    ///< Backward (2x forward).
+  double fwd_comm_s = 0;       ///< The strategy's own collectives in forward.
+  double bwd_comm_s = 0;       ///< ... and in backward.
+  double params_per_device = 0;
+  std::string source;          ///< "tuned", "analytic", "mixed".
+};
+
+struct LayerPlan {
+  std::vector<OpShardingPlan> ops;
+  double fwd_s = 0;             ///< Forward time per micro-batch: compute + collectives + half the resharding.
+  double bwd_s = 0;             ///< Backward time per micro-batch.
+  double attention_fwd_s = 0;   ///< Forward of the attention cores (what selective recomputation repeats).
+  double compute_s = 0;         ///< Forward + backward kernel time alone (no communication).
+  double params_per_device = 0;
+  double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).
+  bool sequence_parallel = false;  ///< Norms split by tokens on a mesh dimension > 1.
+  bool optimal = false;         ///< CBC proved the solution optimal.
+  std::string status;
+  int parts = 0, tuned_parts = 0;
+};
+
+/// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
+/// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;
+/// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
+ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
+                                    int micro_batch, OpCostModel& costs, double memory_budget,
+                                    double state_bytes_per_param = 16);
+/// Solves the layer's sharding with CBC and reads the result back.
+LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
+                              int micro_batch, OpCostModel& costs, double memory_budget,
+                              double state_bytes_per_param = 16);
+
+}  // namespace tuner::parallel

@@ -1,0 +1,48 @@
+// Memory per device of a pipeline stage: weights, gradients and optimizer
+// states of mixed-precision Adam (2 + 2 + 12 bytes per parameter) sharded by
+// ZeRO stage over the data-parallel group, and activations per micro-batch kept
+// in flight by the schedule.
+//
+// Transformer-layer activations follow the published formulas (Korthikanti et
+// al., in bytes, s sequence, b micro-batch, h hidden, a heads, t tensor-parallel):
+//   no parallelism            s b h (34 + 5 a s / h)
+//   tensor parallel           s b h (10 + 24/t + 5 a s / (h t))
+//   + sequence parallel       s b h / t (34 + 5 a s / h)
+//   selective recomputation   drops the 5 a s / h attention term
+//   full recomputation        2 s b h (/ t with sequence parallelism): the layer input only,
+//                             plus one layer's full activations while it is recomputed.
+// Other layers count their op outputs. This file is arithmetic; it does not
+// decide what fits (planner.h compares against the device's memory).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tuner::parallel {
+
+enum class Recompute { kNone, kSelective, kFull };
+enum class Schedule { kGpipe, k1F1B, kInterleaved };
+
+std::string to_string(Recompute r);
+std::string to_string(Schedule s);
+
+/// Activation bytes of one transformer layer for one micro-batch on one device.
+double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
+                                    Recompute r);
+
+/// Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B min(p - stage, m);
+/// interleaved 1F1B min(p - stage, m) x (1 + (p - 1) / (p v)) (Narayanan et al.).
+double in_flight_micro_batches(Schedule s, int p, int stage, int m, int v);
+
+struct MemoryBreakdown {
+  double weights = 0;      ///< bf16 weights (bytes).
+  double gradients = 0;    ///< bf16 gradients.
+  double optimizer = 0;    ///< fp32 master weights, momentum, variance.
+  double activations = 0;  ///< Activations kept for backward.
+  double total() const { return weights + gradients + optimizer + activations; }
+};
+
+/// Weights, gradients and optimizer states of `params` local parameters under ZeRO `zero` over `dp` replicas.
+MemoryBreakdown model_state_bytes(double params, int zero, int dp);
+
+}  // namespace tuner::parallel

@@ -1,0 +1,365 @@
+#include "search/parallel/model_spec.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace tuner::parallel {
+
+namespace {
+
+Operator make_op(std::string name, OpType t, int64_t in, int64_t out, std::vector<std::string> inputs) {
+  Operator op;
+  op.name = std::move(name);
+  op.type = t;
+  op.in_features = in;
+  op.out_features = out;
+  op.inputs = std::move(inputs);
+  return op;
+}
+
+TransformerConfig gpt3(const std::string& name, int layers, int64_t hidden, int heads) {
+  TransformerConfig c;
+  c.name = name;
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.seq = 2048;
+  c.vocab = 50257;
+  return c;
+}
+
+TransformerConfig llama(const std::string& name, int layers, int64_t hidden, int heads, int kv, int64_t ffn,
+                        int64_t vocab, int64_t seq) {
+  TransformerConfig c;
+  c.name = name;
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.kv_heads = kv;
+  c.ffn = ffn;
+  c.swiglu = true;
+  c.vocab = vocab;
+  c.seq = seq;
+  return c;
+}
+
+/// Published hyperparameters (GPT-3 paper table 2.1, 13B with the usual 5120 hidden;
+/// Llama 2 and Llama 3 model cards); the MoE preset follows Mixtral 8x7B.
+std::map<std::string, TransformerConfig> transformer_presets() {
+  std::map<std::string, TransformerConfig> p;
+  p["gpt3-350m"] = gpt3("gpt3-350m", 24, 1024, 16);
+  p["gpt3-1.3b"] = gpt3("gpt3-1.3b", 24, 2048, 16);
+  p["gpt3-2.7b"] = gpt3("gpt3-2.7b", 32, 2560, 32);
+  p["gpt3-6.7b"] = gpt3("gpt3-6.7b", 32, 4096, 32);
+  p["gpt3-13b"] = gpt3("gpt3-13b", 40, 5120, 40);
+  p["gpt3-175b"] = gpt3("gpt3-175b", 96, 12288, 96);
+  p["llama2-7b"] = llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096);
+  p["llama2-13b"] = llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096);
+  p["llama2-70b"] = llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096);
+  p["llama3-8b"] = llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192);
+  p["llama3-70b"] = llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192);
+  p["llama3-405b"] = llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192);
+  TransformerConfig moe = llama("moe", 32, 4096, 32, 8, 14336, 32000, 4096);
+  moe.experts = 8;
+  moe.top_k = 2;
+  p["moe"] = moe;
+  return p;
+}
+
+int64_t parse_int(const std::string& spec, const std::string& key, const std::string& v) {
+  int64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+    throw SpecError("model '" + spec + "': " + key + "=" + v + " is not an integer");
+  if (out <= 0) throw SpecError("model '" + spec + "': " + key + " must be positive, got " + v);
+  return out;
+}
+
+/// "family:k=v,k=v" -> map; rejects unknown keys and missing required ones.
+std::map<std::string, int64_t> parse_family(const std::string& spec, const std::string& body,
+                                            const std::set<std::string>& allowed,
+                                            const std::set<std::string>& required) {
+  std::map<std::string, int64_t> kv;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t comma = body.find(',', pos);
+    std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw SpecError("model '" + spec + "': malformed item '" + item + "'; expected key=value");
+    std::string key = item.substr(0, eq);
+    if (!allowed.count(key)) {
+      std::string names;
+      for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
+      throw SpecError("model '" + spec + "': unknown key '" + key + "'; allowed: " + names);
+    }
+    kv[key] = parse_int(spec, key, item.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  for (const auto& r : required)
+    if (!kv.count(r)) throw SpecError("model '" + spec + "': missing " + r + "=");
+  return kv;
+}
+
+ModelGraph parse_family_form(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string family = spec.substr(0, colon), body = spec.substr(colon + 1);
+  if (family == "mlp") {
+    auto kv = parse_family(spec, body, {"layers", "hidden", "ffn", "seq"}, {"layers", "hidden"});
+    const int64_t h = kv["hidden"];
+    return build_mlp(spec, static_cast<int>(kv["layers"]), h, kv.count("ffn") ? kv["ffn"] : 4 * h,
+                     kv.count("seq") ? kv["seq"] : 2048);
+  }
+  std::set<std::string> allowed = {"layers", "hidden", "heads", "seq", "vocab", "ffn"};
+  if (family == "llama" || family == "moe") allowed.insert("kv_heads");
+  if (family == "moe") {
+    allowed.insert("experts");
+    allowed.insert("top_k");
+  }
+  std::set<std::string> required = {"layers", "hidden", "heads"};
+  if (family == "moe") {
+    required.insert("experts");
+    required.insert("top_k");
+  }
+  auto kv = parse_family(spec, body, allowed, required);
+  TransformerConfig c;
+  c.name = spec;
+  c.layers = static_cast<int>(kv["layers"]);
+  c.hidden = kv["hidden"];
+  c.heads = static_cast<int>(kv["heads"]);
+  c.kv_heads = kv.count("kv_heads") ? static_cast<int>(kv["kv_heads"]) : 0;
+  c.swiglu = family != "gpt";
+  c.seq = kv.count("seq") ? kv["seq"] : (family == "gpt" ? 2048 : 4096);
+  c.vocab = kv.count("vocab") ? kv["vocab"] : (family == "gpt" ? 50257 : 32000);
+  // Llama's default SwiGLU width: 2/3 of 4h rounded up to a multiple of 256.
+  c.ffn = kv.count("ffn") ? kv["ffn"] : (c.swiglu ? (8 * c.hidden / 3 + 255) / 256 * 256 : 4 * c.hidden);
+  if (family == "moe") {
+    c.experts = static_cast<int>(kv["experts"]);
+    c.top_k = static_cast<int>(kv["top_k"]);
+  }
+  if (c.hidden % c.heads != 0)
+    throw SpecError("model '" + spec + "': hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +
+                    std::to_string(c.heads));
+  return build_transformer(c);
+}
+
+int64_t get_int(const nlohmann::json& j, const char* key, const std::string& where, int64_t fallback,
+                bool required = false) {
+  if (!j.contains(key)) {
+    if (required) throw SpecError(where + ": missing \"" + key + "\"");
+    return fallback;
+  }
+  if (!j[key].is_number_integer()) throw SpecError(where + ": \"" + key + "\" must be an integer");
+  return j[key].get<int64_t>();
+}
+
+void reject_unknown(const nlohmann::json& j, const std::set<std::string>& allowed, const std::string& where) {
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!allowed.count(it.key())) throw SpecError(where + ": unknown key \"" + it.key() + "\"");
+}
+
+}  // namespace
+
+ModelGraph build_transformer(const TransformerConfig& c) {
+  if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.seq <= 0 || c.vocab <= 0)
+    throw SpecError("model '" + c.name + "': layers, hidden, heads, seq and vocab must be positive");
+  const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
+  if (c.heads % kv != 0)
+    throw SpecError("model '" + c.name + "': heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
+                    std::to_string(kv));
+  const int64_t h = c.hidden, hd = h / c.heads, ffn = c.ffn > 0 ? c.ffn : 4 * h;
+  ModelGraph g;
+  g.name = c.name;
+  g.seq = c.seq;
+  g.dtype = c.dtype;
+  g.vocab = c.vocab;
+  g.hidden = h;
+  g.heads = c.heads;
+
+  Layer emb;
+  emb.name = "embedding";
+  emb.kind = LayerKind::kEmbedding;
+  emb.ops.push_back(make_op("embed", OpType::kEmbedding, c.vocab, h, {}));
+  g.layers.push_back(emb);
+
+  Layer block;
+  block.name = "block";
+  block.kind = LayerKind::kTransformer;
+  block.hidden = h;
+  block.heads = c.heads;
+  const int64_t qkv = (c.heads + 2LL * kv) * hd;
+  block.ops.push_back(make_op("ln1", OpType::kLayerNorm, h, h, {"input"}));
+  block.ops.push_back(make_op("qkv", OpType::kLinear, h, qkv, {"ln1"}));
+  Operator attn = make_op("attn", OpType::kAttention, qkv, c.heads * hd, {"qkv"});
+  attn.heads = c.heads;
+  attn.kv_heads = kv;
+  block.ops.push_back(attn);
+  block.ops.push_back(make_op("proj", OpType::kLinear, c.heads * hd, h, {"attn"}));
+  block.ops.push_back(make_op("add1", OpType::kElementwise, h, h, {"input", "proj"}));
+  block.ops.push_back(make_op("ln2", OpType::kLayerNorm, h, h, {"add1"}));
+  std::string mlp_out;
+  if (c.experts > 0) {
+    Operator moe = make_op("moe", OpType::kMoeFfn, h, h, {"ln2"});
+    moe.experts = c.experts;
+    moe.top_k = c.top_k;
+    moe.ffn = ffn;
+    moe.gated = c.swiglu;
+    block.ops.push_back(moe);
+    mlp_out = "moe";
+  } else {
+    block.ops.push_back(make_op("fc1", OpType::kLinear, h, c.swiglu ? 2 * ffn : ffn, {"ln2"}));
+    block.ops.push_back(make_op("act", OpType::kElementwise, c.swiglu ? 2 * ffn : ffn, ffn, {"fc1"}));
+    block.ops.push_back(make_op("fc2", OpType::kLinear, ffn, h, {"act"}));
+    mlp_out = "fc2";
+  }
+  block.ops.push_back(make_op("add2", OpType::kElementwise, h, h, {"add1", mlp_out}));
+  block.output = "add2";
+  for (int i = 0; i < c.layers; ++i) g.layers.push_back(block);
+
+  Layer head;
+  head.name = "head";
+  head.kind = LayerKind::kHead;
+  head.ops.push_back(make_op("ln_f", OpType::kLayerNorm, h, h, {"input"}));
+  head.ops.push_back(make_op("lm_head", OpType::kLinear, h, c.vocab, {"ln_f"}));
+  head.ops.push_back(make_op("loss", OpType::kCrossEntropy, c.vocab, 1, {"lm_head"}));
+  g.layers.push_back(head);
+  validate(g);
+  return g;
+}
+
+ModelGraph build_mlp(const std::string& name, int layers, int64_t hidden, int64_t ffn, int64_t seq) {
+  ModelGraph g;
+  g.name = name;
+  g.seq = seq;
+  g.hidden = hidden;
+  Layer l;
+  l.name = "mlp";
+  l.kind = LayerKind::kGeneric;
+  l.ops.push_back(make_op("fc1", OpType::kLinear, hidden, ffn, {"input"}));
+  l.ops.push_back(make_op("act", OpType::kElementwise, ffn, ffn, {"fc1"}));
+  l.ops.push_back(make_op("fc2", OpType::kLinear, ffn, hidden, {"act"}));
+  l.ops.push_back(make_op("add", OpType::kElementwise, hidden, hidden, {"input", "fc2"}));
+  for (int i = 0; i < layers; ++i) g.layers.push_back(l);
+  validate(g);
+  return g;
+}
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : transformer_presets()) names.push_back(k);
+  names.push_back("mlp");
+  return names;
+}
+
+ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
+  if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
+    throw SpecError("model '" + name + "': expected an object with a \"layers\" array");
+  reject_unknown(doc, {"name", "seq", "dtype", "vocab", "layers"}, "model '" + name + "'");
+  ModelGraph g;
+  g.name = doc.value("name", name);
+  g.seq = get_int(doc, "seq", "model '" + name + "'", 1);
+  g.vocab = get_int(doc, "vocab", "model '" + name + "'", 0);
+  g.dtype = doc.value("dtype", std::string("bf16"));
+  for (size_t li = 0; li < doc["layers"].size(); ++li) {
+    const auto& jl = doc["layers"][li];
+    const std::string where = "model '" + name + "' layer " + std::to_string(li);
+    if (!jl.is_object() || !jl.contains("ops") || !jl["ops"].is_array())
+      throw SpecError(where + ": expected an object with an \"ops\" array");
+    reject_unknown(jl, {"name", "repeat", "kind", "output", "hidden", "heads", "ops"}, where);
+    Layer l;
+    l.name = jl.value("name", "layer" + std::to_string(li));
+    const std::string kind = jl.value("kind", std::string("generic"));
+    if (kind == "generic") l.kind = LayerKind::kGeneric;
+    else if (kind == "transformer") l.kind = LayerKind::kTransformer;
+    else if (kind == "embedding") l.kind = LayerKind::kEmbedding;
+    else if (kind == "head") l.kind = LayerKind::kHead;
+    else throw SpecError(where + ": unknown kind '" + kind + "'; allowed: generic, transformer, embedding, head");
+    l.output = jl.value("output", std::string());
+    l.hidden = get_int(jl, "hidden", where, 0);
+    l.heads = static_cast<int>(get_int(jl, "heads", where, 0));
+    if (l.kind == LayerKind::kTransformer && (l.hidden <= 0 || l.heads <= 0))
+      throw SpecError(where + ": a transformer layer needs positive \"hidden\" and \"heads\"");
+    for (size_t oi = 0; oi < jl["ops"].size(); ++oi) {
+      const auto& jo = jl["ops"][oi];
+      const std::string ow = where + " op " + std::to_string(oi);
+      if (!jo.is_object()) throw SpecError(ow + ": expected an object");
+      reject_unknown(jo, {"name", "type", "in", "out", "inputs", "heads", "kv_heads", "experts", "top_k", "ffn",
+                          "gated", "causal", "dtype"},
+                     ow);
+      Operator op;
+      op.name = jo.value("name", std::string());
+      const std::string type = jo.value("type", std::string());
+      auto t = op_type_from_string(type);
+      if (!t) throw SpecError(ow + ": unknown operator type '" + type + "'; allowed: " + op_type_names());
+      op.type = *t;
+      if (jo.contains("dtype") && jo["dtype"] != g.dtype)
+        throw SpecError(ow + ": dtype " + jo["dtype"].dump() + " differs from the model's '" + g.dtype +
+                        "' (one dtype per model)");
+      op.in_features = get_int(jo, "in", ow, 0, true);
+      op.out_features = get_int(jo, "out", ow, 0, true);
+      op.heads = static_cast<int>(get_int(jo, "heads", ow, 0));
+      op.kv_heads = static_cast<int>(get_int(jo, "kv_heads", ow, op.heads));
+      op.experts = static_cast<int>(get_int(jo, "experts", ow, 0));
+      op.top_k = static_cast<int>(get_int(jo, "top_k", ow, 0));
+      op.ffn = get_int(jo, "ffn", ow, 0);
+      op.gated = jo.value("gated", false);
+      op.causal = jo.value("causal", true);
+      if (jo.contains("inputs")) {
+        if (!jo["inputs"].is_array()) throw SpecError(ow + ": \"inputs\" must be an array of op names");
+        for (const auto& in : jo["inputs"]) {
+          if (!in.is_string()) throw SpecError(ow + ": \"inputs\" must be an array of op names");
+          op.inputs.push_back(in.get<std::string>());
+        }
+      }
+      l.ops.push_back(op);
+    }
+    const int64_t repeat = get_int(jl, "repeat", where, 1);
+    if (repeat <= 0) throw SpecError(where + ": repeat must be positive, got " + std::to_string(repeat));
+    for (int64_t r = 0; r < repeat; ++r) g.layers.push_back(l);
+  }
+  validate(g);
+  for (const auto& l : g.layers) {
+    for (const auto& op : l.ops)
+      if (op.type == OpType::kAttention && g.heads == 0) g.heads = op.heads;
+  }
+  // Width passed between layers: the first layer's output.
+  const Layer& first = g.layers.front();
+  for (const auto& op : first.ops)
+    if (op.name == first.output) g.hidden = op.out_features;
+  return g;
+}
+
+ModelGraph parse_model_spec(const std::string& text) {
+  if (text.empty()) throw SpecError("empty model spec");
+  auto presets = transformer_presets();
+  if (auto it = presets.find(text); it != presets.end()) return build_transformer(it->second);
+  if (text == "mlp") return build_mlp("mlp", 16, 8192, 32768, 2048);
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) {
+    const std::string family = text.substr(0, colon);
+    if (family == "gpt" || family == "llama" || family == "moe" || family == "mlp") return parse_family_form(text);
+    throw SpecError("unknown model family '" + family + "' in '" + text + "'; allowed: gpt, llama, moe, mlp");
+  }
+  namespace fs = std::filesystem;
+  if (text.size() > 5 && text.substr(text.size() - 5) == ".json") {
+    std::ifstream f(text);
+    if (!f) throw SpecError("cannot read model file '" + text + "'");
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw SpecError("model file '" + text + "' is not valid JSON: " + e.what());
+    }
+    return model_from_json(doc, fs::path(text).filename().string());
+  }
+  std::string names;
+  for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  throw SpecError("unknown model '" + text + "'; allowed: " + names +
+                  ", gpt:layers=..,hidden=..,heads=.., llama:.., moe:..,experts=..,top_k=.., mlp:.., or a .json file");
+}
+
+}  // namespace tuner::parallel

@@ -1,0 +1,225 @@
+#include "search/parallel/op_graph.h"
+
+#include <map>
+#include <set>
+
+namespace tuner::parallel {
+
+namespace {
+
+constexpr std::pair<OpType, const char*> kOpNames[] = {
+    {OpType::kLinear, "linear"},         {OpType::kAttention, "attention"},
+    {OpType::kLayerNorm, "layernorm"},   {OpType::kElementwise, "elementwise"},
+    {OpType::kEmbedding, "embedding"},   {OpType::kCrossEntropy, "cross_entropy"},
+    {OpType::kMoeFfn, "moe_ffn"},
+};
+
+}  // namespace
+
+std::string to_string(OpType t) {
+  for (auto [k, n] : kOpNames)
+    if (k == t) return n;
+  return "?";
+}
+
+std::optional<OpType> op_type_from_string(std::string_view s) {
+  for (auto [k, n] : kOpNames)
+    if (s == n) return k;
+  return std::nullopt;
+}
+
+std::string op_type_names() {
+  std::string out;
+  for (auto [k, n] : kOpNames) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "f32") return 4;
+  if (dtype == "bf16" || dtype == "f16") return 2;
+  throw SpecError("unknown dtype '" + dtype + "'; allowed: bf16, f16, f32");
+}
+
+std::string Layer::signature() const {
+  std::string s = std::to_string(static_cast<int>(kind)) + "|" + output + "|" + std::to_string(hidden) + "|" +
+                  std::to_string(heads);
+  for (const auto& op : ops) {
+    s += ";" + op.name + ":" + to_string(op.type) + ":" + std::to_string(op.in_features) + ":" +
+         std::to_string(op.out_features) + ":" + std::to_string(op.heads) + ":" + std::to_string(op.kv_heads) + ":" +
+         std::to_string(op.experts) + ":" + std::to_string(op.top_k) + ":" + std::to_string(op.ffn) + ":" +
+         (op.gated ? "g" : "") + (op.causal ? "c" : "");
+    for (const auto& in : op.inputs) s += "<" + in;
+  }
+  return s;
+}
+
+int64_t op_params(const Operator& op) {
+  switch (op.type) {
+    case OpType::kLinear:
+    case OpType::kEmbedding: return op.in_features * op.out_features;
+    case OpType::kLayerNorm: return 2 * op.in_features;
+    case OpType::kMoeFfn:
+      return static_cast<int64_t>(op.experts) * (op.gated ? 3 : 2) * op.in_features * op.ffn +
+             op.in_features * op.experts;
+    case OpType::kAttention:
+    case OpType::kElementwise:
+    case OpType::kCrossEntropy: return 0;
+  }
+  return 0;
+}
+
+double op_forward_flops(const Operator& op, int64_t seq) {
+  const double s = static_cast<double>(seq);
+  switch (op.type) {
+    case OpType::kLinear: return 2.0 * s * op.in_features * op.out_features;
+    case OpType::kAttention: return 4.0 * s * s * op.out_features;  // QK^T and AV, 2 FLOP per multiply-add each
+    case OpType::kLayerNorm: return 5.0 * s * op.in_features;
+    case OpType::kElementwise: return s * op.in_features;
+    case OpType::kEmbedding: return 0;
+    case OpType::kCrossEntropy: return 3.0 * s * op.in_features;
+    case OpType::kMoeFfn:
+      return 2.0 * s * op.in_features * op.experts +
+             2.0 * s * op.top_k * (op.gated ? 3 : 2) * static_cast<double>(op.in_features) * op.ffn;
+  }
+  return 0;
+}
+
+double op_output_bytes(const Operator& op, int64_t seq, int dtype_size) {
+  if (op.type == OpType::kCrossEntropy) return 4.0 * seq;  // fp32 loss per token
+  return static_cast<double>(seq) * op.out_features * dtype_size;
+}
+
+int64_t layer_params(const Layer& l) {
+  int64_t p = 0;
+  for (const auto& op : l.ops) p += op_params(op);
+  return p;
+}
+
+int64_t model_params(const ModelGraph& g) {
+  int64_t p = 0;
+  for (const auto& l : g.layers) p += layer_params(l);
+  return p;
+}
+
+double model_forward_flops(const ModelGraph& g) {
+  double f = 0;
+  for (const auto& l : g.layers)
+    for (const auto& op : l.ops) f += op_forward_flops(op, g.seq);
+  return f;
+}
+
+namespace {
+
+void check_positive(const std::string& where, const char* what, int64_t v) {
+  if (v <= 0) throw SpecError(where + ": " + what + " must be positive, got " + std::to_string(v));
+}
+
+/// Topologically orders a layer's ops (Kahn, ties in the given order); throws on a cycle.
+void order_layer(Layer& l, const std::string& where) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < l.ops.size(); ++i) {
+    if (l.ops[i].name.empty() || l.ops[i].name == "input")
+      throw SpecError(where + ": op " + std::to_string(i) + " needs a name other than 'input'");
+    if (!index.emplace(l.ops[i].name, i).second) throw SpecError(where + ": duplicate op name '" + l.ops[i].name + "'");
+  }
+  std::vector<int> pending(l.ops.size(), 0);
+  std::vector<std::vector<size_t>> users(l.ops.size());
+  for (size_t i = 0; i < l.ops.size(); ++i)
+    for (const auto& in : l.ops[i].inputs) {
+      if (in == "input") continue;
+      auto it = index.find(in);
+      if (it == index.end())
+        throw SpecError(where + ": op '" + l.ops[i].name + "' reads unknown input '" + in + "'");
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  std::vector<Operator> ordered;
+  std::vector<bool> done(l.ops.size(), false);
+  while (ordered.size() < l.ops.size()) {
+    bool progressed = false;
+    for (size_t i = 0; i < l.ops.size(); ++i) {
+      if (done[i] || pending[i] != 0) continue;
+      done[i] = true;
+      progressed = true;
+      ordered.push_back(l.ops[i]);
+      for (size_t u : users[i]) --pending[u];
+    }
+    if (!progressed) {
+      std::string cyc;
+      for (size_t i = 0; i < l.ops.size(); ++i)
+        if (!done[i]) cyc += (cyc.empty() ? "" : ", ") + l.ops[i].name;
+      throw SpecError(where + ": the ops form a cycle (" + cyc + ")");
+    }
+  }
+  l.ops = std::move(ordered);
+}
+
+}  // namespace
+
+void validate(ModelGraph& g) {
+  check_positive("model", "seq", g.seq);
+  dtype_bytes(g.dtype);
+  if (g.layers.empty()) throw SpecError("model '" + g.name + "' has no layers");
+  int64_t prev_out = 0;
+  g.transformer_layers = 0;
+  for (size_t li = 0; li < g.layers.size(); ++li) {
+    Layer& l = g.layers[li];
+    const std::string where = "layer " + std::to_string(li) + " (" + l.name + ")";
+    if (l.ops.empty()) throw SpecError(where + " has no ops");
+    if (l.kind == LayerKind::kTransformer) ++g.transformer_layers;
+    for (const auto& op : l.ops) {
+      const std::string ow = where + " op '" + op.name + "'";
+      check_positive(ow, "in_features", op.in_features);
+      check_positive(ow, "out_features", op.out_features);
+      if (op.type == OpType::kAttention) {
+        check_positive(ow, "heads", op.heads);
+        check_positive(ow, "kv_heads", op.kv_heads);
+        if (op.heads % op.kv_heads != 0)
+          throw SpecError(ow + ": heads " + std::to_string(op.heads) + " is not a multiple of kv_heads " +
+                          std::to_string(op.kv_heads));
+        if (op.out_features % op.heads != 0)
+          throw SpecError(ow + ": out_features " + std::to_string(op.out_features) + " is not a multiple of heads " +
+                          std::to_string(op.heads));
+        const int64_t hd = op.out_features / op.heads;
+        if (op.in_features != (op.heads + 2LL * op.kv_heads) * hd)
+          throw SpecError(ow + ": in_features must be (heads + 2*kv_heads)*head_dim = " +
+                          std::to_string((op.heads + 2LL * op.kv_heads) * hd) + ", got " +
+                          std::to_string(op.in_features));
+      }
+      if (op.type == OpType::kMoeFfn) {
+        check_positive(ow, "experts", op.experts);
+        check_positive(ow, "top_k", op.top_k);
+        check_positive(ow, "ffn", op.ffn);
+        if (op.top_k > op.experts) throw SpecError(ow + ": top_k exceeds experts");
+        if (op.in_features != op.out_features) throw SpecError(ow + ": moe_ffn needs in_features == out_features");
+      }
+      if (op.type == OpType::kLayerNorm && op.in_features != op.out_features)
+        throw SpecError(ow + ": layernorm needs in_features == out_features");
+      if (op.inputs.empty() && op.type != OpType::kEmbedding)
+        throw SpecError(ow + " has no inputs (use \"input\" for the layer's input)");
+    }
+    order_layer(l, where);
+    if (l.output.empty()) l.output = l.ops.back().name;
+    std::map<std::string, const Operator*> by_name;
+    for (const auto& op : l.ops) by_name[op.name] = &op;
+    if (!by_name.count(l.output)) throw SpecError(where + ": output '" + l.output + "' is not an op of the layer");
+    for (const auto& op : l.ops) {
+      if (op.type == OpType::kEmbedding) continue;  // reads token ids
+      for (const auto& in : op.inputs) {
+        int64_t w = 0;
+        if (in == "input") {
+          if (li == 0) continue;  // the model's input: any width
+          w = prev_out;
+        } else {
+          w = by_name[in]->out_features;
+        }
+        if (w != op.in_features)
+          throw SpecError(where + " op '" + op.name + "': shape mismatch, input '" + in + "' has " +
+                          std::to_string(w) + " features but the op expects " + std::to_string(op.in_features));
+      }
+    }
+    prev_out = by_name[l.output]->out_features;
+  }
+}
+
+}  // namespace tuner::parallel

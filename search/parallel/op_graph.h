@@ -1,0 +1,99 @@
+// The planner's view of a model: a chain of layers, each a small graph of
+// operators on activations of shape [tokens, features] per sample.
+//
+// This file holds the plain data (operators, layers, the model graph), the
+// per-operator arithmetic the rest of the planner needs (parameters, forward
+// FLOPs, output bytes) and validation (cycles, shape mismatches, non-positive
+// sizes). It is not the parser of model specs (model_spec.h) and knows nothing
+// of devices, sharding or costs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tuner::parallel {
+
+/// A model or cluster spec the planner cannot use; the message is one line naming the bad value.
+class SpecError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Operator kinds the planner knows how to shard.
+enum class OpType {
+  kLinear,        ///< [T,in] x [in,out] matmul (weights in*out).
+  kAttention,     ///< Attention core: softmax(QK^T)V over heads; in = (heads + 2*kv_heads)*head_dim, out = heads*head_dim.
+  kLayerNorm,     ///< Normalisation over features (2*features parameters).
+  kElementwise,   ///< Activation, residual add, gating: memory-bound, no parameters.
+  kEmbedding,     ///< Token embedding: in = vocabulary, out = hidden (weights vocab*hidden).
+  kCrossEntropy,  ///< Softmax cross-entropy over in = vocabulary logits; out = 1.
+  kMoeFfn,        ///< Mixture-of-experts FFN: router + experts x (gated) MLP of width ffn, top_k experts per token.
+};
+std::string to_string(OpType t);
+std::optional<OpType> op_type_from_string(std::string_view s);
+/// "linear, attention, ..." for error messages.
+std::string op_type_names();
+
+/// One operator. Activations are [tokens, features] per sample; a micro-batch of b samples has b*tokens rows.
+struct Operator {
+  std::string name;
+  OpType type = OpType::kLinear;
+  int64_t in_features = 0;    ///< Features of each input (linear K; embedding: vocabulary).
+  int64_t out_features = 0;   ///< Features of the output (linear N).
+  std::vector<std::string> inputs;  ///< Names of producing ops in the same layer, or "input" (the layer's input).
+  int heads = 0, kv_heads = 0;      ///< Attention: query heads and key/value heads (GQA when fewer).
+  bool causal = true;               ///< Attention: causal mask (FLOPs are counted without halving, as MFU conventions do).
+  int experts = 0, top_k = 0;       ///< MoE: experts and experts per token.
+  int64_t ffn = 0;                  ///< MoE: hidden width of each expert.
+  bool gated = false;               ///< MoE experts: SwiGLU (3 matrices) instead of 2.
+};
+
+/// What a layer is, for the memory model (transformer layers use the published activation formula).
+enum class LayerKind { kEmbedding, kTransformer, kHead, kGeneric };
+
+struct Layer {
+  std::string name;                 ///< e.g. "block", "embedding", "head".
+  LayerKind kind = LayerKind::kGeneric;
+  std::vector<Operator> ops;        ///< In a topological order after validate().
+  std::string output;               ///< Name of the op whose output leaves the layer (default: the last op).
+  /// Transformer dimensions (kTransformer): hidden, heads for the activation formula.
+  int64_t hidden = 0;
+  int heads = 0;
+  /// Key of identical layers: layers with equal signatures share one sharding solution.
+  std::string signature() const;
+};
+
+struct ModelGraph {
+  std::string name;                 ///< Preset or family form or file name.
+  int64_t seq = 1;                  ///< Tokens per sample.
+  std::string dtype = "bf16";       ///< Activation and weight dtype: bf16, f16, f32.
+  std::vector<Layer> layers;        ///< The chain, in order: one entry per layer (repeats expanded).
+  int64_t vocab = 0;                ///< Vocabulary (0 when the model has none).
+  int64_t hidden = 0;               ///< Width of the activations passed between layers.
+  int heads = 0;                    ///< Attention heads (0 when none): tensor-parallel degrees should divide it.
+  int transformer_layers = 0;       ///< Number of kTransformer layers.
+};
+
+int dtype_bytes(const std::string& dtype);
+
+/// Parameters of one operator.
+int64_t op_params(const Operator& op);
+/// Forward FLOPs of one operator for one sample of `seq` tokens (matmuls: 2 per multiply-add).
+double op_forward_flops(const Operator& op, int64_t seq);
+/// Bytes of the operator's output for one sample.
+double op_output_bytes(const Operator& op, int64_t seq, int dtype_size);
+
+int64_t layer_params(const Layer& l);
+int64_t model_params(const ModelGraph& g);
+/// Forward FLOPs of the whole model per sample.
+double model_forward_flops(const ModelGraph& g);
+
+/// Checks the graph: positive sizes, known inputs, no cycles, matching feature widths,
+/// and orders each layer's ops topologically. Throws SpecError with one line.
+void validate(ModelGraph& g);
+
+}  // namespace tuner::parallel

@@ -1,0 +1,94 @@
+#include "search/parallel/plan_json.h"
+
+namespace tuner::parallel {
+
+namespace {
+
+nlohmann::ordered_json memory_json(const MemoryBreakdown& m) {
+  return {{"weights", m.weights},
+          {"gradients", m.gradients},
+          {"optimizer", m.optimizer},
+          {"activations", m.activations},
+          {"total", m.total()}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, const ClusterSpec& cluster,
+                                    int64_t global_batch) {
+  const ParallelConfig& c = plan.config;
+  nlohmann::ordered_json j;
+  j["model"] = model.name;
+  j["cluster"] = cluster.name;
+  j["gpu"] = cluster.gpu.key;
+  j["gpus"] = cluster.total_gpus();
+  j["parameters"] = model_params(model);
+  j["global_batch"] = global_batch;
+  j["seq_len"] = model.seq;
+  j["tp"] = c.tp;
+  j["pp"] = c.pp;
+  j["dp"] = c.dp;
+  j["micro_batch_size"] = c.micro_batch;
+  j["num_micro_batches"] = c.num_micro_batches;
+  j["schedule"] = to_string(c.schedule);
+  j["virtual_stages"] = c.virtual_stages;
+  j["recompute"] = to_string(c.recompute);
+  j["zero_stage"] = c.zero;
+  j["sequence_parallel"] = plan.sequence_parallel;
+  j["partition"] = plan.partition;
+  j["iteration_time_s"] = plan.iteration_time_s;
+  j["tokens_per_s"] = plan.tokens_per_s;
+  j["tflops_per_gpu"] = plan.tflops_per_gpu;
+  j["mfu"] = plan.mfu;
+  j["peak_memory_bytes"] = static_cast<int64_t>(plan.peak_memory_bytes);
+  j["memory_capacity_bytes"] = static_cast<int64_t>(plan.memory_capacity_bytes);
+  j["peak_memory_stage"] = plan.peak_stage;
+  j["peak_memory_breakdown"] = memory_json(plan.stages.at(plan.peak_stage).memory);
+  j["time_breakdown"] = {{"pipeline_s", plan.pipeline_s},
+                         {"bubble_fraction", plan.bubble_fraction},
+                         {"dp_exposed_s", plan.dp_exposed_s},
+                         {"optimizer_s", plan.optimizer_s}};
+  j["cost_sources"] = {{"kernel_estimates", plan.kernel_estimates},
+                       {"tuned", plan.tuned_estimates},
+                       {"analytic", plan.kernel_estimates - plan.tuned_estimates}};
+  j["ilp_optimal"] = plan.ilp_optimal;
+  j["search"] = {{"configs_evaluated", plan.configs_evaluated},
+                 {"ilp_solves", plan.ilp_solves},
+                 {"planning_s", plan.planning_s}};
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan& sp = plan.stages[s];
+    nlohmann::ordered_json js;
+    js["stage"] = s;
+    js["first_layer"] = sp.first_layer;
+    js["last_layer"] = sp.end_layer - 1;
+    js["layers"] = sp.end_layer - sp.first_layer;
+    js["mesh"] = {sp.mesh.d0, sp.mesh.d1};
+    js["replicas"] = c.dp;
+    js["time_per_micro_batch_s"] = sp.time_per_micro_batch_s;
+    js["params_per_device"] = sp.params_per_device;
+    js["memory"] = memory_json(sp.memory);
+    nlohmann::ordered_json sh = nlohmann::ordered_json::array();
+    for (const auto& ls : sp.sharding) {
+      nlohmann::ordered_json jl;
+      jl["layer"] = ls.layer;
+      jl["count"] = ls.count;
+      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+      for (const auto& op : ls.ops)
+        ops.push_back({{"op", op.op},
+                       {"strategy", op.strategy},
+                       {"source", op.source},
+                       {"fwd_compute_s", op.fwd_compute_s},
+                       {"bwd_compute_s", op.bwd_compute_s},
+                       {"comm_s", op.fwd_comm_s + op.bwd_comm_s}});
+      jl["ops"] = ops;
+      sh.push_back(jl);
+    }
+    js["sharding"] = sh;
+    stages.push_back(js);
+  }
+  j["stages"] = stages;
+  return j;
+}
+
+}  // namespace tuner::parallel

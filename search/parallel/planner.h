@@ -1,0 +1,149 @@
+// The parallel planner: which tensor (tp), pipeline (pp) and data (dp)
+// degrees, micro-batch size, schedule, recomputation and ZeRO stage train a
+// model fastest on a cluster, and what that configuration costs.
+//
+// Map of the planner (start reading here):
+//   model_spec.h / op_graph.h    the model as a chain of layers of operators
+//   cluster_spec.h               nodes, GPUs, links
+//   op_cost.h                    kernel times: tuned records or analytic
+//   collective_cost.h            alpha-beta collectives
+//   layer_sharding.h             intra-op sharding of a layer by ILP (sharding_ilp.h, cbc_solver.cpp)
+//   stage_dp.h                   inter-op stages by DP
+//   memory_model.h               bytes per device
+//   planner.h (this)             the search over configurations and the iteration-time model
+//   plan_json.h, plan_export.h   what users read: JSON, Megatron/DeepSpeed/torchtitan
+//
+// Iteration time of a configuration (what the search minimises):
+//   t_l   = layer forward + backward (+ recomputation) per micro-batch, collectives of its sharding
+//           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (only the excess counts)
+//   t_i   = sum of its layers' t_l + p2p sends (activation forward, gradient backward) of stage i
+//   pipe  = m t_max + (sum_i t_i - t_max) / v   (= sum t_i + (m-1) t_max for v = 1; bubble (1/v)(p-1)/m)
+//   dp    = the data-parallel gradient reduction, overlapped with the last micro-batch's backward except
+//           one layer's bucket; the ZeRO-1/2 weight all-gather after the step is not overlapped
+//   opt   = the Adam step streaming the local optimizer states through DRAM
+//   T     = pipe + max over stages of dp + max over stages of opt
+// GPipe costs the same time as 1F1B with more memory, so it is only planned when pinned.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/layer_sharding.h"
+#include "search/parallel/memory_model.h"
+#include "search/parallel/op_cost.h"
+#include "search/parallel/op_graph.h"
+
+namespace tuner::parallel {
+
+/// Choices a user pins with --fix; unset ones are planned.
+struct PlanPins {
+  std::optional<int> tp, pp, dp, micro_batch, zero, virtual_stages;
+  std::optional<Schedule> schedule;
+  std::optional<Recompute> recompute;
+  bool empty() const;
+};
+/// "tp=8,pp=8,dp=16,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3".
+PlanPins parse_pins(const std::string& text);
+std::string to_string(const PlanPins& p);
+
+struct PlannerOptions {
+  int64_t global_batch = 1024;            ///< Sequences per iteration.
+  PlanPins pins;                          ///< Pinned choices.
+  CostParams cost;                        ///< Analytic efficiency factors.
+  TunedLookup lookup;                     ///< Tuned kernel times; empty: analytic only.
+  double memory_reserve_bytes = 2e9;      ///< Kept free per GPU (CUDA context, workspaces, fragmentation).
+  std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  ///< Tried unless pinned.
+  std::vector<int> virtual_stages = {2, 4};           ///< Interleaved chunks per device tried.
+  int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
+};
+
+struct ParallelConfig {
+  int tp = 1, pp = 1, dp = 1;
+  int micro_batch = 1;                    ///< Sequences per micro-batch.
+  int num_micro_batches = 1;              ///< Per data-parallel replica per iteration.
+  int virtual_stages = 1;                 ///< Chunks per device (interleaved; 1 otherwise).
+  Schedule schedule = Schedule::k1F1B;
+  Recompute recompute = Recompute::kNone;
+  int zero = 0;
+};
+std::string describe(const ParallelConfig& c);
+
+/// The sharding of one kind of layer inside a stage.
+struct StageLayerSharding {
+  std::string layer;                      ///< Layer name ("block").
+  int count = 0;                          ///< How many such layers the stage holds.
+  std::vector<OpShardingPlan> ops;
+};
+
+struct StagePlan {
+  int first_layer = 0, end_layer = 0;     ///< Layers [first, end) of the model's chain.
+  Mesh mesh;                              ///< Tensor-parallel mesh of the stage (each of dp replicas).
+  double time_per_micro_batch_s = 0;      ///< t_i.
+  double params_per_device = 0;
+  MemoryBreakdown memory;                 ///< Peak per device.
+  std::vector<StageLayerSharding> sharding;
+};
+
+struct Plan {
+  ParallelConfig config;
+  std::vector<StagePlan> stages;
+  std::string partition;                  ///< "dp" (stage DP) or "uniform".
+  bool sequence_parallel = false;
+  double iteration_time_s = 0;
+  double pipeline_s = 0, bubble_fraction = 0, dp_exposed_s = 0, optimizer_s = 0;
+  double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  double model_flops_per_iteration = 0;
+  double peak_memory_bytes = 0;           ///< Largest per-device peak.
+  int peak_stage = 0;
+  double memory_capacity_bytes = 0;       ///< Usable per GPU (memory minus reserve).
+  int64_t kernel_estimates = 0, tuned_estimates = 0;  ///< Sources of the compute costs in the plan's layers.
+  bool ilp_optimal = true;                ///< Every layer's ILP proven optimal.
+  // Search statistics.
+  int64_t configs_evaluated = 0;
+  int64_t ilp_solves = 0;
+  double planning_s = 0;
+};
+
+class Planner {
+ public:
+  /// Throws SpecError when the model cannot be placed on the cluster at all.
+  Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOptions opts);
+  ~Planner();
+
+  /// The fastest configuration honouring the pins; throws SpecError with one line when none fits.
+  Plan plan();
+  /// One configuration by the same model: stage DP (uniform = false) or an even split of the layers
+  /// (uniform = true, as hand-written configs do). nullopt with *why set when it is invalid or does not fit.
+  std::optional<Plan> evaluate(const ParallelConfig& c, bool uniform, std::string* why = nullptr);
+
+  const ModelGraph& model() const { return model_; }
+  const ClusterSpec& cluster() const { return cluster_; }
+  const PlannerOptions& options() const { return opts_; }
+  int64_t ilp_solves() const { return ilp_solves_; }
+
+ private:
+  const LayerPlan& layer_plan(size_t signature_index, int tp, int mbs, double budget, double state_bytes_per_param);
+  std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
+
+  ModelGraph model_;
+  ClusterSpec cluster_;
+  PlannerOptions opts_;
+  std::unique_ptr<OpCostModel> costs_;
+  std::vector<std::string> signatures_;   ///< Distinct layer signatures.
+  std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
+  std::vector<int> sig_example_;          ///< Per signature: one layer index.
+  std::map<std::string, LayerPlan> cache_;
+  int64_t ilp_solves_ = 0;
+  int64_t evaluated_ = 0;
+};
+
+/// Even split used by uniform plans: transformer blocks spread over stages (the first stages take the
+/// remainder), embedding with the first stage, head with the last; other models split all layers.
+/// Empty when the stages outnumber the layers.
+std::vector<int> uniform_partition(const ModelGraph& g, int stages);
+
+}  // namespace tuner::parallel

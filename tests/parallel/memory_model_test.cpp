@@ -1,0 +1,55 @@
+// Memory figures on hand-computed cases.
+#include <gtest/gtest.h>
+
+#include "search/parallel/memory_model.h"
+
+namespace tuner::parallel {
+namespace {
+
+TEST(MemoryModel, TransformerActivationsFollowThePublishedFormulas) {
+  // GPT-3 175B layer: s = 2048, b = 1, h = 12288, a = 96; sbh = 2048 * 12288 = 25,165,824.
+  // 5 a s / h = 5 * 96 * 2048 / 12288 = 80.
+  const double sbh = 2048.0 * 12288;
+  // No parallelism: sbh (34 + 80) = 114 sbh.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 1, false, Recompute::kNone), 114 * sbh);
+  // t = 8: sbh (10 + 24/8 + 80/8) = 23 sbh.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kNone), 23 * sbh);
+  // t = 8 with sequence parallelism: sbh/8 (34 + 80) = 14.25 sbh.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kNone), 14.25 * sbh);
+  // Selective drops the attention term: sbh/8 * 34 = 4.25 sbh.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kSelective), 4.25 * sbh);
+  // Full recomputation keeps the input: 2 sbh / 8 with sp, 2 sbh without.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kFull), 0.25 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kFull), 2 * sbh);
+  // Linear in the micro-batch.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 4, 12288, 96, 8, true, Recompute::kNone), 4 * 14.25 * sbh);
+}
+
+TEST(MemoryModel, ZeroStagesShardTheModelStates) {
+  // 1e9 local parameters, dp = 8.
+  // ZeRO-0: 2 + 2 + 12 = 16 GB.
+  MemoryBreakdown z0 = model_state_bytes(1e9, 0, 8);
+  EXPECT_DOUBLE_EQ(z0.total(), 16e9);
+  // ZeRO-1: 2 + 2 + 12/8 = 5.5 GB.
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 1, 8).total(), 5.5e9);
+  // ZeRO-2: 2 + (2 + 12)/8 = 3.75 GB.
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 2, 8).total(), 3.75e9);
+  // ZeRO-3: 16/8 = 2 GB.
+  MemoryBreakdown z3 = model_state_bytes(1e9, 3, 8);
+  EXPECT_DOUBLE_EQ(z3.total(), 2e9);
+  EXPECT_DOUBLE_EQ(z3.weights, 0.25e9);
+  EXPECT_DOUBLE_EQ(z3.optimizer, 1.5e9);
+}
+
+TEST(MemoryModel, MicroBatchesInFlightPerSchedule) {
+  // p = 4, m = 16.
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::kGpipe, 4, 0, 16, 1), 16);
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::k1F1B, 4, 0, 16, 1), 4);
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::k1F1B, 4, 3, 16, 1), 1);
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::k1F1B, 4, 0, 2, 1), 2);  // fewer micro-batches than stages
+  // Interleaved, v = 2: 4 * (1 + 3 / 8) = 5.5.
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::kInterleaved, 4, 0, 16, 2), 5.5);
+}
+
+}  // namespace
+}  // namespace tuner::parallel

@@ -1,0 +1,130 @@
+// Model and cluster specs: presets with their published sizes, family forms,
+// JSON graphs, and the clear errors for bad input.
+#include <gtest/gtest.h>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/model_spec.h"
+
+namespace tuner::parallel {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelSpec, PresetsHaveTheirPublishedSizes) {
+  // GPT-3 175B: 96 layers of 12 h^2 (+ norms) plus 2 V h embeddings (input and LM head):
+  // 96 * 12 * 12288^2 = 173.95e9; 2 * 50257 * 12288 = 1.235e9 -> about 175.2e9.
+  const ModelGraph g = parse_model_spec("gpt3-175b");
+  EXPECT_EQ(g.transformer_layers, 96);
+  EXPECT_NEAR(model_params(g) / 1e9, 175.2, 0.3);
+  EXPECT_EQ(g.seq, 2048);
+  EXPECT_EQ(g.vocab, 50257);
+  // Llama 2 70B with GQA (8 kv heads) and SwiGLU 28672: about 69e9 (68.98 with separate embeddings).
+  EXPECT_NEAR(model_params(parse_model_spec("llama2-70b")) / 1e9, 69.0, 0.3);
+  // Llama 3 8B: 8.03e9 with untied 128256 vocabulary.
+  EXPECT_NEAR(model_params(parse_model_spec("llama3-8b")) / 1e9, 8.03, 0.02);
+  EXPECT_NEAR(model_params(parse_model_spec("llama3-405b")) / 1e9, 405.9, 1.0);
+  EXPECT_EQ(parse_model_spec("llama3-70b").seq, 8192);
+  EXPECT_NEAR(model_params(parse_model_spec("gpt3-1.3b")) / 1e9, 1.4, 0.1);
+  // Mixtral-like MoE: 46.7e9 parameters.
+  EXPECT_NEAR(model_params(parse_model_spec("moe")) / 1e9, 46.7, 0.2);
+  EXPECT_GT(model_params(parse_model_spec("mlp")), 0);
+}
+
+TEST(ModelSpec, FamilyForms) {
+  const ModelGraph g = parse_model_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=1000");
+  EXPECT_EQ(g.layers.size(), 6u);  // embedding, 4 blocks, head
+  EXPECT_EQ(g.seq, 512);
+  // 4 * (12 h^2 + 4 norms * h... ) : blocks 4 * (h*3h + h*h + h*4h + 4h*h + 4h) + 2 * 1000 * h + 2h.
+  const int64_t h = 1024;
+  EXPECT_EQ(model_params(g), 4 * (12 * h * h + 4 * h) + 2 * 1000 * h + 2 * h);
+  const ModelGraph l = parse_model_spec("llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1024");
+  EXPECT_EQ(l.seq, 4096);
+  const ModelGraph m = parse_model_spec("moe:layers=2,hidden=512,heads=8,experts=4,top_k=2");
+  EXPECT_EQ(m.transformer_layers, 2);
+  EXPECT_EQ(parse_model_spec("mlp:layers=3,hidden=256").layers.size(), 3u);
+}
+
+TEST(ModelSpec, BadSpecsGiveOneClearLine) {
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=4,hidden=x,heads=2"); }).find("not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=4,heads=2"); }).find("missing hidden"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=0,hidden=64,heads=2"); }).find("positive"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=2,hidden=64,heads=2,colour=3"); }).find("unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("bert:layers=2"); }).find("unknown model family"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt4"); }).find("allowed"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=2,hidden=100,heads=3"); }).find("multiple of heads"),
+            std::string::npos);
+}
+
+nlohmann::json tiny_graph() {
+  return nlohmann::json::parse(R"({
+    "name": "tiny", "seq": 128,
+    "layers": [{"name": "block", "repeat": 3, "ops": [
+      {"name": "fc1", "type": "linear", "in": 256, "out": 1024, "inputs": ["input"]},
+      {"name": "act", "type": "elementwise", "in": 1024, "out": 1024, "inputs": ["fc1"]},
+      {"name": "fc2", "type": "linear", "in": 1024, "out": 256, "inputs": ["act"]},
+      {"name": "add", "type": "elementwise", "in": 256, "out": 256, "inputs": ["input", "fc2"]}]}]})");
+}
+
+TEST(ModelSpec, JsonGraph) {
+  const ModelGraph g = model_from_json(tiny_graph(), "tiny.json");
+  EXPECT_EQ(g.layers.size(), 3u);
+  EXPECT_EQ(g.hidden, 256);
+  EXPECT_EQ(model_params(g), 3 * 2 * 256 * 1024);
+  EXPECT_EQ(g.layers[0].signature(), g.layers[2].signature());
+}
+
+TEST(ModelSpec, JsonGraphErrors) {
+  auto cyclic = tiny_graph();
+  cyclic["layers"][0]["ops"][0]["inputs"] = {"fc2"};  // fc1 <- fc2 <- act <- fc1
+  EXPECT_NE(error_of([&] { model_from_json(cyclic, "c.json"); }).find("cycle"), std::string::npos);
+  auto mismatch = tiny_graph();
+  mismatch["layers"][0]["ops"][2]["in"] = 512;
+  EXPECT_NE(error_of([&] { model_from_json(mismatch, "m.json"); }).find("shape mismatch"), std::string::npos);
+  auto unknown = tiny_graph();
+  unknown["layers"][0]["ops"][1]["type"] = "conv3d";
+  EXPECT_NE(error_of([&] { model_from_json(unknown, "u.json"); }).find("unknown operator type 'conv3d'"),
+            std::string::npos);
+  auto negative = tiny_graph();
+  negative["layers"][0]["ops"][0]["out"] = -4;
+  EXPECT_NE(error_of([&] { model_from_json(negative, "n.json"); }).find("must be positive"), std::string::npos);
+  auto dangling = tiny_graph();
+  dangling["layers"][0]["ops"][3]["inputs"] = {"input", "fc9"};
+  EXPECT_NE(error_of([&] { model_from_json(dangling, "d.json"); }).find("unknown input 'fc9'"), std::string::npos);
+}
+
+TEST(ClusterSpec, PresetsAndErrors) {
+  const ClusterSpec h = parse_cluster_spec("dgx-h100:128");
+  EXPECT_EQ(h.total_gpus(), 1024);
+  EXPECT_EQ(h.gpu.key, "h100-sxm");
+  EXPECT_DOUBLE_EQ(h.intra.bandwidth_gbps, 450);  // 900 GB/s NVLink 4, both directions
+  EXPECT_DOUBLE_EQ(h.inter.bandwidth_gbps, 50);   // one 400 Gb/s adapter per GPU
+  const ClusterSpec a = parse_cluster_spec("dgx-a100:2");
+  EXPECT_DOUBLE_EQ(a.inter.bandwidth_gbps, 25);   // 8 x 200 Gb/s per node of 8 GPUs
+  EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:0"); }).find("nodes must be positive"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_cluster_spec("dgx-v100:4"); }).find("unknown cluster preset"), std::string::npos);
+  auto doc = nlohmann::json::parse(R"({"nodes": 2, "gpus_per_node": 4, "gpu": "b200",
+      "intra_node": {"bandwidth_gbps": 450, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 50}})");
+  const std::string e = error_of([&] { cluster_from_json(doc, "c.json"); });
+  EXPECT_NE(e.find("unknown GPU type 'b200'"), std::string::npos);
+  EXPECT_NE(e.find("h100-sxm"), std::string::npos);
+  doc["gpu"] = "a100-sxm4-80gb";
+  doc["gpus_per_node"] = -1;
+  EXPECT_NE(error_of([&] { cluster_from_json(doc, "c.json"); }).find("gpus_per_node must be positive"),
+            std::string::npos);
+  doc["gpus_per_node"] = 4;
+  const ClusterSpec j = cluster_from_json(doc, "c.json");
+  EXPECT_EQ(j.total_gpus(), 8);
+  EXPECT_EQ(j.memory_per_gpu_bytes, 80000000000);
+}
+
+}  // namespace
+}  // namespace tuner::parallel

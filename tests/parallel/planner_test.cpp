@@ -1,0 +1,255 @@
+// The planner end to end on small models: the Megatron sharding pattern falls
+// out of the layer ILP, pins are honoured, the plan is never worse than an
+// even-split grid evaluated by the same model, and planning is deterministic.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/layer_sharding.h"
+#include "search/parallel/model_spec.h"
+#include "search/parallel/planner.h"
+
+namespace tuner::parallel {
+namespace {
+
+std::map<std::string, std::string> strategies(const LayerPlan& lp) {
+  std::map<std::string, std::string> out;
+  for (const auto& op : lp.ops) out[op.op] = op.strategy;
+  return out;
+}
+
+TEST(LayerSharding, GptBlockOnEightGpusTakesTheMegatronSplit) {
+  const ModelGraph g = parse_model_spec("gpt3-175b");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  OpCostModel costs(c.gpu, {}, {});
+  const LayerPlan lp = plan_layer_sharding(g.layers[1], g, c, tensor_mesh(c, 8), 1, costs, INFINITY);
+  ASSERT_FALSE(lp.ops.empty()) << lp.status;
+  EXPECT_TRUE(lp.optimal);
+  auto s = strategies(lp);
+  // Column-split QKV and fc1, head-split attention, reduction-split proj and fc2.
+  EXPECT_EQ(s["qkv"], "C");
+  EXPECT_EQ(s["attn"], "H");
+  EXPECT_EQ(s["proj"], "K");
+  EXPECT_EQ(s["fc1"], "C");
+  EXPECT_EQ(s["fc2"], "K");
+  // With the reduce-scatter credit, token-split norms and residuals (sequence parallelism) cost no more
+  // communication and split their work, so the ILP takes them.
+  EXPECT_EQ(s["ln1"], "B");
+  EXPECT_EQ(s["add2"], "B");
+  EXPECT_TRUE(lp.sequence_parallel);
+  // Every weight split 8 ways: 12 h^2 / 8 (+ replicated norms 4h).
+  EXPECT_NEAR(lp.params_per_device, 12.0 * 12288 * 12288 / 8 + 4 * 12288, 1.0);
+}
+
+TEST(LayerSharding, TwoDimensionalMeshAcrossNodes) {
+  const ModelGraph g = parse_model_spec("gpt:layers=2,hidden=4096,heads=32,seq=2048,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-a100:2");
+  OpCostModel costs(c.gpu, {}, {});
+  const Mesh mesh = tensor_mesh(c, 16);
+  EXPECT_EQ(mesh.d0, 2);
+  EXPECT_EQ(mesh.d1, 8);
+  const ShardingRequest req = build_layer_request(g.layers[1], g, c, mesh, 2, costs, INFINITY);
+  const ShardingSolution ilp = solve_sharding_ilp(req);
+  ASSERT_TRUE(ilp.feasible);
+  EXPECT_TRUE(ilp.optimal);
+  EXPECT_TRUE(evaluate(req, ilp).violations.empty());
+}
+
+TEST(LayerSharding, MemoryBudgetTradesSpeedForMemoryOnARealLayer) {
+  // Narrow, token-heavy MLP: replicating weights and splitting tokens (B) is fastest, but costs 8x the
+  // weight memory of a column/row split. The layer's request is small enough (432 assignments) to check
+  // the ILP against the exhaustive solver with and without a budget.
+  const ModelGraph g = parse_model_spec("mlp:layers=2,hidden=256,ffn=1024,seq=8192");
+  const ClusterSpec c = parse_cluster_spec("dgx-a100:1");
+  OpCostModel costs(c.gpu, {}, {});
+  const Mesh mesh = tensor_mesh(c, 8);
+  ShardingRequest free = build_layer_request(g.layers[0], g, c, mesh, 8, costs, INFINITY);
+  const ShardingSolution fast = solve_sharding_ilp(free);
+  ASSERT_TRUE(fast.feasible);
+  EXPECT_NEAR(fast.objective, solve_sharding_exhaustive(free).objective, 1e-12);
+  const double fast_memory = evaluate(free, fast).memory;
+  // The least memory any assignment needs, by enumeration.
+  ShardingRequest lean = free;
+  for (auto& n : lean.nodes) n.cost = n.memory;
+  for (auto& e : lean.edges) std::fill(e.resharding.begin(), e.resharding.end(), 0.0);
+  const double least = solve_sharding_exhaustive(lean).objective;
+  ASSERT_LT(least, fast_memory);
+  ShardingRequest capped = free;
+  capped.memory_budget = (least + fast_memory) / 2;
+  const ShardingSolution ilp = solve_sharding_ilp(capped), ex = solve_sharding_exhaustive(capped);
+  ASSERT_TRUE(ilp.feasible);
+  EXPECT_NEAR(ilp.objective, ex.objective, 1e-12);
+  EXPECT_GT(ilp.objective, fast.objective);
+  EXPECT_LE(evaluate(capped, ilp).memory, capped.memory_budget);
+}
+
+ModelGraph small_gpt() { return parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000"); }
+
+TEST(Planner, DegreesMultiplyToTheClusterAndFitInMemory) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  Planner p(small_gpt(), c, o);
+  const Plan plan = p.plan();
+  EXPECT_EQ(plan.config.tp * plan.config.pp * plan.config.dp, 16);
+  EXPECT_LE(plan.peak_memory_bytes, plan.memory_capacity_bytes);
+  EXPECT_EQ(static_cast<int64_t>(plan.config.micro_batch) * plan.config.num_micro_batches * plan.config.dp, 64);
+  EXPECT_GT(plan.mfu, 0);
+  EXPECT_LT(plan.mfu, 1);
+  EXPECT_EQ(plan.stages.size(), static_cast<size_t>(plan.config.pp));
+  EXPECT_EQ(plan.stages.front().first_layer, 0);
+  EXPECT_EQ(plan.stages.back().end_layer, static_cast<int>(small_gpt().layers.size()));
+}
+
+TEST(Planner, PinsAreHonoured) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=2,pp=2,mbs=2,recompute=full,zero=1,schedule=1f1b");
+  const Plan plan = Planner(small_gpt(), c, o).plan();
+  EXPECT_EQ(plan.config.tp, 2);
+  EXPECT_EQ(plan.config.pp, 2);
+  EXPECT_EQ(plan.config.dp, 4);
+  EXPECT_EQ(plan.config.micro_batch, 2);
+  EXPECT_EQ(plan.config.num_micro_batches, 8);  // 64 / (2 * 4)
+  EXPECT_EQ(plan.config.recompute, Recompute::kFull);
+  EXPECT_EQ(plan.config.zero, 1);
+  EXPECT_EQ(plan.config.schedule, Schedule::k1F1B);
+}
+
+TEST(Planner, InfeasiblePinsAreClearErrors) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=3");
+  EXPECT_THROW(Planner(small_gpt(), c, o).plan(), SpecError);
+  o.pins = parse_pins("tp=8,pp=4");  // dp would be 1/2
+  EXPECT_THROW(Planner(small_gpt(), c, o).plan(), SpecError);
+  EXPECT_THROW(parse_pins("tp=8,colour=red"), SpecError);
+  EXPECT_THROW(parse_pins("recompute=sometimes"), SpecError);
+  EXPECT_THROW(parse_pins("zero=4"), SpecError);
+}
+
+TEST(Planner, ModelTooLargeForTheClusterIsAClearError) {
+  PlannerOptions o;
+  o.global_batch = 8;
+  try {
+    Planner(parse_model_spec("gpt3-175b"), parse_cluster_spec("dgx-a100:1"), o).plan();
+    FAIL() << "175B cannot train on 8 GPUs of 80 GB";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be split"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Planner, NeverWorseThanTheEvenSplitGrid) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  Planner p(small_gpt(), c, o);
+  const Plan plan = p.plan();
+  double best_grid = 0;
+  for (int tp : {1, 2, 4, 8})
+    for (int pp : {1, 2, 4, 8}) {
+      if (16 % (tp * pp) != 0) continue;
+      for (int mbs : {1, 2, 4})
+        for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          ParallelConfig cfg;
+          cfg.tp = tp, cfg.pp = pp, cfg.dp = 16 / (tp * pp), cfg.micro_batch = mbs, cfg.recompute = r, cfg.zero = 1;
+          if (auto g = p.evaluate(cfg, true)) best_grid = std::max(best_grid, g->tokens_per_s);
+        }
+    }
+  ASSERT_GT(best_grid, 0);
+  EXPECT_GE(plan.tokens_per_s, best_grid * (1 - 1e-12));
+}
+
+TEST(Planner, SameInputsSamePlan) {
+  const ClusterSpec c = parse_cluster_spec("dgx-a100:2");
+  PlannerOptions o;
+  o.global_batch = 32;
+  const Plan a = Planner(small_gpt(), c, o).plan(), b = Planner(small_gpt(), c, o).plan();
+  EXPECT_EQ(describe(a.config), describe(b.config));
+  EXPECT_DOUBLE_EQ(a.iteration_time_s, b.iteration_time_s);
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t s = 0; s < a.stages.size(); ++s) EXPECT_EQ(a.stages[s].first_layer, b.stages[s].first_layer);
+}
+
+TEST(Planner, TunedRecordsReplaceAnalyticCosts) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  PlannerOptions o;
+  o.global_batch = 16;
+  o.pins = parse_pins("tp=8,pp=1,mbs=1,recompute=none,zero=1");
+  const Plan analytic = Planner(small_gpt(), c, o).plan();
+  EXPECT_EQ(analytic.tuned_estimates, 0);
+  int asked = 0;
+  o.lookup = [&asked](const OpKey& k) -> std::optional<double> {
+    ++asked;
+    if (k.op == "gemm") return 1e-3;  // every GEMM "measured" at 1 ms: much slower than the analytic estimate
+    return std::nullopt;
+  };
+  const Plan tuned = Planner(small_gpt(), c, o).plan();
+  EXPECT_GT(asked, 0);
+  EXPECT_GT(tuned.tuned_estimates, 0);
+  EXPECT_GT(tuned.iteration_time_s, analytic.iteration_time_s);
+  bool saw_tuned = false;
+  for (const auto& ls : tuned.stages[0].sharding)
+    for (const auto& op : ls.ops) saw_tuned = saw_tuned || op.source == "tuned";
+  EXPECT_TRUE(saw_tuned);
+}
+
+TEST(Planner, MoeAndMlpModelsPlan) {
+  PlannerOptions o;
+  o.global_batch = 32;
+  const Plan moe = Planner(parse_model_spec("moe:layers=4,hidden=1024,heads=16,experts=8,top_k=2,seq=1024"),
+                           parse_cluster_spec("dgx-h100:1"), o)
+                       .plan();
+  EXPECT_EQ(moe.config.tp * moe.config.pp * moe.config.dp, 8);
+  const Plan mlp = Planner(parse_model_spec("mlp:layers=4,hidden=1024"), parse_cluster_spec("dgx-a100:1"), o).plan();
+  EXPECT_EQ(mlp.config.tp * mlp.config.pp * mlp.config.dp, 8);
+}
+
+TEST(Planner, SchedulesTradeBubbleAndMemory) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  Planner p(small_gpt(), c, o);
+  ParallelConfig cfg;
+  cfg.tp = 2, cfg.pp = 4, cfg.dp = 2, cfg.micro_batch = 1, cfg.zero = 1;  // m = 64 / 2 = 32
+  cfg.schedule = Schedule::k1F1B;
+  auto one = p.evaluate(cfg, true);
+  cfg.schedule = Schedule::kGpipe;
+  auto gpipe = p.evaluate(cfg, true);
+  cfg.schedule = Schedule::kInterleaved, cfg.virtual_stages = 2;  // 8 blocks = 4 stages x 2 chunks
+  auto inter = p.evaluate(cfg, true);
+  ASSERT_TRUE(one && gpipe && inter);
+  EXPECT_EQ(one->config.num_micro_batches, 32);
+  // GPipe: same time, all 32 micro-batches in flight instead of at most p = 4.
+  EXPECT_DOUBLE_EQ(gpipe->iteration_time_s, one->iteration_time_s);
+  EXPECT_GT(gpipe->peak_memory_bytes, one->peak_memory_bytes);
+  // Interleaving halves the bubble (1/v)(p-1)/m and keeps more activations.
+  EXPECT_LT(inter->bubble_fraction, one->bubble_fraction);
+  EXPECT_GT(inter->peak_memory_bytes, one->peak_memory_bytes);
+  // pipe = m t_max + (sum t - t_max) / v, from the stage times.
+  double sum = 0, mx = 0;
+  for (const auto& s : one->stages) sum += s.time_per_micro_batch_s, mx = std::max(mx, s.time_per_micro_batch_s);
+  EXPECT_NEAR(one->pipeline_s, 32 * mx + (sum - mx), 1e-12);
+  sum = 0, mx = 0;
+  for (const auto& s : inter->stages) sum += s.time_per_micro_batch_s, mx = std::max(mx, s.time_per_micro_batch_s);
+  EXPECT_NEAR(inter->pipeline_s, 32 * mx + (sum - mx) / 2, 1e-12);
+  // Interleaving needs the layers to split into pp * v chunks: 8 blocks do not split into 4 x 3.
+  cfg.virtual_stages = 3;
+  std::string why;
+  EXPECT_FALSE(p.evaluate(cfg, true, &why));
+  EXPECT_NE(why.find("chunks"), std::string::npos) << why;
+}
+
+TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {
+  const ModelGraph g = small_gpt();  // embedding, 8 blocks, head
+  EXPECT_EQ(uniform_partition(g, 2), (std::vector<int>{0, 5, 10}));
+  EXPECT_EQ(uniform_partition(g, 3), (std::vector<int>{0, 4, 7, 10}));  // 3 + 3 + 2 blocks
+  EXPECT_TRUE(uniform_partition(g, 9).empty());
+}
+
+}  // namespace
+}  // namespace tuner::parallel

@@ -1,0 +1,172 @@
+// `tuner plan` and `tuner query --plans` as users run them: JSON output, pins,
+// exports, the plan log, and bad specs (exit code 2, one line on stderr, the
+// database unchanged).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class PlanCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuner_plan_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Result run(const std::string& args) const {
+    const auto out = dir_ / "stdout", err = dir_ / "stderr";
+    const std::string cmd = std::string(TUNER_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+  std::string db() const { return (dir_ / "t.db").string(); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
+
+constexpr const char* kSmall = "--model gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000 --cluster dgx-h100:2";
+
+TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
+  auto r = run(std::string("plan ") + kSmall + " --global-batch 64 --json --db " + db());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tp"].get<int>() * j["pp"].get<int>() * j["dp"].get<int>(), 16);
+  for (const char* k : {"micro_batch_size", "num_micro_batches", "schedule", "recompute", "iteration_time_s",
+                        "tflops_per_gpu", "mfu", "peak_memory_bytes", "stages"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_LE(j["peak_memory_bytes"].get<double>(), 80e9);
+
+  auto q = run("query --plans --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  auto plans = nlohmann::json::parse(q.out);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0]["tp"], j["tp"]);
+  EXPECT_EQ(plans[0]["plan"]["iteration_time_s"], j["iteration_time_s"]);
+  auto table = run("query --plans --db " + db());
+  EXPECT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("gpt:layers=8"), std::string::npos);
+}
+
+TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
+  const std::string fix = " --global-batch 64 --fix tp=2,pp=2,mbs=2,recompute=full,zero=1 --db " + db();
+  auto r = run(std::string("plan ") + kSmall + fix + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tp"], 2);
+  EXPECT_EQ(j["pp"], 2);
+  EXPECT_EQ(j["dp"], 4);
+  EXPECT_EQ(j["micro_batch_size"], 2);
+  EXPECT_EQ(j["recompute"], "full");
+
+  auto m = run(std::string("plan ") + kSmall + fix + " --export megatron");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("--tensor-model-parallel-size 2\n"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("--pipeline-model-parallel-size 2\n"), std::string::npos);
+  EXPECT_NE(m.out.find("--micro-batch-size 2\n"), std::string::npos);
+  EXPECT_NE(m.out.find("--recompute-granularity full\n"), std::string::npos);
+
+  auto d = run(std::string("plan ") + kSmall + fix + " --export deepspeed --out " + path("ds.json"));
+  ASSERT_EQ(d.code, 0) << d.err;
+  auto ds = nlohmann::json::parse(read_file(path("ds.json")));
+  EXPECT_EQ(ds["train_batch_size"], 64);
+  EXPECT_EQ(ds["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(ds["pipeline"]["stages"], 2);
+  EXPECT_EQ(ds["zero_optimization"]["stage"], 1);
+
+  auto t = run(std::string("plan ") + kSmall + fix + " --export torchtitan");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("tensor_parallel_degree = 2\n"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("pipeline_parallel_degree = 2\n"), std::string::npos);
+  EXPECT_NE(t.out.find("pipeline_parallel_microbatch_size = 2\n"), std::string::npos);
+  EXPECT_NE(t.out.find("mode = \"full\"\n"), std::string::npos);
+}
+
+TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
+  auto ok = run(std::string("plan ") + kSmall + " --global-batch 64 --db " + db());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const std::string before = run("query --plans --json --db " + db()).out;
+
+  std::ofstream(path("cyclic.json")) << R"({"layers": [{"ops": [
+      {"name": "a", "type": "linear", "in": 64, "out": 64, "inputs": ["b"]},
+      {"name": "b", "type": "linear", "in": 64, "out": 64, "inputs": ["a"]}]}]})";
+  std::ofstream(path("b200.json")) << R"({"nodes": 2, "gpus_per_node": 8, "gpu": "b200",
+      "intra_node": {"bandwidth_gbps": 900}, "inter_node": {"bandwidth_gbps": 50}})";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"--model gpt3-175b --cluster dgx-h100:0", "nodes must be positive"},
+      {"--model gpt3-175b --cluster " + path("b200.json"), "unknown GPU type 'b200'"},
+      {"--model gpt:layers=4,hidden=oops,heads=8 --cluster dgx-h100:1", "not an integer"},
+      {"--model " + path("cyclic.json") + " --cluster dgx-h100:1", "cycle"},
+      {"--model gpt3-175b --cluster dgx-a100:1 --global-batch 8", "cannot be split"},
+      {std::string(kSmall) + " --global-batch 64 --fix tp=3", "tp=3"},
+      {std::string(kSmall) + " --fix colour=red", "unknown"},
+      {std::string(kSmall) + " --export excel", "allowed: megatron, deepspeed, torchtitan"},
+  };
+  for (const auto& c : cases) {
+    auto r = run("plan " + c.args + " --db " + db());
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+  EXPECT_EQ(run("query --plans --json --db " + db()).out, before);
+
+  // A failed plan creates no database where there was none.
+  auto none = run("plan --model gpt3-175b --cluster dgx-h100:0 --db " + path("new.db"));
+  EXPECT_EQ(none.code, 2);
+  EXPECT_FALSE(std::filesystem::exists(path("new.db")));
+}
+
+TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
+  // A one-layer f32 MLP on one H100 node, pinned to tp=1, mbs=1: its linears are GEMMs
+  // M = 1 x 64 tokens, N = 256, K = 256. Tune exactly that GEMM on the sim H100 first.
+  std::ofstream(path("mlp.json")) << R"({"seq": 64, "dtype": "f32", "layers": [{"ops": [
+      {"name": "fc1", "type": "linear", "in": 256, "out": 256, "inputs": ["input"]},
+      {"name": "fc2", "type": "linear", "in": 256, "out": 256, "inputs": ["fc1"]}]}]})";
+  const std::string plan = "plan --model " + path("mlp.json") +
+                           " --cluster dgx-h100:1 --global-batch 8 --fix tp=1,pp=1,mbs=1 --json --db " + db();
+  auto before = run(plan);
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_EQ(nlohmann::json::parse(before.out)["cost_sources"]["tuned"], 0);
+
+  auto tune = run("tune --op gemm --shape M=64,N=256,K=256 --device sim:h100-sxm --trials 2 --seed 1 --db " + db());
+  ASSERT_EQ(tune.code, 0) << tune.err;
+  auto after = run(plan);
+  ASSERT_EQ(after.code, 0) << after.err;
+  auto j = nlohmann::json::parse(after.out);
+  EXPECT_EQ(j["cost_sources"]["tuned"], 2);  // fc1 and fc2
+  EXPECT_EQ(j["stages"][0]["sharding"][0]["ops"][0]["source"], "tuned");
+  EXPECT_EQ(run("query --plans --json --db " + db()).out.empty(), false);
+}
+
+}  // namespace

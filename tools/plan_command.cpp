@@ -1,0 +1,204 @@
+// `tuner plan`: parses the model and cluster specs and the pins, wires the
+// tuning database's records in as kernel times, runs the parallel planner,
+// logs the plan in the database and prints it (table, JSON, or an export).
+// Nothing is written to the database unless a plan was found.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/model_spec.h"
+#include "search/parallel/plan_export.h"
+#include "search/parallel/plan_json.h"
+#include "search/parallel/planner.h"
+#include "tools/cli_common.h"
+#include "tools/options.h"
+
+namespace tuner::cli {
+
+namespace {
+
+namespace par = tuner::parallel;
+
+/// Kernel times from the database: the best ok record of the workload on a real GPU of the cluster's
+/// type (compute capability + SM count), else on its sim device ("sim:<key>", an estimate).
+par::TunedLookup db_lookup(std::shared_ptr<db::TuningDb> store, const costmodel::GpuSpec& gpu) {
+  return [store, gpu](const par::OpKey& key) -> std::optional<double> {
+    db::QueryFilter f;
+    f.op = key.op;
+    f.shape = key.shape;
+    f.dtype = key.dtype;
+    f.ok_only = true;
+    f.cc_major = gpu.cc_major;
+    f.cc_minor = gpu.cc_minor;
+    f.sm_count = gpu.sm_count;
+    f.simulated = false;
+    if (auto r = store->best(f)) return r->mean_time_ms > 0 ? r->mean_time_ms / 1e3 : r->trial.time_ms / 1e3;
+    f.simulated = true;
+    f.device_name = "sim:" + gpu.key;
+    if (auto r = store->best(f)) return r->mean_time_ms > 0 ? r->mean_time_ms / 1e3 : r->trial.time_ms / 1e3;
+    return std::nullopt;
+  };
+}
+
+std::string gb(double bytes) { return fixed(bytes / 1e9, 1) + " GB"; }
+
+void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::ClusterSpec& cluster,
+                int64_t global_batch) {
+  const par::ParallelConfig& c = plan.config;
+  std::cout << "model " << model.name << " (" << fixed(par::model_params(model) / 1e9, 2) << "B parameters, seq "
+            << model.seq << ") on " << cluster.name << " (" << cluster.total_gpus() << " x " << cluster.gpu.key
+            << "), global batch " << global_batch << "\n\n";
+  print_table({"tp", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
+              {{std::to_string(c.tp), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
+                std::to_string(c.num_micro_batches),
+                par::to_string(c.schedule) +
+                    (c.schedule == par::Schedule::kInterleaved ? " v=" + std::to_string(c.virtual_stages) : ""),
+                par::to_string(c.recompute), std::to_string(c.zero), plan.sequence_parallel ? "yes" : "no"}});
+  std::cout << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const auto& sp = plan.stages[s];
+    std::string shard;
+    for (const auto& ls : sp.sharding) {
+      std::string ops;
+      for (const auto& op : ls.ops)
+        ops += (ops.empty() ? "" : " ") + op.op + ":" + op.strategy +
+               (op.source == "tuned" ? "(t)" : op.source == "mixed" ? "(m)" : "");
+      shard += (shard.empty() ? "" : "; ") + ls.layer + " x" + std::to_string(ls.count) + " [" + ops + "]";
+    }
+    rows.push_back({std::to_string(s), std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1),
+                    std::to_string(sp.mesh.d0) + "x" + std::to_string(sp.mesh.d1),
+                    fixed(sp.time_per_micro_batch_s * 1e3, 2), gb(sp.memory.weights), gb(sp.memory.gradients),
+                    gb(sp.memory.optimizer), gb(sp.memory.activations), gb(sp.memory.total()), shard});
+  }
+  print_table({"stage", "layers", "mesh", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
+               "sharding (R repl, B batch, C column, K reduction, H heads, F features, V vocab, E experts, P ffn)"},
+              rows);
+  std::cout << "\n";
+  print_table({"iteration s", "tokens/s", "TFLOP/s/GPU", "MFU", "peak memory", "bubble", "dp exposed s", "optimizer s"},
+              {{fixed(plan.iteration_time_s, 3), fixed(plan.tokens_per_s, 0), fixed(plan.tflops_per_gpu, 1),
+                fixed(plan.mfu * 100, 1) + "%",
+                gb(plan.peak_memory_bytes) + " of " + gb(plan.memory_capacity_bytes) + " (stage " +
+                    std::to_string(plan.peak_stage) + ")",
+                fixed(plan.bubble_fraction * 100, 1) + "%", fixed(plan.dp_exposed_s, 3), fixed(plan.optimizer_s, 3)}});
+  std::cout << "\ncompute costs: " << plan.tuned_estimates << " of " << plan.kernel_estimates
+            << " kernel estimates from tuned records, the rest analytic (estimates, not measurements);"
+            << " ops marked (t) use tuned records, (m) partly\n";
+  std::cout << "searched " << plan.configs_evaluated << " configurations, " << plan.ilp_solves
+            << " sharding ILPs (CBC" << (plan.ilp_optimal ? ", all proven optimal" : "") << "), in "
+            << fixed(plan.planning_s, 2) << " s\n";
+}
+
+}  // namespace
+
+int plan_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string model_spec, cluster_spec, fix, db_path, export_name, out_path;
+  int64_t global_batch = 0;
+  po::options_description desc("tuner plan: plan tensor, pipeline and data parallelism for a model on a cluster");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("model", po::value(&model_spec)->required(), "preset (gpt3-175b, llama3-70b, ...), family form (gpt:layers=..,hidden=..,heads=..), or model.json")
+      ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
+      ("global-batch", po::value(&global_batch)->default_value(1024), "sequences per iteration")
+      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
+      ("json", "one JSON document on stdout")
+      ("export", po::value(&export_name)->default_value(""), "print the plan as megatron arguments, deepspeed JSON or torchtitan TOML")
+      ("out", po::value(&out_path)->default_value(""), "write the export to this file instead of stdout");
+  po::variables_map vm;
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {  // before the required options are checked
+    std::cout << desc;
+    return 0;
+  }
+  if (!parse_options("plan", args, desc, vm)) {
+    std::cout << desc;
+    return 0;
+  }
+  if (global_batch <= 0) throw UsageError("--global-batch " + std::to_string(global_batch) + " must be positive");
+  std::optional<par::ExportFormat> format;
+  if (!export_name.empty()) {
+    format = par::export_format_from_string(export_name);
+    if (!format) throw UsageError("--export " + export_name + " is unknown; allowed: megatron, deepspeed, torchtitan");
+  }
+  if (!out_path.empty() && !format) throw UsageError("--out needs --export");
+
+  par::ModelGraph model;
+  par::ClusterSpec cluster;
+  par::PlannerOptions opts;
+  try {
+    model = par::parse_model_spec(model_spec);
+    cluster = par::parse_cluster_spec(cluster_spec);
+    opts.pins = par::parse_pins(fix);
+  } catch (const par::SpecError& e) {
+    throw UsageError(e.what());
+  }
+  opts.global_batch = global_batch;
+
+  // Read tuned records from an existing database; never create one before a plan exists.
+  std::shared_ptr<db::TuningDb> reader;
+  if (std::filesystem::exists(db_path)) {
+    try {
+      reader = std::make_shared<db::TuningDb>(db::TuningDb::open_existing(db_path));
+    } catch (const db::DbError& e) {
+      throw UsageError(e.what());
+    }
+    opts.lookup = db_lookup(reader, cluster.gpu);
+  }
+
+  par::Plan plan;
+  try {
+    par::Planner planner(model, cluster, opts);
+    plan = planner.plan();
+  } catch (const par::SpecError& e) {
+    throw UsageError(e.what());
+  }
+  reader.reset();
+
+  const nlohmann::ordered_json plan_json = par::plan_to_json(plan, model, cluster, global_batch);
+  db::PlanRecord rec;
+  rec.model = model_spec;
+  rec.cluster = cluster_spec;
+  rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch}, {"fix", par::to_string(opts.pins)}}.dump();
+  rec.plan_json = plan_json.dump();
+  rec.tp = plan.config.tp;
+  rec.pp = plan.config.pp;
+  rec.dp = plan.config.dp;
+  rec.iteration_time_s = plan.iteration_time_s;
+  rec.tflops_per_gpu = plan.tflops_per_gpu;
+  rec.mfu = plan.mfu;
+  rec.peak_memory_bytes = static_cast<int64_t>(plan.peak_memory_bytes);
+  rec.planning_s = plan.planning_s;
+  try {
+    db::TuningDb store(db_path);
+    store.add_plan(rec);
+  } catch (const db::DbError& e) {
+    throw UsageError(e.what());
+  }
+
+  if (format) {
+    const std::string text = par::export_plan(*format, plan, model, global_batch);
+    if (out_path.empty()) {
+      std::cout << text;
+      return 0;
+    }
+    std::ofstream f(out_path);
+    if (!f || !(f << text)) throw UsageError("cannot write --out file '" + out_path + "'");
+  }
+  if (vm.count("json")) {
+    nlohmann::ordered_json j = plan_json;
+    j["plan_id"] = rec.id;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_plan(plan, model, cluster, global_batch);
+  std::cout << "logged as plan " << rec.id << " in " << db_path << "\n";
+  if (!out_path.empty()) std::cout << export_name << " export written to " << out_path << "\n";
+  return 0;
+}
+
+}  // namespace tuner::cli
