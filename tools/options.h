@@ -11,13 +11,14 @@
 
 namespace tuner::cli {
 
-/// Parses args against desc; prints usage and returns false for --help.
+/// Parses args against desc; returns false for --help (the caller prints usage), whatever else is missing.
 inline bool parse_options(const std::string& command, const std::vector<std::string>& args,
                           const boost::program_options::options_description& desc,
                           boost::program_options::variables_map& vm) {
   namespace po = boost::program_options;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
+    if (vm.count("help")) return false;  // before notify(): --help needs none of the required options
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(command + ": " + e.what() + " (see `tuner " + command + " --help`)");

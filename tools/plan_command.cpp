@@ -110,11 +110,6 @@ int plan_command(const std::vector<std::string>& args) {
       ("export", po::value(&export_name)->default_value(""), "print the plan as megatron arguments, deepspeed JSON or torchtitan TOML")
       ("out", po::value(&out_path)->default_value(""), "write the export to this file instead of stdout");
   po::variables_map vm;
-  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
-      std::find(args.begin(), args.end(), "-h") != args.end()) {  // before the required options are checked
-    std::cout << desc;
-    return 0;
-  }
   if (!parse_options("plan", args, desc, vm)) {
     std::cout << desc;
     return 0;

@@ -145,6 +145,14 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   EXPECT_NE(bad_trials.err.find("'all'"), std::string::npos) << bad_trials.err;
 }
 
+TEST_F(Cli, HelpNeedsNoRequiredOption) {
+  for (const char* command : {"tune --help", "plan --help", "query --help", "tune -h"}) {
+    auto r = run(command);
+    EXPECT_EQ(r.code, 0) << command << ": " << r.err;
+    EXPECT_NE(r.out.find("--"), std::string::npos) << command;
+  }
+}
+
 TEST_F(Cli, DevicesListsTheSimDevices) {
   auto r = run("devices --json");
   ASSERT_EQ(r.code, 0) << r.err;
