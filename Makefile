@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 # Empty: tuner picks cuda:0 when a GPU is present, else sim:h100-sxm.
 DEVICE ?=
 SHAPE ?= M=1000,N=1000,K=1000
-TRIALS ?= 48
+TRIALS ?= 128
 DB ?= tuning.db
 
 .PHONY: setup build run test bench clean
