@@ -71,6 +71,7 @@ __device__ __forceinline__ uint4 load_chunk_guarded(const elem_t* p, int col, in
 constexpr int kARowStep = kThreads / kACpr;  // A rows between one thread's successive chunks
 constexpr int kBRowStep = kThreads / kBCpr;  // B rows between one thread's successive chunks
 static_assert(kThreads % kACpr == 0 && kThreads % kBCpr == 0, "whole rows of chunks per pass");
+static_assert(kARowStep % 8 == 0, "a thread's A chunks keep one swizzled column (8-row line groups)");
 
 // A thread's fixed share of every tile: chunk i of A is row a_row + i*kARowStep at column chunk a_c
 // (its swizzled column is the same for every i, as kARowStep is a multiple of 8 rows per line
@@ -363,7 +364,7 @@ size_t tc_shared_bytes(const TcTiling& t) {
 int64_t tc_workspace_floats(int64_t batch, int64_t m, int64_t n) {
   const int64_t outputs = batch * m * n;
   const int64_t partials = outputs <= kTcMaxSplitOutputElements ? kTcMaxSplit * outputs : 0;
-  const int64_t counters = batch * ((m + 63) / 64) * ((n + 63) / 64);
+  const int64_t counters = batch * ((m + 31) / 32) * ((n + 31) / 32);
   return partials + counters;
 }
 

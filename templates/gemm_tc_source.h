@@ -51,7 +51,7 @@ inline constexpr const char* kTcReferenceKernelName = "gemm_tc_reference";
 int tc_threads(const TcTiling& t);
 size_t tc_shared_bytes(const TcTiling& t);
 /// Floats of the workspace: split-K partials ([split][batch][M][N], when batch*M*N <= kTcMaxSplitOutputElements)
-/// followed by one counter word per tile of the smallest tiling (64 x 64).
+/// followed by one counter word per tile of the smallest tiling (32 x 32).
 int64_t tc_workspace_floats(int64_t batch, int64_t m, int64_t n);
 /// Largest split_k any config may use, and the largest batch*M*N for which split-K is offered
 /// (the workspace holds kTcMaxSplit partial outputs).

@@ -241,7 +241,8 @@ struct CudaRunner::Impl {
 
   static std::string key_of(const MeasureRequest& r) {
     std::string k = r.reference_kernel_name + "|" + std::to_string(r.settings.input_seed);
-    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements);
+    // The dtype too: one template's configs may differ in an output's type (gemm_tc_mma's OUT_F32).
+    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements) + ":" + templates::to_string(b.dtype);
     for (int32_t s : r.scalar_args) k += "|" + std::to_string(s);
     return k;
   }

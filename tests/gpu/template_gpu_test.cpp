@@ -25,7 +25,9 @@ struct GpuCase {
   const char* dtype;
 };
 
-class GpuTemplates : public ::testing::TestWithParam<GpuCase> {
+/// Skips without a GPU; device_ is cuda:0.
+template <class Base>
+class OnGpu : public Base {
  protected:
   void SetUp() override {
     std::string why;
@@ -34,6 +36,9 @@ class GpuTemplates : public ::testing::TestWithParam<GpuCase> {
   }
   DeviceTarget device_;
 };
+
+class GpuTemplates : public OnGpu<::testing::TestWithParam<GpuCase>> {};
+class GpuVendorBase : public OnGpu<::testing::Test> {};
 
 TEST_P(GpuTemplates, EveryReducedSpaceConfigIsCorrect) {
   const auto w = templates::parse_workload(GetParam().op, GetParam().shape, GetParam().dtype);
@@ -86,7 +91,25 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
-class GpuVendor : public GpuTemplates {};
+TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
+  // A kernel that writes nothing leaves the 0x7E00 (f16) / 0x7FC0 (bf16) NaNs: never a pass.
+  for (const char* dtype : {"f16", "bf16"}) {
+    const auto w = templates::parse_workload("softmax", "rows=33,cols=1001", dtype);
+    const auto& tmpl = templates::find_template(w.op, w.dtype);
+    auto space = tmpl.reduced_space(w, device_.limits);
+    auto k = tmpl.instantiate(space, space.at(0), w);
+    NvrtcBuilder builder(nullptr);
+    auto lazy = builder.compile({"extern \"C\" __global__ void " + k.kernel_name + "() {}", k.kernel_name,
+                                 device_.limits.arch, {}});
+    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(lazy.ok() && ref.ok()) << ref.log;
+    WorkerClient worker(TUNER_BIN);
+    auto res = worker.measure(measure_request(device_.spec, k, lazy.cubin, {}, ref.cubin), 30);
+    EXPECT_EQ(res.status, "wrong_answer") << dtype << ": " << res.message;
+  }
+}
+
+class GpuVendor : public GpuVendorBase {};
 
 TEST_F(GpuVendor, CublasGemmExMatchesTheReferenceForHalfAndBatchedGemms) {
   for (auto [op, shape, dtype] : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},

@@ -46,8 +46,8 @@ TEST(GemmTcTemplate, GeometryWorkspaceAndTensorCoreProfile) {
   ASSERT_EQ(k.buffers.size(), 4u);
   EXPECT_EQ(k.buffers[2].dtype, DType::kF32) << "OUT_F32";
   EXPECT_TRUE(k.buffers[3].workspace);
-  // 8 partial outputs of 3*200*136 floats, then one counter per 64x64 tile: 3 * 4 * 3.
-  EXPECT_EQ(k.buffers[3].elements, 8 * 3 * 200 * 136 + 3 * 4 * 3);
+  // 8 partial outputs of 3*200*136 floats, then one counter per 32x32 tile: 3 * 7 * 5.
+  EXPECT_EQ(k.buffers[3].elements, 8 * 3 * 200 * 136 + 3 * 7 * 5);
   EXPECT_TRUE(k.profile.tensor_cores);
   EXPECT_EQ(k.profile.vector_width, 1) << "K = 300 is not a multiple of 8: the guarded path";
   EXPECT_EQ(k.profile.main_loop_iterations, 5);  // ceil(300/32) = 10 k-tiles over 2 splits
