@@ -3,7 +3,8 @@
 // softmax/layernorm rows with a fixed trial budget each, and prints, per
 // workload, the best time, TFLOP/s, % of cuBLAS (GEMMs, on a GPU: measured by
 // the same protocol on the same buffers) and % of roofline (GEMMs: attained
-// FLOP/s over min(peak, intensity x DRAM bandwidth); memory-bound ops: % of
+// FLOP/s over min(peak, intensity x DRAM bandwidth), the peak of the units the template uses:
+// tensor cores for gemm_tc, fp32 lanes otherwise; memory-bound ops: % of
 // DRAM bandwidth on their compulsory bytes). Without a GPU it runs against a
 // sim device and labels every figure an estimate. Writes results/template_bench.json.
 //
@@ -60,7 +61,6 @@ struct BenchWorkload {
   const char* group;
 };
 
-// conv2d (ResNet-50 layers) is in the list but has no template yet: not benchmarked.
 const std::vector<BenchWorkload>& workloads() {
   static const std::vector<BenchWorkload> w = {
       {"gemm", "M=4096,N=4096,K=4096", "f16", "square"},
@@ -72,6 +72,11 @@ const std::vector<BenchWorkload>& workloads() {
       {"gemm", "M=128,N=4096,K=4096", "f16", "decode"},
       {"gemm", "M=4096,N=4096,K=512", "f16", "short K"},
       {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", "attention"},
+      // ResNet-50 (batch 32): the stem, a 3x3 of stage 2, a strided 3x3 and a 1x1 of stage 3.
+      {"conv2d", "N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3", "f16", "resnet50"},
+      {"conv2d", "N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1", "f16", "resnet50"},
+      {"conv2d", "N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1", "f16", "resnet50"},
+      {"conv2d", "N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0", "f32", "resnet50"},
       {"softmax", "rows=4096,cols=4096", "f16", "memory"},
       {"softmax", "rows=4096,cols=32768", "f16", "memory"},
       {"layernorm", "rows=4096,cols=4096", "f16", "memory"},
@@ -82,8 +87,8 @@ const std::vector<BenchWorkload>& workloads() {
 
 bool memory_bound(const std::string& op) { return op == "softmax" || op == "layernorm"; }
 
-double peak_tflops(const costmodel::GpuSpec& g, templates::DType d) {
-  return d == templates::DType::kF32 ? g.peak_fp32_tflops : g.peak_fp16_tflops;
+double peak_tflops(const costmodel::GpuSpec& g, bool tensor_cores) {
+  return tensor_cores ? g.peak_fp16_tflops : g.peak_fp32_tflops;
 }
 
 }  // namespace
@@ -97,7 +102,7 @@ int main(int argc, char** argv) {
   const std::string label = device.simulated ? " (ESTIMATES of the analytic model, not measurements)" : "";
   std::printf("Template library on %s, %d trials per workload, strategy %s%s\n", device.identity.name.c_str(),
               args.trials, args.strategy.c_str(), label.c_str());
-  std::printf("  %-12s %-26s %-5s %-22s %10s %9s %9s %10s %10s\n", "op", "shape", "dtype", "template", "best ms",
+  std::printf("  %-12s %-48s %-5s %-22s %10s %9s %9s %10s %10s\n", "op", "shape", "dtype", "template", "best ms",
               "TFLOP/s", "GB/s", "% cuBLAS", "% roofline");
 
   NvrtcBuilder builder(nullptr);
@@ -123,7 +128,7 @@ int main(int argc, char** argv) {
     if (ms > 0) {
       const double floor_ms = memory_bound(bw.op)
                                   ? k.bytes / (bw_gbps * 1e9) * 1e3
-                                  : std::max(k.flops / (peak_tflops(device.gpu, o.workload.dtype) * 1e12),
+                                  : std::max(k.flops / (peak_tflops(device.gpu, k.profile.tensor_cores) * 1e12),
                                              k.bytes / (bw_gbps * 1e9)) * 1e3;
       roofline = 100.0 * floor_ms / ms;
     }
@@ -140,7 +145,7 @@ int main(int argc, char** argv) {
     }
     char pct[32] = "-";
     if (cublas_pct >= 0) std::snprintf(pct, sizeof pct, "%.1f%%", cublas_pct);
-    std::printf("  %-12s %-26s %-5s %-22s %10.4f %9.1f %9.0f %10s %9.1f%%%s\n", bw.op, bw.shape, bw.dtype,
+    std::printf("  %-12s %-48s %-5s %-22s %10.4f %9.1f %9.0f %10s %9.1f%%%s\n", bw.op, bw.shape, bw.dtype,
                 tmpl.name().c_str(), ms, tflops, gbps, pct, roofline, memory_bound(bw.op) ? " of DRAM BW" : "");
     std::fflush(stdout);
     rows.push_back({{"op", bw.op}, {"shape", bw.shape}, {"dtype", bw.dtype}, {"group", bw.group},
