@@ -21,7 +21,9 @@ class Conv2dTemplate final : public KernelTemplate {
  public:
   std::string name() const override { return "conv2d_igemm_simt"; }
   std::string op() const override { return "conv2d"; }
-  std::vector<DType> dtypes() const override { return {DType::kF32, DType::kF16, DType::kBF16}; }
+  /// f32 in the registry: f16 and bf16 conv2d go to conv2d_igemm_tc. The generator and the reference
+  /// still take every dtype (the tensor-core template reuses the reference and the instance's buffers).
+  std::vector<DType> dtypes() const override { return {DType::kF32}; }
   std::string source_text() const override;
   std::optional<std::string> unsupported(const Workload& w) const override;
   search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const override;

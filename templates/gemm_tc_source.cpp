@@ -18,23 +18,8 @@ constexpr bool kBf16 = @BF16@;                     // operand type: bf16 (else f
 typedef @OUT_T@ out_t;                             // C's element type
 )cuda";
 
-constexpr std::string_view kBody = R"cuda(
-constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;
-constexpr int kMi = kWM / 16, kNi = kWN / 8;       // mma tiles per warp (m16 x n8)
-constexpr int kACpr = kBK / 8, kBCpr = kBN / 8;    // 16-byte chunks per shared row of A and B
-constexpr int kAChunks = kBM * kACpr, kBChunks = kBK * kBCpr;
-constexpr int kALoads = kAChunks / kThreads, kBLoads = kBChunks / kThreads;
-constexpr int kAStage = kBM * kBK, kBStage = kBK * kBN;  // elements per stage
-constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
-constexpr int kMaxSplit = 8;
-static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
-static_assert(kWM % 16 == 0 && kWN % 16 == 0, "warp tile: multiples of 16");
-static_assert(kBK % 16 == 0, "bk: multiple of 16");
-static_assert(kAChunks % kThreads == 0 && kBChunks % kThreads == 0, "tiles split evenly over threads");
-static_assert(kStages >= 2 && kStages <= 5, "stages 2..5");
-static_assert(kThreads <= 1024, "threads per block");
-
+constexpr std::string_view kPtx = R"cuda(
+// ---- inline-PTX helpers (need elem_t and kBf16) ----
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   unsigned r;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
@@ -68,6 +53,59 @@ __device__ __forceinline__ uint4 load_chunk_guarded(const elem_t* p, int col, in
   return v;
 }
 
+__device__ __forceinline__ void st_shared16(unsigned addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (kBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+)cuda";
+
+constexpr std::string_view kBody = R"cuda(
+constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kMi = kWM / 16, kNi = kWN / 8;       // mma tiles per warp (m16 x n8)
+constexpr int kACpr = kBK / 8, kBCpr = kBN / 8;    // 16-byte chunks per shared row of A and B
+constexpr int kAChunks = kBM * kACpr, kBChunks = kBK * kBCpr;
+constexpr int kALoads = kAChunks / kThreads, kBLoads = kBChunks / kThreads;
+constexpr int kAStage = kBM * kBK, kBStage = kBK * kBN;  // elements per stage
+constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
+constexpr int kMaxSplit = 8;
+static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
+static_assert(kWM % 16 == 0 && kWN % 16 == 0, "warp tile: multiples of 16");
+static_assert(kBK % 16 == 0, "bk: multiple of 16");
+static_assert(kAChunks % kThreads == 0 && kBChunks % kThreads == 0, "tiles split evenly over threads");
+static_assert(kStages >= 2 && kStages <= 5, "stages 2..5");
+static_assert(kThreads <= 1024, "threads per block");
+
 constexpr int kARowStep = kThreads / kACpr;  // A rows between one thread's successive chunks
 constexpr int kBRowStep = kThreads / kBCpr;  // B rows between one thread's successive chunks
 static_assert(kThreads % kACpr == 0 && kThreads % kBCpr == 0, "whole rows of chunks per pass");
@@ -79,11 +117,6 @@ static_assert(kARowStep % 8 == 0, "a thread's A chunks keep one swizzled column 
 struct TileLoader {
   int a_row, a_c, b_row, b_c;
 };
-
-__device__ __forceinline__ void st_shared16(unsigned addr, uint4 v) {
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-}
 
 // Global -> shared stage (byte addresses as, bs) for k-tile kt: A rows row0.. (kBM x kBK), B rows
 // kt*kBK.. (kBK x kBN).
@@ -121,29 +154,6 @@ __device__ __forceinline__ void load_tiles(unsigned as, unsigned bs, const elem_
   }
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (kBf16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
 // One shared stage through the warp's kMi x kNi mma tiles.
 __device__ __forceinline__ void compute_stage(unsigned as, unsigned bs, int wm0, int wn0, int lane,
                                               float (&acc)[kMi][kNi][4]) {
@@ -178,12 +188,6 @@ __device__ __forceinline__ void compute_stage(unsigned as, unsigned bs, int wm0,
 __device__ __forceinline__ out_t to_out(float v) {
   if constexpr (sizeof(out_t) == 4) return v;
   else return from_float(v);
-}
-
-__device__ __forceinline__ float ld_cg(const float* p) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
-  return v;
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -355,6 +359,8 @@ std::string out_type(bool out_f32) { return out_f32 ? "float" : "elem_t"; }
 
 }  // namespace
 
+std::string tc_ptx_helpers_source() { return std::string(kPtx); }
+
 int tc_threads(const TcTiling& t) { return 32 * (t.bm / t.wm) * (t.bn / t.wn); }
 
 size_t tc_shared_bytes(const TcTiling& t) {
@@ -382,7 +388,7 @@ std::string gemm_tc_source(const TcTiling& t) {
   replace_all(constants, "@OUT_T@", out_type(t.out_f32 != 0));
   std::string out = "// gemm_tc: tensor-core GEMM (mma.sync m16n8k16), generated by tuner::templates::gemm_tc_source().\n";
   out += element_source(t.dtype);
-  out.append(constants).append(kBody);
+  out.append(constants).append(kPtx).append(kBody);
   return out;
 }
 
@@ -394,7 +400,7 @@ std::string gemm_tc_reference_source(DType d, bool out_f32) {
 
 std::string gemm_tc_template_text() {
   std::string out = element_source_text();
-  out.append(kConstants).append(kBody).append(kReference);
+  out.append(kConstants).append(kPtx).append(kBody).append(kReference);
   return out;
 }
 

@@ -63,4 +63,10 @@ std::string gemm_tc_source(const TcTiling& t);
 std::string gemm_tc_reference_source(DType d, bool out_f32);
 std::string gemm_tc_template_text();
 
+/// The inline-PTX helpers of the tensor-core kernels, shared with conv2d_tc: 32-bit shared
+/// addresses, the XOR swizzle swz(row, chunk, chunks_per_row), cp.async (16 bytes, zero-fill),
+/// guarded 16-byte chunk loads, st.shared, ldmatrix (x4, x4.trans), mma.m16n8k16 (bf16 when the
+/// source defines kBf16 true, else f16) and ld.global.cg. Needs elem_t and kBf16 defined first.
+std::string tc_ptx_helpers_source();
+
 }  // namespace tuner::templates

@@ -83,6 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"batched_gemm", "B=2,M=65,N=127,K=257", "bf16"},
                       GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32"},
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f16"},
+                      GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
                       GpuCase{"conv2d", "N=1,H=16,W=16,C=8,K=24,R=5,S=3,stride=3,pad=2", "bf16"}),
     [](const auto& info) {
       std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape;

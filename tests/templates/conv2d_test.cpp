@@ -1,4 +1,5 @@
 #include "templates/conv2d.h"
+#include "templates/conv2d_tc.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,35 @@ TEST(Conv2dTemplate, ContractHoldsInEveryDtype) {
     check_template_contract(t, parse_workload("conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", dt));
     check_template_contract(t, parse_workload("conv2d", "N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1", dt));
   }
-  EXPECT_EQ(find_template("conv2d", DType::kF16).name(), "conv2d_igemm_simt");
+  EXPECT_EQ(find_template("conv2d", DType::kF32).name(), "conv2d_igemm_simt");
+  EXPECT_EQ(find_template("conv2d", DType::kF16).name(), "conv2d_igemm_tc");
+  EXPECT_EQ(find_template("conv2d", DType::kBF16).name(), "conv2d_igemm_tc");
+  Conv2dTcTemplate tc;
+  for (const char* dt : {"f16", "bf16"}) {
+    check_template_contract(tc, parse_workload("conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", dt));
+    check_template_contract(tc, parse_workload("conv2d", "N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1", dt));
+  }
+}
+
+TEST(Conv2dTcTemplate, TensorCoreInstanceSharesTheSimtReferenceAndBuffers) {
+  Conv2dTcTemplate t;
+  auto w = parse_workload("conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16");
+  auto space = t.space(w, h100_test_limits());
+  search::Config c{64, 64, 32, 32, 32, 3};  // BM BN BK WM WN STAGES
+  ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
+  auto k = t.instantiate(space, c, w);
+  // GEMM-M = 2*7*6 = 84 -> 2 pixel tiles; K = 20 -> 1 filter tile; 4 warps.
+  EXPECT_EQ(k.launch.grid[0], 2u);
+  EXPECT_EQ(k.launch.block[0], 128u);
+  EXPECT_EQ(k.launch.dynamic_shared_bytes, 3 * (64 + 64) * 32 * 2);
+  EXPECT_EQ(k.kernel_name, "conv2d_igemm");
+  EXPECT_EQ(k.reference_kernel_name, "conv2d_reference");
+  EXPECT_EQ(k.buffers.size(), 3u);
+  EXPECT_EQ(k.scalar_args.size(), 12u);
+  EXPECT_TRUE(k.profile.tensor_cores);
+  EXPECT_EQ(k.profile.vector_width, 8) << "C = 16: 16-byte cp.async chunks of channels";
+  EXPECT_DOUBLE_EQ(k.tolerance, 2e-3);
+  EXPECT_DOUBLE_EQ(k.flops, 2.0 * 84 * 20 * (3 * 3 * 16));
 }
 
 TEST(Conv2dTemplate, ImplicitGemmShapeGeometryAndCounts) {

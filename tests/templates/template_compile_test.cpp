@@ -101,7 +101,9 @@ INSTANTIATE_TEST_SUITE_P(
                       CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32",
                                   "h100-sxm"},
                       CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
-                                  "h100-sxm"}),
+                                  "h100-sxm"},
+                      CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
+                                  "a100-sxm4-80gb"}),
     case_name);
 
 }  // namespace
