@@ -14,7 +14,8 @@ constexpr double kBarrierCycles = 150;         // a __syncthreads drains the blo
 constexpr double kSpillTouchedPerStep = 0.5;   // share of spilled words loaded or stored per inner step
 constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
-constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
+constexpr double kWarpsToHideFmaLatency = 32;
+constexpr double kFmaPerMmaThread = 64;        // FMAs per thread of one mma.sync.m16n8k16 (16*8*16 / 32)  // resident warps x ILP needed per SM to keep lanes busy
 
 }  // namespace
 
@@ -77,14 +78,20 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
   // main-loop iteration it issues global loads and shared stores. A kernel that spills reloads and
   // stores spilled words inside its loops: we charge half of its local words per inner step.
   const double fma_per_thread = p.flops / 2.0 / (blocks * p.threads_per_block);
-  const double steps_per_thread = fma_per_thread / std::max(p.ilp, 1);
+  // On tensor cores one warp-wide mma.m16n8k16 does 2048 FMAs (64 per thread) and the SM's rate is
+  // the fp16/bf16 tensor peak (the table's fp16 and bf16 peaks are equal; fp16 is used).
+  const bool tensor = p.tensor_cores && gpu.peak_fp16_tflops > 0;
+  const double fma_instr_per_thread = tensor ? fma_per_thread / kFmaPerMmaThread : fma_per_thread;
+  const double steps_per_thread = fma_instr_per_thread / std::max(p.ilp, 1);
   const double shared_loads_per_step = 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
   const double global_elems_per_thread = p.global_bytes / 4.0 / (blocks * p.threads_per_block);
   const double global_instr_per_thread = 2.0 * global_elems_per_thread / std::max(p.vector_width, 1);
   const double spill_instr_per_thread = steps_per_thread * kSpillTouchedPerStep * r.local_bytes / 4.0;
-  const double instr_per_thread = fma_per_thread + steps_per_thread * (shared_loads_per_step + kOverheadInstrPerStep) +
+  const double instr_per_thread = fma_instr_per_thread + steps_per_thread * (shared_loads_per_step + kOverheadInstrPerStep) +
                                   global_instr_per_thread + spill_instr_per_thread;
-  const double fma_warp_rate = gpu.fp32_lanes_per_sm / static_cast<double>(gpu.warp_size);  // warp-FMAs per clock
+  const double fma_warp_rate =  // warp-wide FMAs (32 lanes each) per clock per SM
+      tensor ? gpu.peak_fp16_tflops * 1e12 / 2.0 / (gpu.sm_count * clock_hz) / gpu.warp_size
+             : gpu.fp32_lanes_per_sm / static_cast<double>(gpu.warp_size);
   const double issue_rate = 4.0;                                                           // warp-instr per clock
   const double block_fma_cycles = fma_per_thread * warps / fma_warp_rate;
   const double block_issue_cycles = instr_per_thread * warps / issue_rate;

@@ -168,7 +168,9 @@ KernelInstance GemmF32Template::instantiate(const search::ConfigSpace& space, co
   k.launch.grid = {static_cast<unsigned>(k.profile.blocks), 1, 1};
   k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
   k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
-  k.buffers = {{"A", M * K, DType::kF32, false}, {"B", K * N, DType::kF32, false}, {"C", M * N, DType::kF32, true}};
+  k.buffers = {{"A", M * K, DType::kF32, false, false},
+               {"B", K * N, DType::kF32, false, false},
+               {"C", M * N, DType::kF32, true, false}};
   k.scalar_args = {static_cast<int32_t>(M), static_cast<int32_t>(N), static_cast<int32_t>(K)};
   k.flops = k.profile.flops;
   k.bytes = k.profile.dram_bytes;

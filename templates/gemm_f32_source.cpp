@@ -335,6 +335,40 @@ std::string gemm_f32_source(const GemmTiling& t) {
 
 std::string gemm_f32_reference_source() { return std::string(kReference); }
 
+namespace {
+
+constexpr std::string_view kBatchMove = R"cuda(
+  // Packed strided batches: this block's batch is blockIdx.z.
+  A += static_cast<size_t>(blockIdx.z) * M * K;
+  B += static_cast<size_t>(blockIdx.z) * K * N;
+  C += static_cast<size_t>(blockIdx.z) * M * N;
+)cuda";
+
+// Renames the kernel `name` of `source` to `name`_batched and inserts the batch move after `anchor`.
+std::string batched(std::string source, std::string_view name, std::string_view anchor) {
+  const std::string from = "\n" + std::string(name) + "(";
+  const size_t at = source.find(from);
+  source.replace(at, from.size(), "\n" + std::string(name) + "_batched(");
+  const size_t body = source.find(anchor, at);
+  source.insert(body + anchor.size(), kBatchMove);
+  return source;
+}
+
+}  // namespace
+
+std::string gemm_f32_batched_source(const GemmTiling& t) {
+  return batched(gemm_f32_source(t), "gemm_f32", "int M, int N, int K) {\n");
+}
+
+std::string gemm_f32_batched_reference_source() {
+  std::string s(kReference);
+  const std::string from = "void gemm_f32_reference(";
+  s.replace(s.find(from), from.size(), "void gemm_f32_batched_reference(");
+  const std::string anchor = "if (row >= M || col >= N) return;\n";
+  s.insert(s.find(anchor) + anchor.size(), kBatchMove);
+  return s;
+}
+
 int gemm_threads(const GemmTiling& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 
 size_t gemm_shared_bytes(const GemmTiling& t) {

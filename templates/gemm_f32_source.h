@@ -84,6 +84,16 @@ std::string gemm_f32_source(const GemmTiling& t);
 /// over M), accumulating in double, writing float. Independent of any tiling.
 std::string gemm_f32_reference_source();
 
+inline constexpr const char* kGemmBatchedKernelName = "gemm_f32_batched";
+inline constexpr const char* kGemmBatchedReferenceKernelName = "gemm_f32_batched_reference";
+
+/// gemm_f32_source(t) for packed strided batches: the kernel, named gemm_f32_batched with the same
+/// arguments, first moves A, B and C to batch blockIdx.z (A + z*M*K, B + z*K*N, C + z*M*N); launch
+/// it with gridDim.z = batch. The alignment checks of the vector paths see the moved pointers.
+std::string gemm_f32_batched_source(const GemmTiling& t);
+/// The reference for batches: gemm_f32_reference with the same moves by blockIdx.z.
+std::string gemm_f32_batched_reference_source();
+
 /// Threads per block: (bm/tm)*(bn/tn).
 int gemm_threads(const GemmTiling& t);
 

@@ -42,6 +42,9 @@ struct BufferSpec {
   int64_t elements = 0;
   DType dtype = DType::kF32;
   bool output = false;   ///< Written by the kernel: poisoned before a checked run and compared.
+  /// Scratch the kernel needs zeroed before its first launch and leaves zeroed (split-K partials and
+  /// tile counters): zeroed by the runner, neither filled with random values nor compared.
+  bool workspace = false;
 };
 
 struct KernelInstance {

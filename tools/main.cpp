@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tuner <command> [options]\n"
     "  devices [--json]                       list GPUs (real and sim)\n"
-    "  tune --op gemm --shape M=..,N=..,K=.. [--dtype f32] [--device cuda:0|sim:h100-sxm]\n"
+    "  tune --op gemm --shape M=..,N=..,K=.. [--dtype f32|f16|bf16] [--device cuda:0|sim:h100-sxm]\n"
     "       [--trials 200] [--strategy random|grid|xgb|ga] [--seed 1] [--db tuning.db] [--json]\n"
     "       [--early-stop N] [--batch 16] [--timeout 10] [--min-time-ms 100] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"

@@ -67,7 +67,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("op", po::value(&op)->required(), "operator: gemm")
       ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
-      ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32")
+      ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")

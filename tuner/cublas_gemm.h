@@ -1,14 +1,23 @@
-// cuBLAS SGEMM as the vendor baseline, loaded with dlopen (libcublas.so.13)
-// so the tuner starts on machines without it. Row-major C = A·B is computed as
-// the column-major C^T = B^T·A^T; FP32 math (no TF32), like the template.
-// Used inside the measurement worker, on the worker's current CUDA context.
+// cuBLAS as the vendor baseline, loaded with dlopen (libcublas.so.13) so the
+// tuner starts on machines without it: SGEMM ("cublas_sgemm") for fp32 GEMMs,
+// GemmEx / GemmStridedBatchedEx ("cublas_gemm_ex") for f16/bf16 GEMMs (fp32
+// accumulation, C in its buffer's type) and for batched GEMMs of any dtype.
+// Row-major C = A·B is computed as the column-major C^T = B^T·A^T; FP32 math
+// (no TF32), like the templates. Used inside the measurement worker, on the
+// worker's current CUDA context.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "templates/workload.h"
+
 namespace tuner {
+
+/// The vendor baseline of a workload as MeasureRequest::vendor names it: "cublas_sgemm" (gemm f32),
+/// "cublas_gemm_ex" (gemm f16/bf16, batched_gemm any dtype), "" when cuBLAS has none.
+std::string cublas_vendor_for(const templates::Workload& w);
 
 class CublasSgemm {
  public:
@@ -20,6 +29,10 @@ class CublasSgemm {
 
   /// Enqueues C = A·B (row-major, device pointers) on the default stream; false with *error on failure.
   bool run(uint64_t a, uint64_t b, uint64_t c, int m, int n, int k, std::string* error);
+  /// Enqueues batch x (C = A·B) on packed strided row-major batches with cublasGemmEx (batch 1) or
+  /// cublasGemmStridedBatchedEx; A and B of type `in`, C of type `out`, fp32 compute.
+  bool run_ex(uint64_t a, uint64_t b, uint64_t c, int m, int n, int k, int batch, templates::DType in,
+              templates::DType out, std::string* error);
 
  private:
   struct Impl;

@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include "tuner/cublas_gemm.h"
+#include "tuner/host_dtype.h"
 
 namespace tuner {
 
@@ -227,7 +228,7 @@ struct CudaRunner::Impl {
   // Inputs, reference output and L2-flush buffer, kept while consecutive requests share a workload.
   std::string inputs_key;
   std::vector<DeviceBuffer> buffers;
-  std::vector<std::vector<float>> reference;  ///< Host copy of each output buffer's reference values.
+  std::vector<std::vector<double>> reference;  ///< Each output buffer's reference values, as doubles.
   DeviceBuffer flush;
   std::unique_ptr<CublasSgemm> cublas;
 
@@ -240,7 +241,8 @@ struct CudaRunner::Impl {
 
   static std::string key_of(const MeasureRequest& r) {
     std::string k = r.reference_kernel_name + "|" + std::to_string(r.settings.input_seed);
-    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements);
+    // The dtype too: one template's configs may differ in an output's type (gemm_tc_mma's OUT_F32).
+    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements) + ":" + templates::to_string(b.dtype);
     for (int32_t s : r.scalar_args) k += "|" + std::to_string(s);
     return k;
   }
@@ -256,6 +258,21 @@ struct CudaRunner::Impl {
           "cuLaunchKernel", "launch_error");
   }
 
+  /// Fills every output buffer with quiet NaNs of its dtype (whole words; buffers are padded to 4 bytes).
+  void poison_outputs(const MeasureRequest& r) {
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (r.buffers[i].output)
+        check(driver().cuMemsetD32(buffers[i].get(), nan_poison_word(r.buffers[i].dtype), buffers[i].bytes() / 4),
+              "cuMemsetD32");
+  }
+
+  /// Output buffer i as doubles.
+  std::vector<double> read_back(size_t i, const templates::BufferSpec& spec) {
+    std::string bytes(buffers[i].bytes(), '\0');
+    check(driver().cuMemcpyDtoH(bytes.data(), buffers[i].get(), bytes.size()), "cuMemcpyDtoH");
+    return decode_elements(bytes.data(), static_cast<size_t>(spec.elements), spec.dtype);
+  }
+
   void prepare_inputs(const MeasureRequest& r) {
     std::string key = key_of(r);
     if (key == inputs_key) return;
@@ -263,33 +280,29 @@ struct CudaRunner::Impl {
     buffers.clear();
     reference.clear();
     std::mt19937_64 rng(r.settings.input_seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const auto& b : r.buffers) {
-      if (b.dtype != templates::DType::kF32)
-        throw CudaFailure("the runner supports f32 buffers only so far (" + b.name + ")", "unknown", false);
-      buffers.emplace_back(static_cast<size_t>(b.elements) * 4);
-      if (b.output) continue;
-      std::vector<float> host(static_cast<size_t>(b.elements));
-      for (auto& v : host) {
-        v = dist(rng);
-        if (v == 0.0f) v = 0.5f;  // random inputs, never zeros
+      buffers.emplace_back(padded_buffer_bytes(b.elements, b.dtype));
+      if (b.workspace) {
+        check(driver().cuMemsetD32(buffers.back().get(), 0u, buffers.back().bytes() / 4), "cuMemsetD32");
+        continue;
       }
-      check(driver().cuMemcpyHtoD(buffers.back().get(), host.data(), host.size() * 4), "cuMemcpyHtoD");
+      if (b.output) continue;
+      // Random values in [-1, 1] generated in fp32, rounded to the buffer's dtype, never zeros.
+      const std::string host = encode_elements(random_inputs(static_cast<size_t>(b.elements), b.dtype, rng), b.dtype);
+      check(driver().cuMemcpyHtoD(buffers.back().get(), host.data(), host.size()), "cuMemcpyHtoD");
     }
     // The reference writes each output buffer; keep a host copy of it.
     Module ref(r.reference_cubin, r.reference_kernel_name);
     std::vector<CUdeviceptr> ptrs;
     for (auto& b : buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
-    for (size_t i = 0; i < buffers.size(); ++i)
-      if (r.buffers[i].output) check(driver().cuMemsetD32(buffers[i].get(), 0x7FC00000u, buffers[i].bytes() / 4), "cuMemsetD32");
+    poison_outputs(r);
     launch(ref.fn(), r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (reference)");
     reference.resize(buffers.size());
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (!r.buffers[i].output) continue;
-      reference[i].resize(static_cast<size_t>(r.buffers[i].elements));
-      check(driver().cuMemcpyDtoH(reference[i].data(), buffers[i].get(), reference[i].size() * 4), "cuMemcpyDtoH");
+      reference[i] = read_back(i, r.buffers[i]);
     }
     if (!flush.get() && info.l2_bytes > 0) flush = DeviceBuffer(static_cast<size_t>(info.l2_bytes) * 2);
     inputs_key = key;
@@ -303,7 +316,22 @@ struct CudaRunner::Impl {
     std::vector<int32_t> scalars;
     std::unique_ptr<Module> mod;
     std::function<void()> launch_once;
-    if (r.vendor == "cublas_sgemm") {
+    if (r.vendor == "cublas_gemm_ex") {
+      // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K; the batch count from A's size.
+      if (ptrs.size() < 3 || r.scalar_args.size() != 3)
+        throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K", "unknown", false);
+      std::string err;
+      if (!cublas) cublas = CublasSgemm::create(&err);
+      if (!cublas) throw CudaFailure(err, "unknown", false);
+      const int64_t mk = int64_t{r.scalar_args[0]} * r.scalar_args[2];
+      const int batch = static_cast<int>(mk > 0 ? r.buffers[0].elements / mk : 1);
+      launch_once = [&, batch] {
+        std::string e;
+        if (!cublas->run_ex(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], batch,
+                            r.buffers[0].dtype, r.buffers[2].dtype, &e))
+          throw CudaFailure(e, "launch_error", false);
+      };
+    } else if (r.vendor == "cublas_sgemm") {
       if (ptrs.size() != 3 || r.scalar_args.size() != 3)
         throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K", "unknown", false);
       std::string err;
@@ -324,28 +352,16 @@ struct CudaRunner::Impl {
     }
 
     // Checked run: poison outputs (NaN), run once, compare with the reference.
-    for (size_t i = 0; i < buffers.size(); ++i)
-      if (r.buffers[i].output) check(driver().cuMemsetD32(buffers[i].get(), 0x7FC00000u, buffers[i].bytes() / 4), "cuMemsetD32");
+    poison_outputs(r);
     launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (!r.buffers[i].output) continue;
-      std::vector<float> out(reference[i].size());
-      check(driver().cuMemcpyDtoH(out.data(), buffers[i].get(), out.size() * 4), "cuMemcpyDtoH");
-      double ref_max = 0, err_max = 0;
-      bool bad = false;
-      for (size_t e = 0; e < out.size(); ++e) {
-        double ref = reference[i][e], got = out[e];
-        ref_max = std::max(ref_max, std::fabs(ref));
-        double err = std::fabs(got - ref);
-        if (!(err <= std::numeric_limits<double>::max())) bad = true;  // NaN or inf
-        else err_max = std::max(err_max, err);
-      }
-      // JSON has no inf or NaN: a non-finite output reports the largest finite error.
-      res.max_error = bad ? std::numeric_limits<double>::max() : err_max / std::max(ref_max, 1e-30);
-      if (bad || !(res.max_error <= r.tolerance)) {
+      const Comparison cmp = compare_outputs(read_back(i, r.buffers[i]), reference[i]);
+      res.max_error = cmp.max_error;
+      if (!cmp.passes(r.tolerance)) {
         res.status = "wrong_answer";
-        res.message = "output " + r.buffers[i].name + (bad ? " has NaN or inf" : "") + " relative error " +
+        res.message = "output " + r.buffers[i].name + (cmp.non_finite ? " has NaN or inf" : "") + " relative error " +
                       std::to_string(res.max_error) + " > tolerance " + std::to_string(r.tolerance);
         return res;
       }

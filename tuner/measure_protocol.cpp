@@ -81,7 +81,7 @@ std::string base64_decode(const std::string& in) {
 nlohmann::json to_json(const MeasureRequest& r) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const auto& b : r.buffers)
-    buffers.push_back({{"name", b.name}, {"elements", b.elements}, {"dtype", templates::to_string(b.dtype)}, {"output", b.output}});
+    buffers.push_back({{"name", b.name}, {"elements", b.elements}, {"dtype", templates::to_string(b.dtype)}, {"output", b.output}, {"workspace", b.workspace}});
   const auto& s = r.settings;
   return {{"device", r.device},
           {"cubin", base64_encode(r.cubin)},
@@ -111,7 +111,7 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   r.launch = launch_from(j.at("launch"));
   for (const auto& b : j.at("buffers"))
     r.buffers.push_back({b.at("name").get<std::string>(), b.at("elements").get<int64_t>(),
-                         templates::dtype_from_string(b.at("dtype").get<std::string>()), b.at("output").get<bool>()});
+                         templates::dtype_from_string(b.at("dtype").get<std::string>()), b.at("output").get<bool>(), b.value("workspace", false)});
   r.scalar_args = j.at("scalar_args").get<std::vector<int32_t>>();
   r.reference_cubin = base64_decode(j.at("reference_cubin").get<std::string>());
   r.reference_kernel_name = j.at("reference_kernel_name").get<std::string>();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "templates/gemm_f32.h"
+#include "templates/gemm_tc.h"
 
 namespace tuner::costmodel {
 namespace {
@@ -60,6 +61,27 @@ TEST(AnalyticModel, GoodTileIsNearButBelowPeak) {
   const double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (e.time_ms * 1e-3) / 1e12;
   EXPECT_LT(tflops, h100().peak_fp32_tflops);
   EXPECT_GT(tflops, 0.5 * h100().peak_fp32_tflops) << "bound " << e.bound;
+}
+
+TEST(AnalyticModel, TensorCoreProfilesUseTheTensorPeak) {
+  // gemm_tc_mma, 4096^3 f16, 128x128x32 block, 64x64 warp tiles (128 threads), 4 stages.
+  templates::GemmTcTemplate tmpl(false);
+  auto w = templates::parse_workload("gemm", "M=4096,N=4096,K=4096", "f16");
+  templates::DeviceLimits limits;
+  limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
+  auto space = tmpl.space(w, limits);
+  search::Config c{128, 128, 32, 64, 64, 4, 1, 8, 0};
+  ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
+  auto p = tmpl.profile(space, c, w);
+  ASSERT_TRUE(p.tensor_cores);
+  const KernelResources res{168, 0, 0};
+  auto e = estimate(p, res, h100());
+  ASSERT_TRUE(e.launchable) << e.reason;
+  const double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 / (e.time_ms * 1e-3) / 1e12;
+  EXPECT_LT(tflops, h100().peak_fp16_tflops);
+  EXPECT_GT(tflops, 1.5 * h100().peak_fp32_tflops) << "past the fp32 peak only on tensor cores; bound " << e.bound;
+  p.tensor_cores = false;  // the same work on fp32 lanes is far slower
+  EXPECT_GT(estimate(p, res, h100()).time_ms, 3 * e.time_ms);
 }
 
 TEST(AnalyticModel, SpillingIsSlower) {

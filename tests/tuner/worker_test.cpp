@@ -32,7 +32,8 @@ MeasureRequest sim_request(InjectedFault fault = InjectedFault::kNone) {
 
 TEST(MeasureProtocol, RequestRoundTripsThroughJson) {
   auto r = sim_request(InjectedFault::kHang);
-  r.buffers = {{"A", 12, templates::DType::kF32, false}, {"C", 4, templates::DType::kF32, true}};
+  r.buffers = {{"A", 12, templates::DType::kF32, false, false},
+                {"C", 4, templates::DType::kF32, true, false}};
   r.scalar_args = {3, 4, 5};
   r.launch.grid = {7, 1, 1};
   auto back = measure_request_from_json(nlohmann::json::parse(to_json(r).dump()));

@@ -1,0 +1,41 @@
+// The tensor-core GEMM template (gemm_tc_mma for `gemm`, batched_gemm_tc_mma
+// for `batched_gemm`; dtypes f16 and bf16): knobs, constraints, launch
+// geometry, FLOP/byte counts, cost-model profile (tensor_cores = true) and
+// reference check. The CUDA source is generated in gemm_tc_source.h.
+//
+// Knobs: BM×BN×BK block tile, WM×WN warp tile (mma.sync m16n8k16 tiles),
+// STAGES cp.async pipeline depth (2–5), SPLIT_K (fp32 workspace partials,
+// reduced by the last split to arrive; offered when batch·M·N <= 2^21),
+// GROUP_M block rasterization, OUT_F32 (C in fp32 rather than the input type).
+#pragma once
+
+#include "templates/gemm_tc_source.h"
+#include "templates/kernel_template.h"
+
+namespace tuner::templates {
+
+class GemmTcTemplate final : public KernelTemplate {
+ public:
+  /// batched: the `batched_gemm` op (shape B,M,N,K) rather than `gemm` (M,N,K).
+  explicit GemmTcTemplate(bool batched) : batched_(batched) {}
+  std::string name() const override { return batched_ ? "batched_gemm_tc_mma" : "gemm_tc_mma"; }
+  std::string op() const override { return batched_ ? "batched_gemm" : "gemm"; }
+  std::vector<DType> dtypes() const override { return {DType::kF16, DType::kBF16}; }
+  std::string source_text() const override;
+  std::optional<std::string> unsupported(const Workload& w) const override;
+  search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const override;
+  search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const override;
+  costmodel::KernelProfile profile(const search::ConfigSpace& space, const search::Config& c,
+                                   const Workload& w) const override;
+  KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
+                             const Workload& w) const override;
+
+  static TcTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
+  /// Max |out - ref| / max |ref| that passes for an operand dtype.
+  static double tolerance(DType d);
+
+ private:
+  bool batched_;
+};
+
+}  // namespace tuner::templates

@@ -1,0 +1,407 @@
+#include "templates/gemm_tc_source.h"
+
+#include <string_view>
+
+#include "templates/element_source.h"
+
+namespace tuner::templates {
+namespace {
+
+constexpr std::string_view kConstants = R"cuda(
+// ---- tiling, baked in at generation time ----
+constexpr int kBM = @BM@, kBN = @BN@, kBK = @BK@;  // block tile
+constexpr int kWM = @WM@, kWN = @WN@;              // warp tile
+constexpr int kStages = @STAGES@;                  // cp.async pipeline depth
+constexpr int kSplitK = @SPLIT_K@;                 // K splits (fp32 workspace reduction)
+constexpr int kGroupM = @GROUP_M@;                 // block-rows swept together
+constexpr bool kBf16 = @BF16@;                     // operand type: bf16 (else f16)
+typedef @OUT_T@ out_t;                             // C's element type
+)cuda";
+
+constexpr std::string_view kPtx = R"cuda(
+// ---- inline-PTX helpers (need elem_t and kBf16) ----
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  unsigned r;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+// XOR swizzle of 16-byte chunk c in row `row` of a shared tile with `cpr` chunks per row: within
+// each 128-byte line group, eight consecutive rows read the same logical chunk from eight banks.
+__device__ __forceinline__ int swz(int row, int c, int cpr) {
+  return cpr >= 8 ? (c ^ (row & 7)) : (c ^ ((row / (8 / cpr)) & (cpr - 1)));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool in_bounds) {
+  const int bytes = in_bounds ? 16 : 0;  // src-size 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" : : "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" : : : "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" : : "n"(N) : "memory"); }
+
+// 8 elements at p (columns col.. of a row of length len), guarded, as one 16-byte chunk.
+__device__ __forceinline__ uint4 load_chunk_guarded(const elem_t* p, int col, int len, bool row_ok) {
+  unsigned short h[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) h[e] = (row_ok && col + e < len) ? *reinterpret_cast<const unsigned short*>(p + e) : 0;
+  uint4 v;
+  v.x = h[0] | (static_cast<unsigned>(h[1]) << 16);
+  v.y = h[2] | (static_cast<unsigned>(h[3]) << 16);
+  v.z = h[4] | (static_cast<unsigned>(h[5]) << 16);
+  v.w = h[6] | (static_cast<unsigned>(h[7]) << 16);
+  return v;
+}
+
+__device__ __forceinline__ void st_shared16(unsigned addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (kBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
+)cuda";
+
+constexpr std::string_view kBody = R"cuda(
+constexpr int kWarpsM = kBM / kWM, kWarpsN = kBN / kWN;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kMi = kWM / 16, kNi = kWN / 8;       // mma tiles per warp (m16 x n8)
+constexpr int kACpr = kBK / 8, kBCpr = kBN / 8;    // 16-byte chunks per shared row of A and B
+constexpr int kAChunks = kBM * kACpr, kBChunks = kBK * kBCpr;
+constexpr int kALoads = kAChunks / kThreads, kBLoads = kBChunks / kThreads;
+constexpr int kAStage = kBM * kBK, kBStage = kBK * kBN;  // elements per stage
+constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
+constexpr int kMaxSplit = 8;
+static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
+static_assert(kWM % 16 == 0 && kWN % 16 == 0, "warp tile: multiples of 16");
+static_assert(kBK % 16 == 0, "bk: multiple of 16");
+static_assert(kAChunks % kThreads == 0 && kBChunks % kThreads == 0, "tiles split evenly over threads");
+static_assert(kStages >= 2 && kStages <= 5, "stages 2..5");
+static_assert(kThreads <= 1024, "threads per block");
+
+constexpr int kARowStep = kThreads / kACpr;  // A rows between one thread's successive chunks
+constexpr int kBRowStep = kThreads / kBCpr;  // B rows between one thread's successive chunks
+static_assert(kThreads % kACpr == 0 && kThreads % kBCpr == 0, "whole rows of chunks per pass");
+static_assert(kARowStep % 8 == 0, "a thread's A chunks keep one swizzled column (8-row line groups)");
+
+// A thread's fixed share of every tile: chunk i of A is row a_row + i*kARowStep at column chunk a_c
+// (its swizzled column is the same for every i, as kARowStep is a multiple of 8 rows per line
+// group); chunk i of B is row b_row + i*kBRowStep at column chunk b_c.
+struct TileLoader {
+  int a_row, a_c, b_row, b_c;
+};
+
+// Global -> shared stage (byte addresses as, bs) for k-tile kt: A rows row0.. (kBM x kBK), B rows
+// kt*kBK.. (kBK x kBN).
+__device__ __forceinline__ void load_tiles(unsigned as, unsigned bs, const elem_t* __restrict__ A,
+                                           const elem_t* __restrict__ B, int M, int N, int K, int row0,
+                                           int col0, int kt, bool a_async, bool b_async, const TileLoader& l) {
+  const int k0 = kt * kBK;
+  const int gk_a = k0 + l.a_c * 8;
+  const unsigned a_dst = as + static_cast<unsigned>((l.a_row * kBK + swz(l.a_row, l.a_c, kACpr) * 8) * 2);
+#pragma unroll
+  for (int i = 0; i < kALoads; ++i) {
+    const int gr = row0 + l.a_row + i * kARowStep;
+    const elem_t* src = A + static_cast<size_t>(gr) * K + gk_a;
+    const unsigned dst = a_dst + static_cast<unsigned>(i * kARowStep * kBK * 2);
+    if (a_async) {
+      const bool ok = gr < M && gk_a < K;  // K % 8 == 0: a chunk is wholly in or out
+      cp_async16(dst, ok ? src : A, ok);
+    } else {
+      st_shared16(dst, load_chunk_guarded(src, gk_a, K, gr < M));
+    }
+  }
+  const int gc = col0 + l.b_c * 8;
+#pragma unroll
+  for (int i = 0; i < kBLoads; ++i) {
+    const int r = l.b_row + i * kBRowStep;
+    const int gk = k0 + r;
+    const elem_t* src = B + static_cast<size_t>(gk) * N + gc;
+    const unsigned dst = bs + static_cast<unsigned>((r * kBN + swz(r, l.b_c, kBCpr) * 8) * 2);
+    if (b_async) {
+      const bool ok = gk < K && gc < N;
+      cp_async16(dst, ok ? src : B, ok);
+    } else {
+      st_shared16(dst, load_chunk_guarded(src, gc, N, gk < K));
+    }
+  }
+}
+
+// One shared stage through the warp's kMi x kNi mma tiles.
+__device__ __forceinline__ void compute_stage(unsigned as, unsigned bs, int wm0, int wn0, int lane,
+                                              float (&acc)[kMi][kNi][4]) {
+#pragma unroll
+  for (int kk = 0; kk < kBK / 16; ++kk) {
+    unsigned a[kMi][4];
+    unsigned b[kNi][2];
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi) {
+      const int r = wm0 + mi * 16 + (lane & 15);
+      const int c = kk * 2 + (lane >> 4);
+      ldmatrix_x4(a[mi], as + static_cast<unsigned>((r * kBK + swz(r, c, kACpr) * 8) * 2));
+    }
+#pragma unroll
+    for (int nj = 0; nj < kNi / 2; ++nj) {
+      const int r = kk * 16 + (lane & 15);
+      const int c = (wn0 + nj * 16) / 8 + (lane >> 4);
+      unsigned t[4];
+      ldmatrix_x4_trans(t, bs + static_cast<unsigned>((r * kBN + swz(r, c, kBCpr) * 8) * 2));
+      b[2 * nj][0] = t[0];
+      b[2 * nj][1] = t[1];
+      b[2 * nj + 1][0] = t[2];
+      b[2 * nj + 1][1] = t[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kNi; ++ni) mma16816(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+  }
+}
+
+__device__ __forceinline__ out_t to_out(float v) {
+  if constexpr (sizeof(out_t) == 4) return v;
+  else return from_float(v);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+gemm_tc(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, float* workspace,
+        int M, int N, int K) {
+  extern __shared__ uint4 gemm_tc_smem[];
+  const unsigned as_base = smem_addr(gemm_tc_smem);                      // byte addresses
+  const unsigned bs_base = as_base + static_cast<unsigned>(kStages * kAStage * 2);
+
+  const int batch = static_cast<int>(blockIdx.z) / kSplitK;
+  const int split = static_cast<int>(blockIdx.z) % kSplitK;
+  const int batches = static_cast<int>(gridDim.z) / kSplitK;
+  A += static_cast<size_t>(batch) * M * K;
+  B += static_cast<size_t>(batch) * K * N;
+  C += static_cast<size_t>(batch) * M * N;
+
+  const int grid_m = (M + kBM - 1) / kBM;
+  const int grid_n = (N + kBN - 1) / kBN;
+  const int bid = static_cast<int>(blockIdx.x);
+  int block_row, block_col;
+  if constexpr (kGroupM == 1) {
+    block_row = bid / grid_n;
+    block_col = bid % grid_n;
+  } else {
+    const int in_group = kGroupM * grid_n;
+    const int first_row = (bid / in_group) * kGroupM;
+    const int rows_left = grid_m - first_row;
+    const int group_rows = rows_left < kGroupM ? rows_left : kGroupM;
+    const int local = bid % in_group;
+    block_row = first_row + local % group_rows;
+    block_col = local / group_rows;
+  }
+  const int row0 = block_row * kBM, col0 = block_col * kBN;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32, warp = tid / 32;
+  const int wm0 = (warp / kWarpsN) * kWM, wn0 = (warp % kWarpsN) * kWN;
+
+  const TileLoader loader{tid / kACpr, tid % kACpr, tid / kBCpr, tid % kBCpr};
+  const bool a_async = K % 8 == 0 && reinterpret_cast<unsigned long long>(A) % 16 == 0;
+  const bool b_async = N % 8 == 0 && reinterpret_cast<unsigned long long>(B) % 16 == 0;
+
+  const int k_tiles = (K + kBK - 1) / kBK;
+  const int per_split = (k_tiles + kSplitK - 1) / kSplitK;
+  const int kt_begin = split * per_split;
+  const int kt_end = kt_begin + per_split < k_tiles ? kt_begin + per_split : k_tiles;
+  const int n_tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
+
+  float acc[kMi][kNi][4];
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
+
+  // Prologue: the first kStages-1 tiles in flight (one commit group each, empty past the end).
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < n_tiles)
+      load_tiles(as_base + s * kAStage * 2, bs_base + s * kBStage * 2, A, B, M, N, K, row0, col0, kt_begin + s, a_async,
+                 b_async, loader);
+    cp_async_commit();
+  }
+  for (int t = 0; t < n_tiles; ++t) {
+    cp_async_wait<kStages - 2>();  // tile t has landed (this thread's copies)...
+    __syncthreads();               // ...everyone's, and stage (t-1) % kStages is free again
+    const int next = t + kStages - 1;
+    if (next < n_tiles) {
+      const int s = next % kStages;
+      load_tiles(as_base + s * kAStage * 2, bs_base + s * kBStage * 2, A, B, M, N, K, row0, col0, kt_begin + next,
+                 a_async, b_async, loader);
+    }
+    cp_async_commit();
+    const int s = t % kStages;
+    compute_stage(as_base + s * kAStage * 2, bs_base + s * kBStage * 2, wm0, wn0, lane, acc);
+  }
+  cp_async_wait<0>();
+
+  // Accumulator (mi, ni, e): row wm0 + mi*16 + lane/4 + (e/2)*8, col wn0 + ni*8 + (lane%4)*2 + e%2.
+  if constexpr (kSplitK > 1) {
+    // Every split writes its partial; the last to arrive sums them in split order and writes C.
+    const long long outputs = static_cast<long long>(batches) * M * N;
+    float* partial = workspace + (static_cast<size_t>(split) * batches + batch) * M * N;
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = row0 + wm0 + mi * 16 + lane / 4 + (e / 2) * 8;
+          const int c = col0 + wn0 + ni * 8 + (lane % 4) * 2 + e % 2;
+          if (r < M && c < N) partial[static_cast<size_t>(r) * N + c] = acc[mi][ni][e];
+        }
+    __threadfence();
+    __syncthreads();
+    __shared__ unsigned arrived;
+    unsigned* counters = reinterpret_cast<unsigned*>(workspace + (outputs <= kMaxSplitOutputs ? kMaxSplit * outputs : 0));
+    const int tile = (batch * grid_m + block_row) * grid_n + block_col;
+    if (tid == 0) arrived = atomicAdd(&counters[tile], 1u);
+    __syncthreads();
+    if (arrived != kSplitK - 1) return;
+    __threadfence();
+#pragma unroll
+    for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = row0 + wm0 + mi * 16 + lane / 4 + (e / 2) * 8;
+          const int c = col0 + wn0 + ni * 8 + (lane % 4) * 2 + e % 2;
+          if (r >= M || c >= N) continue;
+          float sum = 0.0f;
+          for (int s2 = 0; s2 < kSplitK; ++s2)
+            sum += ld_cg(workspace + (static_cast<size_t>(s2) * batches + batch) * M * N + static_cast<size_t>(r) * N + c);
+          acc[mi][ni][e] = sum;
+        }
+    if (tid == 0) counters[tile] = 0u;  // ready for the next launch
+  }
+
+  const bool pair_ok = N % 2 == 0;  // two adjacent outputs share one aligned store
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + wm0 + mi * 16 + lane / 4 + h * 8;
+        const int c = col0 + wn0 + ni * 8 + (lane % 4) * 2;
+        if (r >= M) continue;
+        out_t* dst = C + static_cast<size_t>(r) * N + c;
+        const out_t v0 = to_out(acc[mi][ni][2 * h]), v1 = to_out(acc[mi][ni][2 * h + 1]);
+        if (pair_ok && c + 1 < N) {
+          struct alignas(2 * sizeof(out_t)) Pair { out_t x, y; };
+          *reinterpret_cast<Pair*>(dst) = Pair{v0, v1};
+        } else {
+          if (c < N) dst[0] = v0;
+          if (c + 1 < N) dst[1] = v1;
+        }
+      }
+}
+)cuda";
+
+constexpr std::string_view kReference = R"cuda(
+// gemm_tc_reference: naive C = A*B per batch (blockIdx.z), one thread per C element, double accumulation.
+extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, float* workspace,
+                                             int M, int N, int K) {
+  const int col = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int row = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (row >= M || col >= N) return;
+  const size_t b = blockIdx.z;
+  A += b * M * K;
+  B += b * K * N;
+  C += b * M * N;
+  double acc = 0.0;
+  for (int k = 0; k < K; ++k)
+    acc += static_cast<double>(to_float(A[static_cast<size_t>(row) * K + k])) *
+           static_cast<double>(to_float(B[static_cast<size_t>(k) * N + col]));
+  if constexpr (sizeof(out_t) == 4) C[static_cast<size_t>(row) * N + col] = static_cast<float>(acc);
+  else C[static_cast<size_t>(row) * N + col] = from_float(static_cast<float>(acc));
+}
+)cuda";
+
+void replace_all(std::string& text, std::string_view key, const std::string& value) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
+}
+
+std::string out_type(bool out_f32) { return out_f32 ? "float" : "elem_t"; }
+
+}  // namespace
+
+std::string tc_ptx_helpers_source() { return std::string(kPtx); }
+
+int tc_threads(const TcTiling& t) { return 32 * (t.bm / t.wm) * (t.bn / t.wn); }
+
+size_t tc_shared_bytes(const TcTiling& t) {
+  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm * t.bk + t.bk * t.bn) * 2;
+}
+
+int64_t tc_workspace_floats(int64_t batch, int64_t m, int64_t n) {
+  const int64_t outputs = batch * m * n;
+  const int64_t partials = outputs <= kTcMaxSplitOutputElements ? kTcMaxSplit * outputs : 0;
+  const int64_t counters = batch * ((m + 31) / 32) * ((n + 31) / 32);
+  return partials + counters;
+}
+
+std::string gemm_tc_source(const TcTiling& t) {
+  std::string constants(kConstants);
+  replace_all(constants, "@BM@", std::to_string(t.bm));
+  replace_all(constants, "@BN@", std::to_string(t.bn));
+  replace_all(constants, "@BK@", std::to_string(t.bk));
+  replace_all(constants, "@WM@", std::to_string(t.wm));
+  replace_all(constants, "@WN@", std::to_string(t.wn));
+  replace_all(constants, "@STAGES@", std::to_string(t.stages));
+  replace_all(constants, "@SPLIT_K@", std::to_string(t.split_k));
+  replace_all(constants, "@GROUP_M@", std::to_string(t.group_m));
+  replace_all(constants, "@BF16@", t.dtype == DType::kBF16 ? "true" : "false");
+  replace_all(constants, "@OUT_T@", out_type(t.out_f32 != 0));
+  std::string out = "// gemm_tc: tensor-core GEMM (mma.sync m16n8k16), generated by tuner::templates::gemm_tc_source().\n";
+  out += element_source(t.dtype);
+  out.append(constants).append(kPtx).append(kBody);
+  return out;
+}
+
+std::string gemm_tc_reference_source(DType d, bool out_f32) {
+  std::string out = "// gemm_tc_reference\n" + element_source(d) + "typedef " + out_type(out_f32) + " out_t;\n";
+  out.append(kReference);
+  return out;
+}
+
+std::string gemm_tc_template_text() {
+  std::string out = element_source_text();
+  out.append(kConstants).append(kPtx).append(kBody).append(kReference);
+  return out;
+}
+
+}  // namespace tuner::templates

@@ -1,0 +1,164 @@
+#include "templates/row_norm.h"
+
+#include <algorithm>
+
+namespace tuner::templates {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::vector<search::Knob> row_knobs(bool reduced) {
+  if (reduced) {
+    return {
+        {"ROW_THREADS", {32, 128, 512}, "threads per row (whole warps)"},
+        {"ROWS_PER_BLOCK", {1, 4}, "rows per block"},
+        {"VEC", {1, 8}, "elements per global access"},
+        {"ONE_PASS", {0, 1}, "1: online softmax / Welford; 0: two passes"},
+        {"CACHE", {0, 1}, "1: the row stays in registers"},
+    };
+  }
+  return {
+      {"ROW_THREADS", {32, 64, 128, 256, 512, 1024}, "threads per row (whole warps)"},
+      {"ROWS_PER_BLOCK", {1, 2, 4, 8}, "rows per block"},
+      {"VEC", {1, 2, 4, 8}, "elements per global access"},
+      {"ONE_PASS", {0, 1}, "1: online softmax / Welford; 0: two passes"},
+      {"CACHE", {0, 1}, "1: the row stays in registers"},
+  };
+}
+
+std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceLimits& limits) {
+  const int64_t cols = w.dim("cols");
+  const int bytes = dtype_bytes(w.dtype);
+  return {
+      {"ROW_THREADS * ROWS_PER_BLOCK <= " + std::to_string(limits.max_threads_per_block),
+       [max = limits.max_threads_per_block](const search::ConfigView& v) {
+         return v["ROW_THREADS"] * v["ROWS_PER_BLOCK"] <= max;
+       }},
+      {"VEC * element bytes <= 16", [bytes](const search::ConfigView& v) { return v["VEC"] * bytes <= 16; }},
+      // Past this, half of a row's threads or more would have no column to read.
+      {"ROW_THREADS == 32 or ROW_THREADS / 2 * VEC < cols", [cols](const search::ConfigView& v) {
+         return v["ROW_THREADS"] == 32 || v["ROW_THREADS"] / 2 * v["VEC"] < cols;
+       }},
+      {"CACHE needs the row in at most 64 floats per thread", [cols](const search::ConfigView& v) {
+         return v["CACHE"] == 0 || ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"] <= 64;
+       }},
+  };
+}
+
+}  // namespace
+
+double RowNormTemplate::tolerance(DType d) {
+  // f32: fp32 arithmetic with __expf / rsqrtf against a double reference: typically ~1e-6, but a
+  // thread sums up to cols/ROW_THREADS terms serially (1024 at 32768 columns over 32 threads), whose
+  // worst-case rounding is ~1024 * 2^-24 ~ 6e-5: 1e-4, as the fp32 GEMM.
+  // f16: the output is rounded to binary16 (11-bit significand); the kernel and the reference may
+  // round one element to neighbouring halves, 2^-10 ~ 9.8e-4 of it: 2e-3 leaves room for the fp32
+  // arithmetic. bf16: an 8-bit significand, a neighbouring value is 2^-7 ~ 7.8e-3 away: 1e-2.
+  switch (d) {
+    case DType::kF16: return 2e-3;
+    case DType::kBF16: return 1e-2;
+    case DType::kF32: break;
+  }
+  return 1e-4;
+}
+
+std::string RowNormTemplate::source_text() const { return row_norm_template_text(); }
+
+std::optional<std::string> RowNormTemplate::unsupported(const Workload& w) const {
+  const int64_t rows = w.dim("rows"), cols = w.dim("cols");
+  // Rows are indexed with size_t offsets; rows and cols are int kernel arguments and the grid's x
+  // dimension (one block per row at most) allows 2^31 - 1 blocks: the parser's limits already hold.
+  if (static_cast<double>(rows) * static_cast<double>(cols) > 1e11)
+    return "rows*cols=" + std::to_string(static_cast<double>(rows) * static_cast<double>(cols)) +
+           " elements; " + name() + " allows at most 1e11";
+  return std::nullopt;
+}
+
+search::ConfigSpace RowNormTemplate::space(const Workload& w, const DeviceLimits& limits) const {
+  return search::ConfigSpace(row_knobs(false), row_constraints(w, limits));
+}
+
+search::ConfigSpace RowNormTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
+  auto cs = row_constraints(w, limits);
+  // Tens of configs: tie ROWS_PER_BLOCK to ONE_PASS.
+  cs.push_back({"reduced: ROWS_PER_BLOCK == 4 iff ONE_PASS == 0",
+                [](const search::ConfigView& v) { return (v["ROWS_PER_BLOCK"] == 4) == (v["ONE_PASS"] == 0); }});
+  const int bytes = dtype_bytes(w.dtype);
+  // VEC 8 is 32 bytes of f32: use 4 there instead.
+  auto knobs = row_knobs(true);
+  if (bytes == 4) knobs[2].values = {1, 4};
+  return search::ConfigSpace(std::move(knobs), std::move(cs));
+}
+
+RowTiling RowNormTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, const Workload& w) const {
+  const search::ConfigView v(space, c);
+  RowTiling t;
+  t.op = op_;
+  t.dtype = w.dtype;
+  t.row_threads = static_cast<int>(v["ROW_THREADS"]);
+  t.rows_per_block = static_cast<int>(v["ROWS_PER_BLOCK"]);
+  t.vec = static_cast<int>(v["VEC"]);
+  t.one_pass = static_cast<int>(v["ONE_PASS"]);
+  t.cache = static_cast<int>(v["CACHE"]);
+  t.items = static_cast<int>(ceil_div(w.dim("cols"), int64_t{t.row_threads} * t.vec));
+  return t;
+}
+
+costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
+                                                  const Workload& w) const {
+  const RowTiling t = tiling(space, c, w);
+  const int64_t rows = w.dim("rows"), cols = w.dim("cols");
+  const double elems = static_cast<double>(rows) * static_cast<double>(cols);
+  const double bytes = dtype_bytes(w.dtype);
+  const bool layernorm = op_ == RowOp::kLayernorm;
+  // Reads of the row from global memory: one when cached; else one per pass (stats passes + output).
+  const int passes = t.cache ? 1 : (t.one_pass ? 2 : 3);
+
+  costmodel::KernelProfile p;
+  p.flops = (layernorm ? 8.0 : 5.0) * elems;
+  p.dram_bytes = 2.0 * elems * bytes + (layernorm ? 2.0 * static_cast<double>(cols) * bytes : 0.0);
+  p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
+  p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
+  p.shared_conflict_ways = 1;
+  p.blocks = ceil_div(rows, t.rows_per_block);
+  p.threads_per_block = t.row_threads * t.rows_per_block;
+  p.dynamic_shared_bytes = 0;
+  p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
+  p.vector_width = cols % t.vec == 0 ? t.vec : 1;
+  p.coalescing = 1.0;
+  p.stages = t.cache ? 2 : 1;  // a cached row's later passes do not wait on memory
+  p.main_loop_iterations = ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
+  p.l2_reuse = 1.0;
+  p.tensor_cores = false;
+  return p;
+}
+
+KernelInstance RowNormTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
+                                            const Workload& w) const {
+  const RowTiling t = tiling(space, c, w);
+  const int64_t rows = w.dim("rows"), cols = w.dim("cols");
+  KernelInstance k;
+  k.profile = profile(space, c, w);
+  k.source = row_norm_source(t);
+  k.kernel_name = row_kernel_name(op_);
+  k.launch.grid = {static_cast<unsigned>(k.profile.blocks), 1, 1};
+  k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
+  k.buffers.push_back({"X", rows * cols, w.dtype, false, false});
+  if (op_ == RowOp::kLayernorm) {
+    k.buffers.push_back({"gamma", cols, w.dtype, false, false});
+    k.buffers.push_back({"beta", cols, w.dtype, false, false});
+  }
+  k.buffers.push_back({"Y", rows * cols, w.dtype, true, false});
+  k.scalar_args = {static_cast<int32_t>(rows), static_cast<int32_t>(cols)};
+  k.flops = k.profile.flops;
+  k.bytes = k.profile.dram_bytes;
+  k.reference_source = row_norm_reference_source(op_, w.dtype);
+  k.reference_kernel_name = row_reference_kernel_name(op_);
+  k.reference_launch.grid = {static_cast<unsigned>(rows), 1, 1};
+  k.reference_launch.block = {kRowReferenceThreads, 1, 1};
+  k.tolerance = tolerance(w.dtype);
+  return k;
+}
+
+}  // namespace tuner::templates

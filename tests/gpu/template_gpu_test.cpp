@@ -1,0 +1,136 @@
+// GPU tests (label "gpu") of the template library: every config of each new
+// template's reduced space is correct (within its dtype's tolerance, NaN never
+// passing) on shapes that are not tile multiples, and cuBLAS GemmEx /
+// GemmStridedBatchedEx run as vendor baselines on the same buffers. They skip
+// with a reason on a machine without a CUDA driver or GPU.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "templates/registry.h"
+#include "tuner/compile_pool.h"
+#include "tuner/cublas_gemm.h"
+#include "tuner/cuda_runner.h"
+#include "tuner/device_registry.h"
+#include "tuner/nvrtc_builder.h"
+#include "tuner/tuning_session.h"
+#include "tuner/worker.h"
+
+namespace tuner {
+namespace {
+
+struct GpuCase {
+  const char* op;
+  const char* shape;
+  const char* dtype;
+};
+
+/// Skips without a GPU; device_ is cuda:0.
+template <class Base>
+class OnGpu : public Base {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (cuda_devices(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+    device_ = resolve_device("cuda:0");
+  }
+  DeviceTarget device_;
+};
+
+class GpuTemplates : public OnGpu<::testing::TestWithParam<GpuCase>> {};
+class GpuVendorBase : public OnGpu<::testing::Test> {};
+
+TEST_P(GpuTemplates, EveryReducedSpaceConfigIsCorrect) {
+  const auto w = templates::parse_workload(GetParam().op, GetParam().shape, GetParam().dtype);
+  const auto& tmpl = templates::find_template(w.op, w.dtype);
+  auto space = tmpl.reduced_space(w, device_.limits);
+  ASSERT_GT(space.size(), 0u);
+  NvrtcBuilder builder(nullptr);
+  CompilePool pool(builder, 0);
+  WorkerClient worker(TUNER_BIN);
+  std::vector<templates::KernelInstance> ks;
+  std::vector<std::future<CompileResult>> compiled;
+  for (const auto& c : space.enumerate()) {
+    ks.push_back(tmpl.instantiate(space, c, w));
+    compiled.push_back(pool.submit({ks.back().source, ks.back().kernel_name, device_.limits.arch, {}}));
+  }
+  for (size_t i = 0; i < ks.size(); ++i) {
+    auto ref = builder.compile({ks[i].reference_source, ks[i].reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(ref.ok()) << ref.log;
+    auto cr = compiled[i].get();
+    ASSERT_TRUE(cr.ok()) << cr.log;
+    auto req = measure_request(device_.spec, ks[i], cr.cubin,
+                               {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes},
+                               ref.cubin);
+    req.settings.min_time_ms = 1;
+    req.settings.min_repeats = 2;
+    auto res = worker.measure(req, 60);
+    EXPECT_EQ(res.status, "ok") << w.to_string() << " " << space.to_json_string(space.at(i)) << ": " << res.message;
+    EXPECT_LE(res.max_error, ks[i].tolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Templates, GpuTemplates,
+    ::testing::Values(GpuCase{"softmax", "rows=37,cols=3001", "f32"}, GpuCase{"softmax", "rows=37,cols=3000", "f16"},
+                      GpuCase{"softmax", "rows=5,cols=40000", "bf16"},
+                      GpuCase{"layernorm", "rows=37,cols=3001", "f32"}, GpuCase{"layernorm", "rows=37,cols=3000", "f16"},
+                      GpuCase{"layernorm", "rows=5,cols=40000", "bf16"},
+                      GpuCase{"gemm", "M=200,N=136,K=300", "f16"}, GpuCase{"gemm", "M=200,N=131,K=301", "f16"},
+                      GpuCase{"gemm", "M=77,N=136,K=520", "bf16"},
+                      GpuCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32"},
+                      GpuCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f16"},
+                      GpuCase{"batched_gemm", "B=2,M=65,N=127,K=257", "bf16"},
+                      GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32"},
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f16"},
+                      GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
+                      GpuCase{"conv2d", "N=1,H=16,W=16,C=8,K=24,R=5,S=3,stride=3,pad=2", "bf16"}),
+    [](const auto& info) {
+      std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape;
+      for (auto& ch : n)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
+  // A kernel that writes nothing leaves the 0x7E00 (f16) / 0x7FC0 (bf16) NaNs: never a pass.
+  for (const char* dtype : {"f16", "bf16"}) {
+    const auto w = templates::parse_workload("softmax", "rows=33,cols=1001", dtype);
+    const auto& tmpl = templates::find_template(w.op, w.dtype);
+    auto space = tmpl.reduced_space(w, device_.limits);
+    auto k = tmpl.instantiate(space, space.at(0), w);
+    NvrtcBuilder builder(nullptr);
+    auto lazy = builder.compile({"extern \"C\" __global__ void " + k.kernel_name + "() {}", k.kernel_name,
+                                 device_.limits.arch, {}});
+    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(lazy.ok() && ref.ok()) << ref.log;
+    WorkerClient worker(TUNER_BIN);
+    auto res = worker.measure(measure_request(device_.spec, k, lazy.cubin, {}, ref.cubin), 30);
+    EXPECT_EQ(res.status, "wrong_answer") << dtype << ": " << res.message;
+  }
+}
+
+class GpuVendor : public GpuVendorBase {};
+
+TEST_F(GpuVendor, CublasGemmExMatchesTheReferenceForHalfAndBatchedGemms) {
+  for (auto [op, shape, dtype] : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},
+                                  GpuCase{"batched_gemm", "B=3,M=100,N=72,K=64", "f16"},
+                                  GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"}}) {
+    const auto w = templates::parse_workload(op, shape, dtype);
+    const auto& tmpl = templates::find_template(w.op, w.dtype);
+    auto space = tmpl.reduced_space(w, device_.limits);
+    auto k = tmpl.instantiate(space, space.at(0), w);
+    NvrtcBuilder builder(nullptr);
+    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(ref.ok()) << ref.log;
+    auto req = measure_request(device_.spec, k, "", {}, ref.cubin);
+    req.vendor = cublas_vendor_for(w);
+    req.settings.min_time_ms = 1;
+    WorkerClient worker(TUNER_BIN);
+    auto res = worker.measure(req, 60);
+    EXPECT_EQ(res.status, "ok") << w.to_string() << ": " << res.message;
+  }
+}
+
+}  // namespace
+}  // namespace tuner

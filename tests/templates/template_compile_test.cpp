@@ -1,0 +1,110 @@
+// Every config of each template's reduced space compiles with NVRTC for sm_80
+// and sm_90 (through the on-disk compile cache of $TUNER_CACHE_DIR), and the
+// cubin's resources are within the GPU's limits: registers <= 255 and the
+// register file, shared memory within the per-block limit, no spills and at
+// most a 16-byte stack frame in any reduced config.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "costmodel/gpu_spec.h"
+#include "templates/registry.h"
+#include "tuner/compile_cache.h"
+#include "tuner/compile_pool.h"
+#include "tuner/device_registry.h"
+#include "tuner/nvrtc_builder.h"
+
+namespace tuner {
+namespace {
+
+struct CompileCase {
+  const char* op;
+  const char* shape;  ///< Not a multiple of any tile.
+  const char* dtype;
+  const char* gpu;    ///< Spec-table key: a100-sxm4-80gb (sm_80) or h100-sxm (sm_90).
+  /// Local memory allowed per thread. 16 (a small stack frame, no spills) for the new templates;
+  /// batched_gemm f32 reuses gemm_f32's generator and its reduced space, where ptxas spills a few
+  /// configs (up to 264 bytes measured; tests/tuner/gemm_compile_test.cpp counts them, as here).
+  int max_local_bytes = 16;
+};
+
+std::string case_name(const ::testing::TestParamInfo<CompileCase>& info) {
+  std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" +
+                  (info.param.gpu[0] == 'a' ? "sm_80" : "sm_90");
+  return n;
+}
+
+class TemplateReducedSpaceCompiles : public ::testing::TestWithParam<CompileCase> {};
+
+TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
+  const CompileCase& cc = GetParam();
+  const auto gpu = *costmodel::find_gpu_spec(cc.gpu);
+  const auto limits = limits_of(gpu);
+  const auto w = templates::parse_workload(cc.op, cc.shape, cc.dtype);
+  const auto& tmpl = templates::find_template(w.op, w.dtype);
+  auto space = tmpl.reduced_space(w, limits);
+  ASSERT_GT(space.size(), 0u);
+
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, 0);
+  std::vector<std::future<CompileResult>> results;
+  std::vector<templates::KernelInstance> instances;
+  for (const auto& c : space.enumerate()) {
+    instances.push_back(tmpl.instantiate(space, c, w));
+    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name, limits.arch, {}}));
+  }
+  auto ref = builder.compile({instances[0].reference_source, instances[0].reference_kernel_name, limits.arch, {}});
+  EXPECT_TRUE(ref.ok()) << ref.log;
+
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto r = results[i].get();
+    const std::string cfg = tmpl.name() + " " + space.to_json_string(space.at(i));
+    ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
+    EXPECT_GT(r.resources.registers, 0) << cfg;
+    EXPECT_LE(r.resources.registers, 255) << cfg;
+    const int threads = static_cast<int>(instances[i].launch.block[0] * instances[i].launch.block[1]);
+    EXPECT_LE(r.resources.registers * threads, gpu.registers_per_sm) << cfg;
+    EXPECT_LE(r.resources.static_shared_bytes + instances[i].launch.dynamic_shared_bytes, gpu.shared_per_block_bytes)
+        << cfg;
+    // No spills (ptxas -v, on a fresh compile), and at most a 16-byte stack frame: ptxas gives a
+    // few configs (e.g. a cached Welford layernorm row at 512 threads) an 8-byte frame without spills.
+    if (r.ptxas_spill_bytes >= 0 && cc.max_local_bytes <= 16) {
+      EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
+    }
+    EXPECT_LE(r.resources.local_bytes, cc.max_local_bytes) << cfg << ": local memory\n" << r.log;
+  }
+  RecordProperty("configs", static_cast<int>(results.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Templates, TemplateReducedSpaceCompiles,
+    ::testing::Values(CompileCase{"softmax", "rows=37,cols=3000", "f32", "a100-sxm4-80gb"},
+                      CompileCase{"softmax", "rows=37,cols=3000", "f32", "h100-sxm"},
+                      CompileCase{"softmax", "rows=37,cols=3000", "f16", "a100-sxm4-80gb"},
+                      CompileCase{"softmax", "rows=37,cols=3000", "f16", "h100-sxm"},
+                      CompileCase{"softmax", "rows=37,cols=3000", "bf16", "h100-sxm"},
+                      CompileCase{"layernorm", "rows=37,cols=3000", "f32", "a100-sxm4-80gb"},
+                      CompileCase{"layernorm", "rows=37,cols=3000", "f32", "h100-sxm"},
+                      CompileCase{"layernorm", "rows=37,cols=3000", "f16", "a100-sxm4-80gb"},
+                      CompileCase{"layernorm", "rows=37,cols=3000", "f16", "h100-sxm"},
+                      CompileCase{"layernorm", "rows=37,cols=3000", "bf16", "a100-sxm4-80gb"},
+                      CompileCase{"gemm", "M=200,N=136,K=300", "f16", "a100-sxm4-80gb"},
+                      CompileCase{"gemm", "M=200,N=136,K=300", "f16", "h100-sxm"},
+                      CompileCase{"gemm", "M=200,N=136,K=300", "bf16", "a100-sxm4-80gb"},
+                      CompileCase{"gemm", "M=200,N=136,K=300", "bf16", "h100-sxm"},
+                      CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32", "a100-sxm4-80gb", 512},
+                      CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32", "h100-sxm", 512},
+                      CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f16", "h100-sxm"},
+                      CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32",
+                                  "a100-sxm4-80gb"},
+                      CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32",
+                                  "h100-sxm"},
+                      CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
+                                  "h100-sxm"},
+                      CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
+                                  "a100-sxm4-80gb"}),
+    case_name);
+
+}  // namespace
+}  // namespace tuner

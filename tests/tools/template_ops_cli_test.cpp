@@ -1,0 +1,96 @@
+// Every op and dtype of the template library tunes end to end with the real
+// `tuner` binary against sim:h100-sxm, and `tuner query --best --json`
+// returns the record.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct OpCase {
+  const char* op;
+  const char* shape;
+  const char* dtype;
+  const char* template_name;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class TemplateOpsCli : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("tuner_ops_cli_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  /// Runs `tuner <args>`; returns the exit code, stdout in *out and stderr in *err.
+  int run(const std::string& args, std::string* out, std::string* err) const {
+    const auto o = dir_ / "stdout", e = dir_ / "stderr";
+    const std::string cmd = std::string(TUNER_BIN) + " " + args + " >" + o.string() + " 2>" + e.string();
+    const int status = std::system(cmd.c_str());
+    *out = slurp(o);
+    *err = slurp(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_P(TemplateOpsCli, TunesOnTheSimDeviceAndQueriesTheBestRecord) {
+  const OpCase& c = GetParam();
+  const std::string db = (dir_ / "t.db").string();
+  const std::string workload =
+      std::string("--op ") + c.op + " --shape " + c.shape + " --dtype " + c.dtype + " --device sim:h100-sxm";
+  std::string out, err;
+  ASSERT_EQ(run("tune " + workload + " --trials 2 --strategy random --seed 4 --quiet --json --db " + db, &out, &err), 0)
+      << err;
+  auto t = nlohmann::json::parse(out);
+  EXPECT_EQ(t["measured"], 2);
+  EXPECT_EQ(t["template"], c.template_name) << t.dump();
+  ASSERT_EQ(run("query --db " + db + " --op " + c.op + " --shape " + c.shape + " --dtype " + c.dtype +
+                    " --device sim:h100-sxm --best --json",
+                &out, &err),
+            0)
+      << err;
+  auto q = nlohmann::json::parse(out);
+  EXPECT_EQ(q["op"], c.op);
+  EXPECT_EQ(q["dtype"], c.dtype);
+  EXPECT_EQ(q["status"], "ok") << q.dump();
+  EXPECT_TRUE(q["estimate"].get<bool>());
+  EXPECT_GT(q["time_ms"].get<double>(), 0.0);
+  EXPECT_FALSE(q["config"].empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, TemplateOpsCli,
+    ::testing::Values(OpCase{"softmax", "rows=300,cols=5000", "f32", "softmax_rows"},
+                      OpCase{"softmax", "rows=300,cols=5000", "f16", "softmax_rows"},
+                      OpCase{"softmax", "rows=300,cols=5000", "bf16", "softmax_rows"},
+                      OpCase{"layernorm", "rows=300,cols=5000", "f32", "layernorm_rows"},
+                      OpCase{"layernorm", "rows=300,cols=5000", "f16", "layernorm_rows"},
+                      OpCase{"layernorm", "rows=300,cols=5000", "bf16", "layernorm_rows"},
+                      OpCase{"gemm", "M=500,N=300,K=200", "f16", "gemm_tc_mma"},
+                      OpCase{"gemm", "M=500,N=300,K=200", "bf16", "gemm_tc_mma"},
+                      OpCase{"batched_gemm", "B=4,M=100,N=70,K=33", "f32", "batched_gemm_f32_simt"},
+                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "f16", "batched_gemm_tc_mma"},
+                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_mma"},
+                      OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f32", "conv2d_igemm_simt"},
+                      OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f16", "conv2d_igemm_tc"},
+                      OpCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1", "bf16", "conv2d_igemm_tc"}),
+    [](const auto& info) { return std::string(info.param.op) + "_" + info.param.dtype; });
+
+}  // namespace
