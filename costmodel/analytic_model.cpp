@@ -14,8 +14,8 @@ constexpr double kBarrierCycles = 150;         // a __syncthreads drains the blo
 constexpr double kSpillTouchedPerStep = 0.5;   // share of spilled words loaded or stored per inner step
 constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
-constexpr double kWarpsToHideFmaLatency = 32;
-constexpr double kFmaPerMmaThread = 64;        // FMAs per thread of one mma.sync.m16n8k16 (16*8*16 / 32)  // resident warps x ILP needed per SM to keep lanes busy
+constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
+constexpr double kFmaPerMmaThread = 64;        // FMAs per thread of one mma.sync.m16n8k16 (16*8*16 / 32)
 
 }  // namespace
 

@@ -19,9 +19,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: tuner <command> [options]\n"
     "  devices [--json]                       list GPUs (real and sim)\n"
-    "  tune --op gemm --shape M=..,N=..,K=.. [--dtype f32|f16|bf16] [--device cuda:0|sim:h100-sxm]\n"
-    "       [--trials 200] [--strategy random|grid|xgb|ga] [--seed 1] [--db tuning.db] [--json]\n"
-    "       [--early-stop N] [--batch 16] [--timeout 10] [--min-time-ms 100] [--quiet]\n"
+    "  tune --op gemm|batched_gemm|conv2d|softmax|layernorm --shape M=..,N=..,K=.. [--dtype f32|f16|bf16]\n"
+    "       [--device cuda:0|sim:h100-sxm|replay:FILE] [--trials 200|all] [--strategy xgb|ga|random|grid]\n"
+    "       [--seed 1] [--db tuning.db] [--json] [--transfer auto|none] [--remeasure 5] [--replay-out FILE]\n"
+    "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 100] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
     "        [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
     "  plan --model gpt3-175b|gpt:layers=..,hidden=..,heads=..|model.json --cluster dgx-h100:128|cluster.json\n"

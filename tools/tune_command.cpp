@@ -65,10 +65,10 @@ int tune_command(const std::vector<std::string>& args) {
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
   desc.add_options()
       ("help,h", "show this help")
-      ("op", po::value(&op)->required(), "operator: gemm")
+      ("op", po::value(&op)->required(), "operator: gemm, batched_gemm, conv2d, softmax, layernorm")
       ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
-      ("device", po::value(&device_spec)->default_value(""), "cuda:N or sim:<gpu> (default: cuda:0 if present, else sim:h100-sxm)")
+      ("device", po::value(&device_spec)->default_value(""), "cuda:N, sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
