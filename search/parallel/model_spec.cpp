@@ -179,6 +179,11 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   g.vocab = c.vocab;
   g.hidden = h;
   g.heads = c.heads;
+  g.kv_heads = kv < c.heads ? kv : 0;
+  g.ffn = ffn;
+  g.swiglu = c.swiglu;
+  g.experts = c.experts;
+  g.top_k = c.top_k;
 
   Layer emb;
   emb.name = "embedding";

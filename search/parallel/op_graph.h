@@ -76,6 +76,12 @@ struct ModelGraph {
   int64_t hidden = 0;               ///< Width of the activations passed between layers.
   int heads = 0;                    ///< Attention heads (0 when none): tensor-parallel degrees should divide it.
   int transformer_layers = 0;       ///< Number of kTransformer layers.
+  // Transformer hyperparameters the exports need (0 / false where they do not apply).
+  int kv_heads = 0;                 ///< Key/value heads when fewer than `heads` (grouped-query attention).
+  int64_t ffn = 0;                  ///< MLP width.
+  bool swiglu = false;              ///< Gated MLP (Llama).
+  int experts = 0;                  ///< Experts per MoE layer.
+  int top_k = 0;                    ///< Experts each token is routed to.
 };
 
 int dtype_bytes(const std::string& dtype);

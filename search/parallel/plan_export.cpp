@@ -37,6 +37,16 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
     arg("--num-layers", std::to_string(model.transformer_layers));
     arg("--hidden-size", std::to_string(model.hidden));
     arg("--num-attention-heads", std::to_string(model.heads));
+    if (model.kv_heads > 0) {
+      arg("--group-query-attention");
+      arg("--num-query-groups", std::to_string(model.kv_heads));
+    }
+    if (model.ffn > 0) arg("--ffn-hidden-size", std::to_string(model.ffn));
+    if (model.swiglu) arg("--swiglu");
+    if (model.experts > 0) {
+      arg("--num-experts", std::to_string(model.experts));
+      arg("--moe-router-topk", std::to_string(model.top_k));
+    }
   }
   arg("--seq-length", std::to_string(model.seq));
   if (model.dtype == "bf16") arg("--bf16");

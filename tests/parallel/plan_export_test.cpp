@@ -74,6 +74,32 @@ TEST(PlanExport, MegatronArguments) {
   EXPECT_FALSE(b.count("--use-distributed-optimizer"));
 }
 
+TEST(PlanExport, MegatronCarriesTheModelsAttentionAndMlpShape) {
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  PlannerOptions o;
+  o.global_batch = 16;
+  auto args_of = [&](const std::string& spec) {
+    const ModelGraph m = parse_model_spec(spec);
+    return parse_args(export_megatron(Planner(m, cluster, o).plan(), m, 16));
+  };
+  auto llama = args_of("llama:layers=4,hidden=1024,heads=16,kv_heads=4,ffn=2816,seq=1024,vocab=32000");
+  EXPECT_TRUE(llama.count("--group-query-attention"));
+  EXPECT_EQ(llama["--num-query-groups"], "4");
+  EXPECT_EQ(llama["--ffn-hidden-size"], "2816");
+  EXPECT_TRUE(llama.count("--swiglu"));
+  EXPECT_FALSE(llama.count("--num-experts"));
+
+  auto gpt = args_of("gpt:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000");
+  EXPECT_FALSE(gpt.count("--group-query-attention"));  // every head has its own keys and values
+  EXPECT_FALSE(gpt.count("--swiglu"));
+  EXPECT_EQ(gpt["--ffn-hidden-size"], "4096");  // 4 * hidden
+
+  auto moe = args_of("moe:layers=4,hidden=1024,heads=16,experts=8,top_k=2,seq=1024,vocab=32000");
+  EXPECT_EQ(moe["--num-experts"], "8");
+  EXPECT_EQ(moe["--moe-router-topk"], "2");
+  EXPECT_TRUE(moe.count("--swiglu"));
+}
+
 TEST(PlanExport, DeepSpeedJson) {
   Fixture f("tp=2,pp=2,mbs=2,recompute=full,zero=1");
   auto j = nlohmann::json::parse(export_deepspeed(f.plan, f.model, 64));
