@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "templates/conv2d.h"
+#include "templates/gemm_tc.h"
 
 namespace tuner::templates {
 
@@ -44,24 +45,12 @@ ConvTcTiling tiling_of(const search::ConfigView& v, DType d) {
 }
 
 std::vector<search::Constraint> constraints(const DeviceLimits& limits) {
-  return {
-      {"BM % WM == 0 and BN % WN == 0",
-       [](const search::ConfigView& v) { return v["BM"] % v["WM"] == 0 && v["BN"] % v["WN"] == 0; }},
-      // As gemm_tc_mma: past 256 threads the register cap (128) makes the fragments spill.
-      {"64 <= threads <= min(256, " + std::to_string(limits.max_threads_per_block) + ")",
-       [max = std::min(256, limits.max_threads_per_block)](const search::ConfigView& v) {
-         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
-         return threads >= 64 && threads <= max;
-       }},
-      {"A and B tiles split into 16-byte chunks evenly over threads", [](const search::ConfigView& v) {
-         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
-         return (v["BM"] * v["BK"] / 8) % threads == 0 && (v["BN"] * v["BK"] / 8) % threads == 0;
-       }},
-      {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
-       [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return conv_tc_shared_bytes(tiling_of(v, DType::kF16)) <= max;
-       }},
-  };
+  std::vector<search::Constraint> out = tc_warp_tile_constraints(limits);  // as gemm_tc_mma
+  out.push_back({"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
+                 [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
+                   return conv_tc_shared_bytes(tiling_of(v, DType::kF16)) <= max;
+                 }});
+  return out;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace tuner::templates {
 
@@ -58,19 +59,8 @@ TcTiling tiling_of(const search::ConfigView& v, DType d) {
 std::vector<search::Constraint> tc_constraints(const Dims& d, const DeviceLimits& limits) {
   const int64_t k_tiles16 = (d.k + 15) / 16;
   const bool split_possible = d.batch * d.m * d.n <= kTcMaxSplitOutputElements;
-  return {
-      {"BM % WM == 0 and BN % WN == 0",
-       [](const search::ConfigView& v) { return v["BM"] % v["WM"] == 0 && v["BN"] % v["WN"] == 0; }},
-      // Past 256 threads the register cap falls below 128 per thread and the fragments spill.
-      {"64 <= threads <= min(256, " + std::to_string(limits.max_threads_per_block) + ")",
-       [max = std::min(256, limits.max_threads_per_block)](const search::ConfigView& v) {
-         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
-         return threads >= 64 && threads <= max;
-       }},
-      {"A and B tiles split into 16-byte chunks evenly over threads", [](const search::ConfigView& v) {
-         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
-         return (v["BM"] * v["BK"] / 8) % threads == 0 && (v["BK"] * v["BN"] / 8) % threads == 0;
-       }},
+  std::vector<search::Constraint> out = tc_warp_tile_constraints(limits);
+  std::vector<search::Constraint> own = {
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
          return tc_shared_bytes(tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
@@ -80,6 +70,8 @@ std::vector<search::Constraint> tc_constraints(const Dims& d, const DeviceLimits
          return v["SPLIT_K"] == 1 || (split_possible && v["SPLIT_K"] * v["BK"] / 16 <= k_tiles16);
        }},
   };
+  out.insert(out.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  return out;
 }
 
 }  // namespace
@@ -202,6 +194,23 @@ KernelInstance GemmTcTemplate::instantiate(const search::ConfigSpace& space, con
   k.reference_launch.block = {16, 16, 1};
   k.tolerance = tolerance(w.dtype);
   return k;
+}
+
+std::vector<search::Constraint> tc_warp_tile_constraints(const DeviceLimits& limits) {
+  return {
+      {"BM % WM == 0 and BN % WN == 0",
+       [](const search::ConfigView& v) { return v["BM"] % v["WM"] == 0 && v["BN"] % v["WN"] == 0; }},
+      // Past 256 threads the register cap falls below 128 per thread and the fragments spill.
+      {"64 <= threads <= min(256, " + std::to_string(limits.max_threads_per_block) + ")",
+       [max = std::min(256, limits.max_threads_per_block)](const search::ConfigView& v) {
+         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
+         return threads >= 64 && threads <= max;
+       }},
+      {"A and B tiles split into 16-byte chunks evenly over threads", [](const search::ConfigView& v) {
+         const int64_t threads = 32 * (v["BM"] / v["WM"]) * (v["BN"] / v["WN"]);
+         return (v["BM"] * v["BK"] / 8) % threads == 0 && (v["BK"] * v["BN"] / 8) % threads == 0;
+       }},
+  };
 }
 
 }  // namespace tuner::templates

@@ -38,4 +38,8 @@ class GemmTcTemplate final : public KernelTemplate {
   bool batched_;
 };
 
+/// The constraints every mma.sync warp-tiled template shares (gemm_tc_mma, conv2d_igemm_tc): warp
+/// tiles divide block tiles, 64..256 threads, and A and B tiles split evenly into 16-byte chunks.
+std::vector<search::Constraint> tc_warp_tile_constraints(const DeviceLimits& limits);
+
 }  // namespace tuner::templates
