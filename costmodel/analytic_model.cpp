@@ -16,6 +16,11 @@ constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
 constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
 constexpr double kFmaPerMmaThread = 64;        // FMAs per thread of one mma.sync.m16n8k16 (16*8*16 / 32)
+constexpr double kFmaPerWgmmaThread = 1024;    // FMAs per thread of one wgmma.m64n128k16 (64*128*16 / 128)
+// Assumption, not a measurement of ours: on Hopper the synchronous mma.sync path reaches only part of
+// the tensor peak that wgmma reaches (public microbenchmarks report roughly 60-70%). To be calibrated
+// with GPU measurements (issue 6).
+constexpr double kMmaSyncShareOfHopperPeak = 0.65;
 
 }  // namespace
 
@@ -80,17 +85,23 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
   const double fma_per_thread = p.flops / 2.0 / (blocks * p.threads_per_block);
   // On tensor cores one warp-wide mma.m16n8k16 does 2048 FMAs (64 per thread) and the SM's rate is
   // the fp16/bf16 tensor peak (the table's fp16 and bf16 peaks are equal; fp16 is used).
+  // wgmma (async_mma) does 1024 FMAs per thread per instruction and reads its operands from shared
+  // memory itself: no ldmatrix instructions to issue.
   const bool tensor = p.tensor_cores && gpu.peak_fp16_tflops > 0;
-  const double fma_instr_per_thread = tensor ? fma_per_thread / kFmaPerMmaThread : fma_per_thread;
+  const bool async_mma = tensor && p.async_mma;
+  const double fma_instr_per_thread =
+      !tensor ? fma_per_thread : fma_per_thread / (async_mma ? kFmaPerWgmmaThread : kFmaPerMmaThread);
   const double steps_per_thread = fma_instr_per_thread / std::max(p.ilp, 1);
-  const double shared_loads_per_step = 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
+  const double shared_loads_per_step =
+      async_mma ? 0.0 : 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
   const double global_elems_per_thread = p.global_bytes / 4.0 / (blocks * p.threads_per_block);
   const double global_instr_per_thread = 2.0 * global_elems_per_thread / std::max(p.vector_width, 1);
   const double spill_instr_per_thread = steps_per_thread * kSpillTouchedPerStep * r.local_bytes / 4.0;
   const double instr_per_thread = fma_instr_per_thread + steps_per_thread * (shared_loads_per_step + kOverheadInstrPerStep) +
                                   global_instr_per_thread + spill_instr_per_thread;
   const double fma_warp_rate =  // warp-wide FMAs (32 lanes each) per clock per SM
-      tensor ? gpu.peak_fp16_tflops * 1e12 / 2.0 / (gpu.sm_count * clock_hz) / gpu.warp_size
+      tensor ? gpu.peak_fp16_tflops * 1e12 / 2.0 / (gpu.sm_count * clock_hz) / gpu.warp_size *
+                   (gpu.cc_major == 9 && !async_mma ? kMmaSyncShareOfHopperPeak : 1.0)
              : gpu.fp32_lanes_per_sm / static_cast<double>(gpu.warp_size);
   const double issue_rate = 4.0;                                                           // warp-instr per clock
   const double block_fma_cycles = fma_per_thread * warps / fma_warp_rate;

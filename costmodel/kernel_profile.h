@@ -30,6 +30,9 @@ struct KernelProfile {
   int64_t main_loop_iterations = 1;  ///< Iterations of the block's main loop (k-slabs), each with a barrier.
   double l2_reuse = 1;             ///< Factor by which block rasterization raises L2 hits (>= 1).
   bool tensor_cores = false;       ///< Compute on tensor cores (fp16/bf16) rather than FP32 lanes.
+  /// Tensor-core work issued as warpgroup-wide asynchronous MMAs (Hopper wgmma) reading their operands
+  /// from shared memory, rather than warp-wide mma.sync fed by ldmatrix.
+  bool async_mma = false;
 };
 
 /// Resources the compiler chose, read from the cubin.
@@ -42,7 +45,7 @@ struct KernelResources {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, vector_width, coalescing, stages,
-                                                main_loop_iterations, l2_reuse, tensor_cores)
+                                                main_loop_iterations, l2_reuse, tensor_cores, async_mma)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)
 
 }  // namespace tuner::costmodel

@@ -47,12 +47,26 @@ struct BufferSpec {
   bool workspace = false;
 };
 
+/// A TMA tensor map the runner encodes (cuTensorMapEncodeTiled) over one of the instance's buffers
+/// and passes by value (a 128-byte CUtensorMap) after the pointers: tiled, no interleave, out-of-bounds
+/// elements zero-filled, 256-byte L2 promotion, the buffer's dtype as the element type.
+struct TensorMapSpec {
+  int buffer = 0;                      ///< Index into KernelInstance::buffers.
+  std::vector<uint64_t> dims;          ///< Elements per dimension, innermost first (rank 1..5).
+  std::vector<uint64_t> strides_bytes; ///< Byte strides of dimensions 1..rank-1 (multiples of 16).
+  std::vector<uint32_t> box;           ///< Box elements per dimension (each <= 256).
+  int swizzle_bytes = 0;               ///< 0 (none), 32, 64 or 128.
+};
+
 struct KernelInstance {
   std::string source;                  ///< Complete CUDA C++ source.
   std::string kernel_name;             ///< extern "C" name.
+  /// Compile for the architecture-specific target (sm_90a rather than sm_90): wgmma, setmaxnreg.
+  bool arch_specific = false;
   LaunchGeometry launch;
   std::vector<BufferSpec> buffers;     ///< Kernel arguments 0..n-1 (device pointers).
-  std::vector<int32_t> scalar_args;    ///< Kernel arguments after the pointers (int).
+  std::vector<TensorMapSpec> tensor_maps;  ///< Kernel arguments after the pointers (CUtensorMap by value).
+  std::vector<int32_t> scalar_args;    ///< Kernel arguments after the pointers and tensor maps (int).
   double flops = 0;                    ///< Useful FLOPs (for GFLOP/s).
   double bytes = 0;                    ///< Compulsory DRAM bytes (for % of bandwidth).
   costmodel::KernelProfile profile;    ///< What the cost models read.
@@ -75,6 +89,11 @@ class KernelTemplate {
   virtual std::string source_text() const = 0;
   /// Why the template cannot run this workload (sizes past its index or launch limits); nullopt if it can.
   virtual std::optional<std::string> unsupported(const Workload& w) const = 0;
+  /// Why the template cannot run on a device with these limits (an instruction set it needs); nullopt if it can.
+  virtual std::optional<std::string> unsupported_on(const DeviceLimits& limits) const {
+    (void)limits;
+    return std::nullopt;
+  }
   /// Knobs and constraints for one workload on one device.
   virtual search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const = 0;
   /// A small space (tens of configs) that covers every knob value: compiled in CI, checked on GPUs.
@@ -87,5 +106,11 @@ class KernelTemplate {
   virtual KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                                      const Workload& w) const = 0;
 };
+
+/// The NVRTC architecture an instance compiles for on a device: limits.arch, or its
+/// architecture-specific variant ("sm_90a") when the instance needs one.
+inline std::string compile_arch(const KernelInstance& k, const DeviceLimits& limits) {
+  return k.arch_specific ? limits.arch + "a" : limits.arch;
+}
 
 }  // namespace tuner::templates

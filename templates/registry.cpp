@@ -1,12 +1,15 @@
 #include "templates/registry.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "templates/batched_gemm_f32.h"
 #include "templates/conv2d.h"
 #include "templates/conv2d_tc.h"
 #include "templates/gemm_f32.h"
 #include "templates/gemm_tc.h"
+#include "templates/gemm_wgmma.h"
 #include "templates/row_norm.h"
 
 namespace tuner::templates {
@@ -20,27 +23,73 @@ const std::vector<const KernelTemplate*>& all_templates() {
   static const GemmTcTemplate batched_tc(true);
   static const Conv2dTemplate conv2d;
   static const Conv2dTcTemplate conv2d_tc;
-  static const std::vector<const KernelTemplate*> all = {&gemm_f32, &gemm_tc, &batched_f32, &batched_tc,
-                                                         &softmax, &layernorm, &conv2d, &conv2d_tc};
+  static const GemmWgmmaTemplate gemm_wgmma(false);
+  static const GemmWgmmaTemplate batched_wgmma(true);
+  // Registration order is preference order: the first template of an op and dtype that runs on the
+  // device is the default. gemm_tc_wgmma stays behind gemm_tc_mma until a GPU has checked it.
+  static const std::vector<const KernelTemplate*> all = {&gemm_f32,  &gemm_tc,   &gemm_wgmma, &batched_f32,
+                                                         &batched_tc, &batched_wgmma, &softmax, &layernorm,
+                                                         &conv2d,    &conv2d_tc};
   return all;
 }
 
 std::string tunable_ops() {
-  std::string out;
+  // One entry per op, its dtypes in registration order: "gemm (f32|f16|bf16), ...".
+  std::vector<std::pair<std::string, std::vector<DType>>> ops;
   for (const auto* t : all_templates()) {
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == t->op(); });
+    if (it == ops.end()) it = ops.insert(ops.end(), {t->op(), {}});
+    for (auto d : t->dtypes())
+      if (std::find(it->second.begin(), it->second.end(), d) == it->second.end()) it->second.push_back(d);
+  }
+  std::string out;
+  for (const auto& [op, dtypes] : ops) {
     std::string dts;
-    for (auto d : t->dtypes()) dts += (dts.empty() ? "" : "|") + to_string(d);
-    out += (out.empty() ? "" : ", ") + t->op() + " (" + dts + ")";
+    for (auto d : dtypes) dts += (dts.empty() ? "" : "|") + to_string(d);
+    out += (out.empty() ? "" : ", ") + op + " (" + dts + ")";
   }
   return out;
 }
 
-const KernelTemplate& find_template(std::string_view op, DType dtype) {
+namespace {
+
+bool implements(const KernelTemplate& t, std::string_view op, DType dtype) {
+  if (t.op() != op) return false;
+  for (auto d : t.dtypes())
+    if (d == dtype) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string template_names(std::string_view op, DType dtype) {
+  std::string out;
+  for (const auto* t : all_templates())
+    if (implements(*t, op, dtype)) out += (out.empty() ? "" : ", ") + t->name();
+  return out;
+}
+
+const KernelTemplate& find_template(std::string_view op, DType dtype, const DeviceLimits* limits,
+                                    std::string_view name) {
+  const KernelTemplate* first_unsupported = nullptr;
   for (const auto* t : all_templates()) {
-    if (t->op() != op) continue;
-    for (auto d : t->dtypes())
-      if (d == dtype) return *t;
+    if (!implements(*t, op, dtype)) continue;
+    if (!name.empty()) {
+      if (t->name() != name) continue;
+      if (limits)
+        if (auto why = t->unsupported_on(*limits)) throw std::invalid_argument("--template " + std::string(name) + ": " + *why);
+      return *t;
+    }
+    if (limits && t->unsupported_on(*limits)) {
+      if (!first_unsupported) first_unsupported = t;
+      continue;
+    }
+    return *t;
   }
+  if (!name.empty())
+    throw std::invalid_argument("--template '" + std::string(name) + "' does not tune " + std::string(op) + " " +
+                                to_string(dtype) + "; allowed: " + template_names(op, dtype));
+  if (first_unsupported) throw std::invalid_argument(*first_unsupported->unsupported_on(*limits));
   throw std::invalid_argument("no template tunes op '" + std::string(op) + "' with dtype " + to_string(dtype) +
                               "; tunable: " + tunable_ops());
 }

@@ -54,7 +54,7 @@ void print_progress(const TuneProgress& p) {
 
 int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  std::string op, shape, dtype, device_spec, strategy, db_path, faults_text, trials_text, replay_out;
+  std::string op, shape, dtype, device_spec, strategy, db_path, faults_text, trials_text, replay_out, template_name;
   int64_t trials = 0, early_stop = 0;
   int remeasure = 5;
   std::string seed_text, transfer;
@@ -68,6 +68,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("op", po::value(&op)->required(), "operator: gemm, batched_gemm, conv2d, softmax, layernorm")
       ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
+      ("template", po::value(&template_name)->default_value(""), "kernel template, e.g. gemm_tc_wgmma (default: the op's first template that runs on the device; see README)")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N, sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")
@@ -95,7 +96,7 @@ int tune_command(const std::vector<std::string>& args) {
   const templates::KernelTemplate* tmpl = nullptr;
   try {
     opt.workload = templates::parse_workload(op, shape, dtype);
-    tmpl = &templates::find_template(op, opt.workload.dtype);
+    tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
     search::check_strategy_name(strategy);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
@@ -105,7 +106,6 @@ int tune_command(const std::vector<std::string>& args) {
     if (seed_text.empty() || ec != std::errc() || end != seed_text.data() + seed_text.size())
       throw UsageError("--seed '" + seed_text + "' is not an integer in 0 .. 18446744073709551615");
   }
-  if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   const bool all_trials = trials_text == "all";
   if (!all_trials) {
     auto [end, ec] = std::from_chars(trials_text.data(), trials_text.data() + trials_text.size(), trials);
@@ -128,6 +128,15 @@ int tune_command(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // A replay device answers for the template it recorded; otherwise the op's default for the device.
+  if (device.replay && template_name.empty()) template_name = device.replay->template_name;
+  try {
+    tmpl = &templates::find_template(op, opt.workload.dtype, &device.limits, template_name);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
+  opt.template_name = tmpl->name();
   const uint64_t space_size = tmpl->space(opt.workload, device.limits).size();
   if (device.replay) {
     const auto& r = *device.replay;

@@ -38,6 +38,8 @@ struct Driver {
 #define TUNER_DECLARE(fn) decltype(&::fn) fn = nullptr;
   TUNER_CUDA_FUNCTIONS(TUNER_DECLARE)
 #undef TUNER_DECLARE
+  /// Optional (CUDA 12+ drivers): only instances with TMA tensor maps need it.
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
   void* handle = nullptr;
   std::string error;  ///< Why the driver is unusable; empty when loaded and initialised.
   int version = 0;
@@ -56,6 +58,8 @@ const Driver& driver() {
   if (!d.fn && d.error.empty()) d.error = std::string("CUDA driver lacks ") + TUNER_STR(fn);
     TUNER_CUDA_FUNCTIONS(TUNER_RESOLVE)
 #undef TUNER_RESOLVE
+    d.cuTensorMapEncodeTiled =
+        reinterpret_cast<decltype(&::cuTensorMapEncodeTiled)>(dlsym(d.handle, "cuTensorMapEncodeTiled"));
     if (!d.error.empty()) return d;
     CUresult rc = d.cuInit(0);
     if (rc != CUDA_SUCCESS) {
@@ -231,6 +235,7 @@ struct CudaRunner::Impl {
   std::vector<std::vector<double>> reference;  ///< Each output buffer's reference values, as doubles.
   DeviceBuffer flush;
   std::unique_ptr<CublasSgemm> cublas;
+  std::vector<CUtensorMap> maps;  ///< The request's tensor maps over the current buffers.
 
   ~Impl() {
     cublas.reset();
@@ -247,15 +252,53 @@ struct CudaRunner::Impl {
     return k;
   }
 
+  /// Arguments in the kernel contract's order: buffer pointers, tensor maps (by value), int scalars.
   void launch(CUfunction fn, const templates::LaunchGeometry& g, const std::vector<int32_t>& scalars,
               CUstream stream, std::vector<CUdeviceptr>& ptrs, std::vector<int32_t>& scalar_copy) {
     std::vector<void*> args;
     for (auto& p : ptrs) args.push_back(&p);
+    for (auto& m : maps) args.push_back(&m);
     scalar_copy = scalars;
     for (auto& s : scalar_copy) args.push_back(&s);
     check(driver().cuLaunchKernel(fn, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
                                   static_cast<unsigned>(g.dynamic_shared_bytes), stream, args.data(), nullptr),
           "cuLaunchKernel", "launch_error");
+  }
+
+  /// Encodes the request's tensor maps over the current buffers (cuTensorMapEncodeTiled).
+  void encode_tensor_maps(const MeasureRequest& r) {
+    maps.assign(r.tensor_maps.size(), CUtensorMap{});
+    if (r.tensor_maps.empty()) return;
+    if (!driver().cuTensorMapEncodeTiled)
+      throw CudaFailure("the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)", "launch_error", false);
+    for (size_t i = 0; i < r.tensor_maps.size(); ++i) {
+      const auto& m = r.tensor_maps[i];
+      const size_t rank = m.dims.size();
+      const bool shape_ok = rank >= 1 && rank <= 5 && m.box.size() == rank && m.strides_bytes.size() + 1 == rank &&
+                            m.buffer >= 0 && static_cast<size_t>(m.buffer) < buffers.size();
+      if (!shape_ok) throw CudaFailure("tensor map " + std::to_string(i) + " is malformed", "launch_error", false);
+      const templates::DType dt = r.buffers[static_cast<size_t>(m.buffer)].dtype;
+      const CUtensorMapDataType type = dt == templates::DType::kF16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                       : dt == templates::DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+      const CUtensorMapSwizzle swizzle = m.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                         : m.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                         : m.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
+      cuuint64_t dims[5], strides[4];
+      cuuint32_t box[5], element_strides[5];
+      for (size_t d = 0; d < rank; ++d) {
+        dims[d] = m.dims[d];
+        box[d] = m.box[d];
+        element_strides[d] = 1;
+        if (d + 1 < rank) strides[d] = m.strides_bytes[d];
+      }
+      check(driver().cuTensorMapEncodeTiled(&maps[i], type, static_cast<cuuint32_t>(rank),
+                                            reinterpret_cast<void*>(buffers[static_cast<size_t>(m.buffer)].get()), dims,
+                                            strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            "cuTensorMapEncodeTiled", "launch_error");
+    }
   }
 
   /// Fills every output buffer with quiet NaNs of its dtype (whole words; buffers are padded to 4 bytes).
@@ -297,6 +340,7 @@ struct CudaRunner::Impl {
     for (auto& b : buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
     poison_outputs(r);
+    encode_tensor_maps(r);  // the reference takes the kernel's arguments, tensor maps included
     launch(ref.fn(), r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (reference)");
     reference.resize(buffers.size());
@@ -311,6 +355,7 @@ struct CudaRunner::Impl {
   MeasureResult run(const MeasureRequest& r) {
     MeasureResult res;
     prepare_inputs(r);
+    encode_tensor_maps(r);  // per config: boxes differ with the tile
     std::vector<CUdeviceptr> ptrs;
     for (auto& b : buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;

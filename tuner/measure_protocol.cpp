@@ -82,12 +82,17 @@ nlohmann::json to_json(const MeasureRequest& r) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const auto& b : r.buffers)
     buffers.push_back({{"name", b.name}, {"elements", b.elements}, {"dtype", templates::to_string(b.dtype)}, {"output", b.output}, {"workspace", b.workspace}});
+  nlohmann::json maps = nlohmann::json::array();
+  for (const auto& m : r.tensor_maps)
+    maps.push_back({{"buffer", m.buffer}, {"dims", m.dims}, {"strides_bytes", m.strides_bytes}, {"box", m.box},
+                    {"swizzle_bytes", m.swizzle_bytes}});
   const auto& s = r.settings;
   return {{"device", r.device},
           {"cubin", base64_encode(r.cubin)},
           {"kernel_name", r.kernel_name},
           {"launch", launch_json(r.launch)},
           {"buffers", buffers},
+          {"tensor_maps", maps},
           {"scalar_args", r.scalar_args},
           {"reference_cubin", base64_encode(r.reference_cubin)},
           {"reference_kernel_name", r.reference_kernel_name},
@@ -112,6 +117,10 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   for (const auto& b : j.at("buffers"))
     r.buffers.push_back({b.at("name").get<std::string>(), b.at("elements").get<int64_t>(),
                          templates::dtype_from_string(b.at("dtype").get<std::string>()), b.at("output").get<bool>(), b.value("workspace", false)});
+  for (const auto& m : j.value("tensor_maps", nlohmann::json::array()))
+    r.tensor_maps.push_back({m.at("buffer").get<int>(), m.at("dims").get<std::vector<uint64_t>>(),
+                             m.at("strides_bytes").get<std::vector<uint64_t>>(), m.at("box").get<std::vector<uint32_t>>(),
+                             m.at("swizzle_bytes").get<int>()});
   r.scalar_args = j.at("scalar_args").get<std::vector<int32_t>>();
   r.reference_cubin = base64_decode(j.at("reference_cubin").get<std::string>());
   r.reference_kernel_name = j.at("reference_kernel_name").get<std::string>();

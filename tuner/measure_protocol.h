@@ -41,6 +41,7 @@ struct MeasureRequest {
   std::string kernel_name;
   templates::LaunchGeometry launch;
   std::vector<templates::BufferSpec> buffers;
+  std::vector<templates::TensorMapSpec> tensor_maps;  ///< Encoded by the runner over the buffers.
   std::vector<int32_t> scalar_args;
   std::string reference_cubin;           ///< Raw cubin of the reference kernel.
   std::string reference_kernel_name;

@@ -172,6 +172,7 @@ MeasureRequest measure_request(const std::string& device, const templates::Kerne
   mr.kernel_name = k.kernel_name;
   mr.launch = k.launch;
   mr.buffers = k.buffers;
+  mr.tensor_maps = k.tensor_maps;
   mr.scalar_args = k.scalar_args;
   mr.reference_cubin = reference_cubin;
   mr.reference_kernel_name = k.reference_kernel_name;
@@ -186,7 +187,7 @@ MeasureRequest measure_request(const std::string& device, const templates::Kerne
 TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::TuningDb& db) {
   const auto t0 = std::chrono::steady_clock::now();
   StopSignals signals;
-  const auto& tmpl = templates::find_template(opt.workload.op, opt.workload.dtype);
+  const auto& tmpl = templates::find_template(opt.workload.op, opt.workload.dtype, &device.limits, opt.template_name);
   const search::ConfigSpace space = tmpl.space(opt.workload, device.limits);
 
   TuneSummary sum;
@@ -297,7 +298,8 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         p.compiled.push_back(none.get_future());
         continue;
       }
-      CompileRequest req{p.instances.back().source, p.instances.back().kernel_name, device.limits.arch, {}};
+      CompileRequest req{p.instances.back().source, p.instances.back().kernel_name,
+                         templates::compile_arch(p.instances.back(), device.limits), {}};
       if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
       p.compiled.push_back(pool.submit(std::move(req)));
     }
@@ -398,7 +400,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       if (by_config[config_json].second > 1 || g_stop.load()) continue;
       const search::Config c = space.from_json(nlohmann::json::parse(config_json));
       const auto inst = tmpl.instantiate(space, c, opt.workload);
-      auto job = pool.submit({inst.source, inst.kernel_name, device.limits.arch, {}});
+      auto job = pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, device.limits), {}});
       std::optional<db::TrialRecord> rec = measure_one(c, inst, job.get(), InjectedFault::kNone);
       if (!rec) break;
       rec->purpose = "remeasure";

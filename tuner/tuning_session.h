@@ -40,6 +40,7 @@ struct TuneProgress {
 
 struct TuneOptions {
   templates::Workload workload;
+  std::string template_name;       ///< Empty: the op's default template for the device (templates/registry.h).
   int64_t trials = 200;            ///< Budget of trials for this workload on this device (all sessions).
   std::string strategy = "random";
   uint64_t seed = 1;               ///< Seeds the strategy (and the inputs' RNG).

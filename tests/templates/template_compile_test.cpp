@@ -8,6 +8,7 @@
 #include <future>
 
 #include "costmodel/gpu_spec.h"
+#include "templates/gemm_wgmma_source.h"
 #include "templates/registry.h"
 #include "tuner/compile_cache.h"
 #include "tuner/compile_pool.h"
@@ -26,11 +27,13 @@ struct CompileCase {
   /// batched_gemm f32 reuses gemm_f32's generator and its reduced space, where ptxas spills a few
   /// configs (up to 264 bytes measured; tests/tuner/gemm_compile_test.cpp counts them, as here).
   int max_local_bytes = 16;
+  const char* template_name = "";  ///< Empty: the op's default template.
 };
 
 std::string case_name(const ::testing::TestParamInfo<CompileCase>& info) {
   std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" +
                   (info.param.gpu[0] == 'a' ? "sm_80" : "sm_90");
+  if (*info.param.template_name) n += std::string("_") + info.param.template_name;
   return n;
 }
 
@@ -41,7 +44,7 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
   const auto gpu = *costmodel::find_gpu_spec(cc.gpu);
   const auto limits = limits_of(gpu);
   const auto w = templates::parse_workload(cc.op, cc.shape, cc.dtype);
-  const auto& tmpl = templates::find_template(w.op, w.dtype);
+  const auto& tmpl = templates::find_template(w.op, w.dtype, &limits, cc.template_name);
   auto space = tmpl.reduced_space(w, limits);
   ASSERT_GT(space.size(), 0u);
 
@@ -52,7 +55,8 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
   std::vector<templates::KernelInstance> instances;
   for (const auto& c : space.enumerate()) {
     instances.push_back(tmpl.instantiate(space, c, w));
-    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name, limits.arch, {}}));
+    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name,
+                                   templates::compile_arch(instances.back(), limits), {}}));
   }
   auto ref = builder.compile({instances[0].reference_source, instances[0].reference_kernel_name, limits.arch, {}});
   EXPECT_TRUE(ref.ok()) << ref.log;
@@ -73,6 +77,15 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
       EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
     }
     EXPECT_LE(r.resources.local_bytes, cc.max_local_bytes) << cfg << ": local memory\n" << r.log;
+    if (tmpl.name().find("wgmma") != std::string::npos) {
+      // setmaxnreg.inc blocks until the CTA's pool (the launch's registers) can pay for it: the
+      // producer's 40 plus every consumer's raise must fit, or the kernel would hang.
+      const int consumers = static_cast<int>(instances[i].launch.block[0]) / 128 - 1;
+      templates::WgmmaTiling t;
+      t.consumers = consumers;
+      EXPECT_GE(r.resources.registers * threads, 128 * 40 + consumers * 128 * templates::wgmma_consumer_registers(t))
+          << cfg << ": " << r.resources.registers << " registers at launch";
+    }
   }
   RecordProperty("configs", static_cast<int>(results.size()));
 }
@@ -93,6 +106,10 @@ INSTANTIATE_TEST_SUITE_P(
                       CompileCase{"gemm", "M=200,N=136,K=300", "f16", "h100-sxm"},
                       CompileCase{"gemm", "M=200,N=136,K=300", "bf16", "a100-sxm4-80gb"},
                       CompileCase{"gemm", "M=200,N=136,K=300", "bf16", "h100-sxm"},
+                      CompileCase{"gemm", "M=200,N=136,K=304", "f16", "h100-sxm", 16, "gemm_tc_wgmma"},
+                      CompileCase{"gemm", "M=200,N=136,K=304", "bf16", "h100-sxm", 16, "gemm_tc_wgmma"},
+                      CompileCase{"batched_gemm", "B=3,M=200,N=136,K=304", "f16", "h100-sxm", 16,
+                                  "batched_gemm_tc_wgmma"},
                       CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32", "a100-sxm4-80gb", 512},
                       CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32", "h100-sxm", 512},
                       CompileCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f16", "h100-sxm"},

@@ -1,0 +1,67 @@
+// CUDA source generator for the Hopper GEMM template (gemm_tc_wgmma, sm_90a):
+// C = A·B with A [M x K] and B [K x N] row-major in f16 or bf16, fp32
+// accumulation on wgmma.mma_async, C in the input type or fp32; optionally
+// batched (packed strided batches, the batch in blockIdx.z).
+//
+// The kernel is warp-specialised. Warpgroup 0 is the producer: it gives up
+// registers (setmaxnreg.dec) and one thread issues TMA bulk tensor copies
+// (cp.async.bulk.tensor.3d) of the A tile (bm x 64) and of B in 64 x 64 boxes
+// into a `stages`-deep ring of shared buffers, each guarded by a pair of
+// mbarriers (full: the copies' bytes have landed; empty: every consumer warp
+// is done reading). Warpgroups 1..consumers take registers (setmaxnreg.inc),
+// each owns bm/consumers rows of the block tile, and per 64-deep k-tile
+// issues 4 x (bm/consumers/64) wgmma.m64n{bn}k16 reading both operands from
+// shared memory through matrix descriptors.
+//
+// Shared layouts are the ones TMA's 128-byte swizzle writes and wgmma's
+// 128-byte-swizzle descriptors read: A is K-major (row r of the tile at r*128
+// bytes, 16-byte chunks XOR-ed with r % 8), descriptor SBO 1024 (8-row
+// groups), advanced 32 bytes per k16 step; B is N-major (MN-major, transposed
+// operand) in 64-column boxes of 64 k-rows each, descriptor SBO 1024 (8 k-row
+// groups) and LBO 64*128 = 8192 (the next 64 columns), advanced 2048 bytes
+// per k16 step. Every stage buffer is 1024-byte aligned (the swizzle repeats
+// every 1024 bytes of address).
+//
+// Kernel contract:
+//   gemm_tc_wgmma(const elem_t* A, const elem_t* B, out_t* C, TensorMap tmap_a, TensorMap tmap_b,
+//                 int M, int N, int K)
+//   tmap_a: A as a 3-D tensor {K, M, batch}, box {64, bm, 1}; tmap_b: B as {N, K, batch}, box
+//   {64, 64, 1}; both 128-byte swizzle, out-of-bounds elements zero-filled (this is what makes any
+//   M and any N, K that are multiples of 8 correct: TMA strides must be 16-byte multiples).
+//   grid = (ceil(M/bm) * ceil(N/bn), 1, batch); block = 128 * (1 + consumers) threads;
+//   dynamic shared memory = stages * (bm*64 + 64*bn) * 2 + 1024 bytes (the 1024 aligns the ring).
+// The epilogue stores each consumer's accumulators straight to C with bounds checks.
+#pragma once
+
+#include <string>
+
+#include "templates/workload.h"
+
+namespace tuner::templates {
+
+struct WgmmaTiling {
+  DType dtype = DType::kF16;  ///< f16 or bf16 operands.
+  int bm = 128, bn = 128;     ///< Block tile; bm / consumers is a multiple of 64, bn of 64 (<= 256).
+  int consumers = 2;          ///< Consumer warpgroups (1 or 2).
+  int stages = 4;             ///< Shared-buffer ring depth (2..6).
+  int group_m = 8;            ///< Block rasterization.
+  int out_f32 = 0;            ///< 1: C is fp32; 0: C in the input type.
+};
+
+inline constexpr const char* kWgmmaKernelName = "gemm_tc_wgmma";
+inline constexpr int kWgmmaBk = 64;       ///< k-tile depth: 64 halves = the 128-byte swizzle span.
+inline constexpr int kWgmmaBoxCols = 64;  ///< Columns of B per TMA box.
+
+int wgmma_threads(const WgmmaTiling& t);
+size_t wgmma_shared_bytes(const WgmmaTiling& t);
+/// fp32 accumulators each consumer thread holds: (bm / consumers / 64) * bn / 2.
+int wgmma_accumulators(const WgmmaTiling& t);
+/// Registers a consumer thread gets with setmaxnreg.inc (the producer keeps 40).
+int wgmma_consumer_registers(const WgmmaTiling& t);
+
+std::string gemm_wgmma_source(const WgmmaTiling& t);
+/// The reference kernel (gemm_tc's, double accumulation) with this kernel's arguments.
+std::string gemm_wgmma_reference_source(DType d, bool out_f32);
+std::string gemm_wgmma_template_text();
+
+}  // namespace tuner::templates
