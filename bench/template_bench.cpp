@@ -4,9 +4,11 @@
 // workload, the best time, TFLOP/s, % of cuBLAS (GEMMs, on a GPU: measured by
 // the same protocol on the same buffers) and % of roofline (GEMMs: attained
 // FLOP/s over min(peak, intensity x DRAM bandwidth), the peak of the units the template uses:
-// tensor cores for gemm_tc, fp32 lanes otherwise; memory-bound ops: % of
+// tensor cores for gemm_tc_* and conv2d_igemm_tc, fp32 lanes otherwise; memory-bound ops: % of
 // DRAM bandwidth on their compulsory bytes). Without a GPU it runs against a
-// sim device and labels every figure an estimate. Writes results/template_bench.json.
+// sim device and labels every figure an estimate. Rows naming a template (the
+// sm_90 gemm_tc_wgmma) are skipped on devices that template cannot run on.
+// Writes results/template_bench.json.
 //
 //   build/bin/template_bench [--device cuda:0|sim:h100-sxm] [--trials 32] [--strategy xgb] [--out FILE]
 #include <cmath>
@@ -59,19 +61,26 @@ struct BenchWorkload {
   const char* shape;
   const char* dtype;
   const char* group;
+  const char* template_name = "";  ///< Empty: the op's default template; rows a device cannot run are skipped.
 };
 
 const std::vector<BenchWorkload>& workloads() {
   static const std::vector<BenchWorkload> w = {
       {"gemm", "M=4096,N=4096,K=4096", "f16", "square"},
       {"gemm", "M=8192,N=8192,K=8192", "f16", "square"},
+      {"gemm", "M=4096,N=4096,K=4096", "f16", "square", "gemm_tc_wgmma"},
+      {"gemm", "M=8192,N=8192,K=8192", "f16", "square", "gemm_tc_wgmma"},
+      {"gemm", "M=8192,N=8192,K=8192", "bf16", "square", "gemm_tc_wgmma"},
       {"gemm", "M=4096,N=4096,K=4096", "f32", "square"},
       {"gemm", "M=16,N=4096,K=4096", "f16", "decode"},
       {"gemm", "M=32,N=4096,K=4096", "f16", "decode"},
       {"gemm", "M=64,N=4096,K=4096", "f16", "decode"},
       {"gemm", "M=128,N=4096,K=4096", "f16", "decode"},
+      {"gemm", "M=128,N=4096,K=4096", "f16", "decode", "gemm_tc_wgmma"},
       {"gemm", "M=4096,N=4096,K=512", "f16", "short K"},
+      {"gemm", "M=4096,N=4096,K=512", "f16", "short K", "gemm_tc_wgmma"},
       {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", "attention"},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", "attention", "batched_gemm_tc_wgmma"},
       // ResNet-50 (batch 32): the stem, a 3x3 of stage 2, a strided 3x3 and a 1x1 of stage 3.
       {"conv2d", "N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3", "f16", "resnet50"},
       {"conv2d", "N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1", "f16", "resnet50"},
@@ -116,7 +125,12 @@ int main(int argc, char** argv) {
     o.strategy = args.strategy;
     o.seed = 3;
     o.cache_dir = CompileCache::default_dir();
-    const auto& tmpl = templates::find_template(o.workload.op, o.workload.dtype);
+    const auto& tmpl = templates::find_template(o.workload.op, o.workload.dtype, nullptr, bw.template_name);
+    if (auto why = tmpl.unsupported_on(device.limits)) {
+      std::printf("  %-12s %-48s %-5s %-22s skipped: %s\n", bw.op, bw.shape, bw.dtype, tmpl.name().c_str(), why->c_str());
+      continue;
+    }
+    o.template_name = tmpl.name();
     TuneSummary sum = run_tuning(o, device, db);
     const double ms = sum.best ? sum.best->trial.time_ms : 0.0;
     auto space = tmpl.space(o.workload, device.limits);

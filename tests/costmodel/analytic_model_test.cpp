@@ -4,6 +4,7 @@
 
 #include "templates/gemm_f32.h"
 #include "templates/gemm_tc.h"
+#include "templates/gemm_wgmma.h"
 
 namespace tuner::costmodel {
 namespace {
@@ -82,6 +83,33 @@ TEST(AnalyticModel, TensorCoreProfilesUseTheTensorPeak) {
   EXPECT_GT(tflops, 1.5 * h100().peak_fp32_tflops) << "past the fp32 peak only on tensor cores; bound " << e.bound;
   p.tensor_cores = false;  // the same work on fp32 lanes is far slower
   EXPECT_GT(estimate(p, res, h100()).time_ms, 3 * e.time_ms);
+}
+
+TEST(AnalyticModel, WgmmaBeatsMmaSyncOnHopperOnly) {
+  // 8192^3 f16: gemm_tc_wgmma 128x256, 2 consumers, 4 stages against gemm_tc_mma's best-shaped tile.
+  auto w = templates::parse_workload("gemm", "M=8192,N=8192,K=8192", "f16");
+  templates::DeviceLimits limits;
+  limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
+  templates::GemmWgmmaTemplate wg(false);
+  auto wspace = wg.space(w, limits);
+  search::Config wc{128, 256, 2, 4, 8, 0};
+  ASSERT_TRUE(wspace.is_valid(wc)) << wspace.violation(wc).value_or("");
+  const auto async = estimate(wg.profile(wspace, wc, w), {168, 0, 0}, h100());
+  templates::GemmTcTemplate mma(false);
+  auto mspace = mma.space(w, limits);
+  search::Config mc{128, 128, 32, 64, 64, 4, 1, 8, 0};
+  auto sync_profile = mma.profile(mspace, mc, w);
+  const auto sync = estimate(sync_profile, {168, 0, 0}, h100());
+  ASSERT_TRUE(async.launchable && sync.launchable) << async.reason << sync.reason;
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const double async_tflops = flops / (async.time_ms * 1e-3) / 1e12;
+  EXPECT_LT(async_tflops, h100().peak_fp16_tflops);
+  EXPECT_GT(async_tflops, 0.5 * h100().peak_fp16_tflops) << "bound " << async.bound;
+  EXPECT_LT(async.time_ms, 0.8 * sync.time_ms) << "mma.sync is held to part of Hopper's tensor peak";
+  // On the A100 (no wgmma) the mma.sync profile keeps the whole tensor peak.
+  const GpuSpec a100 = *find_gpu_spec("a100-sxm4-80gb");
+  const auto sync_a100 = estimate(sync_profile, {168, 0, 0}, a100);
+  EXPECT_GT(flops / (sync_a100.time_ms * 1e-3) / 1e12, 0.7 * a100.peak_fp16_tflops) << "bound " << sync_a100.bound;
 }
 
 TEST(AnalyticModel, SpillingIsSlower) {

@@ -23,6 +23,7 @@ struct GpuCase {
   const char* op;
   const char* shape;
   const char* dtype;
+  const char* template_name = "";  ///< Empty: the op's default template.
 };
 
 /// Skips without a GPU; device_ is cuda:0.
@@ -42,7 +43,8 @@ class GpuVendorBase : public OnGpu<::testing::Test> {};
 
 TEST_P(GpuTemplates, EveryReducedSpaceConfigIsCorrect) {
   const auto w = templates::parse_workload(GetParam().op, GetParam().shape, GetParam().dtype);
-  const auto& tmpl = templates::find_template(w.op, w.dtype);
+  const auto& tmpl = templates::find_template(w.op, w.dtype, nullptr, GetParam().template_name);
+  if (auto why = tmpl.unsupported_on(device_.limits)) GTEST_SKIP() << *why;
   auto space = tmpl.reduced_space(w, device_.limits);
   ASSERT_GT(space.size(), 0u);
   NvrtcBuilder builder(nullptr);
@@ -52,7 +54,8 @@ TEST_P(GpuTemplates, EveryReducedSpaceConfigIsCorrect) {
   std::vector<std::future<CompileResult>> compiled;
   for (const auto& c : space.enumerate()) {
     ks.push_back(tmpl.instantiate(space, c, w));
-    compiled.push_back(pool.submit({ks.back().source, ks.back().kernel_name, device_.limits.arch, {}}));
+    compiled.push_back(
+        pool.submit({ks.back().source, ks.back().kernel_name, templates::compile_arch(ks.back(), device_.limits), {}}));
   }
   for (size_t i = 0; i < ks.size(); ++i) {
     auto ref = builder.compile({ks[i].reference_source, ks[i].reference_kernel_name, device_.limits.arch, {}});
@@ -78,6 +81,10 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"layernorm", "rows=5,cols=40000", "bf16"},
                       GpuCase{"gemm", "M=200,N=136,K=300", "f16"}, GpuCase{"gemm", "M=200,N=131,K=301", "f16"},
                       GpuCase{"gemm", "M=77,N=136,K=520", "bf16"},
+                      // Hopper only (skips elsewhere): partial tiles in M, N and K through TMA's zero fill.
+                      GpuCase{"gemm", "M=200,N=136,K=304", "f16", "gemm_tc_wgmma"},
+                      GpuCase{"gemm", "M=77,N=264,K=520", "bf16", "gemm_tc_wgmma"},
+                      GpuCase{"batched_gemm", "B=3,M=130,N=72,K=200", "f16", "batched_gemm_tc_wgmma"},
                       GpuCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f32"},
                       GpuCase{"batched_gemm", "B=3,M=200,N=136,K=300", "f16"},
                       GpuCase{"batched_gemm", "B=2,M=65,N=127,K=257", "bf16"},
@@ -86,7 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
                       GpuCase{"conv2d", "N=1,H=16,W=16,C=8,K=24,R=5,S=3,stride=3,pad=2", "bf16"}),
     [](const auto& info) {
-      std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape;
+      std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape +
+                      (*info.param.template_name ? std::string("_") + info.param.template_name : "");
       for (auto& ch : n)
         if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return n;
@@ -113,10 +121,10 @@ TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
 class GpuVendor : public GpuVendorBase {};
 
 TEST_F(GpuVendor, CublasGemmExMatchesTheReferenceForHalfAndBatchedGemms) {
-  for (auto [op, shape, dtype] : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},
-                                  GpuCase{"batched_gemm", "B=3,M=100,N=72,K=64", "f16"},
-                                  GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"}}) {
-    const auto w = templates::parse_workload(op, shape, dtype);
+  for (const GpuCase& g : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},
+                           GpuCase{"batched_gemm", "B=3,M=100,N=72,K=64", "f16"},
+                           GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"}}) {
+    const auto w = templates::parse_workload(g.op, g.shape, g.dtype);
     const auto& tmpl = templates::find_template(w.op, w.dtype);
     auto space = tmpl.reduced_space(w, device_.limits);
     auto k = tmpl.instantiate(space, space.at(0), w);

@@ -20,6 +20,7 @@ struct OpCase {
   const char* shape;
   const char* dtype;
   const char* template_name;
+  bool by_name = false;  ///< Ask for template_name with --template rather than get it as the default.
 };
 
 std::string slurp(const std::filesystem::path& p) {
@@ -55,8 +56,9 @@ TEST_P(TemplateOpsCli, TunesOnTheSimDeviceAndQueriesTheBestRecord) {
   const std::string db = (dir_ / "t.db").string();
   const std::string workload =
       std::string("--op ") + c.op + " --shape " + c.shape + " --dtype " + c.dtype + " --device sim:h100-sxm";
+  const std::string chosen = c.by_name ? std::string(" --template ") + c.template_name : "";
   std::string out, err;
-  ASSERT_EQ(run("tune " + workload + " --trials 2 --strategy random --seed 4 --quiet --json --db " + db, &out, &err), 0)
+  ASSERT_EQ(run("tune " + workload + chosen + " --trials 2 --strategy random --seed 4 --quiet --json --db " + db, &out, &err), 0)
       << err;
   auto t = nlohmann::json::parse(out);
   EXPECT_EQ(t["measured"], 2);
@@ -73,6 +75,22 @@ TEST_P(TemplateOpsCli, TunesOnTheSimDeviceAndQueriesTheBestRecord) {
   EXPECT_TRUE(q["estimate"].get<bool>());
   EXPECT_GT(q["time_ms"].get<double>(), 0.0);
   EXPECT_FALSE(q["config"].empty());
+  EXPECT_EQ(q["template"], c.template_name) << q.dump();
+}
+
+TEST_F(TemplateOpsCli, TheHopperTemplateIsRefusedWhereItCannotRun) {
+  const std::string db = (dir_ / "t.db").string();
+  std::string out, err;
+  EXPECT_EQ(run("tune --op gemm --shape M=256,N=256,K=256 --dtype f16 --device sim:a100-sxm4-80gb --template "
+                "gemm_tc_wgmma --trials 2 --quiet --db " + db, &out, &err), 2);
+  EXPECT_NE(err.find("sm_80"), std::string::npos) << err;
+  EXPECT_EQ(run("tune --op gemm --shape M=256,N=250,K=256 --dtype f16 --device sim:h100-sxm --template "
+                "gemm_tc_wgmma --trials 2 --quiet --db " + db, &out, &err), 2);
+  EXPECT_NE(err.find("N=250"), std::string::npos) << err;
+  EXPECT_EQ(run("tune --op gemm --shape M=256,N=256,K=256 --dtype f16 --device sim:h100-sxm --template gemm_f32_simt "
+                "--trials 2 --quiet --db " + db, &out, &err), 2);
+  EXPECT_NE(err.find("allowed: gemm_tc_mma, gemm_tc_wgmma"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "bad input touches no database";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -85,12 +103,16 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"layernorm", "rows=300,cols=5000", "bf16", "layernorm_rows"},
                       OpCase{"gemm", "M=500,N=300,K=200", "f16", "gemm_tc_mma"},
                       OpCase{"gemm", "M=500,N=300,K=200", "bf16", "gemm_tc_mma"},
+                      OpCase{"gemm", "M=500,N=304,K=200", "f16", "gemm_tc_wgmma", true},
+                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_wgmma", true},
                       OpCase{"batched_gemm", "B=4,M=100,N=70,K=33", "f32", "batched_gemm_f32_simt"},
                       OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "f16", "batched_gemm_tc_mma"},
                       OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_mma"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f32", "conv2d_igemm_simt"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f16", "conv2d_igemm_tc"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1", "bf16", "conv2d_igemm_tc"}),
-    [](const auto& info) { return std::string(info.param.op) + "_" + info.param.dtype; });
+    [](const auto& info) {
+      return std::string(info.param.op) + "_" + info.param.dtype + (info.param.by_name ? "_by_name" : "");
+    });
 
 }  // namespace

@@ -36,7 +36,14 @@ TEST(MeasureProtocol, RequestRoundTripsThroughJson) {
                 {"C", 4, templates::DType::kF32, true, false}};
   r.scalar_args = {3, 4, 5};
   r.launch.grid = {7, 1, 1};
+  r.tensor_maps = {{1, {136, 304, 3}, {272, 82688}, {64, 64, 1}, 128}};
   auto back = measure_request_from_json(nlohmann::json::parse(to_json(r).dump()));
+  ASSERT_EQ(back.tensor_maps.size(), 1u);
+  EXPECT_EQ(back.tensor_maps[0].buffer, 1);
+  EXPECT_EQ(back.tensor_maps[0].dims, r.tensor_maps[0].dims);
+  EXPECT_EQ(back.tensor_maps[0].strides_bytes, r.tensor_maps[0].strides_bytes);
+  EXPECT_EQ(back.tensor_maps[0].box, r.tensor_maps[0].box);
+  EXPECT_EQ(back.tensor_maps[0].swizzle_bytes, 128);
   EXPECT_EQ(back.cubin, r.cubin);
   EXPECT_EQ(back.fault, InjectedFault::kHang);
   EXPECT_EQ(back.scalar_args, r.scalar_args);

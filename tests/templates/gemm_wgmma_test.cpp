@@ -1,0 +1,137 @@
+#include "templates/gemm_wgmma.h"
+
+#include <gtest/gtest.h>
+
+#include "templates/registry.h"
+#include "template_checks.h"
+
+namespace tuner::templates {
+namespace {
+
+DeviceLimits a100_limits() {
+  DeviceLimits l;
+  l.arch = "sm_80";
+  l.max_shared_per_block_bytes = 163 * 1024;
+  return l;
+}
+
+TEST(GemmWgmmaTemplate, ContractHoldsForGemmAndBatchedInBothDtypes) {
+  for (bool batched : {false, true}) {
+    GemmWgmmaTemplate t(batched);
+    for (const char* dt : {"f16", "bf16"}) {
+      const char* odd = batched ? "B=3,M=200,N=136,K=304" : "M=200,N=136,K=304";
+      const char* big = batched ? "B=16,M=512,N=512,K=64" : "M=8192,N=8192,K=8192";
+      check_template_contract(t, parse_workload(t.op(), odd, dt), 32);
+      check_template_contract(t, parse_workload(t.op(), big, dt), 32);
+    }
+  }
+}
+
+TEST(GemmWgmmaTemplate, RunsOnlyOnHopperAndIsChosenByName) {
+  const auto h100 = h100_test_limits();
+  const auto a100 = a100_limits();
+  GemmWgmmaTemplate t(false);
+  EXPECT_EQ(t.unsupported_on(h100), std::nullopt);
+  ASSERT_TRUE(t.unsupported_on(a100).has_value());
+  EXPECT_NE(t.unsupported_on(a100)->find("sm_80"), std::string::npos) << *t.unsupported_on(a100);
+  // The default stays gemm_tc_mma everywhere; the Hopper template is chosen by name, on Hopper only.
+  EXPECT_EQ(find_template("gemm", DType::kF16, &h100).name(), "gemm_tc_mma");
+  EXPECT_EQ(find_template("gemm", DType::kF16, &h100, "gemm_tc_wgmma").name(), "gemm_tc_wgmma");
+  EXPECT_EQ(find_template("batched_gemm", DType::kBF16, &h100, "batched_gemm_tc_wgmma").name(), "batched_gemm_tc_wgmma");
+  EXPECT_THROW(find_template("gemm", DType::kF16, &a100, "gemm_tc_wgmma"), std::invalid_argument);
+  EXPECT_THROW(find_template("gemm", DType::kF32, &h100, "gemm_tc_wgmma"), std::invalid_argument) << "no f32";
+  EXPECT_THROW(find_template("gemm", DType::kF16, &h100, "batched_gemm_tc_wgmma"), std::invalid_argument);
+  EXPECT_EQ(template_names("gemm", DType::kF16), "gemm_tc_mma, gemm_tc_wgmma");
+}
+
+TEST(GemmWgmmaTemplate, NeedsNAndKMultiplesOfEight) {
+  GemmWgmmaTemplate t(false);
+  EXPECT_EQ(t.unsupported(parse_workload("gemm", "M=7,N=8,K=16", "f16")), std::nullopt) << "any M";
+  auto why = t.unsupported(parse_workload("gemm", "M=200,N=131,K=304", "f16"));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("N=131"), std::string::npos) << *why;
+  EXPECT_TRUE(t.unsupported(parse_workload("gemm", "M=200,N=136,K=300", "bf16")).has_value());
+}
+
+TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
+  GemmWgmmaTemplate t(true);
+  auto w = parse_workload("batched_gemm", "B=3,M=200,N=136,K=304", "bf16");
+  auto space = t.space(w, h100_test_limits());
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32
+  for (const search::Config& c : {search::Config{128, 256, 2, 4, 8, 0}, search::Config{64, 192, 1, 6, 1, 1}}) {
+    ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
+    const auto k = t.instantiate(space, c, w);
+    const WgmmaTiling tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
+    EXPECT_TRUE(k.arch_specific);
+    EXPECT_EQ(compile_arch(k, h100_test_limits()), "sm_90a");
+    ASSERT_EQ(k.tensor_maps.size(), 2u);
+    const auto& a = k.tensor_maps[0];
+    const auto& b = k.tensor_maps[1];
+    EXPECT_EQ(a.buffer, 0);
+    EXPECT_EQ(b.buffer, 1);
+    EXPECT_EQ(a.dims, (std::vector<uint64_t>{304, 200, 3}));  // {K, M, batch}
+    EXPECT_EQ(b.dims, (std::vector<uint64_t>{136, 304, 3}));  // {N, K, batch}
+    EXPECT_EQ(a.strides_bytes, (std::vector<uint64_t>{304 * 2, 200 * 304 * 2}));
+    EXPECT_EQ(b.strides_bytes, (std::vector<uint64_t>{136 * 2, 304 * 136 * 2}));
+    for (const auto* m : {&a, &b}) {
+      EXPECT_EQ(m->swizzle_bytes, 128);
+      EXPECT_EQ(m->box[0] * 2, 128u) << "the inner box spans the 128-byte swizzle exactly";
+      for (auto s : m->strides_bytes) EXPECT_EQ(s % 16, 0u);
+      for (auto e : m->box) EXPECT_LE(e, 256u);
+    }
+    // The bytes one stage's copies complete (A's box plus BN/64 of B's) are the ring's stage size.
+    const uint64_t a_box = uint64_t{a.box[0]} * a.box[1] * 2, b_box = uint64_t{b.box[0]} * b.box[1] * 2;
+    const uint64_t stage = a_box + static_cast<uint64_t>(tl.bn / kWgmmaBoxCols) * b_box;
+    EXPECT_EQ(stage * static_cast<uint64_t>(tl.stages) + 1024, wgmma_shared_bytes(tl));
+    EXPECT_EQ(static_cast<size_t>(k.launch.dynamic_shared_bytes), wgmma_shared_bytes(tl));
+    EXPECT_EQ(a.box[1], static_cast<uint32_t>(tl.bm));
+    EXPECT_EQ(k.launch.block[0], 128u * (1 + static_cast<unsigned>(tl.consumers)));
+    EXPECT_EQ(k.launch.grid[2], 3u);
+    EXPECT_EQ(k.buffers.size(), 3u) << "no workspace";
+    EXPECT_EQ(k.buffers[2].dtype, tl.out_f32 ? DType::kF32 : DType::kBF16);
+    EXPECT_TRUE(k.profile.tensor_cores && k.profile.async_mma);
+    // The kernel and the reference take the maps between the pointers and the scalars.
+    EXPECT_NE(k.source.find("const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M"),
+              std::string::npos);
+    EXPECT_NE(k.reference_source.find("const TensorMap tmap_a, const TensorMap tmap_b"), std::string::npos);
+  }
+}
+
+TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
+  for (int bn : {64, 192, 256}) {
+    WgmmaTiling t;
+    t.dtype = bn == 192 ? DType::kBF16 : DType::kF16;
+    t.bm = 64;
+    t.bn = bn;
+    t.consumers = 1;
+    const std::string src = gemm_wgmma_source(t);
+    const std::string type = bn == 192 ? "bf16" : "f16";
+    EXPECT_NE(src.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32." + type + "." + type),
+              std::string::npos);
+    // bn/2 accumulator operands, then the two descriptors and the scale-d predicate's source.
+    const std::string last = "%" + std::to_string(bn / 2 - 1) + "}, %" + std::to_string(bn / 2) + ", %" +
+                             std::to_string(bn / 2 + 1) + ", p, 1, 1, 0, 1;";
+    EXPECT_NE(src.find(last), std::string::npos) << "trans-a 0 (K-major A), trans-b 1 (N-major B)";
+    EXPECT_NE(src.find("setmaxnreg.inc.sync.aligned.u32"), std::string::npos);
+    EXPECT_NE(src.find("cp.async.bulk.tensor.3d"), std::string::npos);
+  }
+}
+
+TEST(GemmWgmmaTemplate, ConsumersNeverHoldMoreThan128Accumulators) {
+  GemmWgmmaTemplate t(false);
+  auto w = parse_workload("gemm", "M=8192,N=8192,K=8192", "f16");
+  auto space = t.space(w, h100_test_limits());
+  ASSERT_GT(space.size(), 50u);
+  for (const auto& c : space.enumerate()) {
+    const auto tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
+    EXPECT_LE(wgmma_accumulators(tl), 128) << space.to_json_string(c);
+    EXPECT_EQ((tl.bm / tl.consumers) % 64, 0) << space.to_json_string(c);
+    EXPECT_LE(wgmma_shared_bytes(tl), static_cast<size_t>(h100_test_limits().max_shared_per_block_bytes));
+  }
+  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0})) << "one consumer with 256 accumulators";
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0}));
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0})) << "5 x 48 KiB stages exceed 227 KiB";
+}
+
+}  // namespace
+}  // namespace tuner::templates
