@@ -58,7 +58,9 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
 }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" : : : "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" : : : "memory"); }
+// Waits until at most N committed wgmma groups of this warp are still pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" : : "n"(N) : "memory"); }
 // Keeps the compiler from moving accesses of an accumulator across the asynchronous wgmma.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r) : : "memory"); }
 template <int N>
@@ -133,15 +135,19 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     // Producer: one thread keeps the ring full; the rest of the warpgroup idles with few registers.
     setmaxnreg_dec<40>();
     if (tid == 0) {
+      // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
+      // documented for boxes that overlap the tensor, not for boxes entirely outside it.
+      const int b_boxes_left = (N - col0 + 63) / 64;
+      const int b_boxes = b_boxes_left < kBN / 64 ? b_boxes_left : kBN / 64;
+      const unsigned stage_tx = static_cast<unsigned>(kABytes + b_boxes * kBBoxBytes);
       for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % kStages;
         if (kt >= kStages) mbar_wait(smem_u32(&empty_bar[s]), static_cast<unsigned>((kt / kStages - 1) & 1));
         const unsigned bar = smem_u32(&full_bar[s]);
         const unsigned a_dst = ring + static_cast<unsigned>(s * kStageBytes);
-        mbar_arrive_expect_tx(bar, kStageBytes);  // out-of-bounds parts of a box count too (zero-filled)
+        mbar_arrive_expect_tx(bar, stage_tx);  // out-of-bounds parts of a box count too (zero-filled)
         tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
-#pragma unroll
-        for (int j = 0; j < kBN / 64; ++j)
+        for (int j = 0; j < b_boxes; ++j)
           tma_load_3d(a_dst + kABytes + j * kBBoxBytes, &tmap_b, bar, col0 + j * 64, kt * kBK, batch);
       }
     }
@@ -173,13 +179,19 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       for (int i = 0; i < kMSub; ++i) wgmma_tile(acc[i], smem_desc(a_base + i * 64 * 128 + kk * 32, 16, 1024), db);
     }
     wgmma_commit();
-    wgmma_wait_all();
+    // Keep this k-tile's wgmmas in flight; once the previous tile's have finished, release its stage.
+    wgmma_wait<1>();
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
-    if (lane == 0) mbar_arrive(smem_u32(&empty_bar[s]));
+    if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[(kt - 1) % kStages]));
   }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+    for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
 
   // Accumulator e of m64 tile i: row warp*16 + lane/4 + 8*((e/2)%2), column 8*(e/4) + 2*(lane%4) + e%2.
   const bool pair_ok = N % 2 == 0;

@@ -11,7 +11,10 @@
 // is done reading). Warpgroups 1..consumers take registers (setmaxnreg.inc),
 // each owns bm/consumers rows of the block tile, and per 64-deep k-tile
 // issues 4 x (bm/consumers/64) wgmma.m64n{bn}k16 reading both operands from
-// shared memory through matrix descriptors.
+// shared memory through matrix descriptors. One k-tile's wgmmas stay in
+// flight (wgmma.wait_group 1) while the next tile's are issued; a stage is
+// released when the wgmmas that read it have completed. B boxes wholly past N
+// are not fetched (the stage's expected bytes shrink to match).
 //
 // Shared layouts are the ones TMA's 128-byte swizzle writes and wgmma's
 // 128-byte-swizzle descriptors read: A is K-major (row r of the tile at r*128

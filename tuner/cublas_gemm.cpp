@@ -19,9 +19,10 @@ cudaDataType cuda_type(templates::DType d) {
 
 }  // namespace
 
-std::string cublas_vendor_for(const templates::Workload& w) {
+std::string vendor_baseline_for(const templates::Workload& w) {
   if (w.op == "gemm") return w.dtype == templates::DType::kF32 ? "cublas_sgemm" : "cublas_gemm_ex";
   if (w.op == "batched_gemm") return "cublas_gemm_ex";
+  if (w.op == "conv2d") return "cudnn_conv";
   return "";
 }
 

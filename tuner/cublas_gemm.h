@@ -16,8 +16,9 @@
 namespace tuner {
 
 /// The vendor baseline of a workload as MeasureRequest::vendor names it: "cublas_sgemm" (gemm f32),
-/// "cublas_gemm_ex" (gemm f16/bf16, batched_gemm any dtype), "" when cuBLAS has none.
-std::string cublas_vendor_for(const templates::Workload& w);
+/// "cublas_gemm_ex" (gemm f16/bf16, batched_gemm any dtype), "cudnn_conv" (conv2d, tuner/cudnn_conv.h),
+/// "" when there is none.
+std::string vendor_baseline_for(const templates::Workload& w);
 
 class CublasSgemm {
  public:

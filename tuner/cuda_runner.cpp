@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include "tuner/cublas_gemm.h"
+#include "tuner/cudnn_conv.h"
 #include "tuner/host_dtype.h"
 
 namespace tuner {
@@ -235,10 +236,14 @@ struct CudaRunner::Impl {
   std::vector<std::vector<double>> reference;  ///< Each output buffer's reference values, as doubles.
   DeviceBuffer flush;
   std::unique_ptr<CublasSgemm> cublas;
+  std::unique_ptr<CudnnConv> cudnn;
+  DeviceBuffer cudnn_workspace;
   std::vector<CUtensorMap> maps;  ///< The request's tensor maps over the current buffers.
 
   ~Impl() {
     cublas.reset();
+    cudnn.reset();
+    cudnn_workspace = DeviceBuffer();
     buffers.clear();
     flush = DeviceBuffer();
     if (context) driver().cuDevicePrimaryCtxRelease(device);
@@ -374,6 +379,23 @@ struct CudaRunner::Impl {
         std::string e;
         if (!cublas->run_ex(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], batch,
                             r.buffers[0].dtype, r.buffers[2].dtype, &e))
+          throw CudaFailure(e, "launch_error", false);
+      };
+    } else if (r.vendor == "cudnn_conv") {
+      // Buffers X, F, Y and the conv2d templates' scalars N, H, W, C, K, R, S, stride, pad, dilation, P, Q.
+      if (ptrs.size() < 3 || r.scalar_args.size() < 10)
+        throw CudaFailure("cudnn_conv needs buffers X, F, Y and the conv2d scalars", "unknown", false);
+      std::string err;
+      if (!cudnn) cudnn = CudnnConv::create(&err);
+      if (!cudnn) throw CudaFailure(err, "unknown", false);
+      const auto& a = r.scalar_args;
+      const ConvShape shape{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], r.buffers[0].dtype};
+      size_t need = 0;
+      if (!cudnn->plan(shape, &need, &err)) throw CudaFailure(err, "launch_error", false);
+      if (need > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(need);
+      launch_once = [&, shape] {
+        std::string e;
+        if (!cudnn->run(shape, ptrs[0], ptrs[1], ptrs[2], cudnn_workspace.get(), cudnn_workspace.bytes(), &e))
           throw CudaFailure(e, "launch_error", false);
       };
     } else if (r.vendor == "cublas_sgemm") {

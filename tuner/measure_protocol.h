@@ -52,7 +52,7 @@ struct MeasureRequest {
   costmodel::KernelResources resources;  ///< From the cubin; for sim devices.
   MeasureSettings settings;
   InjectedFault fault = InjectedFault::kNone;
-  /// "" to run the cubin; "cublas_sgemm" or "cublas_gemm_ex" (cublas_vendor_for) to run the vendor
+  /// "" to run the cubin; "cublas_sgemm", "cublas_gemm_ex" or "cudnn_conv" (vendor_baseline_for) to run the vendor
   /// baseline on the same buffers and protocol instead (buffers A, B, C and scalars M, N, K).
   std::string vendor;
 };

@@ -1,7 +1,8 @@
 // GPU tests (label "gpu") of the template library: every config of each new
 // template's reduced space is correct (within its dtype's tolerance, NaN never
 // passing) on shapes that are not tile multiples, and cuBLAS GemmEx /
-// GemmStridedBatchedEx run as vendor baselines on the same buffers. They skip
+// GemmStridedBatchedEx and cuDNN's convolution run as vendor baselines on the
+// same buffers. They skip
 // with a reason on a machine without a CUDA driver or GPU.
 #include <gtest/gtest.h>
 
@@ -120,10 +121,12 @@ TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
 
 class GpuVendor : public GpuVendorBase {};
 
-TEST_F(GpuVendor, CublasGemmExMatchesTheReferenceForHalfAndBatchedGemms) {
+TEST_F(GpuVendor, CublasGemmExAndCudnnMatchTheReference) {
   for (const GpuCase& g : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},
                            GpuCase{"batched_gemm", "B=3,M=100,N=72,K=64", "f16"},
-                           GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"}}) {
+                           GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"},
+                           GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=24,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
+                           GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=1,pad=1", "f32"}}) {
     const auto w = templates::parse_workload(g.op, g.shape, g.dtype);
     const auto& tmpl = templates::find_template(w.op, w.dtype);
     auto space = tmpl.reduced_space(w, device_.limits);
@@ -132,7 +135,7 @@ TEST_F(GpuVendor, CublasGemmExMatchesTheReferenceForHalfAndBatchedGemms) {
     auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
     ASSERT_TRUE(ref.ok()) << ref.log;
     auto req = measure_request(device_.spec, k, "", {}, ref.cubin);
-    req.vendor = cublas_vendor_for(w);
+    req.vendor = vendor_baseline_for(w);
     req.settings.min_time_ms = 1;
     WorkerClient worker(TUNER_BIN);
     auto res = worker.measure(req, 60);
