@@ -4,6 +4,7 @@
 
 #include "templates/element_source.h"
 #include "templates/gemm_tc_source.h"
+#include "templates/raster_source.h"
 
 namespace tuner::templates {
 namespace {
@@ -116,18 +117,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   const int grid_n = (N + kBN - 1) / kBN;
   const int bid = static_cast<int>(blockIdx.x);
   int block_row, block_col;
-  if constexpr (kGroupM == 1) {
-    block_row = bid / grid_n;
-    block_col = bid % grid_n;
-  } else {
-    const int in_group = kGroupM * grid_n;
-    const int first_row = (bid / in_group) * kGroupM;
-    const int rows_left = grid_m - first_row;
-    const int group_rows = rows_left < kGroupM ? rows_left : kGroupM;
-    const int local = bid % in_group;
-    block_row = first_row + local % group_rows;
-    block_col = local / group_rows;
-  }
+  raster_block<kGroupM>(bid, grid_m, grid_n, block_row, block_col);
   const int row0 = block_row * kBM, col0 = block_col * kBN;
   const int k_tiles = (K + kBK - 1) / kBK;
 
@@ -281,7 +271,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   out += element_source(t.dtype);
   out.append(constants).append(kTensorMap).append(kPtx);
   out += wgmma_tile_source(t.bn, t.dtype);
-  out.append(kBody);
+  out.append(raster_source()).append(kBody);
   return out;
 }
 
@@ -298,7 +288,7 @@ std::string gemm_wgmma_template_text() {
   std::string out = element_source_text();
   out.append(kConstants).append(kTensorMap).append(kPtx);
   out += wgmma_tile_source(64, DType::kF16);
-  out.append(kBody);
+  out.append(raster_source()).append(kBody);
   out += gemm_wgmma_reference_source(DType::kF16, false);
   return out;
 }
