@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "templates/element_source.h"
+#include "templates/output_tile_source.h"
 
 namespace tuner::templates {
 namespace {
@@ -176,11 +177,6 @@ extern "C" __global__ void conv2d_reference(const elem_t* X, const elem_t* F, el
   Y[static_cast<size_t>(m) * K + k] = from_float(static_cast<float>(acc));
 }
 )cuda";
-
-void replace_all(std::string& text, std::string_view key, const std::string& value) {
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-    text.replace(at, key.size(), value);
-}
 
 }  // namespace
 

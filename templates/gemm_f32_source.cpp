@@ -2,14 +2,14 @@
 
 #include <string_view>
 
-#include "templates/raster_source.h"
+#include "templates/output_tile_source.h"
 
 namespace tuner::templates {
 namespace {
 
 // The kernel is four fixed pieces: a banner, the constants block with
 // @NAME@ placeholders that gemm_f32_source() fills from the tiling, the block
-// rasterization snippet (raster_source.h) and the body.
+// rasterization snippet (output_tile_source.h) and the body.
 // gemm_f32_template_text() is their concatenation, placeholders intact.
 
 constexpr std::string_view kBanner = R"cuda(// gemm_f32: fp32 SIMT GEMM, C = A*B, row-major A[MxK], B[KxN], C[MxN].
@@ -203,7 +203,7 @@ gemm_f32(const float* __restrict__ A, const float* __restrict__ B, float* __rest
   float* const as_base = reinterpret_cast<float*>(gemm_f32_smem);
   float* const bs_base = as_base + kStages * kASlab;
 
-  // Block rasterization (raster_source.h).
+  // Block rasterization (output_tile_source.h).
   const int grid_m = (M + kBM - 1) / kBM;
   const int grid_n = (N + kBN - 1) / kBN;
   const int bid = static_cast<int>(blockIdx.x);
@@ -300,11 +300,6 @@ extern "C" __global__ void gemm_f32_reference(const float* A, const float* B, fl
 )cuda";
 
 // Replaces every occurrence of `key` in `text` with `value`.
-void replace_all(std::string& text, std::string_view key, const std::string& value) {
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-    text.replace(at, key.size(), value);
-}
-
 }  // namespace
 
 std::string gemm_f32_source(const GemmTiling& t) {
@@ -319,7 +314,7 @@ std::string gemm_f32_source(const GemmTiling& t) {
   replace_all(constants, "@PAD@", std::to_string(t.pad));
   replace_all(constants, "@GROUP_M@", std::to_string(t.group_m));
   std::string out;
-  out.append(kBanner).append(constants).append(raster_source()).append(kBody);
+  out.append(kBanner).append(constants).append(output_tile_source()).append(kBody);
   return out;
 }
 
@@ -368,7 +363,7 @@ size_t gemm_shared_bytes(const GemmTiling& t) {
 
 std::string gemm_f32_template_text() {
   std::string out;
-  out.append(kBanner).append(kConstants).append(raster_source()).append(kBody);
+  out.append(kBanner).append(kConstants).append(output_tile_source()).append(kBody);
   return out;
 }
 

@@ -4,7 +4,7 @@
 
 #include "templates/element_source.h"
 #include "templates/gemm_tc_source.h"
-#include "templates/raster_source.h"
+#include "templates/output_tile_source.h"
 
 namespace tuner::templates {
 namespace {
@@ -194,23 +194,11 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
         const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
         const int c = col0 + j * 8 + (lane % 4) * 2;
         if (r >= M) continue;
-        out_t* dst = C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c;
-        const out_t v0 = to_out(acc[i][j * 4 + h * 2]), v1 = to_out(acc[i][j * 4 + h * 2 + 1]);
-        if (pair_ok && c + 1 < N) {
-          struct alignas(2 * sizeof(out_t)) Pair { out_t x, y; };
-          *reinterpret_cast<Pair*>(dst) = Pair{v0, v1};
-        } else {
-          if (c < N) dst[0] = v0;
-          if (c + 1 < N) dst[1] = v1;
-        }
+        store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
+                   to_out(acc[i][j * 4 + h * 2]), to_out(acc[i][j * 4 + h * 2 + 1]), c, N, pair_ok);
       }
 }
 )cuda";
-
-void replace_all(std::string& text, std::string_view key, const std::string& value) {
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-    text.replace(at, key.size(), value);
-}
 
 /// wgmma_tile(float (&d)[bn/2], a_desc, b_desc): D += A·B for one m64 x bn x k16 step, A K-major and
 /// B N-major (imm-trans-b 1), both from shared memory. The operand list depends on bn, so it is generated.
@@ -271,7 +259,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   out += element_source(t.dtype);
   out.append(constants).append(kTensorMap).append(kPtx);
   out += wgmma_tile_source(t.bn, t.dtype);
-  out.append(raster_source()).append(kBody);
+  out.append(output_tile_source()).append(kBody);
   return out;
 }
 
@@ -288,7 +276,7 @@ std::string gemm_wgmma_template_text() {
   std::string out = element_source_text();
   out.append(kConstants).append(kTensorMap).append(kPtx);
   out += wgmma_tile_source(64, DType::kF16);
-  out.append(raster_source()).append(kBody);
+  out.append(output_tile_source()).append(kBody);
   out += gemm_wgmma_reference_source(DType::kF16, false);
   return out;
 }

@@ -1,8 +1,8 @@
-#include "templates/raster_source.h"
+#include "templates/output_tile_source.h"
 
 namespace tuner::templates {
 
-std::string raster_source() {
+std::string output_tile_source() {
   return R"cuda(
 // Block rasterization: kGroup == 1 is row-major; otherwise kGroup block-rows are swept column by
 // column (the last group may hold fewer rows) for L2 reuse.
@@ -21,7 +21,25 @@ __device__ __forceinline__ void raster_block(int bid, int grid_m, int grid_n, in
     block_col = local / group_rows;
   }
 }
+
+// Outputs c and c+1 of a row of length n at dst (= &row[c]): one aligned store when pair_ok (n even,
+// so c even keeps dst aligned to the pair) and both are in the row, else each one guarded.
+template <class T>
+__device__ __forceinline__ void store_pair(T* dst, T v0, T v1, int c, int n, bool pair_ok) {
+  if (pair_ok && c + 1 < n) {
+    struct alignas(2 * sizeof(T)) Pair { T x, y; };
+    *reinterpret_cast<Pair*>(dst) = Pair{v0, v1};
+  } else {
+    if (c < n) dst[0] = v0;
+    if (c + 1 < n) dst[1] = v1;
+  }
+}
 )cuda";
+}
+
+void replace_all(std::string& text, std::string_view key, const std::string& value) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+    text.replace(at, key.size(), value);
 }
 
 }  // namespace tuner::templates
