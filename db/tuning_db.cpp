@@ -82,6 +82,7 @@ Where build_where(const QueryFilter& f, const FilterColumns& cols, bool force_ok
     where.add(in + ")");
     for (const auto& h : f.template_hashes) where.params.emplace_back(h);
   }
+  if (!f.template_name.empty()) where.add("tp.name = ?", f.template_name);
   if (f.session_id) where.add(std::string(cols.session_id) + " = ?", *f.session_id);
   if (cols.status && (f.ok_only || force_ok)) where.add(std::string(cols.status) + " = 'ok'");
   return where;

@@ -80,6 +80,7 @@ struct QueryFilter {
   std::optional<int> sm_count;             ///< ...and SM count.
   std::optional<bool> simulated;           ///< Only sim devices (true) or only real GPUs (false).
   std::vector<std::string> template_hashes;  ///< Only these template versions (current ones); empty: any.
+  std::string template_name;               ///< Only this template (any version the hashes allow); empty: any.
   std::optional<int64_t> session_id;
   bool ok_only = false;                    ///< Only status == "ok".
   int limit = 0;                           ///< 0: no limit.

@@ -10,7 +10,7 @@ namespace tuner::cli {
 
 int query_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  std::string db_path, op, shape, dtype, device_spec;
+  std::string db_path, op, shape, dtype, device_spec, template_name;
   int limit = 0;
   int64_t session = 0;
   po::options_description desc("tuner query: read the tuning database");
@@ -21,6 +21,7 @@ int query_command(const std::vector<std::string>& args) {
       ("shape", po::value(&shape)->default_value(""), "only this shape (needs --op), e.g. M=1000,N=1000,K=1000")
       ("dtype", po::value(&dtype)->default_value(""), "only this dtype: f32, f16, bf16")
       ("device", po::value(&device_spec)->default_value(""), "only this device: cuda:N or sim:<gpu>")
+      ("template", po::value(&template_name)->default_value(""), "only this kernel template, e.g. gemm_tc_wgmma (default: every template)")
       ("best", "the best record of each workload and device (the default)")
       ("history", "every trial, oldest first")
       ("sessions", "the tuning sessions, newest first")
@@ -50,6 +51,15 @@ int query_command(const std::vector<std::string>& args) {
       if (!shape.empty()) f.shape = templates::parse_workload(op, shape, dtype.empty() ? "f32" : dtype).shape_string();
     }
     if (!dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(dtype));
+    if (!template_name.empty()) {
+      std::string names;
+      for (const auto* t : templates::all_templates()) {
+        if (t->name() == template_name) f.template_name = template_name;
+        names += (names.empty() ? "" : ", ") + t->name();
+      }
+      if (f.template_name.empty())
+        throw std::invalid_argument("--template '" + template_name + "' is not a template; allowed: " + names);
+    }
     if (!device_spec.empty()) {
       DeviceTarget d = resolve_device(device_spec);
       if (d.simulated) f.device_name = d.identity.name;

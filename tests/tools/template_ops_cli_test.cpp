@@ -78,6 +78,29 @@ TEST_P(TemplateOpsCli, TunesOnTheSimDeviceAndQueriesTheBestRecord) {
   EXPECT_EQ(q["template"], c.template_name) << q.dump();
 }
 
+TEST_F(TemplateOpsCli, QueryRanksEveryTemplateTogetherUnlessOneIsNamed) {
+  const std::string db = (dir_ / "t.db").string();
+  const std::string workload = "--op gemm --shape M=2048,N=2048,K=2048 --dtype f16 --device sim:h100-sxm";
+  std::string out, err;
+  for (const char* tmpl : {"gemm_tc_mma", "gemm_tc_wgmma"})
+    ASSERT_EQ(run("tune " + workload + " --template " + tmpl + " --trials 3 --strategy random --remeasure 0 --quiet --db " + db,
+                  &out, &err), 0) << err;
+  double best_of[2] = {0, 0};
+  int i = 0;
+  for (const char* tmpl : {"gemm_tc_mma", "gemm_tc_wgmma"}) {
+    ASSERT_EQ(run("query --db " + db + " " + workload + " --template " + tmpl + " --best --json", &out, &err), 0) << err;
+    auto q = nlohmann::json::parse(out);
+    EXPECT_EQ(q["template"], tmpl);
+    best_of[i++] = q["time_ms"].get<double>();
+  }
+  ASSERT_EQ(run("query --db " + db + " " + workload + " --best --json", &out, &err), 0) << err;
+  auto q = nlohmann::json::parse(out);
+  EXPECT_DOUBLE_EQ(q["time_ms"].get<double>(), std::min(best_of[0], best_of[1])) << q.dump();
+  EXPECT_EQ(q["template"], best_of[0] < best_of[1] ? "gemm_tc_mma" : "gemm_tc_wgmma");
+  EXPECT_EQ(run("query --db " + db + " --template gemm_tc_nothing", &out, &err), 2);
+  EXPECT_NE(err.find("allowed: gemm_f32_simt"), std::string::npos) << err;
+}
+
 TEST_F(TemplateOpsCli, TheHopperTemplateIsRefusedWhereItCannotRun) {
   const std::string db = (dir_ / "t.db").string();
   std::string out, err;
