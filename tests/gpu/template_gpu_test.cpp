@@ -6,6 +6,8 @@
 // with a reason on a machine without a CUDA driver or GPU.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <future>
 
 #include "templates/registry.h"
@@ -26,6 +28,11 @@ struct GpuCase {
   const char* dtype;
   const char* template_name = "";  ///< Empty: the op's default template.
 };
+
+/// What ctest and gtest print for a case (instead of its raw bytes).
+void PrintTo(const GpuCase& c, std::ostream* os) {
+  *os << c.op << " " << c.shape << " " << c.dtype << (*c.template_name ? " " : "") << c.template_name;
+}
 
 /// Skips without a GPU; device_ is cuda:0.
 template <class Base>

@@ -5,6 +5,8 @@
 // most a 16-byte stack frame in any reduced config.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <future>
 
 #include "costmodel/gpu_spec.h"
@@ -35,6 +37,11 @@ std::string case_name(const ::testing::TestParamInfo<CompileCase>& info) {
                   (info.param.gpu[0] == 'a' ? "sm_80" : "sm_90");
   if (*info.param.template_name) n += std::string("_") + info.param.template_name;
   return n;
+}
+
+/// What ctest and gtest print for a case (instead of its raw bytes).
+void PrintTo(const CompileCase& c, std::ostream* os) {
+  *os << c.op << " " << c.shape << " " << c.dtype << " on " << c.gpu << (*c.template_name ? " " : "") << c.template_name;
 }
 
 class TemplateReducedSpaceCompiles : public ::testing::TestWithParam<CompileCase> {};

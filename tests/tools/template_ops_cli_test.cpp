@@ -3,6 +3,8 @@
 // returns the record.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +30,11 @@ std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+/// What ctest and gtest print for a case (instead of its raw bytes).
+void PrintTo(const OpCase& c, std::ostream* os) {
+  *os << c.op << " " << c.shape << " " << c.dtype << " -> " << c.template_name;
 }
 
 class TemplateOpsCli : public ::testing::TestWithParam<OpCase> {
