@@ -51,6 +51,21 @@ struct WgmmaTiling {
   int out_f32 = 0;            ///< 1: C is fp32; 0: C in the input type.
 };
 
+/// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
+/// descriptors encode it, in bytes (one place: the generator bakes it into the source, and the tests
+/// check it against the 128-byte-swizzled layout TMA writes). A stage holds A (bm rows of 128 bytes)
+/// at offset 0, then B's 64-column boxes (64 k-rows of 128 bytes each) one b_lbo apart.
+struct WgmmaSmemLayout {
+  int a_sbo = 1024;       ///< A (K-major): between 8-row core-matrix groups.
+  int a_lbo = 16;         ///< A: not used by K-major 128-byte swizzle (encoded as 1, as CUTLASS does).
+  int a_k16_step = 32;    ///< A: start-address step per k16 (16 halves along the row).
+  int a_m64_step = 8192;  ///< A: between a consumer's m64 tiles (64 rows).
+  int b_sbo = 1024;       ///< B (N-major): between 8-k-row groups.
+  int b_lbo = 8192;       ///< B: between 64-column boxes, the TMA destination stride too.
+  int b_k16_step = 2048;  ///< B: start-address step per k16 (16 k-rows).
+};
+WgmmaSmemLayout wgmma_smem_layout();
+
 inline constexpr const char* kWgmmaKernelName = "gemm_tc_wgmma";
 inline constexpr int kWgmmaBk = 64;       ///< k-tile depth: 64 halves = the 128-byte swizzle span.
 inline constexpr int kWgmmaBoxCols = 64;  ///< Columns of B per TMA box.

@@ -135,3 +135,83 @@ TEST(GemmWgmmaTemplate, ConsumersNeverHoldMoreThan128Accumulators) {
 
 }  // namespace
 }  // namespace tuner::templates
+
+namespace tuner::templates {
+namespace {
+
+// 128-byte swizzle as TMA writes it and wgmma reads it (CUTLASS's Swizzle<3,4,3> on byte addresses):
+// the 16-byte chunk bits [4, 7) are XOR-ed with the 128-byte row bits [7, 10) of a 1024-aligned pattern.
+uint32_t swizzle128(uint32_t addr) { return addr ^ (((addr >> 7) & 7u) << 4); }
+
+TEST(GemmWgmmaLayout, DescriptorsReadBackWhatTheTmaBoxesWrote) {
+  const WgmmaSmemLayout l = wgmma_smem_layout();
+  for (const WgmmaTiling t : {WgmmaTiling{DType::kF16, 128, 256, 2, 4, 8, 0}, WgmmaTiling{DType::kF16, 256, 64, 1, 3, 1, 0},
+                              WgmmaTiling{DType::kBF16, 64, 192, 1, 2, 1, 1}}) {
+    SCOPED_TRACE(std::to_string(t.bm) + "x" + std::to_string(t.bn) + "/" + std::to_string(t.consumers));
+    // One stage, 1024-aligned at 0. A box: element (row r, k c) at row r of 128 bytes; B box j: element
+    // (k r, column c) at row r of its own 64 x 128-byte box, which starts b_lbo after the previous one.
+    const uint32_t a_bytes = static_cast<uint32_t>(t.bm * kWgmmaBk * 2);
+    std::vector<uint32_t> smem((a_bytes + (t.bn / 64) * l.b_lbo) / 2, 0);
+    auto a_tag = [](int r, int c) { return 1u + static_cast<uint32_t>(r * kWgmmaBk + c); };
+    auto b_tag = [](int k, int n) { return 100000u + static_cast<uint32_t>(k * 256 + n); };
+    for (int r = 0; r < t.bm; ++r)
+      for (int c = 0; c < kWgmmaBk; ++c) smem[swizzle128(static_cast<uint32_t>(r * 128 + c * 2)) / 2] = a_tag(r, c);
+    for (int j = 0; j < t.bn / 64; ++j)
+      for (int r = 0; r < kWgmmaBk; ++r)
+        for (int c = 0; c < 64; ++c)
+          smem[swizzle128(a_bytes + static_cast<uint32_t>(j * l.b_lbo + r * 128 + c * 2)) / 2] = b_tag(r, j * 64 + c);
+
+    // wgmma's canonical 128B-swizzle layouts (CUTLASS make_gmma_desc): K-major A element (m, k) of an
+    // m64 x k16 operand at start + (m/8)*SBO + (m%8)*128 + 2k; N-major B element (k, n) at
+    // start + (n/64)*LBO + 2*(n%64) + (k/8)*SBO + (k%8)*128; the address is then swizzled.
+    const int rows_per_consumer = t.bm / t.consumers;
+    int mismatches = 0;
+    for (int kk = 0; kk < kWgmmaBk / 16; ++kk) {
+      for (int c = 0; c < t.consumers; ++c)
+        for (int i = 0; i < rows_per_consumer / 64; ++i) {
+          const uint32_t start = static_cast<uint32_t>(c * rows_per_consumer * 128 + i * l.a_m64_step + kk * l.a_k16_step);
+          for (int m = 0; m < 64; ++m)
+            for (int k = 0; k < 16; ++k) {
+              const uint32_t at = swizzle128(start + static_cast<uint32_t>((m / 8) * l.a_sbo + (m % 8) * 128 + 2 * k));
+              mismatches += smem[at / 2] != a_tag(c * rows_per_consumer + i * 64 + m, kk * 16 + k);
+            }
+        }
+      const uint32_t start = a_bytes + static_cast<uint32_t>(kk * l.b_k16_step);
+      for (int n = 0; n < t.bn; ++n)
+        for (int k = 0; k < 16; ++k) {
+          const uint32_t at = swizzle128(
+              start + static_cast<uint32_t>((n / 64) * l.b_lbo + 2 * (n % 64) + (k / 8) * l.b_sbo + (k % 8) * 128));
+          mismatches += smem[at / 2] != b_tag(kk * 16 + k, n);
+        }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+  // The generated source carries exactly these strides.
+  const std::string src = gemm_wgmma_source(WgmmaTiling{});
+  EXPECT_NE(src.find("kASbo = " + std::to_string(l.a_sbo) + ", kALbo = " + std::to_string(l.a_lbo) + ", kAK16Step = " +
+                     std::to_string(l.a_k16_step) + ", kAM64Step = " + std::to_string(l.a_m64_step)),
+            std::string::npos);
+  EXPECT_NE(src.find("kBSbo = " + std::to_string(l.b_sbo) + ", kBLbo = " + std::to_string(l.b_lbo) +
+                     ", kBK16Step = " + std::to_string(l.b_k16_step)),
+            std::string::npos);
+}
+
+TEST(GemmWgmmaLayout, AWrongStrideIsCaught) {
+  // The same check with B's k16 step halved reads the wrong k-rows: the emulation can fail.
+  WgmmaSmemLayout l = wgmma_smem_layout();
+  l.b_k16_step /= 2;
+  std::vector<uint32_t> smem(64 * 128 / 2);
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 64; ++c) smem[swizzle128(static_cast<uint32_t>(r * 128 + c * 2)) / 2] = static_cast<uint32_t>(r * 64 + c);
+  int mismatches = 0;
+  for (int k = 0; k < 16; ++k)
+    for (int n = 0; n < 64; ++n) {
+      const uint32_t at =
+          swizzle128(static_cast<uint32_t>(l.b_k16_step + 2 * n + (k / 8) * l.b_sbo + (k % 8) * 128));  // kk = 1
+      mismatches += smem[at / 2] != static_cast<uint32_t>((16 + k) * 64 + n);
+    }
+  EXPECT_GT(mismatches, 0);
+}
+
+}  // namespace
+}  // namespace tuner::templates
