@@ -11,6 +11,7 @@
 // Writes results/template_bench.json.
 //
 //   build/bin/template_bench [--device cuda:0|sim:h100-sxm] [--trials 32] [--strategy xgb] [--out FILE]
+//                            [--filter TEXT]   (only rows whose "op shape dtype template" contains TEXT)
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +41,7 @@ struct Args {
   int trials = 32;
   std::string strategy = "random";
   std::string out = "results/template_bench.json";
+  std::string filter;  ///< Only rows whose "op shape dtype template" contains this.
 };
 
 Args parse(int argc, char** argv) {
@@ -50,6 +52,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--trials") a.trials = std::stoi(argv[i + 1]);
     else if (k == "--strategy") a.strategy = argv[i + 1];
     else if (k == "--out") a.out = argv[i + 1];
+    else if (k == "--filter") a.filter = argv[i + 1];
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); std::exit(2); }
   }
   if (a.device.empty()) a.device = default_device();
@@ -126,6 +129,8 @@ int main(int argc, char** argv) {
     o.seed = 3;
     o.cache_dir = CompileCache::default_dir();
     const auto& tmpl = templates::find_template(o.workload.op, o.workload.dtype, nullptr, bw.template_name);
+    const std::string row_text = std::string(bw.op) + " " + bw.shape + " " + bw.dtype + " " + tmpl.name();
+    if (!args.filter.empty() && row_text.find(args.filter) == std::string::npos) continue;
     if (auto why = tmpl.unsupported_on(device.limits)) {
       std::printf("  %-12s %-48s %-5s %-22s skipped: %s\n", bw.op, bw.shape, bw.dtype, tmpl.name().c_str(), why->c_str());
       continue;
