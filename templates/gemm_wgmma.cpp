@@ -72,7 +72,7 @@ std::optional<std::string> GemmWgmmaTemplate::unsupported(const Workload& w) con
   const Dims d = dims_of(w, batched_);
   if (d.n % 8 != 0 || d.k % 8 != 0)
     return name() + " needs N and K to be multiples of 8 (TMA row strides are multiples of 16 bytes), got N=" +
-           std::to_string(d.n) + ", K=" + std::to_string(d.k) + "; gemm_tc_mma takes any shape";
+           std::to_string(d.n) + ", K=" + std::to_string(d.k) + "; " + fallback() + " takes any shape";
   constexpr double kMaxElements = 2147483647.0;  // M, N, K are int; TMA coordinates are int32
   for (auto [what, elems] : {std::pair<const char*, double>{"A (M*K)", double(d.m) * double(d.k)},
                              {"B (K*N)", double(d.k) * double(d.n)}, {"C (M*N)", double(d.m) * double(d.n)}})
@@ -88,7 +88,7 @@ std::optional<std::string> GemmWgmmaTemplate::unsupported(const Workload& w) con
 std::optional<std::string> GemmWgmmaTemplate::unsupported_on(const DeviceLimits& limits) const {
   if (limits.arch != "sm_90")
     return name() + " runs only on sm_90 (Hopper: wgmma, TMA, setmaxnreg), not " + limits.arch +
-           "; gemm_tc_mma runs on sm_80 and later";
+           "; " + fallback() + " runs on sm_80 and later";
   return std::nullopt;
 }
 

@@ -36,6 +36,8 @@ class GemmWgmmaTemplate final : public KernelTemplate {
   static WgmmaTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
 
  private:
+  /// The mma.sync template of the same op, named where this one cannot run.
+  std::string fallback() const { return batched_ ? "batched_gemm_tc_mma" : "gemm_tc_mma"; }
   bool batched_;
 };
 

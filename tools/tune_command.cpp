@@ -128,8 +128,18 @@ int tune_command(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  // A replay device answers for the template it recorded; otherwise the op's default for the device.
-  if (device.replay && template_name.empty()) template_name = device.replay->template_name;
+  if (device.replay) {
+    // The workload first: a replay file answers only for the workload it recorded.
+    const auto& r = *device.replay;
+    const std::string want = opt.workload.op + " " + opt.workload.shape_string() + " " +
+                             templates::to_string(opt.workload.dtype);
+    const std::string have = r.op + " " + r.shape + " " + r.dtype;
+    if (want != have)
+      throw UsageError("replay file '" + r.path + "' records " + have + ", not " + want +
+                       "; allowed: the workload it recorded");
+    // It answers for the template it recorded; otherwise the op's default for the device.
+    if (template_name.empty()) template_name = r.template_name;
+  }
   try {
     tmpl = &templates::find_template(op, opt.workload.dtype, &device.limits, template_name);
   } catch (const std::invalid_argument& e) {
@@ -138,17 +148,9 @@ int tune_command(const std::vector<std::string>& args) {
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   opt.template_name = tmpl->name();
   const uint64_t space_size = tmpl->space(opt.workload, device.limits).size();
-  if (device.replay) {
-    const auto& r = *device.replay;
-    const std::string want = opt.workload.op + " " + opt.workload.shape_string() + " " +
-                             templates::to_string(opt.workload.dtype);
-    const std::string have = r.op + " " + r.shape + " " + r.dtype;
-    if (want != have)
-      throw UsageError("replay file '" + r.path + "' records " + have + ", not " + want +
-                       "; allowed: the workload it recorded");
-    if (r.template_name != tmpl->name())
-      throw UsageError("replay file '" + r.path + "' records template " + r.template_name + ", not " + tmpl->name());
-  }
+  if (device.replay && device.replay->template_name != tmpl->name())
+    throw UsageError("replay file '" + device.replay->path + "' records template " + device.replay->template_name +
+                     ", not " + tmpl->name());
   opt.faults = parse_faults(faults_text, space_size);
   if (all_trials) {
     trials = static_cast<int64_t>(space_size);

@@ -383,19 +383,19 @@ struct CudaRunner::Impl {
       };
     } else if (r.vendor == "cudnn_conv") {
       // Buffers X, F, Y and the conv2d templates' scalars N, H, W, C, K, R, S, stride, pad, dilation, P, Q.
-      if (ptrs.size() < 3 || r.scalar_args.size() < 10)
-        throw CudaFailure("cudnn_conv needs buffers X, F, Y and the conv2d scalars", "unknown", false);
+      if (ptrs.size() < 3 || r.scalar_args.size() < 12)
+        throw CudaFailure("cudnn_conv needs buffers X, F, Y and the conv2d scalars through P and Q", "unknown", false);
       std::string err;
       if (!cudnn) cudnn = CudnnConv::create(&err);
       if (!cudnn) throw CudaFailure(err, "unknown", false);
       const auto& a = r.scalar_args;
-      const ConvShape shape{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], r.buffers[0].dtype};
+      const ConvShape shape{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], r.buffers[0].dtype};
       size_t need = 0;
       if (!cudnn->plan(shape, &need, &err)) throw CudaFailure(err, "launch_error", false);
       if (need > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(need);
-      launch_once = [&, shape] {
+      launch_once = [&] {  // only the forward call: planning happened once, above
         std::string e;
-        if (!cudnn->run(shape, ptrs[0], ptrs[1], ptrs[2], cudnn_workspace.get(), cudnn_workspace.bytes(), &e))
+        if (!cudnn->run(ptrs[0], ptrs[1], ptrs[2], cudnn_workspace.get(), cudnn_workspace.bytes(), &e))
           throw CudaFailure(e, "launch_error", false);
       };
     } else if (r.vendor == "cublas_sgemm") {

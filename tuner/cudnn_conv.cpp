@@ -4,9 +4,14 @@
 
 #include <map>
 
+#if __has_include(<cudnn.h>)
 #include <cudnn.h>
+#define TUNER_HAVE_CUDNN 1
+#endif
 
 namespace tuner {
+
+#ifdef TUNER_HAVE_CUDNN
 
 namespace {
 
@@ -45,6 +50,7 @@ struct CudnnConv::Impl {
   cudnnConvolutionDescriptor_t conv = nullptr;
   std::map<std::string, cudnnConvolutionFwdAlgoPerf_t> algos;  ///< Per shape key.
   std::string described;                                        ///< Key of the shape the descriptors hold.
+  const cudnnConvolutionFwdAlgoPerf_t* planned = nullptr;       ///< The algorithm of the shape last planned.
 
   ~Impl() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
@@ -77,8 +83,15 @@ struct CudnnConv::Impl {
       return false;
     int n = 0, k = 0, p = 0, q = 0;
     if (!ok(cudnnGetConvolution2dForwardOutputDim(conv, x, f, &n, &k, &p, &q), "cudnnGetConvolution2dForwardOutputDim",
-            error) ||
-        !ok(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, t, n, k, p, q), "cudnnSetTensor4dDescriptor", error))
+            error))
+      return false;
+    if (n != s.n || k != s.k || p != s.p || q != s.q) {  // cuDNN would write past the buffers
+      *error = "cuDNN's output " + std::to_string(n) + "x" + std::to_string(p) + "x" + std::to_string(q) + "x" +
+               std::to_string(k) + " differs from the template's " + std::to_string(s.n) + "x" + std::to_string(s.p) +
+               "x" + std::to_string(s.q) + "x" + std::to_string(s.k);
+      return false;
+    }
+    if (!ok(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, t, n, k, p, q), "cudnnSetTensor4dDescriptor", error))
       return false;
     described = key;
     return true;
@@ -138,27 +151,50 @@ bool CudnnConv::plan(const ConvShape& shape, size_t* workspace_bytes, std::strin
     }
     it = m.algos.emplace(m.described, *best).first;
   }
+  m.planned = nullptr;
+  if (!m.ok(m.cudnnSetConvolutionMathType(m.conv, it->second.mathType), "cudnnSetConvolutionMathType", error))
+    return false;
+  m.planned = &it->second;
   *workspace_bytes = it->second.memory;
   return true;
 }
 
-bool CudnnConv::run(const ConvShape& shape, uint64_t x, uint64_t f, uint64_t y, uint64_t workspace,
-                    size_t workspace_bytes, std::string* error) {
+bool CudnnConv::run(uint64_t x, uint64_t f, uint64_t y, uint64_t workspace, size_t workspace_bytes, std::string* error) {
   Impl& m = *impl_;
-  size_t need = 0;
-  if (!plan(shape, &need, error)) return false;
-  if (workspace_bytes < need) {
-    *error = "cuDNN needs " + std::to_string(need) + " workspace bytes, got " + std::to_string(workspace_bytes);
+  if (!m.planned) {
+    *error = "cudnn_conv: run() before a successful plan()";
     return false;
   }
-  const auto& algo = m.algos.at(m.described);
-  if (!m.ok(m.cudnnSetConvolutionMathType(m.conv, algo.mathType), "cudnnSetConvolutionMathType", error)) return false;
-  const float one = 1.0f, zero = 0.0f;
+  if (workspace_bytes < m.planned->memory) {
+    *error = "cuDNN needs " + std::to_string(m.planned->memory) + " workspace bytes, got " + std::to_string(workspace_bytes);
+    return false;
+  }
+  const float one = 1.0f, zero = 0.0f;  // beta 0: Y (NaN-poisoned by the runner) is never read
   return m.ok(m.cudnnConvolutionForward(m.handle, &one, m.x, reinterpret_cast<const void*>(x), m.f,
-                                        reinterpret_cast<const void*>(f), m.conv, algo.algo,
+                                        reinterpret_cast<const void*>(f), m.conv, m.planned->algo,
                                         reinterpret_cast<void*>(workspace), workspace_bytes, &zero, m.y,
                                         reinterpret_cast<void*>(y)),
               "cudnnConvolutionForward", error);
 }
+
+#else  // built without cuDNN's headers: the baseline reports that it is missing
+
+struct CudnnConv::Impl {};
+CudnnConv::CudnnConv(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudnnConv::~CudnnConv() = default;
+std::unique_ptr<CudnnConv> CudnnConv::create(std::string* error) {
+  *error = "cuDNN (libcudnn.so.9) not found: tuner was built without cuDNN's headers";
+  return nullptr;
+}
+bool CudnnConv::plan(const ConvShape&, size_t*, std::string* error) {
+  *error = "built without cuDNN";
+  return false;
+}
+bool CudnnConv::run(uint64_t, uint64_t, uint64_t, uint64_t, size_t, std::string* error) {
+  *error = "built without cuDNN";
+  return false;
+}
+
+#endif
 
 }  // namespace tuner

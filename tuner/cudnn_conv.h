@@ -16,9 +16,10 @@
 
 namespace tuner {
 
-/// One conv2d problem as the conv2d templates' scalar arguments give it.
+/// One conv2d problem as the conv2d templates' scalar arguments give it (p, q: the output size the
+/// template's buffers hold; cuDNN's own is checked against it).
 struct ConvShape {
-  int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride = 1, pad = 0, dilation = 1;
+  int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride = 1, pad = 0, dilation = 1, p = 0, q = 0;
   templates::DType dtype = templates::DType::kF32;
 };
 
@@ -30,12 +31,12 @@ class CudnnConv {
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
 
-  /// Chooses the algorithm for a shape (benchmarking once per shape) and returns the workspace bytes
-  /// run() needs for it; false with *error when cuDNN cannot do the shape.
+  /// Sets the shape up: descriptors, the algorithm (benchmarked once per shape) and its math type;
+  /// returns the workspace bytes run() needs. False with *error when cuDNN cannot do the shape.
   bool plan(const ConvShape& shape, size_t* workspace_bytes, std::string* error);
-  /// Enqueues Y = conv(X, F) with the planned algorithm; x, f, y, workspace are device pointers.
-  bool run(const ConvShape& shape, uint64_t x, uint64_t f, uint64_t y, uint64_t workspace, size_t workspace_bytes,
-           std::string* error);
+  /// Enqueues Y = conv(X, F) for the shape last planned, and nothing else (it is what gets timed);
+  /// x, f, y, workspace are device pointers.
+  bool run(uint64_t x, uint64_t f, uint64_t y, uint64_t workspace, size_t workspace_bytes, std::string* error);
 
  private:
   struct Impl;

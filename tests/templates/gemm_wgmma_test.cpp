@@ -51,6 +51,12 @@ TEST(GemmWgmmaTemplate, NeedsNAndKMultiplesOfEight) {
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("N=131"), std::string::npos) << *why;
   EXPECT_TRUE(t.unsupported(parse_workload("gemm", "M=200,N=136,K=300", "bf16")).has_value());
+  // The batched template points to its own mma.sync sibling.
+  GemmWgmmaTemplate batched(true);
+  auto bwhy = batched.unsupported(parse_workload("batched_gemm", "B=2,M=8,N=12,K=16", "f16"));
+  ASSERT_TRUE(bwhy.has_value());
+  EXPECT_NE(bwhy->find("batched_gemm_tc_mma takes any shape"), std::string::npos) << *bwhy;
+  EXPECT_NE(batched.unsupported_on(a100_limits())->find("batched_gemm_tc_mma"), std::string::npos);
 }
 
 TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {

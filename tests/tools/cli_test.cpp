@@ -137,6 +137,10 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   auto wrong = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + file + " --db " + db2);
   EXPECT_EQ(wrong.code, 2);
   EXPECT_NE(wrong.err.find("records gemm M=1000,N=1000,K=1000 f32"), std::string::npos) << wrong.err;
+  // Another op too: the recording's workload is named, not its template.
+  auto other_op = run("tune --op softmax --shape rows=8,cols=8 --device replay:" + file + " --db " + db2);
+  EXPECT_EQ(other_op.code, 2);
+  EXPECT_NE(other_op.err.find("records gemm M=1000,N=1000,K=1000 f32, not softmax"), std::string::npos) << other_op.err;
   auto missing = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + (dir_ / "none.json").string() + " --db " + db2);
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("cannot be read"), std::string::npos) << missing.err;
