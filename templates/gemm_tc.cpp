@@ -8,12 +8,6 @@ namespace tuner::templates {
 
 namespace {
 
-struct Dims {
-  int64_t batch, m, n, k;
-};
-
-Dims dims_of(const Workload& w, bool batched) { return {batched ? w.dim("B") : 1, w.dim("M"), w.dim("N"), w.dim("K")}; }
-
 std::vector<search::Knob> tc_knobs(bool reduced) {
   if (reduced) {
     return {
@@ -56,7 +50,7 @@ TcTiling tiling_of(const search::ConfigView& v, DType d) {
   return t;
 }
 
-std::vector<search::Constraint> tc_constraints(const Dims& d, const DeviceLimits& limits) {
+std::vector<search::Constraint> tc_constraints(const GemmDims& d, const DeviceLimits& limits) {
   const int64_t k_tiles16 = (d.k + 15) / 16;
   const bool split_possible = d.batch * d.m * d.n <= kTcMaxSplitOutputElements;
   std::vector<search::Constraint> out = tc_warp_tile_constraints(limits);
@@ -87,27 +81,18 @@ double GemmTcTemplate::tolerance(DType d) {
 std::string GemmTcTemplate::source_text() const { return gemm_tc_template_text(); }
 
 std::optional<std::string> GemmTcTemplate::unsupported(const Workload& w) const {
-  const Dims d = dims_of(w, batched_);
-  constexpr double kMaxElements = 2147483647.0;  // M, N, K are int; per-batch products index with size_t
-  for (auto [what, elems] : {std::pair<const char*, double>{"A (M*K)", double(d.m) * double(d.k)},
-                             {"B (K*N)", double(d.k) * double(d.n)}, {"C (M*N)", double(d.m) * double(d.n)}})
-    if (elems > kMaxElements)
-      return std::string("matrix ") + what + " has " + std::to_string(static_cast<long long>(elems)) +
-             " elements; " + name() + " allows at most 2147483647";
-  const double blocks = std::ceil(double(d.m) / 32) * std::ceil(double(d.n) / 32);
-  if (blocks > kMaxElements) return "M*N needs more than 2^31-1 blocks";
+  const GemmDims d = gemm_dims(w, batched_);
+  if (auto why = tc_gemm_size_problem(name(), d, 32)) return why;
   if (d.batch * kTcMaxSplit > 65535) return "B=" + std::to_string(d.batch) + " is past the grid's z limit (B <= 8191)";
-  if (d.m > 65535 * 16 || d.n > 65535 * 16)
-    return "M or N is past the reference kernel's grid (at most 1048560)";
   return std::nullopt;
 }
 
 search::ConfigSpace GemmTcTemplate::space(const Workload& w, const DeviceLimits& limits) const {
-  return search::ConfigSpace(tc_knobs(false), tc_constraints(dims_of(w, batched_), limits));
+  return search::ConfigSpace(tc_knobs(false), tc_constraints(gemm_dims(w, batched_), limits));
 }
 
 search::ConfigSpace GemmTcTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   auto cs = tc_constraints(d, limits);
   auto knobs = tc_knobs(true);
   const bool split_possible = d.batch * d.m * d.n <= kTcMaxSplitOutputElements && d.k >= 4 * 64;
@@ -133,7 +118,7 @@ TcTiling GemmTcTemplate::tiling(const search::ConfigSpace& space, const search::
 costmodel::KernelProfile GemmTcTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
                                                  const Workload& w) const {
   const TcTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   const int64_t grid_m = (d.m + t.bm - 1) / t.bm, grid_n = (d.n + t.bn - 1) / t.bn;
   const int64_t k_tiles = (d.k + t.bk - 1) / t.bk;
   const int64_t per_split = (k_tiles + t.split_k - 1) / t.split_k;
@@ -170,7 +155,7 @@ costmodel::KernelProfile GemmTcTemplate::profile(const search::ConfigSpace& spac
 KernelInstance GemmTcTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                            const Workload& w) const {
   const TcTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   KernelInstance k;
   k.profile = profile(space, c, w);
   k.source = gemm_tc_source(t);
@@ -194,6 +179,23 @@ KernelInstance GemmTcTemplate::instantiate(const search::ConfigSpace& space, con
   k.reference_launch.block = {16, 16, 1};
   k.tolerance = tolerance(w.dtype);
   return k;
+}
+
+GemmDims gemm_dims(const Workload& w, bool batched) {
+  return {batched ? w.dim("B") : 1, w.dim("M"), w.dim("N"), w.dim("K")};
+}
+
+std::optional<std::string> tc_gemm_size_problem(const std::string& name, const GemmDims& d, int min_tile) {
+  constexpr double kMaxElements = 2147483647.0;  // M, N, K are int; per-batch products index with size_t
+  for (auto [what, elems] : {std::pair<const char*, double>{"A (M*K)", double(d.m) * double(d.k)},
+                             {"B (K*N)", double(d.k) * double(d.n)}, {"C (M*N)", double(d.m) * double(d.n)}})
+    if (elems > kMaxElements)
+      return std::string("matrix ") + what + " has " + std::to_string(static_cast<long long>(elems)) +
+             " elements; " + name + " allows at most 2147483647";
+  if (std::ceil(double(d.m) / min_tile) * std::ceil(double(d.n) / min_tile) > kMaxElements)
+    return "M*N needs more than 2^31-1 blocks";
+  if (d.m > 65535 * 16 || d.n > 65535 * 16) return "M or N is past the reference kernel's grid (at most 1048560)";
+  return std::nullopt;
 }
 
 std::vector<search::Constraint> tc_warp_tile_constraints(const DeviceLimits& limits) {

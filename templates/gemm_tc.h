@@ -38,6 +38,17 @@ class GemmTcTemplate final : public KernelTemplate {
   bool batched_;
 };
 
+/// A GEMM workload's dimensions (batch 1 for the `gemm` op), shared by the tensor-core GEMM templates.
+struct GemmDims {
+  int64_t batch, m, n, k;
+};
+GemmDims gemm_dims(const Workload& w, bool batched);
+
+/// Why a tensor-core GEMM template named `name` cannot index a workload: a matrix past 2^31-1
+/// elements, more than 2^31-1 blocks of min_tile x min_tile, or M or N past the shared reference
+/// kernel's grid; nullopt if it can.
+std::optional<std::string> tc_gemm_size_problem(const std::string& name, const GemmDims& d, int min_tile);
+
 /// The constraints every mma.sync warp-tiled template shares (gemm_tc_mma, conv2d_igemm_tc): warp
 /// tiles divide block tiles, 64..256 threads, and A and B tiles split evenly into 16-byte chunks.
 std::vector<search::Constraint> tc_warp_tile_constraints(const DeviceLimits& limits);

@@ -9,12 +9,6 @@ namespace tuner::templates {
 
 namespace {
 
-struct Dims {
-  int64_t batch, m, n, k;
-};
-
-Dims dims_of(const Workload& w, bool batched) { return {batched ? w.dim("B") : 1, w.dim("M"), w.dim("N"), w.dim("K")}; }
-
 std::vector<search::Knob> wgmma_knobs(bool reduced) {
   if (reduced) {
     return {
@@ -69,19 +63,12 @@ std::vector<search::Constraint> wgmma_constraints(const DeviceLimits& limits) {
 std::string GemmWgmmaTemplate::source_text() const { return gemm_wgmma_template_text(); }
 
 std::optional<std::string> GemmWgmmaTemplate::unsupported(const Workload& w) const {
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   if (d.n % 8 != 0 || d.k % 8 != 0)
     return name() + " needs N and K to be multiples of 8 (TMA row strides are multiples of 16 bytes), got N=" +
            std::to_string(d.n) + ", K=" + std::to_string(d.k) + "; " + fallback() + " takes any shape";
-  constexpr double kMaxElements = 2147483647.0;  // M, N, K are int; TMA coordinates are int32
-  for (auto [what, elems] : {std::pair<const char*, double>{"A (M*K)", double(d.m) * double(d.k)},
-                             {"B (K*N)", double(d.k) * double(d.n)}, {"C (M*N)", double(d.m) * double(d.n)}})
-    if (elems > kMaxElements)
-      return std::string("matrix ") + what + " has " + std::to_string(static_cast<long long>(elems)) +
-             " elements; " + name() + " allows at most 2147483647";
-  if (std::ceil(double(d.m) / 64) * std::ceil(double(d.n) / 64) > kMaxElements) return "M*N needs more than 2^31-1 blocks";
+  if (auto why = tc_gemm_size_problem(name(), d, 64)) return why;  // TMA coordinates are int32 too
   if (d.batch > 65535) return "B=" + std::to_string(d.batch) + " is past the grid's z limit (B <= 65535)";
-  if (d.m > 65535 * 16 || d.n > 65535 * 16) return "M or N is past the reference kernel's grid (at most 1048560)";
   return std::nullopt;
 }
 
@@ -116,7 +103,7 @@ WgmmaTiling GemmWgmmaTemplate::tiling(const search::ConfigSpace& space, const se
 costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
                                                     const Workload& w) const {
   const WgmmaTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   const int64_t grid_m = (d.m + t.bm - 1) / t.bm, grid_n = (d.n + t.bn - 1) / t.bn;
   const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
   const double tiles = static_cast<double>(d.batch * grid_m * grid_n);
@@ -151,7 +138,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
 KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                               const Workload& w) const {
   const WgmmaTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w, batched_);
+  const GemmDims d = gemm_dims(w, batched_);
   KernelInstance k;
   k.profile = profile(space, c, w);
   k.source = gemm_wgmma_source(t);
