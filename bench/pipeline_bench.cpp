@@ -1,10 +1,14 @@
 // Benchmark of the tuning pipeline (not a test): NVRTC configs compiled per
 // second cold and from the cache, trials per second end to end on a sim device
-// (cold, resumed, warm cache), and on cuda:0 where present the tuned GEMM's
-// GFLOP/s against cuBLAS SGEMM measured by the same protocol in the same run.
-// Prints tables and writes results/pipeline_bench.json.
+// (cold, resumed, warm cache), measured configs per second of the tuning loop
+// with its per-phase breakdown for gemm f32 (gemm_f32_simt), f16 mma
+// (gemm_tc_mma) and f16 wgmma (gemm_tc_wgmma) GEMMs on cuda:0 where present,
+// else on sim:h100-sxm, and on cuda:0 the tuned GEMM's GFLOP/s against cuBLAS
+// SGEMM measured by the same protocol in the same run. Prints tables and writes
+// results/pipeline_bench.json.
 //
-//   build/bin/pipeline_bench [--configs 24] [--trials 48] [--gpu-trials 64] [--out FILE]
+//   build/bin/pipeline_bench [--configs 24] [--trials 48] [--loop-trials 64] [--gpu-trials 64] [--out FILE]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -39,6 +43,7 @@ struct Args {
   int configs = 24;
   int trials = 48;
   int gpu_trials = 64;
+  int loop_trials = 64;
   std::string out = "results/pipeline_bench.json";
 };
 
@@ -49,6 +54,7 @@ Args parse(int argc, char** argv) {
     if (k == "--configs") a.configs = std::stoi(argv[i + 1]);
     else if (k == "--trials") a.trials = std::stoi(argv[i + 1]);
     else if (k == "--gpu-trials") a.gpu_trials = std::stoi(argv[i + 1]);
+    else if (k == "--loop-trials") a.loop_trials = std::stoi(argv[i + 1]);
     else if (k == "--out") a.out = argv[i + 1];
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); std::exit(2); }
   }
@@ -123,6 +129,57 @@ nlohmann::json sim_end_to_end(const Args& args, const fs::path& tmp) {
           {"best_estimate_gflops", cold.best ? cold.best->trial.gflops : 0.0}};
 }
 
+/// Measured configs per second of the loop, cold compile cache and warm, with where the time went.
+nlohmann::json loop_throughput(const Args& args, const fs::path& tmp) {
+  std::string why;
+  const bool gpu = !cuda_devices(&why).empty();
+  auto device = resolve_device(gpu ? "cuda:0" : "sim:h100-sxm");
+  struct Case {
+    const char* shape;
+    const char* dtype;
+    const char* tmpl;
+  };
+  const Case cases[] = {{"M=1024,N=1024,K=1024", "f32", "gemm_f32_simt"},
+                        {"M=4096,N=4096,K=4096", "f16", "gemm_tc_mma"},
+                        {"M=4096,N=4096,K=4096", "f16", "gemm_tc_wgmma"}};
+  std::printf("\nTuning loop on %s: measured configs/s (%d random configs, batch 64, seed 3; %s)\n",
+              device.spec.c_str(), args.loop_trials, gpu ? "GPU times" : "sim estimates, no GPU here");
+  std::printf("  %-14s %-5s %-5s %8s %9s %8s %8s %8s %8s %8s %8s %8s %8s\n", "template", "dtype", "cache", "configs",
+              "configs/s", "compile", "load", "inputs", "ref", "check", "timed", "other", "commit");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Case& c : cases) {
+    for (const char* cache : {"cold", "warm"}) {
+      db::TuningDb db((tmp / (std::string("loop_") + c.tmpl + "_" + cache + ".db")).string());
+      TuneOptions o = tune_options(c.shape, args.loop_trials, tmp / (std::string("cache-loop-") + c.tmpl));
+      o.workload = templates::parse_workload("gemm", c.shape, c.dtype);
+      o.template_name = c.tmpl;
+      o.remeasure_top = 0;
+      TuneSummary s;
+      try {
+        s = run_tuning(o, device, db);
+      } catch (const std::exception& e) {
+        std::printf("  %-14s %-5s %-5s skipped: %s\n", c.tmpl, c.dtype, cache, e.what());
+        continue;
+      }
+      const auto& p = s.phases;
+      const double rate = s.measured_now / std::max(s.wall_s, 1e-9);
+      std::printf("  %-14s %-5s %-5s %8lld %9.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", c.tmpl, c.dtype,
+                  cache, static_cast<long long>(s.measured_now), rate, p.compile_wait_s, p.worker.module_load_s,
+                  p.worker.inputs_s, p.worker.reference_s, p.worker.check_s, p.worker.timed_s, p.worker_other_s,
+                  p.commit_s);
+      rows.push_back({{"template", c.tmpl}, {"shape", c.shape}, {"dtype", c.dtype}, {"cache", cache},
+                      {"configs", s.measured_now}, {"wall_s", s.wall_s}, {"configs_per_s", rate},
+                      {"phases", {{"setup_s", p.setup_s}, {"search_s", p.search_s}, {"compile_wait_s", p.compile_wait_s},
+                                  {"module_load_s", p.worker.module_load_s}, {"inputs_s", p.worker.inputs_s},
+                                  {"reference_s", p.worker.reference_s}, {"check_s", p.worker.check_s},
+                                  {"timed_s", p.worker.timed_s}, {"worker_other_s", p.worker_other_s},
+                                  {"commit_s", p.commit_s}, {"compile_cpu_s", p.compile_cpu_s}}}});
+    }
+  }
+  std::printf("  (seconds per phase; compile = waiting for NVRTC, other = requests, worker starts and timeouts)\n");
+  return {{"device", device.spec}, {"estimate", !gpu}, {"rows", rows}};
+}
+
 nlohmann::json gpu_vs_cublas(const Args& args, const fs::path& tmp) {
   std::string why;
   if (cuda_devices(&why).empty()) {
@@ -171,6 +228,7 @@ int main(int argc, char** argv) {
   out["nvrtc_version"] = NvrtcBuilder::nvrtc_version();
   out["compile"] = compile_throughput(args, tmp);
   out["sim_end_to_end"] = sim_end_to_end(args, tmp);
+  out["loop"] = loop_throughput(args, tmp);
   out["gpu"] = gpu_vs_cublas(args, tmp);
   fs::remove_all(tmp);
   fs::path path(args.out);

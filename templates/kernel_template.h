@@ -28,6 +28,9 @@ struct DeviceLimits {
   int max_threads_per_block = 1024;
   int max_shared_per_block_bytes = 48 * 1024;  ///< Opt-in maximum of dynamic shared memory per block.
   int max_registers_per_thread = 255;
+  int registers_per_block = 64 * 1024;          ///< 32-bit registers a block may hold (sm_80, sm_90).
+  std::array<unsigned, 3> max_grid{2147483647u, 65535u, 65535u};
+  std::array<unsigned, 3> max_block{1024u, 1024u, 64u};
 };
 
 struct LaunchGeometry {

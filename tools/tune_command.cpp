@@ -50,6 +50,34 @@ void print_progress(const TuneProgress& p) {
   std::fflush(stderr);
 }
 
+nlohmann::ordered_json phases_json(const TunePhases& p) {
+  nlohmann::ordered_json j;
+  j["setup_s"] = p.setup_s;
+  j["search_s"] = p.search_s;
+  j["compile_wait_s"] = p.compile_wait_s;
+  j["module_load_s"] = p.worker.module_load_s;
+  j["inputs_s"] = p.worker.inputs_s;
+  j["reference_s"] = p.worker.reference_s;
+  j["check_s"] = p.worker.check_s;
+  j["timed_s"] = p.worker.timed_s;
+  j["worker_other_s"] = p.worker_other_s;
+  j["commit_s"] = p.commit_s;
+  j["compile_cpu_s"] = p.compile_cpu_s;
+  return j;
+}
+
+/// "search 0.2 s, compile wait 1.1 s, ..." in the order of phases_json, seconds with one decimal.
+std::string phases_line(const TunePhases& p) {
+  const std::pair<const char*, double> parts[] = {
+      {"setup", p.setup_s},          {"search", p.search_s},         {"compile wait", p.compile_wait_s},
+      {"module load", p.worker.module_load_s}, {"inputs", p.worker.inputs_s}, {"reference", p.worker.reference_s},
+      {"check", p.worker.check_s},   {"timed runs", p.worker.timed_s}, {"worker other", p.worker_other_s},
+      {"commit", p.commit_s}};
+  std::string out;
+  for (const auto& [name, s] : parts) out += (out.empty() ? "" : ", ") + std::string(name) + " " + fixed(s, 1) + " s";
+  return out + " (compiling " + fixed(p.compile_cpu_s, 1) + " s on the pool, overlapped)";
+}
+
 }  // namespace
 
 int tune_command(const std::vector<std::string>& args) {
@@ -61,7 +89,7 @@ int tune_command(const std::vector<std::string>& args) {
   uint64_t seed = 1;
   size_t batch = 64;
   unsigned threads = 0;
-  double timeout_s = 10, min_time_ms = 100;
+  double timeout_s = 10, min_time_ms = 1, max_time_ms = 100, max_noise_pct = 1;
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
   desc.add_options()
       ("help,h", "show this help")
@@ -81,7 +109,9 @@ int tune_command(const std::vector<std::string>& args) {
       ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each)")
       ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads (0: one per core)")
       ("timeout", po::value(&timeout_s)->default_value(10), "seconds a measurement may run beyond its timing budget")
-      ("min-time-ms", po::value(&min_time_ms)->default_value(100), "kernel time to accumulate per config (cuda devices)")
+      ("min-time-ms", po::value(&min_time_ms)->default_value(1), "cuda devices: time at least this much kernel time (and 10 runs) per config")
+      ("max-time-ms", po::value(&max_time_ms)->default_value(100), "cuda devices: stop timing a config after this much kernel time")
+      ("max-noise", po::value(&max_noise_pct)->default_value(1), "cuda devices: stop once the median's 95% confidence interval is within +-this percent (0: time until --max-time-ms)")
       ("inject-fault", po::value(&faults_text)->default_value(""), "testing: crash:INDEX,hang:INDEX makes those configs crash or hang the worker")
       ("quiet,q", "no progress line")
       ("json", "one JSON document on stdout");
@@ -121,6 +151,11 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))
     throw UsageError("--min-time-ms " + std::to_string(min_time_ms) + " is out of range; allowed: 0 .. 60000");
+  if (!(max_time_ms >= min_time_ms && max_time_ms <= 60000))
+    throw UsageError("--max-time-ms " + std::to_string(max_time_ms) + " is out of range; allowed: --min-time-ms (" +
+                     std::to_string(min_time_ms) + ") .. 60000");
+  if (!(max_noise_pct >= 0 && max_noise_pct <= 100))
+    throw UsageError("--max-noise " + std::to_string(max_noise_pct) + " is out of range; allowed: 0 (off) .. 100 percent");
   if (threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
   DeviceTarget device;
   try {
@@ -171,6 +206,8 @@ int tune_command(const std::vector<std::string>& args) {
   opt.early_stop = early_stop;
   opt.transfer = transfer == "auto";
   opt.settings.min_time_ms = min_time_ms;
+  opt.settings.max_time_ms = max_time_ms;
+  opt.settings.max_noise = max_noise_pct / 100.0;
   opt.command_line = "tuner tune";
   for (const auto& a : args) opt.command_line += " " + a;
   const bool json = vm.count("json") != 0;
@@ -223,6 +260,8 @@ int tune_command(const std::vector<std::string>& args) {
     if (!replay_out.empty()) j["replay_out"] = replay_out;
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
+    j["configs_per_s"] = sum.wall_s > 0 ? static_cast<double>(sum.measured_now + sum.remeasured) / sum.wall_s : 0.0;
+    j["phases"] = phases_json(sum.phases);
     j["interrupted"] = sum.interrupted;
     j["early_stopped"] = sum.early_stopped;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
@@ -237,6 +276,7 @@ int tune_command(const std::vector<std::string>& args) {
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
               << fixed(sum.wall_s, 1) << " s"
               << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
+    std::cout << "  time: " << phases_line(sum.phases) << "\n";
     if (sum.best) {
       const auto& t = sum.best->trial;
       std::cout << "  best: " << fixed(t.time_ms, 4) << " ms, " << fixed(t.gflops, 1) << " GFLOP/s"

@@ -8,15 +8,21 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <list>
+#include <map>
 #include <utility>
-#include <random>
 #include <stdexcept>
 
 #include <cuda.h>
 
+#include "templates/launch_check.h"
+#include "tuner/compile_cache.h"
 #include "tuner/cublas_gemm.h"
 #include "tuner/cudnn_conv.h"
 #include "tuner/host_dtype.h"
+#include "tuner/nvrtc_builder.h"
+#include "tuner/runner_kernels.h"
+#include "tuner/timing_stop.h"
 
 namespace tuner {
 
@@ -30,8 +36,9 @@ namespace {
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)           \
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                          \
   X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData)          \
-  X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuMemAlloc) X(cuMemFree)         \
-  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD32) X(cuMemsetD32Async) X(cuLaunchKernel)             \
+  X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuMemAlloc)  \
+  X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD32) X(cuMemsetD32Async)     \
+  X(cuLaunchKernel)                                                                                  \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)  \
   X(cuGetErrorName) X(cuGetErrorString)
 
@@ -135,21 +142,23 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-/// A loaded module and its kernel, unloaded on scope exit.
+/// A loaded module, unloaded on scope exit; its kernels by name.
 class Module {
  public:
-  Module(const std::string& cubin, const std::string& kernel) {
+  explicit Module(const std::string& cubin) {
     check(driver().cuModuleLoadData(&mod_, cubin.data()), "cuModuleLoadData", "launch_error");
-    check(driver().cuModuleGetFunction(&fn_, mod_, kernel.c_str()), "cuModuleGetFunction", "launch_error");
   }
   ~Module() { if (mod_) driver().cuModuleUnload(mod_); }
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
-  CUfunction fn() const { return fn_; }
+  CUfunction function(const std::string& name) const {
+    CUfunction fn = nullptr;
+    check(driver().cuModuleGetFunction(&fn, mod_, name.c_str()), "cuModuleGetFunction", "launch_error");
+    return fn;
+  }
 
  private:
   CUmodule mod_ = nullptr;
-  CUfunction fn_ = nullptr;
 };
 
 /// A pair of events timing one launch.
@@ -172,14 +181,28 @@ class EventPair {
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  double pos = q * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
+/// A device buffer with guard regions on both sides, filled with kGuardWord: a kernel that writes past
+/// either end of its buffer changes a guard, which the runner's checksum sees.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t payload_bytes)
+      : payload_(payload_bytes), guard_(guard_bytes(payload_bytes)), whole_(payload_bytes + 2 * guard_) {
+    check(driver().cuMemsetD32(whole_.get(), kGuardWord, whole_.bytes() / 4), "cuMemsetD32");
+  }
+  CUdeviceptr get() const { return whole_.get() + guard_; }  ///< What the kernel sees.
+  size_t bytes() const { return payload_; }
+  CUdeviceptr front_guard() const { return whole_.get(); }
+  CUdeviceptr back_guard() const { return whole_.get() + guard_ + payload_; }
+  size_t guard() const { return guard_; }
 
+ private:
+  size_t payload_, guard_;
+  DeviceBuffer whole_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 }  // namespace
 
 std::vector<CudaDeviceInfo> cuda_devices(std::string* error) {
@@ -211,6 +234,7 @@ std::vector<CudaDeviceInfo> cuda_devices(std::string* error) {
       info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
       info.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
       info.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+      info.registers_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
       info.clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
       size_t mem = 0;
       check(d.cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
@@ -230,31 +254,124 @@ struct CudaRunner::Impl {
   CUdevice device = 0;
   CUcontext context = nullptr;
   CudaDeviceInfo info;
-  // Inputs, reference output and L2-flush buffer, kept while consecutive requests share a workload.
-  std::string inputs_key;
-  std::vector<DeviceBuffer> buffers;
-  std::vector<std::vector<double>> reference;  ///< Each output buffer's reference values, as doubles.
-  DeviceBuffer flush;
+
+  /// What one workload needs on the device, kept while requests share it: the buffers (inputs filled on
+  /// the GPU, guards around all), the reference's output per output buffer, and the checksum of
+  /// everything a config must not change (inputs, guards, reference copies).
+  struct State {
+    std::string key;
+    std::vector<GuardedBuffer> buffers;
+    std::vector<DeviceBuffer> reference;  ///< Per buffer; empty for inputs and workspaces.
+    uint64_t baseline = 0;
+  };
+  /// Most recently used first; two cover templates whose configs alternate between two output types.
+  std::list<State> states;
+  static constexpr size_t kMaxStates = 2;
+
+  /// The worker's own kernels per dtype (fill, compare, checksum), compiled on first use.
+  std::map<templates::DType, std::unique_ptr<Module>> utility;
+  DeviceBuffer scratch;  ///< Compare results and checksum sums.
+  DeviceBuffer flush;    ///< Overwritten before every timed run: twice the L2.
   std::unique_ptr<CublasSgemm> cublas;
   std::unique_ptr<CudnnConv> cudnn;
   DeviceBuffer cudnn_workspace;
-  std::vector<CUtensorMap> maps;  ///< The request's tensor maps over the current buffers.
+  std::vector<CUtensorMap> maps;  ///< The request's tensor maps over the current state's buffers.
 
   ~Impl() {
     cublas.reset();
     cudnn.reset();
     cudnn_workspace = DeviceBuffer();
-    buffers.clear();
+    states.clear();
+    utility.clear();
+    scratch = DeviceBuffer();
     flush = DeviceBuffer();
     if (context) driver().cuDevicePrimaryCtxRelease(device);
   }
 
+  templates::DeviceLimits limits() const {
+    templates::DeviceLimits l;
+    l.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
+    l.max_threads_per_block = info.max_threads_per_block;
+    l.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+    if (info.registers_per_block > 0) l.registers_per_block = info.registers_per_block;
+    return l;
+  }
+
   static std::string key_of(const MeasureRequest& r) {
-    std::string k = r.reference_kernel_name + "|" + std::to_string(r.settings.input_seed);
+    // The reference's own bytes too: configs of one workload may need different references.
+    std::string k = r.reference_kernel_name + "|" + std::to_string(r.settings.input_seed) + "|" +
+                    std::to_string(std::hash<std::string>{}(r.reference_cubin));
     // The dtype too: one template's configs may differ in an output's type (gemm_tc_mma's OUT_F32).
-    for (const auto& b : r.buffers) k += "|" + b.name + ":" + std::to_string(b.elements) + ":" + templates::to_string(b.dtype);
+    for (const auto& b : r.buffers)
+      k += "|" + b.name + ":" + std::to_string(b.elements) + ":" + templates::to_string(b.dtype) +
+           (b.output ? ":out" : b.workspace ? ":ws" : ":in");
     for (int32_t s : r.scalar_args) k += "|" + std::to_string(s);
     return k;
+  }
+
+  const Module& utility_module(templates::DType d) {
+    auto& m = utility[d];
+    if (!m) {
+      static CompileCache cache(CompileCache::default_dir());
+      NvrtcBuilder builder(&cache);
+      const CompileResult cr = builder.compile({runner_kernels_source(d), kFillKernelName, limits().arch, {}});
+      if (!cr.ok()) throw CudaFailure("the worker's own kernels failed to compile: " + cr.log.substr(0, 500), "unknown", false);
+      m = std::make_unique<Module>(cr.cubin);
+    }
+    return *m;
+  }
+
+  /// Launches one of the worker's grid-stride kernels over n items.
+  void launch_utility(CUfunction fn, uint64_t n, std::vector<void*> args) {
+    const uint64_t blocks = std::max<uint64_t>(1, std::min<uint64_t>((n + kRunnerKernelThreads - 1) / kRunnerKernelThreads,
+                                                                     static_cast<uint64_t>(std::max(1, info.sm_count)) * 16));
+    check(driver().cuLaunchKernel(fn, static_cast<unsigned>(blocks), 1, 1, kRunnerKernelThreads, 1, 1, 0, nullptr,
+                                  args.data(), nullptr),
+          "cuLaunchKernel (worker kernel)");
+  }
+
+  void fill_uniform(CUdeviceptr p, const templates::BufferSpec& b, uint64_t seed, unsigned index) {
+    CUfunction fn = utility_module(b.dtype).function(kFillKernelName);
+    unsigned long long n = static_cast<unsigned long long>(b.elements), sd = seed;
+    launch_utility(fn, n, {&p, &n, &sd, &index});
+  }
+
+  /// Compares output buffer i with its reference on the GPU.
+  Comparison compare(const State& st, size_t i, const templates::BufferSpec& b) {
+    if (!scratch.get()) scratch = DeviceBuffer(64);
+    check(driver().cuMemsetD32(scratch.get(), 0u, 4), "cuMemsetD32");
+    CUfunction fn = utility_module(b.dtype).function(kCompareKernelName);
+    CUdeviceptr out = st.buffers[i].get(), ref = st.reference[i].get(), res = scratch.get();
+    unsigned long long n = static_cast<unsigned long long>(b.elements);
+    launch_utility(fn, n, {&out, &ref, &n, &res});
+    uint32_t words[3] = {};
+    check(driver().cuMemcpyDtoH(words, scratch.get(), sizeof words), "cuMemcpyDtoH (comparison)");
+    float err = 0, ref_max = 0;
+    std::memcpy(&err, &words[0], 4);
+    std::memcpy(&ref_max, &words[1], 4);
+    return comparison_from(err, ref_max, words[2] != 0);
+  }
+
+  /// The checksum of everything a config must leave alone: inputs, every guard, the reference copies.
+  uint64_t integrity_checksum(const State& st, const MeasureRequest& r) {
+    if (!scratch.get()) scratch = DeviceBuffer(64);
+    check(driver().cuMemsetD32(scratch.get() + 16, 0u, 2), "cuMemsetD32");
+    CUfunction fn = utility_module(templates::DType::kF32).function(kChecksumKernelName);
+    CUdeviceptr sum = scratch.get() + 16;
+    auto add = [&](CUdeviceptr p, size_t bytes) {
+      unsigned long long words = bytes / 4;
+      if (words) launch_utility(fn, words, {&p, &words, &sum});
+    };
+    for (size_t i = 0; i < st.buffers.size(); ++i) {
+      const auto& g = st.buffers[i];
+      add(g.front_guard(), g.guard());
+      add(g.back_guard(), g.guard());
+      if (!r.buffers[i].output && !r.buffers[i].workspace) add(g.get(), g.bytes());
+      if (st.reference[i].get()) add(st.reference[i].get(), st.reference[i].bytes());
+    }
+    uint64_t value = 0;
+    check(driver().cuMemcpyDtoH(&value, sum, sizeof value), "cuMemcpyDtoH (checksum)");
+    return value;
   }
 
   /// Arguments in the kernel contract's order: buffer pointers, tensor maps (by value), int scalars.
@@ -270,8 +387,23 @@ struct CudaRunner::Impl {
           "cuLaunchKernel", "launch_error");
   }
 
-  /// Encodes the request's tensor maps over the current buffers (cuTensorMapEncodeTiled).
-  void encode_tensor_maps(const MeasureRequest& r) {
+  /// Checks a kernel's launch against this GPU's limits with the driver's own figures for the function
+  /// (registers, static shared memory), and opts in to the dynamic shared memory it needs.
+  void prepare_launch(CUfunction fn, const templates::LaunchGeometry& g) {
+    int registers = 0, static_shared = 0;
+    check(driver().cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute");
+    check(driver().cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute");
+    if (auto why = templates::launch_problem(g, registers, static_shared, limits()))
+      throw CudaFailure("launch refused: " + *why, "launch_error", false);
+    // Past 48 KiB of static plus dynamic shared memory the launch fails with CUDA_ERROR_INVALID_VALUE
+    // unless the function opts in (the H100 run: 48 KiB dynamic + 4 bytes static of split-K's flag).
+    if (templates::needs_shared_opt_in(g, static_shared))
+      check(driver().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, g.dynamic_shared_bytes),
+            "cuFuncSetAttribute (dynamic shared memory)", "launch_error");
+  }
+
+  /// Encodes the request's tensor maps over the state's buffers (cuTensorMapEncodeTiled).
+  void encode_tensor_maps(const MeasureRequest& r, const State& st) {
     maps.assign(r.tensor_maps.size(), CUtensorMap{});
     if (r.tensor_maps.empty()) return;
     if (!driver().cuTensorMapEncodeTiled)
@@ -280,7 +412,7 @@ struct CudaRunner::Impl {
       const auto& m = r.tensor_maps[i];
       const size_t rank = m.dims.size();
       const bool shape_ok = rank >= 1 && rank <= 5 && m.box.size() == rank && m.strides_bytes.size() + 1 == rank &&
-                            m.buffer >= 0 && static_cast<size_t>(m.buffer) < buffers.size();
+                            m.buffer >= 0 && static_cast<size_t>(m.buffer) < st.buffers.size();
       if (!shape_ok) throw CudaFailure("tensor map " + std::to_string(i) + " is malformed", "launch_error", false);
       const templates::DType dt = r.buffers[static_cast<size_t>(m.buffer)].dtype;
       const CUtensorMapDataType type = dt == templates::DType::kF16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
@@ -299,80 +431,99 @@ struct CudaRunner::Impl {
         if (d + 1 < rank) strides[d] = m.strides_bytes[d];
       }
       check(driver().cuTensorMapEncodeTiled(&maps[i], type, static_cast<cuuint32_t>(rank),
-                                            reinterpret_cast<void*>(buffers[static_cast<size_t>(m.buffer)].get()), dims,
-                                            strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                            reinterpret_cast<void*>(st.buffers[static_cast<size_t>(m.buffer)].get()),
+                                            dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
             "cuTensorMapEncodeTiled", "launch_error");
     }
   }
 
-  /// Fills every output buffer with quiet NaNs of its dtype (whole words; buffers are padded to 4 bytes).
-  void poison_outputs(const MeasureRequest& r) {
-    for (size_t i = 0; i < buffers.size(); ++i)
+  /// Fills every output buffer with quiet NaNs of its dtype and zeroes every workspace.
+  void poison_outputs(const MeasureRequest& r, const State& st) {
+    for (size_t i = 0; i < st.buffers.size(); ++i) {
       if (r.buffers[i].output)
-        check(driver().cuMemsetD32(buffers[i].get(), nan_poison_word(r.buffers[i].dtype), buffers[i].bytes() / 4),
+        check(driver().cuMemsetD32(st.buffers[i].get(), nan_poison_word(r.buffers[i].dtype), st.buffers[i].bytes() / 4),
               "cuMemsetD32");
+      else if (r.buffers[i].workspace)
+        check(driver().cuMemsetD32(st.buffers[i].get(), 0u, st.buffers[i].bytes() / 4), "cuMemsetD32");
+    }
   }
 
-  /// Output buffer i as doubles.
-  std::vector<double> read_back(size_t i, const templates::BufferSpec& spec) {
-    std::string bytes(buffers[i].bytes(), '\0');
-    check(driver().cuMemcpyDtoH(bytes.data(), buffers[i].get(), bytes.size()), "cuMemcpyDtoH");
-    return decode_elements(bytes.data(), static_cast<size_t>(spec.elements), spec.dtype);
-  }
-
-  void prepare_inputs(const MeasureRequest& r) {
-    std::string key = key_of(r);
-    if (key == inputs_key) return;
-    inputs_key.clear();
-    buffers.clear();
-    reference.clear();
-    std::mt19937_64 rng(r.settings.input_seed);
-    for (const auto& b : r.buffers) {
-      buffers.emplace_back(padded_buffer_bytes(b.elements, b.dtype));
-      if (b.workspace) {
-        check(driver().cuMemsetD32(buffers.back().get(), 0u, buffers.back().bytes() / 4), "cuMemsetD32");
-        continue;
+  /// The state of the request's workload: found, or made (buffers, inputs, reference, baseline checksum).
+  State& state_for(const MeasureRequest& r, MeasurePhases& phases) {
+    const std::string key = key_of(r);
+    for (auto it = states.begin(); it != states.end(); ++it)
+      if (it->key == key) {
+        states.splice(states.begin(), states, it);
+        return states.front();
       }
-      if (b.output) continue;
-      // Random values in [-1, 1] generated in fp32, rounded to the buffer's dtype, never zeros.
-      const std::string host = encode_elements(random_inputs(static_cast<size_t>(b.elements), b.dtype, rng), b.dtype);
-      check(driver().cuMemcpyHtoD(buffers.back().get(), host.data(), host.size()), "cuMemcpyHtoD");
+    while (states.size() >= kMaxStates) states.pop_back();
+    auto t0 = std::chrono::steady_clock::now();
+    State st;
+    for (size_t i = 0; i < r.buffers.size(); ++i) {
+      const auto& b = r.buffers[i];
+      st.buffers.emplace_back(padded_buffer_bytes(b.elements, b.dtype));
+      const GuardedBuffer& g = st.buffers.back();
+      check(driver().cuMemsetD32(g.get(), 0u, g.bytes() / 4), "cuMemsetD32");
+      // Random values in (-1, 1) rounded to the buffer's dtype, never zeros (runner_kernels.h).
+      if (!b.output && !b.workspace) fill_uniform(g.get(), b, r.settings.input_seed, static_cast<unsigned>(i));
     }
-    // The reference writes each output buffer; keep a host copy of it.
-    Module ref(r.reference_cubin, r.reference_kernel_name);
-    std::vector<CUdeviceptr> ptrs;
-    for (auto& b : buffers) ptrs.push_back(b.get());
-    std::vector<int32_t> scalars;
-    poison_outputs(r);
-    encode_tensor_maps(r);  // the reference takes the kernel's arguments, tensor maps included
-    launch(ref.fn(), r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
-    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (reference)");
-    reference.resize(buffers.size());
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      if (!r.buffers[i].output) continue;
-      reference[i] = read_back(i, r.buffers[i]);
-    }
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (inputs)");
     if (!flush.get() && info.l2_bytes > 0) flush = DeviceBuffer(static_cast<size_t>(info.l2_bytes) * 2);
-    inputs_key = key;
+    phases.inputs_s += seconds_since(t0);
+
+    // The reference writes each output buffer; keep a device copy of it.
+    t0 = std::chrono::steady_clock::now();
+    Module ref(r.reference_cubin);
+    CUfunction fn = ref.function(r.reference_kernel_name);
+    std::vector<CUdeviceptr> ptrs;
+    for (auto& b : st.buffers) ptrs.push_back(b.get());
+    std::vector<int32_t> scalars;
+    poison_outputs(r, st);
+    encode_tensor_maps(r, st);  // the reference takes the kernel's arguments, tensor maps included
+    prepare_launch(fn, r.reference_launch);
+    launch(fn, r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (reference)");
+    st.reference.resize(st.buffers.size());
+    for (size_t i = 0; i < st.buffers.size(); ++i) {
+      if (!r.buffers[i].output) continue;
+      st.reference[i] = DeviceBuffer(st.buffers[i].bytes());
+      check(driver().cuMemcpyDtoD(st.reference[i].get(), st.buffers[i].get(), st.buffers[i].bytes()), "cuMemcpyDtoD");
+    }
+    st.baseline = integrity_checksum(st, r);
+    st.key = key;
+    phases.reference_s += seconds_since(t0);
+    states.push_front(std::move(st));
+    return states.front();
   }
 
-  MeasureResult run(const MeasureRequest& r) {
+  MeasureResult run(const MeasureRequest& r, const std::function<void()>& on_ready, bool& launched) {
     MeasureResult res;
-    prepare_inputs(r);
-    encode_tensor_maps(r);  // per config: boxes differ with the tile
-    std::vector<CUdeviceptr> ptrs;
-    for (auto& b : buffers) ptrs.push_back(b.get());
-    std::vector<int32_t> scalars;
+    auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Module> mod;
+    CUfunction fn = nullptr;
+    const bool vendor = !r.vendor.empty();
+    if (!vendor) {
+      mod = std::make_unique<Module>(r.cubin);
+      fn = mod->function(r.kernel_name);
+    } else if ((r.vendor == "cublas_gemm_ex" || r.vendor == "cublas_sgemm") && !cublas) {
+      std::string err;
+      cublas = CublasSgemm::create(&err);
+      if (!cublas) throw CudaFailure(err, "unknown", false);
+    }
+    res.phases.module_load_s = seconds_since(t0);
+
+    State& st = state_for(r, res.phases);
+    t0 = std::chrono::steady_clock::now();
+    encode_tensor_maps(r, st);  // per config: boxes differ with the tile
+    std::vector<CUdeviceptr> ptrs;
+    for (auto& b : st.buffers) ptrs.push_back(b.get());
+    std::vector<int32_t> scalars;
     std::function<void()> launch_once;
     if (r.vendor == "cublas_gemm_ex") {
       // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K; the batch count from A's size.
       if (ptrs.size() < 3 || r.scalar_args.size() != 3)
         throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K", "unknown", false);
-      std::string err;
-      if (!cublas) cublas = CublasSgemm::create(&err);
-      if (!cublas) throw CudaFailure(err, "unknown", false);
       const int64_t mk = int64_t{r.scalar_args[0]} * r.scalar_args[2];
       const int batch = static_cast<int>(mk > 0 ? r.buffers[0].elements / mk : 1);
       launch_once = [&, batch] {
@@ -401,66 +552,80 @@ struct CudaRunner::Impl {
     } else if (r.vendor == "cublas_sgemm") {
       if (ptrs.size() != 3 || r.scalar_args.size() != 3)
         throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K", "unknown", false);
-      std::string err;
-      if (!cublas) cublas = CublasSgemm::create(&err);
-      if (!cublas) throw CudaFailure(err, "unknown", false);
       launch_once = [&] {
         std::string e;
         if (!cublas->run(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], &e))
           throw CudaFailure(e, "launch_error", false);
       };
+    } else if (vendor) {
+      throw CudaFailure("unknown vendor baseline '" + r.vendor + "'", "unknown", false);
     } else {
-      mod = std::make_unique<Module>(r.cubin, r.kernel_name);
-      if (r.launch.dynamic_shared_bytes > 48 * 1024)
-        check(driver().cuFuncSetAttribute(mod->fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          r.launch.dynamic_shared_bytes),
-              "cuFuncSetAttribute", "launch_error");
-      launch_once = [&] { launch(mod->fn(), r.launch, r.scalar_args, nullptr, ptrs, scalars); };
+      prepare_launch(fn, r.launch);
+      launch_once = [&] { launch(fn, r.launch, r.scalar_args, nullptr, ptrs, scalars); };
     }
+    res.phases.module_load_s += seconds_since(t0);
+    // From here on only the config runs: the client's timeout for it starts now.
+    if (on_ready) on_ready();
 
-    // Checked run: poison outputs (NaN), run once, compare with the reference.
-    poison_outputs(r);
+    // Checked run: poison outputs (NaN), zero workspaces, run once, compare with the reference on the GPU,
+    // and check that nothing outside the outputs changed (inputs, guards, reference copies).
+    t0 = std::chrono::steady_clock::now();
+    poison_outputs(r, st);
+    launched = true;
     launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
-    for (size_t i = 0; i < buffers.size(); ++i) {
+    for (size_t i = 0; i < st.buffers.size() && res.status == "ok"; ++i) {
       if (!r.buffers[i].output) continue;
-      const Comparison cmp = compare_outputs(read_back(i, r.buffers[i]), reference[i]);
+      const Comparison cmp = compare(st, i, r.buffers[i]);
       res.max_error = cmp.max_error;
       if (!cmp.passes(r.tolerance)) {
         res.status = "wrong_answer";
         res.message = "output " + r.buffers[i].name + (cmp.non_finite ? " has NaN or inf" : "") + " relative error " +
                       std::to_string(res.max_error) + " > tolerance " + std::to_string(r.tolerance);
-        return res;
       }
     }
+    if (integrity_checksum(st, r) != st.baseline) {
+      res.status = "wrong_answer";
+      res.message = (res.message.empty() ? "" : res.message + "; ") +
+                    "the kernel wrote outside its output buffers (an input, a guard region or the reference changed)";
+      states.remove_if([&](const State& s) { return &s == &st; });  // made afresh for the next config
+    }
+    res.phases.check_s = seconds_since(t0);
+    if (res.status != "ok") return res;
 
-    // Timed runs: warm up, then flush L2 before each run and time each launch with events.
+    // Timed runs: warm up, then batches of runs, each after an L2 flush and timed with its own events,
+    // until the stopping rule (timing_stop.h) says the median is known.
+    t0 = std::chrono::steady_clock::now();
     for (int w = 0; w < r.settings.warmup_runs; ++w) launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (warm-up)");
-    EventPair ev;
+    const double per_run_ms = std::max(1e-3, 1e3 * seconds_since(t0) / std::max(1, r.settings.warmup_runs));
+    constexpr int kBatch = 10;
+    std::vector<EventPair> events(kBatch);
     std::vector<double> times;
-    double total = 0;
-    auto wall_start = std::chrono::steady_clock::now();
-    while (true) {
-      double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
-      int n = static_cast<int>(times.size());
-      if (n >= r.settings.max_repeats) break;
-      if (n >= r.settings.min_repeats && total >= r.settings.min_time_ms) break;
-      if (n >= 1 && wall >= r.settings.max_wall_ms) break;  // a slow config: fewer runs, not a timeout
-      if (r.settings.flush_l2 && flush.get())
-        check(driver().cuMemsetD32Async(flush.get(), static_cast<unsigned>(n), flush.bytes() / 4, nullptr), "cuMemsetD32Async");
-      check(driver().cuEventRecord(ev.start(), nullptr), "cuEventRecord");
-      launch_once();
-      check(driver().cuEventRecord(ev.stop(), nullptr), "cuEventRecord");
-      check(driver().cuEventSynchronize(ev.stop()), "cuEventSynchronize");
-      float ms = 0;
-      check(driver().cuEventElapsedTime(&ms, ev.start(), ev.stop()), "cuEventElapsedTime");
-      times.push_back(ms);
-      total += ms;
+    const auto wall_start = std::chrono::steady_clock::now();
+    while (!timing_stop_reason(times, 1e3 * seconds_since(wall_start), r.settings)) {
+      const double wall_left = r.settings.max_wall_ms - 1e3 * seconds_since(wall_start);
+      const int n = std::max(1, std::min({kBatch, r.settings.max_repeats - static_cast<int>(times.size()),
+                                          static_cast<int>(wall_left / per_run_ms)}));
+      for (int j = 0; j < n; ++j) {
+        if (r.settings.flush_l2 && flush.get())
+          check(driver().cuMemsetD32Async(flush.get(), static_cast<unsigned>(times.size() + j), flush.bytes() / 4, nullptr),
+                "cuMemsetD32Async");
+        check(driver().cuEventRecord(events[j].start(), nullptr), "cuEventRecord");
+        launch_once();
+        check(driver().cuEventRecord(events[j].stop(), nullptr), "cuEventRecord");
+      }
+      check(driver().cuEventSynchronize(events[n - 1].stop()), "cuEventSynchronize");
+      for (int j = 0; j < n; ++j) {
+        float ms = 0;
+        check(driver().cuEventElapsedTime(&ms, events[j].start(), events[j].stop()), "cuEventElapsedTime");
+        times.push_back(ms);
+      }
     }
     res.repeats = static_cast<int>(times.size());
     res.time_ms = percentile(times, 0.5);
     res.spread_ms = percentile(times, 0.75) - percentile(times, 0.25);
+    res.phases.timed_s = seconds_since(t0);
     return res;
   }
 };
@@ -488,19 +653,19 @@ std::unique_ptr<CudaRunner> CudaRunner::create(int ordinal, std::string* error) 
   return std::unique_ptr<CudaRunner>(new CudaRunner(std::move(impl)));
 }
 
-MeasureResult CudaRunner::measure(const MeasureRequest& request) {
+MeasureResult CudaRunner::measure(const MeasureRequest& request, const std::function<void()>& on_ready) {
+  bool launched = false;
   try {
     check(driver().cuCtxSetCurrent(impl_->context), "cuCtxSetCurrent");  // a worker may serve several GPUs
-    MeasureResult res = impl_->run(request);
-    // A wrong kernel may have written outside its output: regenerate inputs and reference next time.
-    if (res.status != "ok") impl_->inputs_key.clear();
-    return res;
+    return impl_->run(request, on_ready, launched);
   } catch (const CudaFailure& f) {
     MeasureResult res;
     res.status = f.kind;
     res.message = f.what();
     res.context_lost = f.context_lost;
-    impl_->inputs_key.clear();
+    // A config that ran and then failed may have written anywhere: make every state afresh. One that
+    // never ran (a refused launch, a module that did not load) left them as they were.
+    if (launched) impl_->states.clear();
     return res;
   }
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct CudaDeviceInfo {
   int l2_bytes = 0;
   int max_threads_per_block = 0;
   int max_shared_per_block_optin = 0;  ///< Bytes of dynamic shared memory a block may opt in to.
+  int registers_per_block = 0;         ///< 32-bit registers a block may hold.
   int clock_khz = 0;
   std::string driver_version;          ///< "13.0"
 };
@@ -43,7 +45,9 @@ class CudaRunner {
   CudaRunner& operator=(const CudaRunner&) = delete;
 
   /// Checks the config against the reference, then times it. Failures come back as results.
-  MeasureResult measure(const MeasureRequest& request);
+  /// on_ready is called once the workload's inputs and reference are in place and the config's
+  /// module is loaded, just before the config first runs (the worker tells the client then).
+  MeasureResult measure(const MeasureRequest& request, const std::function<void()>& on_ready = {});
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include "tuner/device_registry.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <stdexcept>
 
@@ -63,6 +65,7 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
   l.max_threads_per_block = g.max_threads_per_block;
   l.max_shared_per_block_bytes = g.shared_per_block_bytes;
   l.max_registers_per_thread = g.max_registers_per_thread;
+  if (g.registers_per_sm > 0) l.registers_per_block = std::min(l.registers_per_block, g.registers_per_sm);
   return l;
 }
 

@@ -108,19 +108,24 @@ std::vector<float> random_inputs(size_t n, templates::DType d, std::mt19937_64& 
   return out;
 }
 
-Comparison compare_outputs(const std::vector<double>& out, const std::vector<double>& ref) {
+Comparison comparison_from(double max_abs_error, double max_abs_ref, bool non_finite) {
   Comparison c;
+  c.non_finite = non_finite;
+  // JSON has no inf or NaN: a non-finite output reports the largest finite error.
+  c.max_error = non_finite ? std::numeric_limits<double>::max() : max_abs_error / std::max(max_abs_ref, 1e-30);
+  return c;
+}
+
+Comparison compare_outputs(const std::vector<double>& out, const std::vector<double>& ref) {
   double ref_max = 0, err_max = 0;
+  bool non_finite = out.size() != ref.size();
   for (size_t e = 0; e < out.size() && e < ref.size(); ++e) {
     ref_max = std::max(ref_max, std::fabs(ref[e]));
     const double err = std::fabs(out[e] - ref[e]);
-    if (!(err <= std::numeric_limits<double>::max())) c.non_finite = true;  // NaN or inf
+    if (!(err <= std::numeric_limits<double>::max())) non_finite = true;  // NaN or inf
     else err_max = std::max(err_max, err);
   }
-  if (out.size() != ref.size()) c.non_finite = true;
-  // JSON has no inf or NaN: a non-finite output reports the largest finite error.
-  c.max_error = c.non_finite ? std::numeric_limits<double>::max() : err_max / std::max(ref_max, 1e-30);
-  return c;
+  return comparison_from(err_max, ref_max, non_finite);
 }
 
 }  // namespace tuner

@@ -51,6 +51,10 @@ struct Comparison {
   bool passes(double tolerance) const { return !non_finite && max_error <= tolerance; }
 };
 
+/// The verdict from the largest finite |out - ref|, the largest |ref| and whether any difference is
+/// NaN or inf (what compare_outputs and the worker's compare kernel both reduce to).
+Comparison comparison_from(double max_abs_error, double max_abs_ref, bool non_finite);
+
 /// Compares `out` with `ref` element by element (sizes must match).
 Comparison compare_outputs(const std::vector<double>& out, const std::vector<double>& ref);
 

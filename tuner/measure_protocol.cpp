@@ -102,6 +102,7 @@ nlohmann::json to_json(const MeasureRequest& r) {
           {"profile", r.profile},
           {"resources", r.resources},
           {"settings", {{"min_time_ms", s.min_time_ms}, {"min_repeats", s.min_repeats}, {"max_repeats", s.max_repeats},
+                        {"max_noise", s.max_noise}, {"max_time_ms", s.max_time_ms},
                         {"max_wall_ms", s.max_wall_ms}, {"warmup_runs", s.warmup_runs}, {"flush_l2", s.flush_l2},
                         {"input_seed", s.input_seed}}},
           {"fault", to_string(r.fault)},
@@ -133,6 +134,8 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   r.settings.min_time_ms = s.at("min_time_ms").get<double>();
   r.settings.min_repeats = s.at("min_repeats").get<int>();
   r.settings.max_repeats = s.at("max_repeats").get<int>();
+  r.settings.max_noise = s.at("max_noise").get<double>();
+  r.settings.max_time_ms = s.at("max_time_ms").get<double>();
   r.settings.max_wall_ms = s.at("max_wall_ms").get<double>();
   r.settings.warmup_runs = s.at("warmup_runs").get<int>();
   r.settings.flush_l2 = s.at("flush_l2").get<bool>();
@@ -142,9 +145,25 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   return r;
 }
 
+nlohmann::json to_json(const MeasurePhases& p) {
+  return {{"module_load_s", p.module_load_s}, {"inputs_s", p.inputs_s}, {"reference_s", p.reference_s},
+          {"check_s", p.check_s}, {"timed_s", p.timed_s}};
+}
+
+MeasurePhases measure_phases_from_json(const nlohmann::json& j) {
+  MeasurePhases p;
+  p.module_load_s = j.at("module_load_s").get<double>();
+  p.inputs_s = j.at("inputs_s").get<double>();
+  p.reference_s = j.at("reference_s").get<double>();
+  p.check_s = j.at("check_s").get<double>();
+  p.timed_s = j.at("timed_s").get<double>();
+  return p;
+}
+
 nlohmann::json to_json(const MeasureResult& r) {
-  return {{"status", r.status}, {"message", r.message}, {"time_ms", r.time_ms}, {"spread_ms", r.spread_ms},
-          {"repeats", r.repeats}, {"max_error", r.max_error}, {"estimate", r.estimate}, {"context_lost", r.context_lost}};
+  return {{"status", r.status},     {"message", r.message},       {"time_ms", r.time_ms},
+          {"spread_ms", r.spread_ms}, {"repeats", r.repeats},     {"max_error", r.max_error},
+          {"estimate", r.estimate}, {"context_lost", r.context_lost}, {"phases", to_json(r.phases)}};
 }
 
 MeasureResult measure_result_from_json(const nlohmann::json& j) {
@@ -157,6 +176,7 @@ MeasureResult measure_result_from_json(const nlohmann::json& j) {
   r.max_error = j.at("max_error").get<double>();
   r.estimate = j.at("estimate").get<bool>();
   r.context_lost = j.at("context_lost").get<bool>();
+  if (j.contains("phases")) r.phases = measure_phases_from_json(j.at("phases"));
   return r;
 }
 

@@ -24,12 +24,14 @@ enum class InjectedFault { kNone, kCrash, kHang };
 std::string to_string(InjectedFault f);
 InjectedFault injected_fault_from_string(const std::string& s);
 
-/// Limits of the measurement protocol (DESIGN.md).
+/// Limits of the measurement protocol (DESIGN.md; the stopping rule is tuner/timing_stop.h).
 struct MeasureSettings {
-  double min_time_ms = 100;   ///< Keep timing until this much kernel time is measured...
-  int min_repeats = 10;       ///< ...and at least this many runs,
-  int max_repeats = 2000;     ///< but never more runs than this,
-  double max_wall_ms = 3000;  ///< or more wall time than this per config.
+  double min_time_ms = 1;     ///< Time at least this much kernel time...
+  int min_repeats = 10;       ///< ...and at least this many runs; then stop once
+  double max_noise = 0.01;    ///< the median's 95% confidence interval is within +-this (0: off),
+  double max_time_ms = 100;   ///< or this much kernel time is measured,
+  int max_repeats = 2000;     ///< or this many runs,
+  double max_wall_ms = 3000;  ///< or this much wall time has passed.
   int warmup_runs = 3;        ///< Untimed runs before timing.
   bool flush_l2 = true;       ///< Overwrite a buffer twice the L2 size before every timed run.
   uint64_t input_seed = 1;    ///< Seed of the random inputs (uniform in [-1, 1], never zeros).
@@ -57,6 +59,16 @@ struct MeasureRequest {
   std::string vendor;
 };
 
+/// Seconds the worker spent per phase of one measurement (what `tune --json` sums into `phases`).
+struct MeasurePhases {
+  double module_load_s = 0;  ///< cuModuleLoadData of the config's cubin (and vendor planning).
+  double inputs_s = 0;       ///< Allocating, filling and guarding the buffers (only when the workload's state is new).
+  double reference_s = 0;    ///< Running the reference kernel and keeping its output (likewise).
+  double check_s = 0;        ///< Poison, the checked run, the comparison with the reference and the guard check.
+  double timed_s = 0;        ///< Warm-up and timed runs (the sim model's estimate on sim devices).
+  double total() const { return module_load_s + inputs_s + reference_s + check_s + timed_s; }
+};
+
 struct MeasureResult {
   std::string status = "ok";   ///< An error kind of DESIGN.md ("ok", "launch_error", "runtime_fault", ...).
   std::string message;         ///< Why, when not ok.
@@ -66,6 +78,7 @@ struct MeasureResult {
   double max_error = 0;        ///< max |out - ref| / max |ref| of the checked run.
   bool estimate = false;       ///< True when the time is a sim device's estimate.
   bool context_lost = false;   ///< The worker's CUDA context is unusable: it exits after replying.
+  MeasurePhases phases;        ///< Where the worker's time went.
   /// The measuring machinery failed (no worker, no device), not the config: the session stops and the
   /// config stays unmeasured. Never crosses the pipe.
   bool infrastructure_failure = false;
@@ -74,6 +87,8 @@ struct MeasureResult {
 nlohmann::json to_json(const MeasureRequest& r);
 MeasureRequest measure_request_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const MeasureResult& r);
+nlohmann::json to_json(const MeasurePhases& p);
+MeasurePhases measure_phases_from_json(const nlohmann::json& j);
 MeasureResult measure_result_from_json(const nlohmann::json& j);
 
 std::string base64_encode(const std::string& bytes);

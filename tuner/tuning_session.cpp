@@ -158,8 +158,16 @@ std::string template_hash(const templates::KernelTemplate& t) { return sha256_he
 
 std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fault) {
   if (fault == InjectedFault::kCrash)
+    // A store far outside any allocation (an illegal address), then a trap in case the store did not
+    // fault: on the H100 a store to the low address 0x10 completed silently and the kernel "ran". The
+    // trap ends the launch with CUDA_ERROR_LAUNCH_FAILED, a sticky fault that costs the context.
     return "extern \"C\" __global__ void " + kernel_name +
-           "() { volatile int* p = (volatile int*)0x10; *p = threadIdx.x; }\n";
+           "() {\n"
+           "  volatile int* p = reinterpret_cast<volatile int*>(0x7ffffff00000ull + 4ull * threadIdx.x);\n"
+           "  *p = static_cast<int>(threadIdx.x);\n"
+           "  __threadfence_system();\n"
+           "  __trap();\n"
+           "}\n";
   return "extern \"C\" __global__ void " + kernel_name +
          "() { volatile int spin = 1; while (spin) { } }\n";
 }
@@ -212,9 +220,12 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   CompileCache cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir);
   NvrtcBuilder builder(&cache);
   CompilePool pool(builder, opt.compile_threads);
-  constexpr double kGpuStartupAllowanceS = 30;  // context, random inputs and the reference on a fresh worker
+  // Before a config starts, a GPU worker may create its context and make the workload's inputs and
+  // reference: 30 s, plus the naive reference's time at 0.2 TFLOP/s (double accumulation) for large work.
+  constexpr double kGpuStartupAllowanceS = 30, kReferenceFlopsPerS = 2e11;
+  const double reference_flops = space.size() > 0 ? tmpl.instantiate(space, space.at(0), opt.workload).flops : 0.0;
   WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable,
-                      device.simulated ? 0.0 : kGpuStartupAllowanceS);
+                      device.simulated ? 0.0 : kGpuStartupAllowanceS + reference_flops / kReferenceFlopsPerS);
 
   // Resume: every config already in the database is known to the strategy (and trains a model); the
   // budget counts the same records.
@@ -282,6 +293,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     std::vector<InjectedFault> faults;
   };
   auto launch_batch = [&](int64_t budget_left) {
+    const auto tp = std::chrono::steady_clock::now();
     PendingBatch p;
     if (budget_left <= 0) return p;
     p.configs = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(budget_left)));
@@ -303,35 +315,35 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
       p.compiled.push_back(pool.submit(std::move(req)));
     }
+    sum.phases.search_s += seconds_since(tp);
     return p;
   };
 
   int64_t remaining = opt.trials - sum.previously_measured;
   if (remaining <= 0 || space.size() == 0) remaining = 0;
-  // The reference kernel is the same for every config of the workload: compile it once, first.
-  std::future<CompileResult> reference_job;
-  if (remaining > 0 && !device.replay) {
-    const auto k = tmpl.instantiate(space, space.at(0), opt.workload);
-    reference_job = pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
-  }
-  std::string reference_cubin, infrastructure_error;
+  // Reference kernels, one per distinct reference source: configs of one workload may need different
+  // references (gemm_tc_mma's OUT_F32 changes C's type, so its reference writes fp32 or the input type).
+  // The first config's is queued first, so it compiles while the first batch does.
+  std::map<std::string, std::shared_future<CompileResult>> reference_jobs;  // reference source -> its compile
+  auto queue_reference = [&](const templates::KernelInstance& k) {
+    auto it = reference_jobs.find(k.reference_source);
+    if (it == reference_jobs.end())
+      it = reference_jobs
+               .emplace(k.reference_source,
+                        pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}}).share())
+               .first;
+    return it->second;
+  };
+  if (remaining > 0 && !device.replay) queue_reference(tmpl.instantiate(space, space.at(0), opt.workload));
+  std::string infrastructure_error;
   int64_t since_improvement = 0;  // trials of this session since the best time last improved
-  bool reference_ready = false;
 
-  // Compiles the reference once, on first need; a reference that does not compile is a failure of the
-  // template, not of any config, and ends the session.
-  auto ensure_reference = [&] {
-    if (reference_ready || device.replay) return;
-    if (!reference_job.valid()) {
-      const auto k = tmpl.instantiate(space, space.at(0), opt.workload);
-      reference_job = pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
-    }
-    CompileResult ref = reference_job.get();
-    reference_ready = true;
-    if (ref.ok()) {
-      reference_cubin = ref.cubin;
-      return;
-    }
+  // The reference cubin of an instance, compiled on first need; a reference that does not compile is a
+  // failure of the template, not of any config, and ends the session.
+  auto reference_for = [&](const templates::KernelInstance& k) -> std::string {
+    if (device.replay) return {};
+    const CompileResult& ref = queue_reference(k).get();
+    if (ref.ok()) return ref.cubin;
     db.end_session(sum.session_id, "interrupted");
     throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
   };
@@ -340,11 +352,12 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // sets infrastructure_error, or a stop request cut the measurement short).
   auto measure_one = [&](const search::Config& config, const templates::KernelInstance& inst, CompileResult cr,
                          InjectedFault fault) -> std::optional<db::TrialRecord> {
-    ensure_reference();
+    const std::string reference_cubin = reference_for(inst);
     db::TrialRecord rec;
     rec.config_json = space.to_json_string(config);
     if (device.replay) return replayed(*device.replay, rec.config_json, inst.flops);
     rec.compile_ms = cr.compile_ms;
+    if (!cr.from_cache) sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
     if (cr.from_cache) ++sum.compiled_from_cache;
     if (!cr.ok()) {
       rec.status = cr.status;
@@ -362,7 +375,15 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     mr.fault = fault;
     const double timeout =
         device.simulated ? opt.run_timeout_s : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
+    const auto tm = std::chrono::steady_clock::now();
     MeasureResult m = worker.measure(mr, timeout);
+    const double round_trip = seconds_since(tm);
+    sum.phases.worker.module_load_s += m.phases.module_load_s;
+    sum.phases.worker.inputs_s += m.phases.inputs_s;
+    sum.phases.worker.reference_s += m.phases.reference_s;
+    sum.phases.worker.check_s += m.phases.check_s;
+    sum.phases.worker.timed_s += m.phases.timed_s;
+    sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
     if (m.infrastructure_failure) {
       infrastructure_error = m.message;
       return std::nullopt;
@@ -401,12 +422,17 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       const search::Config c = space.from_json(nlohmann::json::parse(config_json));
       const auto inst = tmpl.instantiate(space, c, opt.workload);
       auto job = pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, device.limits), {}});
-      std::optional<db::TrialRecord> rec = measure_one(c, inst, job.get(), InjectedFault::kNone);
+      const auto tc = std::chrono::steady_clock::now();
+      CompileResult cr = job.get();
+      sum.phases.compile_wait_s += seconds_since(tc);
+      std::optional<db::TrialRecord> rec = measure_one(c, inst, std::move(cr), InjectedFault::kNone);
       if (!rec) break;
       rec->purpose = "remeasure";
       records.push_back(std::move(*rec));
     }
+    const auto tw = std::chrono::steady_clock::now();
     if (!records.empty()) db.add_trials(sum.session_id, records);
+    sum.phases.commit_s += seconds_since(tw);
     if (!infrastructure_error.empty()) {
       db.end_session(sum.session_id, "interrupted");
       throw std::runtime_error(infrastructure_error);
@@ -414,6 +440,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     return static_cast<int64_t>(records.size());
   };
 
+  sum.phases.setup_s = seconds_since(t0);
   PendingBatch current = launch_batch(remaining);
   while (!current.configs.empty() && !g_stop.load()) {
     const auto& batch = current.configs;
@@ -429,7 +456,10 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     std::vector<search::Config> done_configs;
     for (size_t i = 0; i < batch.size(); ++i) {
       if (g_stop.load()) break;  // not measured: the config stays unmeasured for the next session
-      std::optional<db::TrialRecord> measured = measure_one(batch[i], instances[i], compiled[i].get(), faults[i]);
+      const auto tc = std::chrono::steady_clock::now();
+      CompileResult cr = compiled[i].get();
+      sum.phases.compile_wait_s += seconds_since(tc);
+      std::optional<db::TrialRecord> measured = measure_one(batch[i], instances[i], std::move(cr), faults[i]);
       if (!measured) break;  // machinery failure, or stopped mid-measurement
       db::TrialRecord rec = std::move(*measured);
       search::TrialOutcome out{rec.status == "ok", rec.time_ms};
@@ -457,8 +487,12 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     }
     // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
     if (g_stop.load()) pool.discard_queued();
+    auto tw = std::chrono::steady_clock::now();
     if (!records.empty()) db.add_trials(sum.session_id, records);
+    sum.phases.commit_s += seconds_since(tw);
+    tw = std::chrono::steady_clock::now();
     strategy->update(done_configs, outcomes);
+    sum.phases.search_s += seconds_since(tw);
     remaining -= static_cast<int64_t>(records.size());
     if (!infrastructure_error.empty()) {
       pool.discard_queued();
@@ -475,6 +509,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // A replay answers the same again: nothing to confirm.
   if (!g_stop.load() && opt.remeasure_top > 0 && !device.replay) sum.remeasured = remeasure_finalists();
 
+  const auto tsave = std::chrono::steady_clock::now();
   if (guided) {
     const std::string bytes = guided->saved_model();
     if (!bytes.empty()) {
@@ -486,6 +521,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
 
   sum.interrupted = g_stop.load();
   db.end_session(sum.session_id, sum.interrupted ? "interrupted" : "finished");
+  sum.phases.commit_s += seconds_since(tsave);
   sum.measured_now = progress.measured_now;
   sum.errors_now = progress.errors_now;
   sum.worker_starts = worker.starts();

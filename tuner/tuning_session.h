@@ -59,6 +59,21 @@ struct TuneOptions {
   std::function<void(const TuneProgress&)> on_progress;
 };
 
+/// Where a session's wall time went, in seconds (the phases of `tune --json`). Loop phases add up to
+/// about the session's wall time; compile_cpu_s is the pool's compile time, which overlaps the rest.
+struct TunePhases {
+  double setup_s = 0;         ///< Strategy, history and transfer records, fitting on them, opening the session.
+  double search_s = 0;        ///< Proposing batches, instantiating configs and refitting the model.
+  double compile_wait_s = 0;  ///< Waiting for NVRTC results the measurement needed.
+  MeasurePhases worker;       ///< The worker's own phases (module load, inputs, reference, checked run, timed runs).
+  double worker_other_s = 0;  ///< Round trips beyond the worker's phases: requests, worker starts, timeouts.
+  double commit_s = 0;        ///< Database writes (one transaction per batch) and the model's save.
+  double compile_cpu_s = 0;   ///< Sum of compile times on the pool's threads (overlapping; not in the sum).
+  double loop_total() const {
+    return setup_s + search_s + compile_wait_s + worker.total() + worker_other_s + commit_s;
+  }
+};
+
 struct TuneSummary {
   int64_t session_id = 0;
   int64_t space_size = 0;          ///< Valid configs in the space.
@@ -72,6 +87,7 @@ struct TuneSummary {
   int64_t saved_model = 0;         ///< Id of the cost model this session saved (0: none).
   int worker_starts = 0;
   double wall_s = 0;
+  TunePhases phases;
   bool interrupted = false;
   bool early_stopped = false;      ///< Ended by --early-stop before the budget.
   std::string template_name;

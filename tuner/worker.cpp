@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -69,7 +70,9 @@ constexpr int kExecFailed = 127;  // the worker's exit code when its executable 
 
 }  // namespace
 
-MeasureResult sim_measure(const MeasureRequest& request) {
+MeasureResult sim_measure(const MeasureRequest& request, const std::function<void()>& on_ready) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (on_ready) on_ready();  // nothing to prepare: the config "runs" now
   if (request.fault == InjectedFault::kCrash) std::abort();
   if (request.fault == InjectedFault::kHang)
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -82,6 +85,7 @@ MeasureResult sim_measure(const MeasureRequest& request) {
   r.time_ms = e.time_ms;
   r.repeats = 1;
   r.estimate = true;
+  r.phases.timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -89,12 +93,15 @@ int worker_main(int in_fd, int out_fd) {
   std::signal(SIGPIPE, SIG_IGN);
   std::map<int, std::unique_ptr<CudaRunner>> runners;
   std::string buffer, line;
+  // Tells the client that the config itself starts now: its timeout counts from here.
+  const std::string ready_line = nlohmann::json{{"event", "ready"}}.dump() + "\n";
+  const std::function<void()> on_ready = [&] { write_all(out_fd, ready_line); };
   while (read_line(in_fd, buffer, line)) {
     MeasureResult result;
     try {
       MeasureRequest req = measure_request_from_json(nlohmann::json::parse(line));
       if (req.device.rfind("sim:", 0) == 0) {
-        result = sim_measure(req);
+        result = sim_measure(req, on_ready);
       } else if (req.device.rfind("cuda:", 0) == 0) {
         int ordinal = std::stoi(req.device.substr(5));
         auto& runner = runners[ordinal];
@@ -105,7 +112,7 @@ int worker_main(int in_fd, int out_fd) {
         } else {
           // On a real GPU an injected fault is a real kernel (the tuning loop compiled a faulting or
           // spinning kernel in place of the config's), so it takes the driver's own failure path.
-          result = runner->measure(req);
+          result = runner->measure(req, on_ready);
         }
       } else {
         result = error_result("unknown", "unknown device '" + req.device + "'");
@@ -195,8 +202,7 @@ void WorkerClient::stop() {
 
 MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeout_s) {
   std::string error;
-  const bool fresh = pid_ <= 0;
-  if (fresh && !start(&error)) return infrastructure_failure("cannot start the measurement worker: " + error);
+  if (pid_ <= 0 && !start(&error)) return infrastructure_failure("cannot start the measurement worker: " + error);
   if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
     // The worker died between requests: start a fresh one and send again once.
     stop();
@@ -206,15 +212,24 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
       return infrastructure_failure("the measurement worker '" + executable_ + "' does not accept requests");
     }
   }
-  const double allowed_s = timeout_s + (fresh ? startup_allowance_s_ : 0.0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(allowed_s);
+  // Until the worker says the config starts, it may be starting up (a fresh worker) or preparing the
+  // workload's inputs and reference: the startup allowance covers that. From then on the config has
+  // timeout_s, so no config stalls the session longer than its own timeout.
+  double allowed_s = timeout_s + startup_allowance_s_;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(allowed_s);
   while (true) {
     auto nl = pending_.find('\n');
     if (nl != std::string::npos) {
       std::string line = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
       try {
-        MeasureResult r = measure_result_from_json(nlohmann::json::parse(line));
+        const auto j = nlohmann::json::parse(line);
+        if (j.contains("event")) {
+          allowed_s = timeout_s;
+          deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+          continue;
+        }
+        MeasureResult r = measure_result_from_json(j);
         if (r.context_lost) stop();
         return r;
       } catch (const std::exception& e) {

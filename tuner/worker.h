@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 
 #include "tuner/measure_protocol.h"
@@ -21,8 +22,9 @@ namespace tuner {
 /// line to out_fd until end of input. Returns the process exit code.
 int worker_main(int in_fd, int out_fd);
 
-/// Measures on a sim device: the analytic model's estimate (and injected faults). Exposed for tests.
-MeasureResult sim_measure(const MeasureRequest& request);
+/// Measures on a sim device: the analytic model's estimate (and injected faults, after on_ready as on a
+/// GPU). Exposed for tests.
+MeasureResult sim_measure(const MeasureRequest& request, const std::function<void()>& on_ready = {});
 
 /// The path of the tuner executable that serves as worker: $TUNER_WORKER_EXE, else the running
 /// program if it is `tuner`, else `tuner` beside it.
@@ -30,8 +32,9 @@ std::string default_worker_executable();
 
 class WorkerClient {
  public:
-  /// startup_allowance_s: extra seconds the first request to a fresh worker may take (context creation,
-  /// inputs and the reference on a GPU).
+  /// startup_allowance_s: extra seconds a request may take before the worker reports that the config
+  /// itself starts (a fresh worker's context; a new workload's inputs and reference on a GPU). From that
+  /// report on, the request has its own timeout_s.
   explicit WorkerClient(std::string executable = default_worker_executable(), double startup_allowance_s = 0);
   ~WorkerClient();
   WorkerClient(const WorkerClient&) = delete;

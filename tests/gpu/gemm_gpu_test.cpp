@@ -7,6 +7,7 @@
 #include <future>
 
 #include "templates/gemm_f32.h"
+#include "templates/registry.h"
 #include "tuner/compile_pool.h"
 #include "tuner/cuda_runner.h"
 #include "tuner/device_registry.h"
@@ -77,6 +78,59 @@ TEST_F(GpuGemm, APoisonedOrWrongKernelIsCaught) {
   WorkerClient worker(TUNER_BIN);
   auto res = worker.measure(request(k, lazy, ref), 30);
   EXPECT_EQ(res.status, "wrong_answer") << res.message;
+}
+
+// A wrong kernel that only leaves its output poisoned does not cost the next config its inputs and
+// reference; one that writes past its output changes a guard region: a wrong answer that says so, and
+// the next config gets the workload made afresh.
+TEST_F(GpuGemm, GuardRegionsCatchOutOfBoundsWritesAndKeepInputsOtherwise) {
+  templates::GemmF32Template tmpl;
+  auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
+  auto space = tmpl.reduced_space(w, device_.limits);
+  auto k = tmpl.instantiate(space, space.at(0), w);
+  NvrtcBuilder builder(nullptr);
+  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+  auto good = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
+  auto lazy = builder.compile({"extern \"C\" __global__ void gemm_f32() {}", "gemm_f32", device_.limits.arch, {}});
+  auto past = builder.compile({"extern \"C\" __global__ void gemm_f32(const float*, const float*, float* C, int M, int N, int) {"
+                               " C[static_cast<long long>(M) * N + threadIdx.x] = 1.0f; }",
+                               "gemm_f32", device_.limits.arch, {}});
+  ASSERT_TRUE(ref.ok() && good.ok() && lazy.ok() && past.ok()) << past.log;
+  WorkerClient worker(TUNER_BIN);
+  auto first = worker.measure(request(k, good, ref), 30);
+  ASSERT_EQ(first.status, "ok") << first.message;
+  EXPECT_GT(first.phases.inputs_s + first.phases.reference_s, 0);
+  auto none = worker.measure(request(k, lazy, ref), 30);
+  EXPECT_EQ(none.status, "wrong_answer");
+  EXPECT_EQ(none.message.find("outside"), std::string::npos) << none.message;
+  auto again = worker.measure(request(k, good, ref), 30);
+  EXPECT_EQ(again.status, "ok") << again.message;
+  EXPECT_EQ(again.phases.inputs_s + again.phases.reference_s, 0) << "inputs were made again after a wrong answer";
+  auto oob = worker.measure(request(k, past, ref), 30);
+  EXPECT_EQ(oob.status, "wrong_answer");
+  EXPECT_NE(oob.message.find("outside its output"), std::string::npos) << oob.message;
+  auto after = worker.measure(request(k, good, ref), 30);
+  EXPECT_EQ(after.status, "ok") << after.message;
+  EXPECT_GT(after.phases.inputs_s, 0) << "a touched guard must make the workload afresh";
+}
+
+// A split-K config with 48 KiB of dynamic shared memory and split-K's 4 static bytes: the H100 run
+// refused it (CUDA_ERROR_INVALID_VALUE) until the runner opted in past the 48 KiB default.
+TEST_F(GpuGemm, FortyEightKibOfDynamicSharedMemoryPlusStaticLaunches) {
+  auto w = templates::parse_workload("gemm", "M=200,N=136,K=300", "f16");
+  const auto& tmpl = templates::find_template("gemm", w.dtype, &device_.limits, "gemm_tc_mma");
+  auto space = tmpl.space(w, device_.limits);
+  const search::Config c = space.from_json(nlohmann::json::parse(
+      R"({"BM":64,"BN":64,"BK":64,"WM":32,"WN":32,"STAGES":3,"SPLIT_K":4,"GROUP_M":1,"OUT_F32":1})"));
+  auto k = tmpl.instantiate(space, c, w);
+  ASSERT_EQ(k.launch.dynamic_shared_bytes, 49152);
+  NvrtcBuilder builder(nullptr);
+  auto kernel = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
+  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+  ASSERT_TRUE(kernel.ok() && ref.ok());
+  WorkerClient worker(TUNER_BIN);
+  auto res = worker.measure(request(k, kernel, ref), 30);
+  EXPECT_EQ(res.status, "ok") << res.message;
 }
 
 TEST_F(GpuGemm, RepeatedMeasurementsAgreeWithinOnePercent) {

@@ -2,7 +2,8 @@
 // and sm_90 (through the on-disk compile cache of $TUNER_CACHE_DIR), and the
 // cubin's resources are within the GPU's limits: registers <= 255 and the
 // register file, shared memory within the per-block limit, no spills and at
-// most a 16-byte stack frame in any reduced config.
+// most a 16-byte stack frame in any reduced config; every launch passes the runner's launch check
+// (templates/launch_check.h) with the cubin's registers and static shared memory.
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -11,6 +12,7 @@
 
 #include "costmodel/gpu_spec.h"
 #include "templates/gemm_wgmma_source.h"
+#include "templates/launch_check.h"
 #include "templates/registry.h"
 #include "tuner/compile_cache.h"
 #include "tuner/compile_pool.h"
@@ -67,6 +69,8 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
   }
   auto ref = builder.compile({instances[0].reference_source, instances[0].reference_kernel_name, limits.arch, {}});
   EXPECT_TRUE(ref.ok()) << ref.log;
+  EXPECT_FALSE(templates::launch_problem(instances[0].reference_launch, ref.resources.registers,
+                                         ref.resources.static_shared_bytes, limits));
 
   for (size_t i = 0; i < results.size(); ++i) {
     auto r = results[i].get();
@@ -78,6 +82,12 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
     EXPECT_LE(r.resources.registers * threads, gpu.registers_per_sm) << cfg;
     EXPECT_LE(r.resources.static_shared_bytes + instances[i].launch.dynamic_shared_bytes, gpu.shared_per_block_bytes)
         << cfg;
+    // The launch as the runner checks it, with the cubin's registers and static shared memory; the
+    // full spaces are checked without compiling in launch_check_test.cpp, with 1 KiB of static shared memory allowed.
+    const auto problem =
+        templates::launch_problem(instances[i].launch, r.resources.registers, r.resources.static_shared_bytes, limits);
+    EXPECT_FALSE(problem) << cfg << ": " << problem.value_or("");
+    EXPECT_LE(r.resources.static_shared_bytes, 1024) << cfg;
     // No spills (ptxas -v, on a fresh compile), and at most a 16-byte stack frame: ptxas gives a
     // few configs (e.g. a cached Welford layernorm row at 512 threads) an 8-byte frame without spills.
     if (r.ptxas_spill_bytes >= 0 && cc.max_local_bytes <= 16) {

@@ -9,7 +9,14 @@
 #include <filesystem>
 #include <set>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "templates/gemm_tc_source.h"
 #include "templates/registry.h"
+#include "tuner/compile_cache.h"
+#include "tuner/nvrtc_builder.h"
 
 namespace tuner {
 namespace {
@@ -231,9 +238,66 @@ TEST_F(TuningSession, XgbSavesItsModelAndTheNextSessionStartsFromIt) {
   EXPECT_EQ(run_tuning(next, device, db).started_from_model, 0);
 }
 
+// The H100 run found every OUT_F32=1 config of gemm_tc_mma "wrong" (NaN): the session compiled one
+// reference for the workload, from config 0 (OUT_F32=0), which writes halves into the fp32 C. A
+// worker wrapper records the requests; each must carry the reference of its own C type.
+TEST_F(TuningSession, EachConfigGetsTheReferenceOfItsOwnOutputType) {
+  const auto log = dir_ / "requests.jsonl";
+  const auto wrapper = dir_ / "tee_worker.sh";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\ntee -a '" << log.string() << "' | exec '" << TUNER_BIN << "' \"$@\"\n";
+  }
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  auto o = options(16, 5);
+  o.workload = templates::parse_workload("gemm", "M=200,N=136,K=300", "f16");
+  o.worker_executable = wrapper.string();
+  db::TuningDb db(db_path("ref.db"));
+  auto sum = run_tuning(o, resolve_device("sim:h100-sxm"), db);
+  ASSERT_EQ(sum.template_name, "gemm_tc_mma");
+  ASSERT_EQ(sum.measured_now, 16);
+
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  std::map<bool, std::string> expected;  // C is fp32 -> the reference cubin for that C
+  for (bool f32 : {false, true}) {
+    auto r = builder.compile({templates::gemm_tc_reference_source(templates::DType::kF16, f32),
+                              templates::kTcReferenceKernelName, "sm_90", {}});
+    ASSERT_TRUE(r.ok()) << r.log;
+    expected[f32] = r.cubin;
+  }
+  ASSERT_NE(expected[false], expected[true]);
+  std::ifstream in(log);
+  std::string line;
+  std::map<bool, int> seen;
+  while (std::getline(in, line)) {
+    const auto req = measure_request_from_json(nlohmann::json::parse(line));
+    ASSERT_GE(req.buffers.size(), 3u);
+    const bool c_f32 = req.buffers[2].dtype == templates::DType::kF32;
+    ++seen[c_f32];
+    EXPECT_EQ(req.reference_cubin, expected[c_f32]) << "C in " << templates::to_string(req.buffers[2].dtype)
+                                                    << " was given another type's reference";
+  }
+  EXPECT_GT(seen[false], 0);
+  EXPECT_GT(seen[true], 0) << "the sample should hold OUT_F32=1 configs";
+}
+
 TEST(FaultKernels, NameTheKernelTheyReplace) {
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kCrash).find("void gemm_f32()"), std::string::npos);
   EXPECT_NE(fault_kernel_source("gemm_f32", InjectedFault::kHang).find("while"), std::string::npos);
+}
+
+// An injected crash must fault on a GPU (the H100 run showed the old kernel's store to 0x10 completing
+// silently): it traps, and both fault kernels compile for sm_80 and sm_90 under the config's name.
+TEST(FaultKernels, TheCrashKernelTrapsAndBothCompile) {
+  EXPECT_NE(fault_kernel_source("gemm_tc", InjectedFault::kCrash).find("__trap()"), std::string::npos);
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  for (const char* arch : {"sm_80", "sm_90"})
+    for (auto f : {InjectedFault::kCrash, InjectedFault::kHang}) {
+      auto r = builder.compile({fault_kernel_source("gemm_tc", f), "gemm_tc", arch, {}});
+      EXPECT_TRUE(r.ok()) << arch << " " << to_string(f) << "\n" << r.log;
+    }
 }
 
 }  // namespace

@@ -101,6 +101,37 @@ TEST(WorkerClient, AHangIsKilledAtTheTimeoutAndRecordedAsRunTimeout) {
   EXPECT_EQ(w.starts(), 2);
 }
 
+// The H100 run: with a 30 s startup allowance on every fresh worker, each hanging gemm_tc_wgmma config
+// cost 30 s + its timeout, because a hang kills the worker and the next config starts a fresh one. The
+// allowance covers only what comes before the worker reports that the config starts.
+TEST(WorkerClient, AHangCostsItsTimeoutNotTheStartupAllowance) {
+  WorkerClient w(TUNER_BIN, /*startup_allowance_s=*/30);
+  for (int i = 0; i < 2; ++i) {  // a fresh worker each time: the hang kills the last one
+    auto t0 = std::chrono::steady_clock::now();
+    auto hung = w.measure(sim_request(InjectedFault::kHang), 0.5);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(hung.status, "run_timeout");
+    EXPECT_GE(waited, 0.5);
+    EXPECT_LT(waited, 5.0) << "the startup allowance was spent on a config that had started";
+  }
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST(MeasureProtocol, ResultPhasesAndTheStoppingSettingsRoundTrip) {
+  MeasureResult r;
+  r.phases = {0.5, 1.25, 2.0, 0.125, 3.5};
+  const auto back = measure_result_from_json(nlohmann::json::parse(to_json(r).dump()));
+  EXPECT_DOUBLE_EQ(back.phases.inputs_s, 1.25);
+  EXPECT_DOUBLE_EQ(back.phases.timed_s, 3.5);
+  EXPECT_DOUBLE_EQ(back.phases.total(), 7.375);
+  auto req = sim_request();
+  req.settings.max_noise = 0.02;
+  req.settings.max_time_ms = 42;
+  const auto rb = measure_request_from_json(nlohmann::json::parse(to_json(req).dump()));
+  EXPECT_DOUBLE_EQ(rb.settings.max_noise, 0.02);
+  EXPECT_DOUBLE_EQ(rb.settings.max_time_ms, 42);
+}
+
 TEST(WorkerClient, AMissingExecutableIsAnErrorNotACrash) {
   WorkerClient w("/nonexistent/tuner");
   auto r = w.measure(sim_request(), 5);
