@@ -14,14 +14,26 @@
 // once cold, and once with records of the other workloads on the H100 (random
 // samples of each, scored by the same oracle) fed to the model as transfer rows.
 //
-//   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
+// Real oracles: every replay recording under --replay-dir (default
+// data/replay; whole spaces measured on a GPU) answers each trial with its
+// recorded time, and the same strategies count trials to 95% of the
+// recording's best over --replay-seeds seeds (default 20) with batches of 64
+// (the tuner's default: a quarter of a 252-config space is then drawn before
+// any model acts) and of 8; next to it the same space with the sim device's
+// estimates (from the recorded resources) as the oracle, and the trials it
+// takes to measure configs in the sim's order.
 //
-// Prints a table and writes results/search_efficiency.json.
+//   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
+//                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
+//                                     [--replay-only 1]
+//
+// Prints tables and writes results/search_efficiency.json.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -36,6 +48,7 @@
 #include "search/model_guided_strategy.h"
 #include "templates/gemm_f32.h"
 #include "tuner/device_registry.h"
+#include "tuner/replay_oracle.h"
 #include "tuner/strategy_factory.h"
 
 using namespace tuner;
@@ -74,8 +87,36 @@ Oracle enumerate(const templates::GemmF32Template& tmpl, const std::string& shap
   return o;
 }
 
+/// A recorded space as the oracle: the recorded (or the sim's) time of every config; a config the
+/// recording lacks, or one that failed on the GPU, is a failed trial.
+struct ReplayOracle {
+  const RecordedSpace* recorded = nullptr;
+  std::string kind;           ///< "real" (recorded times) or "sim" (the sim device's estimates).
+  std::vector<double> time_ms;  ///< By space index; infinity: failed or not recorded.
+  double best_ms = std::numeric_limits<double>::infinity();
+  int64_t within_95 = 0;
+
+  const search::ConfigSpace& space() const { return recorded->space; }
+  search::TrialOutcome measure(const search::Config& c) const {
+    const double t = time_ms[*space().index_of(c)];
+    return {std::isfinite(t), std::isfinite(t) ? t : 0.0};
+  }
+  bool good_enough(double t) const { return t > 0 && best_ms / t >= 0.95; }
+};
+
+ReplayOracle replay_oracle(const RecordedSpace& s, bool sim) {
+  ReplayOracle o{&s, sim ? "sim" : "real", {}, std::numeric_limits<double>::infinity(), 0};
+  o.time_ms.assign(s.space.size(), std::numeric_limits<double>::infinity());
+  const std::vector<double> est = sim ? sim_estimates(s) : std::vector<double>{};
+  for (size_t i = 0; i < s.configs.size(); ++i) o.time_ms[s.configs[i].index] = sim ? est[i] : s.configs[i].time_ms;
+  for (double t : o.time_ms) o.best_ms = std::min(o.best_ms, t);
+  for (double t : o.time_ms) o.within_95 += o.good_enough(t) ? 1 : 0;
+  return o;
+}
+
 /// Trials until a config within 95% of the optimum was measured (the cap if never).
-int64_t trials_to_95(search::SearchStrategy& s, const Oracle& o, int64_t cap, size_t batch) {
+template <class OracleT>
+int64_t trials_to_95(search::SearchStrategy& s, const OracleT& o, int64_t cap, size_t batch) {
   int64_t trials = 0;
   while (trials < cap) {
     auto configs = s.propose(std::min<size_t>(batch, static_cast<size_t>(cap - trials)));
@@ -126,6 +167,85 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Trials until a config within 95% of the real best is measured when configs are measured in the order
+/// of the sim's estimates (the sim as a zero-shot ranking).
+int64_t sim_order_trials(const RecordedSpace& rec, const ReplayOracle& real) {
+  const std::vector<double> est = sim_estimates(rec);
+  std::vector<size_t> order(rec.configs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a] < est[b]; });
+  for (size_t k = 0; k < order.size(); ++k)
+    if (real.good_enough(rec.configs[order[k]].time_ms)) return static_cast<int64_t>(k + 1);
+  return static_cast<int64_t>(order.size());
+}
+
+/// The replay section: every recording in `dir` as an oracle (real times, and the sim's estimates of the
+/// same configs), each strategy over `seeds` seeds and each batch size. Prints a table, returns its JSON.
+nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<size_t>& batches, int64_t max_trials,
+                          const std::vector<std::string>& strategies) {
+  nlohmann::json out = nlohmann::json::array();
+  const auto files = replay_files(dir);
+  std::printf("\nReplay recordings in %s as oracles: trials to reach 95%% of the oracle's best "
+              "(median over %d seeds)\n",
+              dir.c_str(), seeds);
+  if (files.empty()) {
+    std::printf("  (no replay files)\n");
+    return out;
+  }
+  std::printf("%-58s %6s %5s %6s %5s %8s %8s %8s %10s\n", "recording", "oracle", "batch", "space", "good", "xgb", "ga",
+              "random", "rand/xgb");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& f : files) {
+    RecordedSpace rec;
+    try {
+      rec = load_recorded_space(f);
+    } catch (const std::exception& e) {
+      std::printf("  skipped: %s\n", e.what());
+      continue;
+    }
+    const ReplayOracle real = replay_oracle(rec, false), sim = replay_oracle(rec, true);
+    bool first = true;
+    for (size_t batch : batches)
+      for (const ReplayOracle* o : {&real, &sim}) {
+        const int64_t cap = std::min<int64_t>(max_trials, static_cast<int64_t>(o->space().size()));
+        nlohmann::json row{{"file", std::filesystem::path(f).filename().string()},
+                           {"recording", rec.label()},
+                           {"oracle", o->kind},
+                           {"batch", batch},
+                           {"space_size", o->space().size()},
+                           {"recorded", rec.configs.size()},
+                           {"configs_within_95", o->within_95},
+                           {"best_ms", o->best_ms}};
+        std::vector<double> med;
+        for (const auto& name : strategies) {
+          std::vector<double> trials;
+          for (int seed = 1; seed <= seeds; ++seed) {
+            auto st = build_strategy(name, o->space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu);
+            trials.push_back(static_cast<double>(trials_to_95(*st, *o, cap, batch)));
+          }
+          row[name] = trials;
+          row["median_" + name] = median(trials);
+          med.push_back(median(trials));
+        }
+        std::printf("%-58s %6s %5zu %6llu %5lld %8.1f %8.1f %8.1f %10.2f\n", first ? rec.label().c_str() : "",
+                    o->kind.c_str(), batch, static_cast<unsigned long long>(o->space().size()),
+                    static_cast<long long>(o->within_95), med[0], med[1], med[2], med[2] / med[0]);
+        std::fflush(stdout);
+        first = false;
+        out.push_back(row);
+      }
+    const int64_t by_sim = sim_order_trials(rec, real);
+    std::printf("%-58s measuring in the sim's order reaches 95%% of the real best at trial %lld\n", "",
+                static_cast<long long>(by_sim));
+    out.push_back({{"file", std::filesystem::path(f).filename().string()},
+                   {"recording", rec.label()},
+                   {"oracle", "real"},
+                   {"sim_order_trials", by_sim}});
+  }
+  std::printf("  (%.1f s)\n", seconds_since(t0));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,6 +255,10 @@ int main(int argc, char** argv) {
   std::string out_path = "results/search_efficiency.json";
   std::string shape_list;
   bool survey = false;
+  std::string replay_dir = "data/replay";
+  int replay_seeds = 20;
+  std::vector<size_t> replay_batches = {64, 8};
+  bool replay_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
@@ -143,8 +267,22 @@ int main(int argc, char** argv) {
     else if (a == "--out") out_path = argv[i + 1];
     else if (a == "--shapes") shape_list = argv[i + 1];
     else if (a == "--survey") survey = std::string(argv[i + 1]) == "1";
+    else if (a == "--replay-dir") replay_dir = argv[i + 1];
+    else if (a == "--replay-seeds") replay_seeds = std::atoi(argv[i + 1]);
+    else if (a == "--replay-only") replay_only = std::string(argv[i + 1]) == "1";
+    else if (a == "--replay-batches") {
+      replay_batches.clear();
+      for (size_t start = 0; start < std::strlen(argv[i + 1]);) {
+        replay_batches.push_back(static_cast<size_t>(std::max(1, std::atoi(argv[i + 1] + start))));
+        const char* comma = std::strchr(argv[i + 1] + start, ',');
+        if (!comma) break;
+        start = static_cast<size_t>(comma - argv[i + 1]) + 1;
+      }
+    }
     else {
-      std::fprintf(stderr, "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out)\n",
+      std::fprintf(stderr,
+                   "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only)\n",
                    argv[i]);
       return 2;
     }
@@ -169,6 +307,17 @@ int main(int argc, char** argv) {
   const std::vector<std::string> devices = {"sim:h100-sxm", "sim:a100-sxm4-80gb"};
   const std::vector<std::string> strategies = {"xgb", "ga", "random"};
   templates::GemmF32Template tmpl;
+
+  if (replay_only) {
+    nlohmann::json result{{"batch", kBatch},
+                          {"replay_seeds", replay_seeds},
+                          {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, strategies)}};
+    std::filesystem::path path(out_path);
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << result.dump(2) << "\n";
+    std::printf("results written to %s\n", out_path.c_str());
+    return 0;
+  }
 
   const auto t_enum = std::chrono::steady_clock::now();
   std::vector<Oracle> oracles;
@@ -283,7 +432,9 @@ int main(int argc, char** argv) {
                         {"random_over_xgb", overall_random / overall_xgb},
                         {"median_of_ratios", median(ratios)},
                         {"transfer", transfer_json},
-                        {"transfer_cut_cross_gpu", cut}};
+                        {"transfer_cut_cross_gpu", cut},
+                        {"replay_seeds", replay_seeds},
+                        {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, strategies)}};
   std::filesystem::path path(out_path);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::ofstream(path) << result.dump(2) << "\n";

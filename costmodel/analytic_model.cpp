@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "costmodel/row_op_model.h"
+
 namespace tuner::costmodel {
 
 namespace {
@@ -48,24 +50,25 @@ Occupancy occupancy(const KernelProfile& p, const KernelResources& r, const GpuS
   return o;
 }
 
+std::string launch_limit_violation(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu) {
+  const int smem = r.static_shared_bytes + p.dynamic_shared_bytes;
+  if (p.threads_per_block <= 0 || p.threads_per_block > gpu.max_threads_per_block)
+    return std::to_string(p.threads_per_block) + " threads per block; the GPU allows 1.." +
+           std::to_string(gpu.max_threads_per_block);
+  if (smem > gpu.shared_per_block_bytes)
+    return std::to_string(smem) + " bytes of shared memory per block; the GPU allows " +
+           std::to_string(gpu.shared_per_block_bytes);
+  if (r.registers > gpu.max_registers_per_thread)
+    return std::to_string(r.registers) + " registers per thread; the GPU allows " +
+           std::to_string(gpu.max_registers_per_thread);
+  return "";
+}
+
 SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu) {
+  if (is_row_op(p)) return estimate_row_op(p, r, gpu);
   SimEstimate e;
-  int smem = r.static_shared_bytes + p.dynamic_shared_bytes;
-  if (p.threads_per_block <= 0 || p.threads_per_block > gpu.max_threads_per_block) {
-    e.reason = std::to_string(p.threads_per_block) + " threads per block; the GPU allows 1.." +
-               std::to_string(gpu.max_threads_per_block);
-    return e;
-  }
-  if (smem > gpu.shared_per_block_bytes) {
-    e.reason = std::to_string(smem) + " bytes of shared memory per block; the GPU allows " +
-               std::to_string(gpu.shared_per_block_bytes);
-    return e;
-  }
-  if (r.registers > gpu.max_registers_per_thread) {
-    e.reason = std::to_string(r.registers) + " registers per thread; the GPU allows " +
-               std::to_string(gpu.max_registers_per_thread);
-    return e;
-  }
+  e.reason = launch_limit_violation(p, r, gpu);
+  if (!e.reason.empty()) return e;
   e.occupancy = occupancy(p, r, gpu);
   if (e.occupancy.blocks_per_sm <= 0 || p.blocks <= 0) {
     e.reason = "no block fits on an SM (limited by " + e.occupancy.limiter + ")";

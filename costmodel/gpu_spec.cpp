@@ -21,6 +21,7 @@ GpuSpec h100_sxm() {
   s.l2_bytes = 50LL * 1024 * 1024;
   s.shared_per_sm_bytes = 228 * 1024;
   s.shared_per_block_bytes = 227 * 1024;
+  s.shared_carveouts_kb = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};  // Hopper tuning guide
   s.registers_per_sm = 65536;
   s.max_threads_per_sm = 2048;
   s.max_blocks_per_sm = 32;
@@ -45,6 +46,7 @@ GpuSpec a100_sxm4_80gb() {
   s.l2_bytes = 40LL * 1024 * 1024;
   s.shared_per_sm_bytes = 164 * 1024;
   s.shared_per_block_bytes = 163 * 1024;
+  s.shared_carveouts_kb = {0, 8, 16, 32, 64, 100, 132, 164};  // Ampere tuning guide
   s.registers_per_sm = 65536;
   s.max_threads_per_sm = 2048;
   s.max_blocks_per_sm = 32;

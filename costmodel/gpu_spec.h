@@ -30,6 +30,9 @@ struct GpuSpec {
   int64_t l2_bytes = 0;               ///< L2 cache size in bytes.
   int shared_per_sm_bytes = 0;        ///< Shared memory per SM in bytes (configurable carve-out maximum).
   int shared_per_block_bytes = 0;     ///< Largest shared memory per block with opt-in, in bytes.
+  /// The shared-memory capacities (KB per SM) the unified L1/shared array can be split into; the driver
+  /// picks one per kernel (CUDA tuning guides: the "carveout").
+  std::vector<int> shared_carveouts_kb;
   int shared_bank_bytes_per_clk = 128;  ///< Shared-memory bandwidth per SM per clock in bytes.
   int registers_per_sm = 0;           ///< 32-bit registers per SM.
   int max_registers_per_thread = 255;

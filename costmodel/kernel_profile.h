@@ -14,6 +14,19 @@
 
 namespace tuner::costmodel {
 
+/// The shape of a row-wise kernel (softmax, layernorm: one row group of threads per row), for the
+/// analytic model's row-op path (row_op_model.h). rows == 0: the kernel is not a row op.
+struct RowOpProfile {
+  int64_t rows = 0, cols = 0;
+  int elem_bytes = 4;         ///< Bytes per element in global memory.
+  int row_threads = 32;       ///< Threads per row (whole warps).
+  int rows_per_block = 1;
+  int vec = 1;                ///< Elements per global access.
+  bool one_pass = false;      ///< Online statistics (one read before the output pass) or two stat passes.
+  bool cache = false;         ///< The row stays in registers: read from global memory once.
+  bool layernorm = false;     ///< Layernorm (gamma and beta read in the output pass) rather than softmax.
+};
+
 struct KernelProfile {
   double flops = 0;                ///< Useful floating-point operations (FMA = 2).
   double dram_bytes = 0;           ///< Compulsory DRAM traffic: every input read once, every output written once.
@@ -33,6 +46,7 @@ struct KernelProfile {
   /// Tensor-core work issued as warpgroup-wide asynchronous MMAs (Hopper wgmma) reading their operands
   /// from shared memory, rather than warp-wide mma.sync fed by ldmatrix.
   bool async_mma = false;
+  RowOpProfile row;                ///< Set by row-wise templates only.
 };
 
 /// Resources the compiler chose, read from the cubin.
@@ -42,10 +56,12 @@ struct KernelResources {
   int local_bytes = 0;          ///< Local memory per thread in bytes (spills + stack).
 };
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_bytes, row_threads, rows_per_block,
+                                                vec, one_pass, cache, layernorm)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, vector_width, coalescing, stages,
-                                                main_loop_iterations, l2_reuse, tensor_cores, async_mma)
+                                                main_loop_iterations, l2_reuse, tensor_cores, async_mma, row)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)
 
 }  // namespace tuner::costmodel

@@ -131,6 +131,16 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   p.main_loop_iterations = ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
   p.l2_reuse = 1.0;
   p.tensor_cores = false;
+  // What the analytic model's row-op path reads (costmodel/row_op_model.h).
+  p.row.rows = rows;
+  p.row.cols = cols;
+  p.row.elem_bytes = dtype_bytes(w.dtype);
+  p.row.row_threads = t.row_threads;
+  p.row.rows_per_block = t.rows_per_block;
+  p.row.vec = t.vec;
+  p.row.one_pass = t.one_pass != 0;
+  p.row.cache = t.cache != 0;
+  p.row.layernorm = layernorm;
   return p;
 }
 

@@ -1,0 +1,282 @@
+// Benchmark of the sim device against real GPUs (not a test): for every
+// whole-space recording under data/replay/ (replay files, format
+// tuner-replay/1), the sim device's analytic model estimates each recorded
+// config from the template's profile and the recorded registers, shared
+// memory and spills, and its ranking is compared with the measured times:
+// Spearman rank correlation, the real time of the config the sim ranks first
+// over the real best, and how many of the sim's top 10 are in the real top 10.
+// The "generic" columns are the analytic model without its row-op path (what
+// the sim was before it was calibrated on these recordings).
+//
+// For row-op recordings it also checks the calibration for overfitting: for
+// each of --splits random halves, the row-op model's parameters are fitted on
+// one half (coordinate search from textbook starting values, minimising the
+// squared log error of the times) and the Spearman is judged on the other;
+// the shipped parameters are judged on both halves.
+//
+//   build/bin/sim_vs_replay_bench [--replay-dir data/replay] [--splits 10] [--out results/sim_vs_replay.json]
+//                                 [--dump FILE.csv]
+//
+// Prints tables and writes the results JSON; --dump writes every recorded config with its real time
+// and the sim's estimate and terms (CSV), to study where the model is wrong.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/rank_correlation.h"
+#include "costmodel/row_op_model.h"
+#include "tuner/replay_oracle.h"
+
+using namespace tuner;
+
+namespace {
+
+using Params = costmodel::RowModelParams;
+
+/// Textbook starting values for the fit (not the shipped ones): a ~300 ns loaded DRAM round trip, a 4x
+/// unrolled scalar loop, two
+/// 20-cycle exps per merge, 30-cycle shuffles, 100-cycle barriers, all of L2, 85% of DRAM bandwidth.
+Params textbook_params() {
+  Params p;
+  p.memory_latency_cycles = 600;
+  p.scalar_loads_per_trip = 4;
+  p.merge_cycles = 50;
+  p.shuffle_cycles = 30;
+  p.barrier_cycles = 100;
+  p.l2_share = 1.0;
+  p.dram_efficiency = 0.85;
+  return p;
+}
+
+struct ParamRef {
+  const char* name;
+  double Params::*field;
+  double lo, hi;  ///< Physical bounds the fit keeps to.
+};
+const ParamRef kParams[] = {
+    {"memory_latency_cycles", &Params::memory_latency_cycles, 200, 2000},
+    {"scalar_loads_per_trip", &Params::scalar_loads_per_trip, 1, 16},
+    {"merge_cycles", &Params::merge_cycles, 10, 500},
+    {"shuffle_cycles", &Params::shuffle_cycles, 5, 200},
+    {"barrier_cycles", &Params::barrier_cycles, 20, 1000},
+    {"l2_share", &Params::l2_share, 0.1, 1.0},
+    {"dram_efficiency", &Params::dram_efficiency, 0.3, 0.95},
+};
+
+nlohmann::json params_json(const Params& p) {
+  nlohmann::json j;
+  for (const auto& r : kParams) j[r.name] = p.*r.field;
+  return j;
+}
+
+std::vector<double> estimates_with(const RecordedSpace& s, const Params& params) {
+  std::vector<double> est;
+  for (const auto& c : s.configs) {
+    const auto e = costmodel::estimate_row_op(c.profile, c.resources, s.gpu, params);
+    est.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
+  }
+  return est;
+}
+
+/// The analytic model without its row-op path: the sim as it was before the calibration.
+std::vector<double> generic_estimates(const RecordedSpace& s) {
+  std::vector<double> est;
+  for (const auto& c : s.configs) {
+    auto p = c.profile;
+    p.row = {};
+    const auto e = costmodel::estimate(p, c.resources, s.gpu);
+    est.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
+  }
+  return est;
+}
+
+double spearman_on(const RecordedSpace& s, const Params& p, const std::vector<size_t>& subset) {
+  return rank_agreement(s, estimates_with(s, p), subset).spearman;
+}
+
+/// Mean squared error of log(estimate / real time) over `subset`: what the fit minimises. Unlike the
+/// Spearman it is judged by, it pins the absolute scale of the latency terms against the bandwidth terms.
+double log_error(const RecordedSpace& s, const Params& p, const std::vector<size_t>& subset) {
+  const auto est = estimates_with(s, p);
+  double sum = 0;
+  for (size_t i : subset) {
+    const double d = std::log(est[i] / s.configs[i].time_ms);
+    sum += std::isfinite(d) ? d * d : 100.0;
+  }
+  return sum / static_cast<double>(std::max<size_t>(subset.size(), 1));
+}
+
+/// Coordinate search: each parameter in turn scaled by 0.5, 0.8, 1.25, 2 (within its bounds) while the
+/// log error on `subset` falls; at most 12 sweeps.
+Params fit(const RecordedSpace& s, Params p, const std::vector<size_t>& subset) {
+  double best = log_error(s, p, subset);
+  for (int sweep = 0; sweep < 12; ++sweep) {
+    bool improved = false;
+    for (const auto& r : kParams)
+      for (double f : {0.5, 0.8, 1.25, 2.0}) {
+        Params q = p;
+        q.*r.field = std::clamp(p.*r.field * f, r.lo, r.hi);
+        const double e = log_error(s, q, subset);
+        if (e < best - 1e-12) {
+          best = e;
+          p = q;
+          improved = true;
+        }
+      }
+    if (!improved) break;
+  }
+  return p;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "data/replay";
+  std::string out_path = "results/sim_vs_replay.json";
+  int splits = 10;
+  std::string dump_path;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--replay-dir") dir = argv[i + 1];
+    else if (a == "--out") out_path = argv[i + 1];
+    else if (a == "--splits") splits = std::atoi(argv[i + 1]);
+    else if (a == "--dump") dump_path = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown option '%s' (allowed: --replay-dir, --splits, --out, --dump)\n", argv[i]);
+      return 2;
+    }
+  }
+  if ((argc - 1) % 2 != 0) {
+    std::fprintf(stderr, "option '%s' needs a value\n", argv[argc - 1]);
+    return 2;
+  }
+  const auto files = replay_files(dir);
+  if (files.empty()) {
+    std::fprintf(stderr, "no replay files (*.json) in '%s'\n", dir.c_str());
+    return 2;
+  }
+
+  std::printf("Sim device against whole-space recordings in %s (estimates from the recorded registers, "
+              "shared memory and spills)\n\n",
+              dir.c_str());
+  std::printf("%-60s %7s | %8s %9s %6s | %8s %9s %6s\n", "recording", "configs", "generic", "pick/best", "top10",
+              "sim", "pick/best", "top10");
+  std::printf("%-60s %7s | %8s %9s %6s | %8s %9s %6s\n", "", "", "Spearman", "", "", "Spearman", "", "");
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<RecordedSpace> spaces;
+  std::ofstream dump;
+  if (!dump_path.empty()) {
+    dump.open(dump_path);
+    dump << "file,config,real_ms,sim_ms,generic_ms,dram_ms,l2_ms,latency_ms,blocks_per_sm,limiter,waves\n";
+  }
+  for (const auto& f : files) {
+    RecordedSpace s;
+    try {
+      s = load_recorded_space(f);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "skipped: %s\n", e.what());
+      continue;
+    }
+    const auto generic = rank_agreement(s, generic_estimates(s));
+    const auto sim = rank_agreement(s, sim_estimates(s));
+    std::printf("%-60s %7zu | %8.3f %8.2fx %4zu/10 | %8.3f %8.2fx %4zu/10\n", s.label().c_str(), sim.configs,
+                generic.spearman, generic.pick_over_best, generic.top10_overlap, sim.spearman, sim.pick_over_best,
+                sim.top10_overlap);
+    if (!s.version_matches) std::printf("  (recorded with an older version of %s)\n", s.tmpl->name().c_str());
+    rows.push_back({{"file", std::filesystem::path(f).filename().string()},
+                    {"recording", s.label()},
+                    {"configs", sim.configs},
+                    {"best_ms", s.best_ms},
+                    {"template_version_matches", s.version_matches},
+                    {"generic", {{"spearman", generic.spearman}, {"pick_over_best", generic.pick_over_best},
+                                 {"top10_overlap", generic.top10_overlap}}},
+                    {"sim", {{"spearman", sim.spearman}, {"pick_over_best", sim.pick_over_best},
+                             {"top10_overlap", sim.top10_overlap}}}});
+    if (dump.is_open())
+      for (const auto& c : s.configs) {
+        const auto e = costmodel::estimate(c.profile, c.resources, s.gpu);
+        auto generic_profile = c.profile;
+        generic_profile.row = {};
+        const auto g = costmodel::estimate(generic_profile, c.resources, s.gpu);
+        std::string config = s.space.to_json_string(c.config);
+        std::replace(config.begin(), config.end(), ',', ';');
+        dump << std::filesystem::path(f).filename().string() << "," << config << "," << c.time_ms << ","
+             << e.time_ms << "," << g.time_ms << "," << e.dram_ms << "," << e.l2_ms << "," << e.latency_ms << ","
+             << e.occupancy.blocks_per_sm << "," << e.occupancy.limiter << "," << e.waves << "\n";
+      }
+    spaces.push_back(std::move(s));
+  }
+
+  // Held-out check of the row-op calibration.
+  nlohmann::json heldout = nlohmann::json::array();
+  for (size_t si = 0; si < spaces.size(); ++si) {
+    const RecordedSpace& s = spaces[si];
+    if (!costmodel::is_row_op(s.configs.front().profile) || splits <= 0) continue;
+    std::printf("\nRow-op parameters fitted on a random half of %s, judged on the other half\n", s.label().c_str());
+    std::printf("%5s | %8s %8s | %8s %8s | %s\n", "split", "fit:train", "held-out", "shipped", "shipped",
+                "fitted parameters (latency, scalar loads/trip, merge, shuffle, barrier, L2 share, DRAM eff.)");
+    std::printf("%5s | %8s %8s | %8s %8s |\n", "", "", "", "train", "held-out");
+    std::vector<double> fit_test, shipped_test;
+    nlohmann::json split_rows = nlohmann::json::array();
+    for (int seed = 1; seed <= splits; ++seed) {
+      std::vector<size_t> idx(s.configs.size());
+      std::iota(idx.begin(), idx.end(), size_t{0});
+      std::mt19937_64 rng(static_cast<uint64_t>(seed));
+      std::shuffle(idx.begin(), idx.end(), rng);
+      const std::vector<size_t> train(idx.begin(), idx.begin() + idx.size() / 2);
+      const std::vector<size_t> test(idx.begin() + idx.size() / 2, idx.end());
+      const Params fitted = fit(s, textbook_params(), train);
+      const double train_sp = spearman_on(s, fitted, train);
+      const double test_sp = spearman_on(s, fitted, test);
+      const double shipped_train = spearman_on(s, Params{}, train), shipped_test_sp = spearman_on(s, Params{}, test);
+      fit_test.push_back(test_sp);
+      shipped_test.push_back(shipped_test_sp);
+      std::printf("%5d | %8.3f %8.3f | %8.3f %8.3f | %.0f, %.1f, %.0f, %.0f, %.0f, %.2f, %.2f\n", seed, train_sp, test_sp,
+                  shipped_train, shipped_test_sp, fitted.memory_latency_cycles, fitted.scalar_loads_per_trip,
+                  fitted.merge_cycles,
+                  fitted.shuffle_cycles, fitted.barrier_cycles, fitted.l2_share, fitted.dram_efficiency);
+      split_rows.push_back({{"seed", seed},
+                            {"fit_train_spearman", train_sp},
+                            {"fit_heldout_spearman", test_sp},
+                            {"shipped_train_spearman", shipped_train},
+                            {"shipped_heldout_spearman", shipped_test_sp},
+                            {"fitted", params_json(fitted)}});
+    }
+    std::printf("  held-out Spearman: fitted median %.3f (min %.3f); shipped median %.3f (min %.3f)\n",
+                median(fit_test), *std::min_element(fit_test.begin(), fit_test.end()), median(shipped_test),
+                *std::min_element(shipped_test.begin(), shipped_test.end()));
+    std::printf("  textbook starting values on all configs: %.3f\n", spearman_on(s, textbook_params(), {}));
+    heldout.push_back({{"recording", s.label()},
+                       {"splits", split_rows},
+                       {"median_fit_heldout_spearman", median(fit_test)},
+                       {"median_shipped_heldout_spearman", median(shipped_test)},
+                       {"textbook_spearman", spearman_on(s, textbook_params(), {})}});
+  }
+
+  nlohmann::json result{{"replay_dir", dir},
+                        {"recordings", rows},
+                        {"shipped_row_params", params_json(Params{})},
+                        {"textbook_row_params", params_json(textbook_params())},
+                        {"heldout", heldout}};
+  std::filesystem::path path(out_path);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << result.dump(2) << "\n";
+  std::printf("\nresults written to %s\n", out_path.c_str());
+  return 0;
+}
