@@ -292,6 +292,19 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     std::vector<std::future<CompileResult>> compiled;
     std::vector<InjectedFault> faults;
   };
+  // Reference kernels, one per distinct reference source: configs of one workload may need different
+  // references (gemm_tc_mma's OUT_F32 changes C's type, so its reference writes fp32 or the input type).
+  // The first config's is queued first, so it compiles while the first batch does.
+  std::map<std::string, std::shared_future<CompileResult>> reference_jobs;  // reference source -> its compile
+  auto queue_reference = [&](const templates::KernelInstance& k) {
+    auto it = reference_jobs.find(k.reference_source);
+    if (it == reference_jobs.end())
+      it = reference_jobs
+               .emplace(k.reference_source,
+                        pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}}).share())
+               .first;
+    return it->second;
+  };
   auto launch_batch = [&](int64_t budget_left) {
     const auto tp = std::chrono::steady_clock::now();
     PendingBatch p;
@@ -299,6 +312,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     p.configs = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(budget_left)));
     for (const auto& c : p.configs) {
       p.instances.push_back(tmpl.instantiate(space, c, opt.workload));
+      if (!device.replay) queue_reference(p.instances.back());  // ahead of the configs that need it
       InjectedFault fault = InjectedFault::kNone;
       const uint64_t index = *space.index_of(c);
       for (const auto& [i, f] : opt.faults)
@@ -321,19 +335,6 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
 
   int64_t remaining = opt.trials - sum.previously_measured;
   if (remaining <= 0 || space.size() == 0) remaining = 0;
-  // Reference kernels, one per distinct reference source: configs of one workload may need different
-  // references (gemm_tc_mma's OUT_F32 changes C's type, so its reference writes fp32 or the input type).
-  // The first config's is queued first, so it compiles while the first batch does.
-  std::map<std::string, std::shared_future<CompileResult>> reference_jobs;  // reference source -> its compile
-  auto queue_reference = [&](const templates::KernelInstance& k) {
-    auto it = reference_jobs.find(k.reference_source);
-    if (it == reference_jobs.end())
-      it = reference_jobs
-               .emplace(k.reference_source,
-                        pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}}).share())
-               .first;
-    return it->second;
-  };
   if (remaining > 0 && !device.replay) queue_reference(tmpl.instantiate(space, space.at(0), opt.workload));
   std::string infrastructure_error;
   int64_t since_improvement = 0;  // trials of this session since the best time last improved
@@ -342,7 +343,9 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // failure of the template, not of any config, and ends the session.
   auto reference_for = [&](const templates::KernelInstance& k) -> std::string {
     if (device.replay) return {};
+    const auto tr = std::chrono::steady_clock::now();
     const CompileResult& ref = queue_reference(k).get();
+    sum.phases.compile_wait_s += seconds_since(tr);
     if (ref.ok()) return ref.cubin;
     db.end_session(sum.session_id, "interrupted");
     throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
