@@ -29,6 +29,7 @@ bench: build
 	$(BUILD)/bin/pipeline_bench
 	$(BUILD)/bin/search_bench
 	$(BUILD)/bin/search_efficiency_bench
+	$(BUILD)/bin/sim_vs_replay_bench
 	$(BUILD)/bin/plan_bench
 
 clean:
