@@ -246,6 +246,13 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
   return out;
 }
 
+void write_results(const nlohmann::json& result, const std::string& out_path) {
+  std::filesystem::path path(out_path);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << result.dump(2) << "\n";
+  std::printf("results written to %s\n", out_path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -312,10 +319,7 @@ int main(int argc, char** argv) {
     nlohmann::json result{{"batch", kBatch},
                           {"replay_seeds", replay_seeds},
                           {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, strategies)}};
-    std::filesystem::path path(out_path);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << result.dump(2) << "\n";
-    std::printf("results written to %s\n", out_path.c_str());
+    write_results(result, out_path);
     return 0;
   }
 
@@ -435,9 +439,6 @@ int main(int argc, char** argv) {
                         {"transfer_cut_cross_gpu", cut},
                         {"replay_seeds", replay_seeds},
                         {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, strategies)}};
-  std::filesystem::path path(out_path);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path) << result.dump(2) << "\n";
-  std::printf("results written to %s\n", out_path.c_str());
+  write_results(result, out_path);
   return 0;
 }

@@ -50,23 +50,7 @@ void print_progress(const TuneProgress& p) {
   std::fflush(stderr);
 }
 
-nlohmann::ordered_json phases_json(const TunePhases& p) {
-  nlohmann::ordered_json j;
-  j["setup_s"] = p.setup_s;
-  j["search_s"] = p.search_s;
-  j["compile_wait_s"] = p.compile_wait_s;
-  j["module_load_s"] = p.worker.module_load_s;
-  j["inputs_s"] = p.worker.inputs_s;
-  j["reference_s"] = p.worker.reference_s;
-  j["check_s"] = p.worker.check_s;
-  j["timed_s"] = p.worker.timed_s;
-  j["worker_other_s"] = p.worker_other_s;
-  j["commit_s"] = p.commit_s;
-  j["compile_cpu_s"] = p.compile_cpu_s;
-  return j;
-}
-
-/// "search 0.2 s, compile wait 1.1 s, ..." in the order of phases_json, seconds with one decimal.
+/// "search 0.2 s, compile wait 1.1 s, ..." in the order of to_json(TunePhases), seconds with one decimal.
 std::string phases_line(const TunePhases& p) {
   const std::pair<const char*, double> parts[] = {
       {"setup", p.setup_s},          {"search", p.search_s},         {"compile wait", p.compile_wait_s},
@@ -261,7 +245,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
     j["configs_per_s"] = sum.wall_s > 0 ? static_cast<double>(sum.measured_now + sum.remeasured) / sum.wall_s : 0.0;
-    j["phases"] = phases_json(sum.phases);
+    j["phases"] = to_json(sum.phases);
     j["interrupted"] = sum.interrupted;
     j["early_stopped"] = sum.early_stopped;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);

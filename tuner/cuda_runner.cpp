@@ -338,7 +338,6 @@ struct CudaRunner::Impl {
 
   /// Compares output buffer i with its reference on the GPU.
   Comparison compare(const State& st, size_t i, const templates::BufferSpec& b) {
-    if (!scratch.get()) scratch = DeviceBuffer(64);
     check(driver().cuMemsetD32(scratch.get(), 0u, 4), "cuMemsetD32");
     CUfunction fn = utility_module(b.dtype).function(kCompareKernelName);
     CUdeviceptr out = st.buffers[i].get(), ref = st.reference[i].get(), res = scratch.get();
@@ -354,7 +353,6 @@ struct CudaRunner::Impl {
 
   /// The checksum of everything a config must leave alone: inputs, every guard, the reference copies.
   uint64_t integrity_checksum(const State& st, const MeasureRequest& r) {
-    if (!scratch.get()) scratch = DeviceBuffer(64);
     check(driver().cuMemsetD32(scratch.get() + 16, 0u, 2), "cuMemsetD32");
     CUfunction fn = utility_module(templates::DType::kF32).function(kChecksumKernelName);
     CUdeviceptr sum = scratch.get() + 16;
@@ -646,6 +644,7 @@ std::unique_ptr<CudaRunner> CudaRunner::create(int ordinal, std::string* error) 
     check(driver().cuDeviceGet(&impl->device, ordinal), "cuDeviceGet");
     check(driver().cuDevicePrimaryCtxRetain(&impl->context, impl->device), "cuDevicePrimaryCtxRetain");
     check(driver().cuCtxSetCurrent(impl->context), "cuCtxSetCurrent");
+    impl->scratch = DeviceBuffer(64);  // compare results (words 0-2) and the checksum (bytes 16-23)
   } catch (const CudaFailure& f) {
     if (error) *error = f.what();
     return nullptr;

@@ -67,6 +67,14 @@ struct MeasurePhases {
   double check_s = 0;        ///< Poison, the checked run, the comparison with the reference and the guard check.
   double timed_s = 0;        ///< Warm-up and timed runs (the sim model's estimate on sim devices).
   double total() const { return module_load_s + inputs_s + reference_s + check_s + timed_s; }
+  MeasurePhases& operator+=(const MeasurePhases& o) {
+    module_load_s += o.module_load_s;
+    inputs_s += o.inputs_s;
+    reference_s += o.reference_s;
+    check_s += o.check_s;
+    timed_s += o.timed_s;
+    return *this;
+  }
 };
 
 struct MeasureResult {

@@ -154,6 +154,22 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+nlohmann::ordered_json to_json(const TunePhases& p) {
+  nlohmann::ordered_json j;
+  j["setup_s"] = p.setup_s;
+  j["search_s"] = p.search_s;
+  j["compile_wait_s"] = p.compile_wait_s;
+  j["module_load_s"] = p.worker.module_load_s;
+  j["inputs_s"] = p.worker.inputs_s;
+  j["reference_s"] = p.worker.reference_s;
+  j["check_s"] = p.worker.check_s;
+  j["timed_s"] = p.worker.timed_s;
+  j["worker_other_s"] = p.worker_other_s;
+  j["commit_s"] = p.commit_s;
+  j["compile_cpu_s"] = p.compile_cpu_s;
+  return j;
+}
+
 std::string template_hash(const templates::KernelTemplate& t) { return sha256_hex(t.source_text()).substr(0, 16); }
 
 std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fault) {
@@ -381,11 +397,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     const auto tm = std::chrono::steady_clock::now();
     MeasureResult m = worker.measure(mr, timeout);
     const double round_trip = seconds_since(tm);
-    sum.phases.worker.module_load_s += m.phases.module_load_s;
-    sum.phases.worker.inputs_s += m.phases.inputs_s;
-    sum.phases.worker.reference_s += m.phases.reference_s;
-    sum.phases.worker.check_s += m.phases.check_s;
-    sum.phases.worker.timed_s += m.phases.timed_s;
+    sum.phases.worker += m.phases;
     sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
     if (m.infrastructure_failure) {
       infrastructure_error = m.message;

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "db/tuning_db.h"
 #include "templates/kernel_template.h"
 #include "tuner/device_registry.h"
@@ -73,6 +75,9 @@ struct TunePhases {
     return setup_s + search_s + compile_wait_s + worker.total() + worker_other_s + commit_s;
   }
 };
+
+/// The phases as `tune --json` and pipeline_bench write them (seconds, one key per phase).
+nlohmann::ordered_json to_json(const TunePhases& p);
 
 struct TuneSummary {
   int64_t session_id = 0;

@@ -33,6 +33,22 @@ class GpuGemm : public ::testing::Test {
                            ref.cubin);
   }
 
+  /// gemm f32 256^3, the first reduced-space config: its instance, reference and kernel compiled.
+  struct SmallGemm {
+    templates::KernelInstance k;
+    CompileResult ref, good;
+  };
+  SmallGemm small_gemm() const {
+    templates::GemmF32Template tmpl;
+    auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
+    auto space = tmpl.reduced_space(w, device_.limits);
+    SmallGemm g{tmpl.instantiate(space, space.at(0), w), {}, {}};
+    NvrtcBuilder builder(nullptr);
+    g.ref = builder.compile({g.k.reference_source, g.k.reference_kernel_name, device_.limits.arch, {}});
+    g.good = builder.compile({g.k.source, g.k.kernel_name, device_.limits.arch, {}});
+    return g;
+  }
+
   DeviceTarget device_;
 };
 
@@ -84,13 +100,9 @@ TEST_F(GpuGemm, APoisonedOrWrongKernelIsCaught) {
 // reference; one that writes past its output changes a guard region: a wrong answer that says so, and
 // the next config gets the workload made afresh.
 TEST_F(GpuGemm, GuardRegionsCatchOutOfBoundsWritesAndKeepInputsOtherwise) {
-  templates::GemmF32Template tmpl;
-  auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
-  auto space = tmpl.reduced_space(w, device_.limits);
-  auto k = tmpl.instantiate(space, space.at(0), w);
+  const SmallGemm g = small_gemm();
+  const auto& [k, ref, good] = g;
   NvrtcBuilder builder(nullptr);
-  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
-  auto good = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
   auto lazy = builder.compile({"extern \"C\" __global__ void gemm_f32() {}", "gemm_f32", device_.limits.arch, {}});
   auto past = builder.compile({"extern \"C\" __global__ void gemm_f32(const float*, const float*, float* C, int M, int N, int) {"
                                " C[static_cast<long long>(M) * N + threadIdx.x] = 1.0f; }",
@@ -158,13 +170,9 @@ TEST_F(GpuGemm, RepeatedMeasurementsAgreeWithinOnePercent) {
 }
 
 TEST_F(GpuGemm, InjectedFaultingAndHangingKernelsAreIsolated) {
-  templates::GemmF32Template tmpl;
-  auto w = templates::parse_workload("gemm", "M=256,N=256,K=256", "f32");
-  auto space = tmpl.reduced_space(w, device_.limits);
-  auto k = tmpl.instantiate(space, space.at(0), w);
+  const SmallGemm g = small_gemm();
+  const auto& [k, ref, good] = g;
   NvrtcBuilder builder(nullptr);
-  auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
-  auto good = builder.compile({k.source, k.kernel_name, device_.limits.arch, {}});
   WorkerClient worker(TUNER_BIN);
   for (auto fault : {InjectedFault::kCrash, InjectedFault::kHang}) {
     auto bad = builder.compile({fault_kernel_source(k.kernel_name, fault), k.kernel_name, device_.limits.arch, {}});
