@@ -212,10 +212,14 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   bool sp_any = false;
 
   auto fill_layers = [&](double budget) -> bool {
-    for (int l = 0; l < L; ++l) {
-      lp[l] = &layer_plan(layer_sig_[l], c.tp, c.micro_batch, budget, model_state_bytes(1, c.zero, c.dp).total());
-      if (lp[l]->ops.empty()) return false;
+    // One sharding per distinct layer: identical layers share it.
+    const double state_bytes = model_state_bytes(1, c.zero, c.dp).total();
+    std::vector<const LayerPlan*> by_sig(signatures_.size());
+    for (size_t sig = 0; sig < signatures_.size(); ++sig) {
+      by_sig[sig] = &layer_plan(sig, c.tp, c.micro_batch, budget, state_bytes);
+      if (by_sig[sig]->ops.empty()) return false;
     }
+    for (int l = 0; l < L; ++l) lp[l] = by_sig[layer_sig_[l]];
     sp_any = false;
     for (int l = 0; l < L; ++l) {
       const Layer& layer = model_.layers[l];

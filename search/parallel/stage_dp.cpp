@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tuner::parallel {
 
@@ -14,6 +15,48 @@ double extra(const StageDpRequest& r, int stage) {
 }
 
 bool fits(const StageDpRequest& r, int stage, int begin, int end) { return !r.fits || r.fits(stage, begin, end); }
+
+/// The chain in exact integer units, and what fits, prepared once per solve.
+struct Chain {
+  int p = 0, L = 0;
+  std::vector<int64_t> prefix;   ///< prefix[l]: units of layers [0, l).
+  std::vector<int64_t> extra;    ///< Per stage.
+  /// lo_fit[s * span + (j - first_end(s))]: the first i >= s such that stage s holding [i, j) fits (j if none).
+  std::vector<int> lo_fit;
+  int span = 0;                  ///< Ends each stage may take: L - p + 1.
+  int first_end(int s) const { return s + 1; }
+  int lo_fit_at(int s, int j) const { return lo_fit[static_cast<size_t>(s) * span + (j - first_end(s))]; }
+  /// The first i with prefix[j] - prefix[i] + extra[s] <= t (j when none).
+  int lo_cost(int s, int j, int64_t t) const {
+    const int64_t need = prefix[j] + extra[s] - t;  // prefix[i] >= need
+    return static_cast<int>(std::lower_bound(prefix.begin(), prefix.begin() + j, need) - prefix.begin());
+  }
+};
+
+/// Whether every stage can stay at or under t units; reach[s][i] (when given) marks the ends of the first s stages
+/// that can be reached.
+bool feasible(const Chain& c, int64_t t, std::vector<std::vector<char>>* reach) {
+  std::vector<int> count(c.L + 2, 0);  // count[i + 1]: reachable ends among [0, i] for the stages so far
+  std::vector<char> cur(c.L + 1, 0), next(c.L + 1, 0);
+  cur[0] = 1;
+  if (reach) reach->assign(c.p, {});
+  for (int s = 0; s < c.p; ++s) {
+    for (int i = 0; i <= c.L; ++i) count[i + 1] = count[i] + cur[i];
+    if (reach) (*reach)[s] = cur;
+    std::fill(next.begin(), next.end(), 0);
+    bool any = false;
+    int lo_c = 0;
+    const int last_end = c.L - (c.p - 1 - s);
+    for (int j = c.first_end(s); j <= last_end; ++j) {
+      while (lo_c < j && c.prefix[j] - c.prefix[lo_c] + c.extra[s] > t) ++lo_c;
+      const int lo = std::max({lo_c, c.lo_fit_at(s, j), s});
+      if (lo <= j - 1 && count[j] - count[lo] > 0) next[j] = 1, any = true;
+    }
+    if (!any) return false;
+    std::swap(cur, next);
+  }
+  return cur[c.L] != 0;
+}
 
 }  // namespace
 
@@ -37,90 +80,86 @@ StageDpResult solve_stage_dp(const StageDpRequest& req) {
   StageDpResult best;
   const int p = req.stages, L = static_cast<int>(req.layer_cost.size());
   if (p <= 0 || p > L) return best;
-  std::vector<double> prefix(L + 1, 0);
-  for (int l = 0; l < L; ++l) prefix[l + 1] = prefix[l] + req.layer_cost[l];
-  auto cost = [&](int stage, int i, int j) { return prefix[j] - prefix[i] + extra(req, stage); };
 
-  // Candidate t_max: every distinct stage cost at or above a lower bound (the largest layer, the mean stage).
-  double extra_sum = 0, extra_min = kInf, extra_max = 0;
+  // Exact units: every cost rounded to a multiple of a power of two 2^-50 of the total, so sums are exact and
+  // identical layers give identical spans wherever they sit.
+  double total = 0;
+  for (double x : req.layer_cost) total += std::max(0.0, x);
+  for (int s = 0; s < p; ++s) total += std::max(0.0, extra(req, s));
+  if (!std::isfinite(total)) return best;
+  const double unit = total > 0 ? std::ldexp(1.0, std::ilogb(total) - 50) : 1.0;
+  auto units = [&](double x) { return static_cast<int64_t>(std::llround(std::max(0.0, x) / unit)); };
+  Chain c;
+  c.p = p;
+  c.L = L;
+  c.prefix.assign(L + 1, 0);
+  for (int l = 0; l < L; ++l) c.prefix[l + 1] = c.prefix[l] + units(req.layer_cost[l]);
+  int64_t extra_sum = 0, extra_min = INT64_MAX, extra_max = 0;
   for (int s = 0; s < p; ++s) {
-    extra_sum += extra(req, s);
-    extra_min = std::min(extra_min, extra(req, s));
-    extra_max = std::max(extra_max, extra(req, s));
+    c.extra.push_back(units(extra(req, s)));
+    extra_sum += c.extra.back();
+    extra_min = std::min(extra_min, c.extra.back());
+    extra_max = std::max(extra_max, c.extra.back());
   }
-  double lower = (prefix[L] + extra_sum) / p;
-  for (double c : req.layer_cost) lower = std::max(lower, c + extra_min);
-  std::vector<double> extras;
-  for (int s = 0; s < p; ++s) extras.push_back(extra(req, s));
-  std::sort(extras.begin(), extras.end());
-  extras.erase(std::unique(extras.begin(), extras.end()), extras.end());
-  std::vector<double> cand;
-  const int max_len = L - p + 1;
-  for (int i = 0; i < L; ++i)
-    for (int j = i + 1; j <= std::min(L, i + max_len); ++j)
-      for (double e : extras) {
-        const double c = prefix[j] - prefix[i] + e;
-        if (c >= lower * (1 - 1e-12)) cand.push_back(c);
-      }
-  std::sort(cand.begin(), cand.end());
-  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
 
-  std::vector<double> F((p + 1) * (L + 1));
-  std::vector<int> from((p + 1) * (L + 1));
-  auto at = [&](int k, int j) { return k * (L + 1) + j; };
-  // The least sum of stage costs with every stage <= t_max; fills starts when feasible.
-  auto run = [&](double t_max, std::vector<int>& starts) {
+  // What fits: sub-ranges of a range that fits fit too, so the first start that fits only moves right with the end.
+  c.span = L - p + 1;
+  c.lo_fit.resize(static_cast<size_t>(p) * c.span);
+  for (int s = 0; s < p; ++s) {
+    int i = s;
+    for (int j = c.first_end(s); j < c.first_end(s) + c.span; ++j) {
+      while (i < j && !fits(req, s, i, j)) ++i;
+      c.lo_fit[static_cast<size_t>(s) * c.span + (j - c.first_end(s))] = i;
+    }
+  }
+
+  // The stage costs always sum to S (every layer and every stage's extra once), so the objective is
+  // S + (B - 1) t_max: the best partition has the smallest feasible t_max. Bisection between a bound
+  // no partition beats (the mean stage, the largest layer) and one every partition meets.
+  int64_t lo = (c.prefix[L] + extra_sum + p - 1) / p;
+  for (int l = 0; l < L; ++l) lo = std::max(lo, c.prefix[l + 1] - c.prefix[l] + extra_min);
+  --lo;  // infeasible
+  int64_t hi = c.prefix[L] + extra_max;
+  ++best.t_max_tried;
+  if (!feasible(c, hi, nullptr)) return best;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
     ++best.t_max_tried;
-    std::fill(F.begin(), F.end(), kInf);
-    F[at(0, 0)] = 0;
-    for (int k = 1; k <= p; ++k) {
-      // Stage k-1 ends at j; earlier stages need k-1 layers, later ones p-k.
-      for (int j = k; j <= L - (p - k); ++j) {
-        double bestv = kInf;
-        int arg = -1;
-        for (int i = j - 1; i >= k - 1; --i) {
-          const double c = cost(k - 1, i, j);
-          if (c > t_max) break;                  // costs only grow as the stage extends left
-          if (!fits(req, k - 1, i, j)) break;    // and so does memory
-          const double prev = F[at(k - 1, i)];
-          if (prev != kInf && prev + c < bestv) bestv = prev + c, arg = i;
-        }
-        F[at(k, j)] = bestv;
-        from[at(k, j)] = arg;
-      }
-    }
-    if (F[at(p, L)] == kInf) return kInf;
-    starts.assign(p + 1, 0);
-    starts[p] = L;
-    for (int k = p; k >= 1; --k) starts[k - 1] = from[at(k, starts[k])];
-    return F[at(p, L)];
-  };
-  if (cand.empty()) return best;
-  // Feasibility only grows with t_max: find the smallest feasible candidate by bisection,
-  // then walk up from it with Alpa's stopping rule.
-  std::vector<int> starts;
-  const double sum_floor = run(cand.back(), starts);  // the least sum of all, with no limit on t_max
-  if (sum_floor == kInf) return best;
-  size_t lo = 0, hi = cand.size() - 1;
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    if (run(cand[mid], starts) == kInf) lo = mid + 1;
-    else hi = mid;
+    if (feasible(c, mid, nullptr)) hi = mid;
+    else lo = mid;
   }
-  for (size_t c = lo; c < cand.size(); ++c) {
-    const double t_max = cand[c];
-    // No partition with this t_max can win: Alpa's B t_max bound, tightened by the least sum of all.
-    if (std::max(req.micro_batches * t_max, sum_floor + (req.micro_batches - 1) * t_max) >= best.objective) break;
-    if (run(t_max, starts) == kInf) continue;
-    std::vector<double> costs;
-    const double obj = pipeline_objective(req, starts, &costs);
-    if (obj < best.objective) {
-      best.feasible = true;
-      best.objective = obj;
-      best.starts = starts;
-      best.stage_cost = costs;
+
+  // Every partition whose stages stay within that bound is optimal. Walk back from the end and start each
+  // stage where its share of the work would put it in an even split (cumulative work s/p of the total),
+  // among the starts that keep the stage within the bound and leave a feasible prefix; ties go to the later start.
+  std::vector<std::vector<char>> reach;
+  feasible(c, hi, &reach);
+  std::vector<int> starts(p + 1, 0);
+  starts[p] = L;
+  const long double work = static_cast<long double>(c.prefix[L]) + extra_sum;
+  int64_t extras_before = extra_sum;
+  for (int s = p - 1; s >= 0; --s) {
+    extras_before -= c.extra[s];
+    const int j = starts[s + 1];
+    const int first = std::max({c.lo_cost(s, j, hi), c.lo_fit_at(s, j), s});
+    const long double target = work * s / p - extras_before;  // prefix[start] of an even split
+    int pick = -1;
+    long double pick_gap = 0;
+    for (int i = j - 1; i >= first; --i) {
+      if (!reach[s][i]) continue;
+      const long double gap = std::fabs(static_cast<long double>(c.prefix[i]) - target);
+      if (pick < 0 || gap < pick_gap) pick = i, pick_gap = gap;
     }
+    if (pick < 0) return best;  // cannot happen: j was reached through some start in range
+    starts[s] = pick;
   }
+  std::vector<double> costs;
+  const double obj = pipeline_objective(req, starts, &costs);
+  if (!std::isfinite(obj)) return best;
+  best.feasible = true;
+  best.objective = obj;
+  best.starts = std::move(starts);
+  best.stage_cost = std::move(costs);
   return best;
 }
 

@@ -1,11 +1,19 @@
-// Inter-operator pipeline stages by dynamic programming, in the form of Alpa's
-// inter-op DP: split a chain of L layers into p contiguous, non-empty stages
-// minimising  sum_i t_i + (B - 1) max_j t_j  (t_i a stage's time per
-// micro-batch, B micro-batches), subject to every stage fitting in memory.
-// t_max runs over the sorted distinct stage costs from a lower bound up; for
-// each, a DP finds the least sum with every stage <= t_max; the walk stops once
-// B t_max cannot beat the best found. Feasibility only grows with t_max, so the
-// walk starts at the smallest feasible candidate, found by bisection.
+// Inter-operator pipeline stages: split a chain of L layers into p contiguous,
+// non-empty stages minimising  sum_i t_i + (B - 1) max_j t_j  (t_i a stage's
+// time per micro-batch, B micro-batches), subject to every stage fitting in
+// memory -- the objective of Alpa's inter-op DP.
+//
+// Every layer and every stage's extra is counted once in sum_i t_i, so the sum
+// is the same for every partition and the best partition is the one with the
+// smallest largest stage. solve_stage_dp bisects on that bound: a test of a
+// bound carries the set of reachable stage ends from stage to stage in O(p L)
+// (what fits is read once, O(p L) calls, since it is monotone). Costs are
+// rounded to exact integer units (2^-50 of the total) first: with
+// floating-point prefix sums, identical layers give spans that differ in the
+// last bit, which made the candidate bounds (and the old walk over them) grow
+// with L^2. Among the partitions with the smallest bound, each stage starts
+// nearest to where an even split of the work would start it. A chain of 1,000
+// layers is solved in milliseconds.
 //
 // Plain data in, plain data out; a brute-force partitioner for small chains
 // checks it in the tests. What a layer costs and what fits is the planner's.
@@ -32,7 +40,7 @@ struct StageDpResult {
   std::vector<int> starts;            ///< stages + 1 entries: stage i holds [starts[i], starts[i+1]).
   std::vector<double> stage_cost;     ///< t_i.
   double objective = std::numeric_limits<double>::infinity();
-  int t_max_tried = 0;                ///< Candidates the DP ran for.
+  int t_max_tried = 0;                ///< Bounds on the largest stage tested.
 };
 
 /// The objective of a given partition (infinity when a stage is empty or does not fit).
