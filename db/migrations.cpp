@@ -1,6 +1,8 @@
 #include "db/migrations.h"
 
+#include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "db/sqlite_handle.h"
 #include "db/tuning_db.h"
@@ -127,9 +129,59 @@ CREATE TABLE plans (
 );
 )sql";
 
+// Version 4: sessions record the process that runs them (pid, host, start time) and how they ended
+// ('failed' with a reason, 'killed' when their process died), and claims let processes that share a
+// database share a budget: a config is claimed before it is measured, and its claim goes when its trial
+// is stored or its session ends. SQLite cannot change a CHECK constraint, so sessions is rebuilt (with
+// foreign keys off, as SQLite's ALTER TABLE documentation prescribes). Sessions an older tuner left
+// 'running' cannot be judged (no pid): they become 'killed' with that reason.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE sessions_v4 (
+  id            INTEGER PRIMARY KEY,
+  device_id     INTEGER NOT NULL REFERENCES devices (id),
+  workload_id   INTEGER NOT NULL REFERENCES workloads (id),
+  template_id   INTEGER NOT NULL REFERENCES templates (id),
+  strategy      TEXT    NOT NULL,
+  seed          INTEGER NOT NULL,
+  budget        INTEGER NOT NULL,
+  command_line  TEXT    NOT NULL DEFAULT '',
+  status        TEXT    NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'finished', 'interrupted', 'failed', 'killed')),
+  started_at    TEXT    NOT NULL,
+  finished_at   TEXT    NOT NULL DEFAULT '',
+  reason        TEXT    NOT NULL DEFAULT '',
+  pid           INTEGER NOT NULL DEFAULT 0,
+  host          TEXT    NOT NULL DEFAULT '',
+  process_start INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO sessions_v4 (id, device_id, workload_id, template_id, strategy, seed, budget, command_line, status,
+                         started_at, finished_at, reason)
+  SELECT id, device_id, workload_id, template_id, strategy, seed, budget, command_line,
+         CASE status WHEN 'running' THEN 'killed' ELSE status END, started_at, finished_at,
+         CASE status WHEN 'running' THEN 'left running by an older tuner (no process recorded)' ELSE '' END
+  FROM sessions;
+DROP TABLE sessions;
+ALTER TABLE sessions_v4 RENAME TO sessions;
+CREATE INDEX sessions_by_target ON sessions (device_id, workload_id, template_id);
+CREATE INDEX sessions_by_status ON sessions (status);
+
+CREATE TABLE claims (
+  device_id   INTEGER NOT NULL REFERENCES devices (id),
+  workload_id INTEGER NOT NULL REFERENCES workloads (id),
+  template_id INTEGER NOT NULL REFERENCES templates (id),
+  config_json TEXT    NOT NULL,
+  session_id  INTEGER NOT NULL REFERENCES sessions (id),
+  claimed_at  TEXT    NOT NULL,
+  PRIMARY KEY (device_id, workload_id, template_id, config_json)
+);
+CREATE INDEX claims_by_session ON claims (session_id);
+CREATE INDEX trials_by_config ON trials (device_id, workload_id, template_id, config_json);
+)sql";
+
 struct Migration {
-  int to_version;   ///< Version of the schema after this step.
-  const char* sql;  ///< Statements of the step; the version row is updated after them.
+  int to_version;        ///< Version of the schema after this step.
+  const char* sql;       ///< Statements of the step; the version row is updated after them.
+  bool rebuilds = false; ///< Rebuilds a table that others reference: run with foreign keys off.
 };
 
 // Ordered; the last entry is the current schema.
@@ -137,6 +189,7 @@ constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4, true},
 };
 static_assert(std::size(kMigrations) > 0 &&
                   kMigrations[std::size(kMigrations) - 1].to_version == TuningDb::kSchemaVersion,
@@ -157,32 +210,82 @@ int read_schema_version(sql::Connection& conn) {
   tables.step();
   const int64_t objects = tables.column_int64(0);
   const bool has_version_table = tables.column_int64(1) > 0;
-  if (objects == 0) return 0;
+  // PRAGMA user_version mirrors the schema version since version 4; a file whose user_version is ahead of
+  // its schema_version table was written by something newer (or other) than this tuner: report the larger.
+  sql::Statement user_version(conn, "PRAGMA user_version");
+  const int64_t uv = user_version.step() ? user_version.column_int64(0) : 0;
+  if (objects == 0) return uv > TuningDb::kSchemaVersion ? static_cast<int>(std::min<int64_t>(uv, 1 << 30)) : 0;
   if (!has_version_table) {
-    throw DbError("database '" + conn.path() + "' is not a tuner database (it has no schema_version table)");
+    throw DbError("database '" + conn.path() + "' is not a tuner database (it has no schema_version table)",
+                  DbError::Kind::kCorrupt);
   }
   sql::Statement version(conn, "SELECT version FROM schema_version");
   if (!version.step() || version.column_is_null(0)) {
-    throw DbError("database '" + conn.path() + "' is not a tuner database (its schema_version table is empty)");
+    throw DbError("database '" + conn.path() + "' is not a tuner database (its schema_version table is empty)",
+                  DbError::Kind::kCorrupt);
   }
   const int64_t v = version.column_int64(0);
   if (version.step()) {
-    throw DbError("database '" + conn.path() + "' is damaged (its schema_version table has several rows)");
+    throw DbError("database '" + conn.path() + "' is damaged (its schema_version table has several rows)",
+                  DbError::Kind::kCorrupt);
   }
-  return static_cast<int>(v);
+  return static_cast<int>(std::clamp<int64_t>(std::max(v, uv), 0, 1 << 30));
 }
 
+namespace {
+
+/// Foreign keys off for the life of the guard (a pragma that has no effect inside a transaction), then
+/// back to what they were.
+class ForeignKeysOff {
+ public:
+  explicit ForeignKeysOff(sql::Connection& conn) : conn_(conn) {
+    sql::Statement s(conn, "PRAGMA foreign_keys");
+    was_on_ = s.step() && s.column_int64(0) != 0;
+    conn_.exec("PRAGMA foreign_keys = OFF");
+  }
+  ~ForeignKeysOff() {
+    try {
+      if (was_on_) conn_.exec("PRAGMA foreign_keys = ON");
+    } catch (const DbError&) {
+      // The connection is failing anyway; the next statement reports it.
+    }
+  }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  sql::Connection& conn_;
+  bool was_on_ = false;
+};
+
+}  // namespace
+
 void migrate(sql::Connection& conn, int target) {
+  // Up to date (the common case): no write lock is taken, so opening never waits for another writer.
+  const int at_open = read_schema_version(conn);
+  if (at_open > target) throw DbError(newer_message(conn.path(), at_open, target), DbError::Kind::kNewer);
+  if (at_open == target) return;
   for (const Migration& m : kMigrations) {
     if (m.to_version > target) break;
+    std::optional<ForeignKeysOff> fk_off;
+    if (m.rebuilds) fk_off.emplace(conn);
     // Re-read the version under the write lock: another process may have migrated meanwhile.
     sql::Transaction tx(conn);
     const int current = read_schema_version(conn);
-    if (current > target) throw DbError(newer_message(conn.path(), current, target));
+    if (current > target) throw DbError(newer_message(conn.path(), current, target), DbError::Kind::kNewer);
     if (current >= m.to_version) continue;  // tx rolls back an empty transaction
     conn.exec(m.sql);
+    if (m.rebuilds) {
+      sql::Statement fk_check(conn, "PRAGMA foreign_key_check");
+      if (fk_check.step())
+        throw DbError("database '" + conn.path() + "': migration to schema version " + std::to_string(m.to_version) +
+                          " found rows whose references are broken (table " + fk_check.column_text(0) + ")",
+                      DbError::Kind::kCorrupt);
+    }
     sql::Statement set_version(conn, "UPDATE schema_version SET version = ?");
     set_version.bind(1, m.to_version).run();
+    // PRAGMA user_version mirrors the version, so other SQLite tools (and older tuners that check it) see it.
+    conn.exec("PRAGMA user_version = " + std::to_string(m.to_version));
     tx.commit();
   }
 }
@@ -194,7 +297,7 @@ void create_schema_at_version(const std::string& path, int version) {
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(5000);
   const int current = read_schema_version(conn);
-  if (current > version) throw DbError(newer_message(path, current, version));
+  if (current > version) throw DbError(newer_message(path, current, version), DbError::Kind::kNewer);
   migrate(conn, version);
 }
 

@@ -1,8 +1,9 @@
 // The tuning database's schema as an ordered list of migrations, and the code
 // that reads a file's schema version and moves it forward one step at a time.
 //
-// Version 1 is the first released schema; version 2 (TuningDb::kSchemaVersion)
-// adds per-trial timing spread, repeat count and the estimate flag. Each step
+// Version 1 is the first released schema; 2 adds per-trial timing spread, repeat
+// count and the estimate flag; 3 trial purposes, cost models and plans; 4
+// (TuningDb::kSchemaVersion) session processes and outcomes, and claims. Each step
 // runs in its own transaction, so an interrupted migration leaves the file at
 // the previous version. This file is not responsible for opening files or for
 // the queries of TuningDb. The free functions at the bottom exist for tests and

@@ -5,6 +5,25 @@
 
 namespace tuner::db::sql {
 
+namespace {
+
+DbError::Kind error_kind(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return DbError::Kind::kBusy;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return DbError::Kind::kCorrupt;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN: return DbError::Kind::kReadOnly;
+    case SQLITE_FULL:
+    case SQLITE_IOERR: return DbError::Kind::kFull;
+    default: return DbError::Kind::kOther;
+  }
+}
+
+}  // namespace
+
 void Connection::Closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
 
 Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
@@ -13,27 +32,54 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
     case OpenMode::kReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
     case OpenMode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
     case OpenMode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+    case OpenMode::kImmutable: flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI; break;
   }
-  read_only_ = mode == OpenMode::kReadOnly;
+  read_only_ = mode == OpenMode::kReadOnly || mode == OpenMode::kImmutable;
+  std::string name = path;
+  if (mode == OpenMode::kImmutable) {  // file: URI with the path percent-encoded where URIs need it
+    name = "file:";
+    static const char* hex = "0123456789ABCDEF";
+    for (unsigned char ch : path) {
+      if (ch == '%' || ch == '?' || ch == '#' || ch < 0x21 || ch >= 0x7f) {
+        name += '%';
+        name += hex[ch >> 4];
+        name += hex[ch & 15];
+      } else {
+        name += static_cast<char>(ch);
+      }
+    }
+    name += "?immutable=1";
+  }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   db_.reset(raw);  // Owned even on failure: sqlite3_open_v2 may allocate a handle that carries the error.
   if (rc != SQLITE_OK) {
     const std::string reason = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-    throw DbError("cannot open database '" + path + "': " + reason);
+    throw DbError("cannot open database '" + path + "': " + reason, error_kind(rc));
   }
   sqlite3_extended_result_codes(raw, 1);
+  // SQLite opens a write-protected file read-only without saying so; a writer must know now.
+  if (!read_only_ && sqlite3_db_readonly(raw, "main") == 1)
+    throw DbError("database '" + path + "' is read-only (the file is write-protected); allowed: a writable file",
+                  DbError::Kind::kReadOnly);
 }
 
 void Connection::check(int rc, const char* call) const {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
   const std::string reason = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
-  throw DbError("database '" + path_ + "': " + call + ": " + reason);
+  const DbError::Kind kind = error_kind(rc);
+  if (kind == DbError::Kind::kCorrupt)
+    throw DbError("database '" + path_ + "' is damaged (" + call + ": " + reason +
+                      "); allowed: an intact tuner database (restore it from a copy)",
+                  kind);
+  throw DbError("database '" + path_ + "': " + call + ": " + reason, kind);
 }
 
 void Connection::probe() {
   const int rc = sqlite3_exec(db_.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
-  if (rc == SQLITE_NOTADB) throw DbError("database '" + path_ + "' is not an SQLite database (file has another format)");
+  if (rc == SQLITE_NOTADB)
+    throw DbError("database '" + path_ + "' is not an SQLite database (file has another format)",
+                  DbError::Kind::kCorrupt);
   check(rc, "reading the schema");
 }
 
@@ -44,7 +90,7 @@ void Connection::exec(const std::string& sql) {
   std::unique_ptr<char, decltype(&sqlite3_free)> owned(err, &sqlite3_free);
   if (rc != SQLITE_OK) {
     const std::string reason = err ? err : sqlite3_errstr(rc);
-    throw DbError("database '" + path_ + "': sqlite3_exec: " + reason);
+    throw DbError("database '" + path_ + "': sqlite3_exec: " + reason, error_kind(rc));
   }
 }
 

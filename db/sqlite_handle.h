@@ -23,6 +23,8 @@ enum class OpenMode {
   kReadWriteCreate,  ///< Read-write, creating the file if absent.
   kReadWrite,        ///< Read-write; the file must exist.
   kReadOnly,         ///< Read-only; the file must exist.
+  kImmutable,        ///< Read-only, and no other process may change it (no locks, no -shm): for files in
+                     ///< read-only directories, where SQLite cannot create the WAL index.
 };
 
 /// An open database connection (owns the sqlite3*).

@@ -8,22 +8,52 @@
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <variant>
 
 #include "db/migrations.h"
+#include "db/process_identity.h"
 #include "db/sqlite_handle.h"
 
 namespace tuner::db {
 
 struct TuningDb::Impl {
-  explicit Impl(sql::Connection c) : conn(std::move(c)) {}
+  explicit Impl(sql::Connection c) : conn(std::move(c)), me(current_process()) {}
   sql::Connection conn;
+  ProcessIdentity me;           ///< The process sessions begun here belong to.
+  double write_patience_s = 60; ///< How long writes retry a locked database.
 };
 
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
+
+/// Runs a write (a whole transaction) and runs it again while another process holds the database locked:
+/// each attempt waits SQLite's busy timeout, then a pause that doubles from 20 ms up to 1 s, until
+/// patience_s have passed. Every attempt starts its own transaction, so a retry never sees half of one.
+template <class F>
+auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> decltype(write()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int pause_ms = 20;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return write();
+    } catch (const DbError& e) {
+      if (e.kind() != DbError::Kind::kBusy) throw;
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (waited >= patience_s) {
+        std::ostringstream msg;
+        msg << "database '" << conn.path() << "' stayed locked by another process for " << std::fixed
+            << std::setprecision(1) << waited << " s (" << attempt << " attempts; " << e.what() << ")";
+        throw DbError(msg.str(), DbError::Kind::kBusy);
+      }
+      const int left_ms = static_cast<int>((patience_s - waited) * 1000) + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
+      pause_ms = std::min(pause_ms * 2, 1000);
+    }
+  }
+}
 
 /// Now as ISO-8601 UTC with milliseconds: 2026-11-22T14:37:25.123Z.
 std::string now_iso8601() {
@@ -63,6 +93,7 @@ struct Where {
 struct FilterColumns {
   const char* session_id;  ///< "t.session_id" or "s.id".
   const char* status;      ///< "t.status", or nullptr where ok_only does not apply.
+  const char* trial_id;    ///< "t.id", or nullptr where after_trial_id does not apply.
 };
 
 /// Expects the workload, device and template tables joined as w, d and tp.
@@ -84,13 +115,15 @@ Where build_where(const QueryFilter& f, const FilterColumns& cols, bool force_ok
   }
   if (!f.template_name.empty()) where.add("tp.name = ?", f.template_name);
   if (f.session_id) where.add(std::string(cols.session_id) + " = ?", *f.session_id);
+  if (f.exclude_session_id != 0) where.add(std::string(cols.session_id) + " <> ?", f.exclude_session_id);
+  if (cols.trial_id && f.after_trial_id > 0) where.add(std::string(cols.trial_id) + " > ?", f.after_trial_id);
   if (cols.status && (f.ok_only || force_ok)) where.add(std::string(cols.status) + " = 'ok'");
   return where;
 }
 
 std::string limit_clause(int limit) { return limit > 0 ? " LIMIT " + std::to_string(limit) : ""; }
 
-const FilterColumns kTrialColumns{"t.session_id", "t.status"};
+const FilterColumns kTrialColumns{"t.session_id", "t.status", "t.id"};
 
 // Columns read by read_result_row, in order; trials t joined with w, d, tp.
 constexpr const char* kResultColumns =
@@ -148,38 +181,71 @@ std::vector<ResultRow> run_result_query(sql::Connection& conn, const std::string
   return rows;
 }
 
-std::string newer_message(const std::string& path, int version) {
-  return "database '" + path + "' has schema version " + std::to_string(version) + ", newer than this tuner (" +
-         std::to_string(TuningDb::kSchemaVersion) + ")";
+DbError newer_error(const std::string& path, int version) {
+  return DbError("database '" + path + "' has schema version " + std::to_string(version) + ", newer than this tuner (" +
+                     std::to_string(TuningDb::kSchemaVersion) + "); allowed: version " +
+                     std::to_string(TuningDb::kSchemaVersion) + " or older (use a newer tuner for this file)",
+                 DbError::Kind::kNewer);
 }
 
 /// Opens read-write, refusing foreign and newer files before anything is written to them.
 sql::Connection open_read_write(const std::string& path) {
+  // SQLite takes "" as a private temporary database that vanishes at close: never what a user meant.
+  if (path.empty())
+    throw DbError("database path '' is empty; allowed: a file path (or :memory: for a throwaway database)",
+                  DbError::Kind::kBadPath);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DbError("database '" + path + "' is a directory; allowed: a tuner database file", DbError::Kind::kBadPath);
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
-  const int version = read_schema_version(conn);  // Writes nothing; throws on a foreign file.
-  if (version > TuningDb::kSchemaVersion) throw DbError(newer_message(path, version));
-  if (!conn.in_memory()) conn.exec("PRAGMA journal_mode = WAL");
+  constexpr double kOpenPatienceS = 60;
+  const int version = retry_locked(conn, kOpenPatienceS, [&] { return read_schema_version(conn); });
+  if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
+  if (!conn.in_memory())
+    retry_locked(conn, kOpenPatienceS, [&] { conn.exec("PRAGMA journal_mode = WAL"); });
   conn.exec("PRAGMA synchronous = NORMAL");
   conn.exec("PRAGMA foreign_keys = ON");
-  migrate(conn, TuningDb::kSchemaVersion);
+  retry_locked(conn, kOpenPatienceS, [&] { migrate(conn, TuningDb::kSchemaVersion); });
   return conn;
+}
+
+/// Opens read-only. A WAL database in a directory this process cannot write cannot get its WAL index
+/// (-shm) created; when no WAL content waits there (no -wal file, or an empty one) the file alone is
+/// the whole database and is opened immutable instead.
+sql::Connection open_read_only_connection(const std::string& path) {
+  try {
+    sql::Connection conn(path, sql::OpenMode::kReadOnly);
+    conn.set_busy_timeout(kBusyTimeoutMs);
+    conn.probe();
+    return conn;
+  } catch (const DbError& e) {
+    if (e.kind() != DbError::Kind::kReadOnly) throw;
+    std::error_code ec;
+    const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
+    if (!ec && wal_size > 0) throw;  // unread WAL content: immutable would miss it
+    sql::Connection conn(path, sql::OpenMode::kImmutable);
+    conn.probe();
+    return conn;
+  }
 }
 
 sql::Connection open_read_only(const std::string& path) {
   std::error_code ec;
   if (path.empty() || path == ":memory:" || !std::filesystem::exists(path, ec)) {
-    throw DbError("database '" + path + "' does not exist");
+    throw DbError("database '" + path + "' does not exist", DbError::Kind::kBadPath);
   }
-  sql::Connection conn(path, sql::OpenMode::kReadOnly);
-  conn.set_busy_timeout(kBusyTimeoutMs);
+  if (std::filesystem::is_directory(path, ec))
+    throw DbError("database '" + path + "' is a directory; allowed: a tuner database file", DbError::Kind::kBadPath);
+  sql::Connection conn = open_read_only_connection(path);
   const int version = read_schema_version(conn);
-  if (version == 0) throw DbError("database '" + path + "' is not a tuner database (it is empty)");
-  if (version > TuningDb::kSchemaVersion) throw DbError(newer_message(path, version));
+  if (version == 0) throw DbError("database '" + path + "' is not a tuner database (it is empty)", DbError::Kind::kCorrupt);
+  if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   if (version < TuningDb::kSchemaVersion) {
     throw DbError("database '" + path + "' has schema version " + std::to_string(version) +
-                  ", older than this tuner (" + std::to_string(TuningDb::kSchemaVersion) +
-                  "); open it for writing once to migrate it");
+                      ", older than this tuner (" + std::to_string(TuningDb::kSchemaVersion) +
+                      "); open it for writing once to migrate it (e.g. tuner tune ... --trials 0)",
+                  DbError::Kind::kReadOnly);
   }
   conn.exec("PRAGMA foreign_keys = ON");
   return conn;
@@ -203,83 +269,210 @@ int TuningDb::schema_version() const { return read_schema_version(impl_->conn); 
 
 int64_t TuningDb::upsert_device(const DeviceIdentity& d) {
   auto& conn = impl_->conn;
-  const auto bind_all = [&d](sql::Statement& s) {
-    s.bind(1, d.name)
-        .bind(2, int64_t{d.simulated ? 1 : 0})
-        .bind(3, d.cc_major)
-        .bind(4, d.cc_minor)
-        .bind(5, d.sm_count)
-        .bind(6, d.memory_bytes)
-        .bind(7, d.driver_version)
-        .bind(8, d.nvrtc_version);
-  };
-  sql::Statement insert(conn,
-                        "INSERT INTO devices (name, simulated, cc_major, cc_minor, sm_count, memory_bytes, "
-                        "driver_version, nvrtc_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
-  bind_all(insert);
-  insert.run();
-  sql::Statement select(conn,
-                        "SELECT id FROM devices WHERE name = ? AND simulated = ? AND cc_major = ? AND cc_minor = ? "
-                        "AND sm_count = ? AND memory_bytes = ? AND driver_version = ? AND nvrtc_version = ?");
-  bind_all(select);
-  if (!select.step()) throw DbError("database '" + conn.path() + "': device '" + d.name + "' vanished after insert");
-  return select.column_int64(0);
+  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+    const auto bind_all = [&d](sql::Statement& s) {
+      s.bind(1, d.name)
+          .bind(2, int64_t{d.simulated ? 1 : 0})
+          .bind(3, d.cc_major)
+          .bind(4, d.cc_minor)
+          .bind(5, d.sm_count)
+          .bind(6, d.memory_bytes)
+          .bind(7, d.driver_version)
+          .bind(8, d.nvrtc_version);
+    };
+    sql::Statement insert(conn,
+                          "INSERT INTO devices (name, simulated, cc_major, cc_minor, sm_count, memory_bytes, "
+                          "driver_version, nvrtc_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    bind_all(insert);
+    insert.run();
+    sql::Statement select(conn,
+                          "SELECT id FROM devices WHERE name = ? AND simulated = ? AND cc_major = ? AND cc_minor = ? "
+                          "AND sm_count = ? AND memory_bytes = ? AND driver_version = ? AND nvrtc_version = ?");
+    bind_all(select);
+    if (!select.step()) throw DbError("database '" + conn.path() + "': device '" + d.name + "' vanished after insert");
+    return select.column_int64(0);
+  });
 }
 
 int64_t TuningDb::upsert_workload(const WorkloadKey& w) {
   auto& conn = impl_->conn;
-  sql::Statement insert(conn, "INSERT INTO workloads (op, shape, dtype) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
-  insert.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype).run();
-  sql::Statement select(conn, "SELECT id FROM workloads WHERE op = ? AND shape = ? AND dtype = ?");
-  select.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype);
-  if (!select.step()) throw DbError("database '" + conn.path() + "': workload '" + w.op + "' vanished after insert");
-  return select.column_int64(0);
+  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+    sql::Statement insert(conn, "INSERT INTO workloads (op, shape, dtype) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
+    insert.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype).run();
+    sql::Statement select(conn, "SELECT id FROM workloads WHERE op = ? AND shape = ? AND dtype = ?");
+    select.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype);
+    if (!select.step()) throw DbError("database '" + conn.path() + "': workload '" + w.op + "' vanished after insert");
+    return select.column_int64(0);
+  });
 }
 
 int64_t TuningDb::upsert_template(const TemplateVersion& t) {
   auto& conn = impl_->conn;
-  sql::Statement insert(conn, "INSERT INTO templates (name, hash) VALUES (?, ?) ON CONFLICT DO NOTHING");
-  insert.bind(1, t.name).bind(2, t.hash).run();
-  sql::Statement select(conn, "SELECT id FROM templates WHERE name = ? AND hash = ?");
-  select.bind(1, t.name).bind(2, t.hash);
-  if (!select.step()) throw DbError("database '" + conn.path() + "': template '" + t.name + "' vanished after insert");
-  return select.column_int64(0);
+  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+    sql::Statement insert(conn, "INSERT INTO templates (name, hash) VALUES (?, ?) ON CONFLICT DO NOTHING");
+    insert.bind(1, t.name).bind(2, t.hash).run();
+    sql::Statement select(conn, "SELECT id FROM templates WHERE name = ? AND hash = ?");
+    select.bind(1, t.name).bind(2, t.hash);
+    if (!select.step()) throw DbError("database '" + conn.path() + "': template '" + t.name + "' vanished after insert");
+    return select.column_int64(0);
+  });
 }
 
 int64_t TuningDb::begin_session(int64_t device_id, int64_t workload_id, int64_t template_id,
                                 const std::string& strategy, uint64_t seed, int64_t budget,
                                 const std::string& command_line) {
+  reap_dead_sessions();
   auto& conn = impl_->conn;
-  sql::Statement insert(conn,
-                        "INSERT INTO sessions (device_id, workload_id, template_id, strategy, seed, budget, "
-                        "command_line, status, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)");
-  insert.bind(1, device_id)
-      .bind(2, workload_id)
-      .bind(3, template_id)
-      .bind(4, strategy)
-      .bind(5, static_cast<int64_t>(seed))  // Two's complement bit pattern; read back as uint64_t.
-      .bind(6, budget)
-      .bind(7, command_line)
-      .bind(8, now_iso8601())
-      .run();
-  return conn.last_insert_rowid();
+  const ProcessIdentity& me = impl_->me;
+  return retry_locked(conn, impl_->write_patience_s, [&] {
+    sql::Statement insert(conn,
+                          "INSERT INTO sessions (device_id, workload_id, template_id, strategy, seed, budget, "
+                          "command_line, status, started_at, pid, host, process_start) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)");
+    insert.bind(1, device_id)
+        .bind(2, workload_id)
+        .bind(3, template_id)
+        .bind(4, strategy)
+        .bind(5, static_cast<int64_t>(seed))  // Two's complement bit pattern; read back as uint64_t.
+        .bind(6, budget)
+        .bind(7, command_line)
+        .bind(8, now_iso8601())
+        .bind(9, me.pid)
+        .bind(10, me.host)
+        .bind(11, me.start_ticks)
+        .run();
+    return conn.last_insert_rowid();
+  });
 }
 
-void TuningDb::end_session(int64_t session_id, const std::string& status) {
+void TuningDb::end_session(int64_t session_id, const std::string& status, const std::string& reason) {
   auto& conn = impl_->conn;
-  if (status != "finished" && status != "interrupted") {
-    throw DbError("database '" + conn.path() + "': a session ends 'finished' or 'interrupted', not '" + status + "'");
+  if (status != "finished" && status != "interrupted" && status != "failed") {
+    throw DbError("database '" + conn.path() + "': a session ends 'finished', 'interrupted' or 'failed', not '" +
+                  status + "'");
   }
-  sql::Statement update(conn, "UPDATE sessions SET status = ?, finished_at = ? WHERE id = ?");
-  update.bind(1, status).bind(2, now_iso8601()).bind(3, session_id).run();
-  if (conn.changes() == 0) {
-    throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+  retry_locked(conn, impl_->write_patience_s, [&] {
+    sql::Transaction tx(conn);
+    sql::Statement update(conn, "UPDATE sessions SET status = ?, reason = ?, finished_at = ? WHERE id = ?");
+    update.bind(1, status).bind(2, reason.substr(0, 2000)).bind(3, now_iso8601()).bind(4, session_id).run();
+    if (conn.changes() == 0) {
+      throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+    }
+    sql::Statement release(conn, "DELETE FROM claims WHERE session_id = ?");
+    release.bind(1, session_id).run();
+    tx.commit();
+  });
+}
+
+int TuningDb::reap_dead_sessions() {
+  auto& conn = impl_->conn;
+  if (conn.read_only()) return 0;
+  struct Owner {
+    int64_t id;
+    ProcessIdentity process;
+  };
+  std::vector<Owner> dead;
+  {
+    sql::Statement running(conn, "SELECT id, pid, host, process_start FROM sessions WHERE status = 'running'");
+    while (running.step()) {
+      Owner o{running.column_int64(0), {running.column_int64(1), running.column_text(2), running.column_int64(3)}};
+      if (liveness(o.process) == Liveness::kDead) dead.push_back(std::move(o));
+    }
   }
+  if (dead.empty()) return 0;
+  return retry_locked(conn, impl_->write_patience_s, [&] {
+    sql::Transaction tx(conn);
+    sql::Statement mark(conn,
+                        "UPDATE sessions SET status = 'killed', reason = ?, finished_at = ? "
+                        "WHERE id = ? AND status = 'running'");
+    sql::Statement release(conn, "DELETE FROM claims WHERE session_id = ?");
+    const std::string now = now_iso8601();
+    int marked = 0;
+    for (const Owner& o : dead) {
+      mark.bind(1, "its process (pid " + std::to_string(o.process.pid) + " on " + o.process.host +
+                       ") ended without closing the session")
+          .bind(2, now)
+          .bind(3, o.id)
+          .run();
+      marked += static_cast<int>(conn.changes());
+      mark.reset();
+      release.bind(1, o.id).run();
+      release.reset();
+    }
+    tx.commit();
+    return marked;
+  });
+}
+
+namespace {
+
+/// Stored search trials plus live claims of one device, workload and template.
+int64_t trials_and_claims(sql::Connection& conn, int64_t device_id, int64_t workload_id, int64_t template_id) {
+  sql::Statement used(conn,
+                      "SELECT (SELECT count(*) FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "
+                      "template_id = ?3 AND purpose = 'search') + (SELECT count(*) FROM claims WHERE "
+                      "device_id = ?1 AND workload_id = ?2 AND template_id = ?3)");
+  used.bind(1, device_id).bind(2, workload_id).bind(3, template_id);
+  used.step();
+  return used.column_int64(0);
+}
+
+}  // namespace
+
+int64_t TuningDb::budget_left(int64_t session_id, int64_t budget) const {
+  auto& conn = impl_->conn;
+  sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
+  session.bind(1, session_id);
+  if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+  return budget - trials_and_claims(conn, session.column_int64(0), session.column_int64(1), session.column_int64(2));
+}
+
+ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::string>& configs, int64_t budget) {
+  reap_dead_sessions();
+  auto& conn = impl_->conn;
+  return retry_locked(conn, impl_->write_patience_s, [&] {
+    sql::Transaction tx(conn);
+    sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
+    session.bind(1, session_id);
+    if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+    const int64_t d = session.column_int64(0), w = session.column_int64(1), t = session.column_int64(2);
+    ClaimResult r;
+    r.budget_left = budget - trials_and_claims(conn, d, w, t);
+    sql::Statement taken(conn,
+                         "SELECT EXISTS (SELECT 1 FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "
+                         "template_id = ?3 AND config_json = ?4) OR EXISTS (SELECT 1 FROM claims WHERE "
+                         "device_id = ?1 AND workload_id = ?2 AND template_id = ?3 AND config_json = ?4)");
+    sql::Statement insert(conn,
+                          "INSERT INTO claims (device_id, workload_id, template_id, config_json, session_id, "
+                          "claimed_at) VALUES (?, ?, ?, ?, ?, ?)");
+    const std::string now = now_iso8601();
+    r.claimed.assign(configs.size(), false);
+    for (size_t i = 0; i < configs.size() && r.budget_left > 0; ++i) {
+      taken.bind(1, d).bind(2, w).bind(3, t).bind(4, configs[i]);
+      taken.step();
+      const bool is_taken = taken.column_int64(0) != 0;
+      taken.reset();
+      if (is_taken) continue;
+      insert.bind(1, d).bind(2, w).bind(3, t).bind(4, configs[i]).bind(5, session_id).bind(6, now).run();
+      insert.reset();
+      r.claimed[i] = true;
+      --r.budget_left;
+    }
+    tx.commit();
+    return r;
+  });
 }
 
 void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) {
   if (trials.empty()) return;
   auto& conn = impl_->conn;
+  struct Assigned {
+    int64_t id;
+    std::string started_at, finished_at;
+  };
+  std::vector<Assigned> assigned;
+  retry_locked(conn, impl_->write_patience_s, [&] {
+  assigned.clear();
   sql::Transaction tx(conn);
 
   sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
@@ -295,12 +488,10 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
                         "repeats, gflops, estimate, started_at, finished_at, purpose) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   // The records are filled only after the commit, so a failed batch leaves them as they were.
+  sql::Statement release(conn,
+                         "DELETE FROM claims WHERE session_id = ? AND device_id = ? AND workload_id = ? AND "
+                         "template_id = ? AND config_json = ?");
   const std::string now = now_iso8601();
-  struct Assigned {
-    int64_t id;
-    std::string started_at, finished_at;
-  };
-  std::vector<Assigned> assigned;
   assigned.reserve(trials.size());
   for (const TrialRecord& t : trials) {
     Assigned a{0, t.started_at.empty() ? now : t.started_at, t.finished_at.empty() ? now : t.finished_at};
@@ -327,8 +518,11 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
     a.id = conn.last_insert_rowid();
     assigned.push_back(std::move(a));
     insert.reset();
+    release.bind(1, session_id).bind(2, device_id).bind(3, workload_id).bind(4, template_id).bind(5, t.config_json).run();
+    release.reset();
   }
   tx.commit();
+  });
 
   for (size_t i = 0; i < trials.size(); ++i) {
     trials[i].id = assigned[i].id;
@@ -398,10 +592,11 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
 }
 
 std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
-  const Where where = build_where(f, FilterColumns{"s.id", nullptr}, /*force_ok=*/false);
+  const Where where = build_where(f, FilterColumns{"s.id", nullptr, nullptr}, /*force_ok=*/false);
   const std::string query =
       "SELECT s.id, s.strategy, s.seed, s.budget, s.status, s.started_at, s.finished_at, "
-      "(SELECT count(*) FROM trials x WHERE x.session_id = s.id), w.op, w.shape, w.dtype, d.name "
+      "(SELECT count(*) FROM trials x WHERE x.session_id = s.id), w.op, w.shape, w.dtype, d.name, s.reason, s.pid, "
+      "s.host "
       "FROM sessions s JOIN workloads w ON w.id = s.workload_id JOIN devices d ON d.id = s.device_id "
       "JOIN templates tp ON tp.id = s.template_id" +
       where.sql + " ORDER BY s.id DESC" + limit_clause(f.limit);
@@ -420,6 +615,9 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
     r.trials = stmt.column_int64(7);
     r.workload = {stmt.column_text(8), stmt.column_text(9), stmt.column_text(10)};
     r.device_name = stmt.column_text(11);
+    r.reason = stmt.column_text(12);
+    r.pid = stmt.column_int64(13);
+    r.host = stmt.column_text(14);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -437,8 +635,11 @@ int64_t TuningDb::add_cost_model(CostModelRecord& m) {
   } else {
     insert.bind_null(6);
   }
-  insert.bind_blob(7, m.model).bind(8, now).run();
-  m.id = conn.last_insert_rowid();
+  insert.bind_blob(7, m.model).bind(8, now);
+  m.id = retry_locked(conn, impl_->write_patience_s, [&] {
+    insert.run();
+    return conn.last_insert_rowid();
+  });
   m.created_at = now;
   return m.id;
 }
@@ -483,9 +684,11 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
       .bind(10, p.mfu)
       .bind(11, p.peak_memory_bytes)
       .bind(12, p.planning_s)
-      .bind(13, now)
-      .run();
-  p.id = conn.last_insert_rowid();
+      .bind(13, now);
+  p.id = retry_locked(conn, impl_->write_patience_s, [&] {
+    insert.run();
+    return conn.last_insert_rowid();
+  });
   p.created_at = now;
   return p.id;
 }
@@ -515,6 +718,11 @@ std::vector<PlanRecord> TuningDb::plans(int limit) const {
     rows.push_back(std::move(p));
   }
   return rows;
+}
+
+void TuningDb::set_write_patience(double seconds) {
+  impl_->write_patience_s = std::max(0.0, seconds);
+  impl_->conn.set_busy_timeout(static_cast<int>(std::min<double>(kBusyTimeoutMs, impl_->write_patience_s * 1000)));
 }
 
 std::string TuningDb::integrity_check() const {

@@ -18,9 +18,28 @@
 namespace tuner::db {
 
 /// Any failure of the store (open, schema, statement); the message names the file and SQLite's reason.
+/// The kind tells a caller what it can do: wait and retry (busy), refuse the file as bad input
+/// (corrupt, read-only, not a tuner database, newer schema), or give up on a fault of the run (full, other).
 class DbError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  enum class Kind {
+    kOther,     ///< Any other failure.
+    kBusy,      ///< Another connection holds the lock (SQLITE_BUSY / SQLITE_LOCKED) beyond the waits.
+    kCorrupt,   ///< The file is damaged (SQLITE_CORRUPT) or not an SQLite/tuner database.
+    kReadOnly,  ///< The file or its directory cannot be written, or was opened read-only.
+    kFull,      ///< The disk or a quota is full (SQLITE_FULL, I/O errors while writing).
+    kNewer,     ///< The schema is newer than this tuner.
+    kBadPath,   ///< The path names no usable file (empty, a directory).
+  };
+  explicit DbError(const std::string& what, Kind kind = Kind::kOther) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+  /// True for problems with the file given (exit 2 at the command line), not with the run.
+  bool bad_input() const {
+    return kind_ == Kind::kCorrupt || kind_ == Kind::kReadOnly || kind_ == Kind::kNewer || kind_ == Kind::kBadPath;
+  }
+
+ private:
+  Kind kind_;
 };
 
 /// A GPU's identity. Real GPUs are matched on compute capability + SM count (+ name), sim ones on name.
@@ -82,6 +101,8 @@ struct QueryFilter {
   std::vector<std::string> template_hashes;  ///< Only these template versions (current ones); empty: any.
   std::string template_name;               ///< Only this template (any version the hashes allow); empty: any.
   std::optional<int64_t> session_id;
+  int64_t exclude_session_id = 0;          ///< Not the trials of this session (0: none excluded).
+  int64_t after_trial_id = 0;              ///< Only trials with a larger id (what others added since).
   bool ok_only = false;                    ///< Only status == "ok".
   int limit = 0;                           ///< 0: no limit.
 };
@@ -134,18 +155,27 @@ struct SessionRow {
   std::string strategy;
   uint64_t seed = 0;
   int64_t budget = 0;
-  std::string status;  ///< "running", "finished", "interrupted".
+  std::string status;  ///< "running", "finished", "interrupted", "failed" or "killed".
+  std::string reason;  ///< Why it failed, was interrupted or killed (empty when finished).
   std::string started_at;
   std::string finished_at;
   int64_t trials = 0;
   WorkloadKey workload;
   std::string device_name;
+  int64_t pid = 0;     ///< The process that ran it, and its host.
+  std::string host;
+};
+
+/// What claim_configs() granted: which of the offered configs this session may measure now.
+struct ClaimResult {
+  std::vector<bool> claimed;   ///< Per offered config: claimed (true), or measured or claimed by another (false).
+  int64_t budget_left = 0;     ///< Budget minus stored search trials minus live claims, after this claim.
 };
 
 class TuningDb {
  public:
   /// Current schema version written by this build.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   /// Opens (creating if absent) the database at path (":memory:" allowed); migrates older schemas.
   /// Throws DbError with one clear line when the path is unreadable or not a tuner database.
@@ -163,14 +193,29 @@ class TuningDb {
   int64_t upsert_workload(const WorkloadKey& w);
   int64_t upsert_template(const TemplateVersion& t);
 
-  /// Starts a session (status "running"); returns its id.
+  /// Starts a session (status "running") owned by the calling process (pid, host and start time are
+  /// stored); returns its id. Sessions of dead processes of this host are reaped first.
   int64_t begin_session(int64_t device_id, int64_t workload_id, int64_t template_id,
                         const std::string& strategy, uint64_t seed, int64_t budget,
                         const std::string& command_line);
-  /// Marks a session "finished" or "interrupted" with its end time.
-  void end_session(int64_t session_id, const std::string& status);
+  /// Ends a session as "finished", "interrupted" or "failed" (with its reason) and releases its claims.
+  void end_session(int64_t session_id, const std::string& status, const std::string& reason = "");
+  /// Marks "running" sessions whose process has died (this host only) as "killed" and releases their
+  /// claims. Returns how many it marked.
+  int reap_dead_sessions();
 
-  /// Appends a batch of trials to a session in one transaction (all or nothing); fills ids.
+  /// Claims, in one short write transaction, the configs (config_json) this session will measure next,
+  /// for the session's device, workload and template. The budget is the database's: stored search trials
+  /// plus every live claim count against it, so processes sharing a database share it. A config already
+  /// measured or claimed by another session is refused; claims stop when the budget is used up. A claim
+  /// ends when its trial is stored (add_trials) or its session ends or is reaped.
+  ClaimResult claim_configs(int64_t session_id, const std::vector<std::string>& configs, int64_t budget);
+  /// The budget minus the stored search trials and the live claims of the session's device, workload and
+  /// template: how many configs may still be claimed.
+  int64_t budget_left(int64_t session_id, int64_t budget) const;
+
+  /// Appends a batch of trials to a session in one transaction (all or nothing); fills ids; releases the
+  /// session's claims of the stored configs.
   void add_trials(int64_t session_id, std::vector<TrialRecord>& trials);
 
   /// config_json of every trial (any status) for this device, workload and template version.
@@ -201,6 +246,11 @@ class TuningDb {
 
   /// Result of SQLite's PRAGMA integrity_check: "ok", or its findings one per line.
   std::string integrity_check() const;
+
+  /// How long a write waits for a database another process holds locked: each attempt waits SQLite's
+  /// busy timeout (5 s), then the write is retried with growing pauses until this many seconds have
+  /// passed (default 60); then DbError of kind kBusy.
+  void set_write_patience(double seconds);
 
  private:
   struct Impl;

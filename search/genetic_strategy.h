@@ -27,6 +27,8 @@ class GeneticStrategy final : public SearchStrategy {
   void mark_measured(const Config& c) override { seen_.insert(c); }
   /// Records an earlier result (resume): never proposed, and a parent candidate.
   void add_history(const Config& c, const TrialOutcome& outcome);
+  /// A result measured elsewhere: never proposed, and a parent candidate (even when proposed here).
+  void add_result(const Config& c, const TrialOutcome& outcome) override;
   std::vector<Config> propose(size_t n) override;
   void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
 

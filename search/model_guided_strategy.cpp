@@ -34,6 +34,11 @@ void ModelGuidedStrategy::add_history(const Config& c, const TrialOutcome& outco
   add_row(c, outcome);
 }
 
+void ModelGuidedStrategy::add_result(const Config& c, const TrialOutcome& outcome) {
+  seen_.insert(c);
+  add_row(c, outcome);
+}
+
 void ModelGuidedStrategy::add_transfer(std::vector<float> features, float relative_speed) {
   transfer_rows_.add_row(features);
   transfer_targets_.push_back(relative_speed);

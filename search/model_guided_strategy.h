@@ -44,6 +44,9 @@ class ModelGuidedStrategy final : public SearchStrategy {
   void mark_measured(const Config& c) override { seen_.insert(c); }
   /// Records an earlier result (resume): it is never proposed and it trains the model.
   void add_history(const Config& c, const TrialOutcome& outcome);
+  /// A result measured elsewhere: never proposed, and a training row at the next fit (even when this
+  /// strategy had proposed the config itself).
+  void add_result(const Config& c, const TrialOutcome& outcome) override;
   /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
   /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
   /// weight min(1, h / transferred rows) / (1 + own rows / h), h = transfer_half_life: together at most

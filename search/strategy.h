@@ -2,10 +2,12 @@
 //
 // Lifecycle, each step only after the one before:
 //   1. construction with the space and a seed (the strategy owns its Rng);
-//   2. mark_measured(c) for every config already in the database (resume);
+//   2. mark_measured(c) or add_result(c, outcome) for every config already in the database (resume);
 //   3. propose(n) -> up to n configs never proposed or measured before (empty: the space is exhausted);
 //   4. update(configs, outcomes) with the results of exactly the configs of the last proposal;
-//   then 3 and 4 again. Measurement failures reach update() as outcomes with ok == false.
+//   then 3 and 4 again, with add_result() for configs that other processes measured meanwhile. A config
+//   proposed but not measured here (another process had claimed it) may be left out of update().
+//   Measurement failures reach update() as outcomes with ok == false.
 //   A strategy whose independent_of_results() is true may be asked for its next proposal before
 //   update() of the previous one (the loop then compiles one batch ahead of measurement).
 // Under the same seed, space and history a strategy proposes the same configs in the same order.
@@ -32,6 +34,13 @@ class SearchStrategy {
   virtual std::string name() const = 0;
   /// Records a config measured earlier, so it is never proposed.
   virtual void mark_measured(const Config& c) = 0;
+  /// A result measured elsewhere (an earlier session, or another process sharing the database, possibly of a
+  /// config this strategy proposed but did not get to measure): never proposed from now on, and learned
+  /// from as the strategy learns (a model-guided strategy at its next fit). Default: mark_measured.
+  virtual void add_result(const Config& c, const TrialOutcome& outcome) {
+    (void)outcome;
+    mark_measured(c);
+  }
   /// Up to n new configs; empty when nothing is left to propose.
   virtual std::vector<Config> propose(size_t n) = 0;
   /// True when proposals never depend on results (grid, random).

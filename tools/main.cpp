@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "db/tuning_db.h"
 #include "tools/cli_common.h"
 #include "tuner/worker.h"
 
@@ -22,7 +23,7 @@ constexpr const char* kUsage =
     "  tune --op gemm|batched_gemm|conv2d|softmax|layernorm --shape M=..,N=..,K=.. [--dtype f32|f16|bf16]\n"
     "       [--device cuda:0|sim:h100-sxm|replay:FILE] [--trials 200|all] [--strategy xgb|ga|random|grid]\n"
     "       [--seed 1] [--db tuning.db] [--json] [--transfer auto|none] [--remeasure 5] [--replay-out FILE]\n"
-    "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 100] [--quiet]\n"
+    "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 1] [--db-timeout 60] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
     "        [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
     "  plan --model gpt3-175b|gpt:layers=..,hidden=..,heads=..|model.json --cluster dgx-h100:128|cluster.json\n"
@@ -53,6 +54,11 @@ int main(int argc, char** argv) {
   } catch (const tuner::cli::UsageError& e) {
     std::cerr << "tuner: " << e.what() << "\n";
     return 2;
+  } catch (const tuner::db::DbError& e) {
+    // A damaged, read-only or newer database found mid-run is a bad file given (2); a lock or a full disk
+    // is a fault of the run (1). Either way the transaction in flight was rolled back.
+    std::cerr << "tuner: " << (e.bad_input() ? "" : "error: ") << e.what() << "\n";
+    return e.bad_input() ? 2 : 1;
   } catch (const std::exception& e) {
     std::cerr << "tuner: error: " << e.what() << "\n";
     return 1;

@@ -39,6 +39,7 @@ int query_command(const std::vector<std::string>& args) {
       static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions") + vm.count("plans"));
   if (modes > 1) throw UsageError("choose one of --best, --history, --sessions, --plans");
   if (limit < 0) throw UsageError("--limit " + std::to_string(limit) + " is negative; allowed: 0 or more");
+  if (session < 0) throw UsageError("--session " + std::to_string(session) + " is negative; allowed: a session id (1 or more)");
 
   db::QueryFilter f;
   f.limit = limit;
@@ -78,7 +79,8 @@ int query_command(const std::vector<std::string>& args) {
   try {
     db = std::make_unique<db::TuningDb>(db::TuningDb::open_existing(db_path));
   } catch (const db::DbError& e) {
-    throw UsageError(e.what());
+    if (e.bad_input() || e.kind() == db::DbError::Kind::kOther) throw UsageError(e.what());
+    throw;
   }
   const bool json = vm.count("json") != 0;
 
@@ -116,6 +118,7 @@ int query_command(const std::vector<std::string>& args) {
         out.push_back({{"session_id", s.id}, {"op", s.workload.op}, {"shape", s.workload.shape},
                        {"dtype", s.workload.dtype}, {"device", s.device_name}, {"strategy", s.strategy},
                        {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials}, {"status", s.status},
+                       {"reason", s.reason}, {"pid", s.pid}, {"host", s.host},
                        {"started_at", s.started_at}, {"finished_at", s.finished_at}});
       std::cout << out.dump(2) << "\n";
       return 0;
@@ -124,8 +127,9 @@ int query_command(const std::vector<std::string>& args) {
     for (const auto& s : rows)
       table.push_back({std::to_string(s.id), s.workload.op + " " + s.workload.shape + " " + s.workload.dtype,
                        s.device_name, s.strategy, std::to_string(s.seed), std::to_string(s.trials),
-                       std::to_string(s.budget), s.status, s.started_at});
-    print_table({"session", "workload", "device", "strategy", "seed", "trials", "budget", "status", "started"}, table);
+                       std::to_string(s.budget), s.status, s.started_at, s.reason});
+    print_table({"session", "workload", "device", "strategy", "seed", "trials", "budget", "status", "started", "reason"},
+                table);
     return 0;
   }
 

@@ -71,7 +71,8 @@ int tune_command(const std::vector<std::string>& args) {
   int remeasure = 5;
   std::string seed_text, transfer;
   uint64_t seed = 1;
-  size_t batch = 64;
+  int64_t batch = 64;
+  double db_timeout_s = 60, sim_delay_ms = 0;
   unsigned threads = 0;
   double timeout_s = 10, min_time_ms = 1, max_time_ms = 100, max_noise_pct = 1;
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
@@ -90,12 +91,14 @@ int tune_command(const std::vector<std::string>& args) {
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
-      ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each)")
+      ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each), 1 .. 65536")
+      ("db-timeout", po::value(&db_timeout_s)->default_value(60), "seconds a write waits (retrying with backoff) for a database another process holds locked")
       ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads (0: one per core)")
       ("timeout", po::value(&timeout_s)->default_value(10), "seconds a measurement may run beyond its timing budget")
       ("min-time-ms", po::value(&min_time_ms)->default_value(1), "cuda devices: time at least this much kernel time (and 10 runs) per config")
       ("max-time-ms", po::value(&max_time_ms)->default_value(100), "cuda devices: stop timing a config after this much kernel time")
       ("max-noise", po::value(&max_noise_pct)->default_value(1), "cuda devices: stop once the median's 95% confidence interval is within +-this percent (0: time until --max-time-ms)")
+      ("sim-delay-ms", po::value(&sim_delay_ms)->default_value(0), "sim and replay devices: wait this long per measurement, as a GPU would (testing and benchmarking the loop)")
       ("inject-fault", po::value(&faults_text)->default_value(""), "testing: crash:INDEX,hang:INDEX makes those configs crash or hang the worker")
       ("quiet,q", "no progress line")
       ("json", "one JSON document on stdout");
@@ -128,7 +131,12 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (remeasure < 0 || remeasure > 1000)
     throw UsageError("--remeasure " + std::to_string(remeasure) + " is out of range; allowed: 0 (off) .. 1000");
-  if (batch == 0) throw UsageError("--batch 0; allowed: 1 or more");
+  if (batch < 1 || batch > 65536)
+    throw UsageError("--batch " + std::to_string(batch) + " is out of range; allowed: 1 .. 65536");
+  if (!(sim_delay_ms >= 0 && sim_delay_ms <= 60000))
+    throw UsageError("--sim-delay-ms " + std::to_string(sim_delay_ms) + " is out of range; allowed: 0 .. 60000");
+  if (!(db_timeout_s >= 0 && db_timeout_s <= 86400))
+    throw UsageError("--db-timeout " + std::to_string(db_timeout_s) + " is out of range; allowed: 0 .. 86400 seconds");
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(timeout_s > 0 && timeout_s <= 3600))
@@ -184,7 +192,11 @@ int tune_command(const std::vector<std::string>& args) {
   opt.remeasure_top = remeasure;
   opt.strategy = strategy;
   opt.seed = seed;
-  opt.batch_size = batch;
+  opt.batch_size = static_cast<size_t>(batch);
+  opt.db_patience_s = db_timeout_s;
+  if (sim_delay_ms > 0 && !device.simulated)
+    throw UsageError("--sim-delay-ms is for sim: and replay: devices, not " + device.spec);
+  opt.sim_delay_ms = sim_delay_ms;
   opt.compile_threads = threads;
   opt.run_timeout_s = timeout_s;
   opt.early_stop = early_stop;
@@ -201,7 +213,8 @@ int tune_command(const std::vector<std::string>& args) {
   try {
     db = std::make_unique<db::TuningDb>(db_path);
   } catch (const db::DbError& e) {
-    throw UsageError(e.what());
+    if (e.bad_input()) throw UsageError(e.what());
+    throw;
   }
   TuneSummary sum = run_tuning(opt, device, *db);
   if (opt.on_progress) std::fprintf(stderr, "\n");
@@ -246,7 +259,9 @@ int tune_command(const std::vector<std::string>& args) {
     j["wall_s"] = sum.wall_s;
     j["configs_per_s"] = sum.wall_s > 0 ? static_cast<double>(sum.measured_now + sum.remeasured) / sum.wall_s : 0.0;
     j["phases"] = to_json(sum.phases);
+    j["measured_by_others"] = sum.measured_by_others;
     j["interrupted"] = sum.interrupted;
+    j["stop_signal"] = sum.stop_signal;
     j["early_stopped"] = sum.early_stopped;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
     std::cout << j.dump(2) << "\n";
@@ -260,6 +275,9 @@ int tune_command(const std::vector<std::string>& args) {
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
               << fixed(sum.wall_s, 1) << " s"
               << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
+    if (sum.measured_by_others > 0)
+      std::cout << "  " << sum.measured_by_others << " trials measured meanwhile by other processes sharing " << db_path
+                << " (the budget is shared)\n";
     std::cout << "  time: " << phases_line(sum.phases) << "\n";
     if (sum.best) {
       const auto& t = sum.best->trial;
@@ -269,7 +287,8 @@ int tune_command(const std::vector<std::string>& args) {
       std::cout << "  best: no successful trial yet\n";
     }
   }
-  return 0;
+  // As shells expect of a program stopped by a signal: 130 for SIGINT, 143 for SIGTERM.
+  return sum.interrupted && sum.stop_signal > 0 ? 128 + sum.stop_signal : 0;
 }
 
 }  // namespace tuner::cli

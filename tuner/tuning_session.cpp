@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "costmodel/features.h"
-#include "search/genetic_strategy.h"
 #include "search/model_guided_strategy.h"
 #include "search/strategy.h"
 #include "templates/registry.h"
@@ -27,6 +26,7 @@ namespace tuner {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_stop_signal{0};  // the signal that asked the loop to stop (0: none)
 
 /// SIGINT/SIGTERM for the session's lifetime: blocked in every thread (the compile pool inherits the
 /// mask, and NVRTC installs handlers of its own that exit the process) and taken by one thread that
@@ -35,6 +35,7 @@ class StopSignals {
  public:
   StopSignals() {
     g_stop.store(false);
+    g_stop_signal.store(0);
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
@@ -43,6 +44,7 @@ class StopSignals {
       int sig = 0;
       while (sigwait(&set_, &sig) == 0) {
         if (closing_.load()) return;
+        g_stop_signal.store(sig);
         g_stop.store(true);
       }
     });
@@ -246,18 +248,14 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // Resume: every config already in the database is known to the strategy (and trains a model); the
   // budget counts the same records.
   auto* guided = dynamic_cast<search::ModelGuidedStrategy*>(strategy.get());
-  auto* genetic = dynamic_cast<search::GeneticStrategy*>(strategy.get());
   const auto history = db.history(best_filter);
+  int64_t last_seen_trial = 0;  // the newest trial the strategy has heard of
   for (const auto& row : history) {
+    last_seen_trial = std::max(last_seen_trial, row.trial.id);
+    if (row.trial.purpose != "search") continue;  // a finalist's second measurement: the config is known
     try {
-      search::Config c = space.from_json(nlohmann::json::parse(row.trial.config_json));
-      if (guided) {
-        guided->add_history(c, {row.trial.status == "ok", row.trial.time_ms});
-      } else if (genetic) {
-        genetic->add_history(c, {row.trial.status == "ok", row.trial.time_ms});
-      } else {
-        strategy->mark_measured(c);
-      }
+      strategy->add_result(space.from_json(nlohmann::json::parse(row.trial.config_json)),
+                           {row.trial.status == "ok", row.trial.time_ms});
     } catch (const std::exception&) {
       // A record from a space with other knob values (older limits); it cannot be proposed anyway.
     }
@@ -285,6 +283,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   sum.previously_measured = std::count_if(history.begin(), history.end(),
                                           [](const db::ResultRow& r) { return r.trial.purpose == "search"; });
 
+  db.set_write_patience(opt.db_patience_s);
   const int64_t device_id = db.upsert_device(device.identity);
   const int64_t workload_id =
       db.upsert_workload({opt.workload.op, opt.workload.shape_string(), templates::to_string(opt.workload.dtype)});
@@ -292,257 +291,326 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   sum.session_id = db.begin_session(device_id, workload_id, template_id, opt.strategy, opt.seed, opt.trials,
                                     opt.command_line);
 
-  TuneProgress progress;
-  progress.budget = opt.trials;
-  progress.done = sum.previously_measured;
-  progress.estimate = device.simulated;
-  if (auto b = db.best(best_filter)) {
-    progress.best_ms = b->trial.time_ms;
-    progress.best_gflops = b->trial.gflops;
-  }
-
-  // A batch on its way: proposed, instantiated, and queued on the compile pool.
-  struct PendingBatch {
-    std::vector<search::Config> configs;
-    std::vector<templates::KernelInstance> instances;
-    std::vector<std::future<CompileResult>> compiled;
-    std::vector<InjectedFault> faults;
-  };
-  // Reference kernels, one per distinct reference source: configs of one workload may need different
-  // references (gemm_tc_mma's OUT_F32 changes C's type, so its reference writes fp32 or the input type).
-  // The first config's is queued first, so it compiles while the first batch does.
-  std::map<std::string, std::shared_future<CompileResult>> reference_jobs;  // reference source -> its compile
-  auto queue_reference = [&](const templates::KernelInstance& k) {
-    auto it = reference_jobs.find(k.reference_source);
-    if (it == reference_jobs.end())
-      it = reference_jobs
-               .emplace(k.reference_source,
-                        pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}}).share())
-               .first;
-    return it->second;
-  };
-  auto launch_batch = [&](int64_t budget_left) {
-    const auto tp = std::chrono::steady_clock::now();
-    PendingBatch p;
-    if (budget_left <= 0) return p;
-    p.configs = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(budget_left)));
-    for (const auto& c : p.configs) {
-      p.instances.push_back(tmpl.instantiate(space, c, opt.workload));
-      if (!device.replay) queue_reference(p.instances.back());  // ahead of the configs that need it
-      InjectedFault fault = InjectedFault::kNone;
-      const uint64_t index = *space.index_of(c);
-      for (const auto& [i, f] : opt.faults)
-        if (i == index) fault = f;
-      p.faults.push_back(fault);
-      if (device.replay) {  // answered from the recording: nothing to compile
-        std::promise<CompileResult> none;
-        none.set_value({});
-        p.compiled.push_back(none.get_future());
-        continue;
-      }
-      CompileRequest req{p.instances.back().source, p.instances.back().kernel_name,
-                         templates::compile_arch(p.instances.back(), device.limits), {}};
-      if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
-      p.compiled.push_back(pool.submit(std::move(req)));
+  // From here on the session row exists: whatever ends the run early marks it failed with the reason.
+  try {
+    TuneProgress progress;
+    progress.budget = opt.trials;
+    progress.done = sum.previously_measured;
+    progress.estimate = device.simulated;
+    if (auto b = db.best(best_filter)) {
+      progress.best_ms = b->trial.time_ms;
+      progress.best_gflops = b->trial.gflops;
     }
-    sum.phases.search_s += seconds_since(tp);
-    return p;
-  };
 
-  int64_t remaining = opt.trials - sum.previously_measured;
-  if (remaining <= 0 || space.size() == 0) remaining = 0;
-  if (remaining > 0 && !device.replay) queue_reference(tmpl.instantiate(space, space.at(0), opt.workload));
-  std::string infrastructure_error;
-  int64_t since_improvement = 0;  // trials of this session since the best time last improved
+    // A batch on its way: proposed, instantiated, and queued on the compile pool.
+    struct PendingBatch {
+      std::vector<search::Config> configs;
+      std::vector<templates::KernelInstance> instances;
+      std::vector<std::future<CompileResult>> compiled;
+      std::vector<InjectedFault> faults;
+    };
+    // Reference kernels, one per distinct reference source: configs of one workload may need different
+    // references (gemm_tc_mma's OUT_F32 changes C's type, so its reference writes fp32 or the input type).
+    // The first config's is queued first, so it compiles while the first batch does.
+    std::map<std::string, std::shared_future<CompileResult>> reference_jobs;  // reference source -> its compile
+    auto queue_reference = [&](const templates::KernelInstance& k) {
+      auto it = reference_jobs.find(k.reference_source);
+      if (it == reference_jobs.end())
+        it = reference_jobs
+                 .emplace(k.reference_source,
+                          pool.submit({k.reference_source, k.reference_kernel_name, device.limits.arch, {}}).share())
+                 .first;
+      return it->second;
+    };
+    // What other processes sharing the database measured since we last looked: the strategy learns it and
+    // never proposes it, and progress counts it.
+    auto absorb_others = [&] {
+      db::QueryFilter others = best_filter;
+      others.after_trial_id = last_seen_trial;
+      others.exclude_session_id = sum.session_id;
+      for (const auto& row : db.history(others)) {
+        last_seen_trial = std::max(last_seen_trial, row.trial.id);
+        if (row.trial.purpose != "search") continue;
+        const bool ok = row.trial.status == "ok";
+        try {
+          strategy->add_result(space.from_json(nlohmann::json::parse(row.trial.config_json)), {ok, row.trial.time_ms});
+        } catch (const std::exception&) {
+          continue;
+        }
+        ++progress.done;
+        ++sum.measured_by_others;
+        if (ok && (progress.best_ms == 0 || row.trial.time_ms < progress.best_ms)) {
+          progress.best_ms = row.trial.time_ms;
+          progress.best_gflops = row.trial.gflops;
+        }
+      }
+    };
+    // Proposes up to a batch within what is left of the database's budget, and claims the configs before
+    // anything is compiled: a config another process measured or is measuring is left to it, and the
+    // strategy proposes again in its place.
+    auto launch_batch = [&]() {
+      const auto tp = std::chrono::steady_clock::now();
+      PendingBatch p;
+      absorb_others();
+      for (int round = 0; p.configs.empty(); ++round) {
+        const int64_t left = db.budget_left(sum.session_id, opt.trials);
+        if (left <= 0) break;
+        std::vector<search::Config> proposed = strategy->propose(std::min<size_t>(opt.batch_size, static_cast<size_t>(left)));
+        if (proposed.empty()) break;  // the space is exhausted
+        std::vector<std::string> configs;
+        for (const auto& c : proposed) configs.push_back(space.to_json_string(c));
+        const db::ClaimResult claim = db.claim_configs(sum.session_id, configs, opt.trials);
+        for (size_t i = 0; i < proposed.size(); ++i)
+          if (claim.claimed[i]) p.configs.push_back(std::move(proposed[i]));
+        if (p.configs.empty()) absorb_others();  // all taken: learn what the others found, then propose again
+      }
+      for (const auto& c : p.configs) {
+        p.instances.push_back(tmpl.instantiate(space, c, opt.workload));
+        if (!device.replay) queue_reference(p.instances.back());  // ahead of the configs that need it
+        InjectedFault fault = InjectedFault::kNone;
+        const uint64_t index = *space.index_of(c);
+        for (const auto& [i, f] : opt.faults)
+          if (i == index) fault = f;
+        p.faults.push_back(fault);
+        if (device.replay) {  // answered from the recording: nothing to compile
+          std::promise<CompileResult> none;
+          none.set_value({});
+          p.compiled.push_back(none.get_future());
+          continue;
+        }
+        CompileRequest req{p.instances.back().source, p.instances.back().kernel_name,
+                           templates::compile_arch(p.instances.back(), device.limits), {}};
+        if (fault != InjectedFault::kNone && !device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
+        p.compiled.push_back(pool.submit(std::move(req)));
+      }
+      sum.phases.search_s += seconds_since(tp);
+      return p;
+    };
 
-  // The reference cubin of an instance, compiled on first need; a reference that does not compile is a
-  // failure of the template, not of any config, and ends the session.
-  auto reference_for = [&](const templates::KernelInstance& k) -> std::string {
-    if (device.replay) return {};
-    const auto tr = std::chrono::steady_clock::now();
-    const CompileResult& ref = queue_reference(k).get();
-    sum.phases.compile_wait_s += seconds_since(tr);
-    if (ref.ok()) return ref.cubin;
-    db.end_session(sum.session_id, "interrupted");
-    throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
-  };
+    if (opt.trials > sum.previously_measured && space.size() > 0 && !device.replay)
+      queue_reference(tmpl.instantiate(space, space.at(0), opt.workload));
+    std::string infrastructure_error;
+    int64_t since_improvement = 0;  // trials of this session since the best time last improved
 
-  // Checks and times one compiled config in the worker. nullopt: not measured (the machinery failed, which
-  // sets infrastructure_error, or a stop request cut the measurement short).
-  auto measure_one = [&](const search::Config& config, const templates::KernelInstance& inst, CompileResult cr,
-                         InjectedFault fault) -> std::optional<db::TrialRecord> {
-    const std::string reference_cubin = reference_for(inst);
-    db::TrialRecord rec;
-    rec.config_json = space.to_json_string(config);
-    if (device.replay) return replayed(*device.replay, rec.config_json, inst.flops);
-    rec.compile_ms = cr.compile_ms;
-    if (!cr.from_cache) sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
-    if (cr.from_cache) ++sum.compiled_from_cache;
-    if (!cr.ok()) {
-      rec.status = cr.status;
-      rec.error_message = cr.log.substr(0, 2000);
+    // The reference cubin of an instance, compiled on first need; a reference that does not compile is a
+    // failure of the template, not of any config, and ends the session.
+    auto reference_for = [&](const templates::KernelInstance& k) -> std::string {
+      if (device.replay) return {};
+      const auto tr = std::chrono::steady_clock::now();
+      const CompileResult& ref = queue_reference(k).get();
+      sum.phases.compile_wait_s += seconds_since(tr);
+      if (ref.ok()) return ref.cubin;
+      throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
+    };
+
+    // Checks and times one compiled config in the worker. nullopt: not measured (the machinery failed, which
+    // sets infrastructure_error, or a stop request cut the measurement short).
+    auto measure_one = [&](const search::Config& config, const templates::KernelInstance& inst, CompileResult cr,
+                           InjectedFault fault) -> std::optional<db::TrialRecord> {
+      const std::string reference_cubin = reference_for(inst);
+      db::TrialRecord rec;
+      rec.config_json = space.to_json_string(config);
+      if (device.simulated && opt.sim_delay_ms > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opt.sim_delay_ms));
+      if (device.replay) return replayed(*device.replay, rec.config_json, inst.flops);
+      rec.compile_ms = cr.compile_ms;
+      if (!cr.from_cache) sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
+      if (cr.from_cache) ++sum.compiled_from_cache;
+      if (!cr.ok()) {
+        rec.status = cr.status;
+        rec.error_message = cr.log.substr(0, 2000);
+        return rec;
+      }
+      rec.registers = cr.resources.registers;
+      rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
+      rec.spill_bytes = cr.resources.local_bytes;
+      MeasureRequest mr = measure_request(
+          device.spec, inst, cr.cubin,
+          {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes}, reference_cubin);
+      mr.settings = opt.settings;
+      mr.settings.input_seed = opt.seed;
+      mr.fault = fault;
+      const double timeout =
+          device.simulated ? opt.run_timeout_s : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
+      const auto tm = std::chrono::steady_clock::now();
+      MeasureResult m = worker.measure(mr, timeout);
+      const double round_trip = seconds_since(tm);
+      sum.phases.worker += m.phases;
+      sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
+      if (m.infrastructure_failure) {
+        infrastructure_error = m.message;
+        return std::nullopt;
+      }
+      if (g_stop.load() && m.status != "ok") return std::nullopt;  // stopped mid-measurement: leave it unmeasured
+      rec.status = m.status;
+      rec.error_message = m.message;
+      rec.estimate = m.estimate;
+      if (m.status == "ok") {
+        rec.time_ms = m.time_ms;
+        rec.time_spread_ms = m.spread_ms;
+        rec.repeats = m.repeats;
+        rec.gflops = inst.flops / (m.time_ms * 1e-3) / 1e9;
+      }
       return rec;
-    }
-    rec.registers = cr.resources.registers;
-    rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
-    rec.spill_bytes = cr.resources.local_bytes;
-    MeasureRequest mr = measure_request(
-        device.spec, inst, cr.cubin,
-        {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes}, reference_cubin);
-    mr.settings = opt.settings;
-    mr.settings.input_seed = opt.seed;
-    mr.fault = fault;
-    const double timeout =
-        device.simulated ? opt.run_timeout_s : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
-    const auto tm = std::chrono::steady_clock::now();
-    MeasureResult m = worker.measure(mr, timeout);
-    const double round_trip = seconds_since(tm);
-    sum.phases.worker += m.phases;
-    sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
-    if (m.infrastructure_failure) {
-      infrastructure_error = m.message;
-      return std::nullopt;
-    }
-    if (g_stop.load() && m.status != "ok") return std::nullopt;  // stopped mid-measurement: leave it unmeasured
-    rec.status = m.status;
-    rec.error_message = m.message;
-    rec.estimate = m.estimate;
-    if (m.status == "ok") {
-      rec.time_ms = m.time_ms;
-      rec.time_spread_ms = m.spread_ms;
-      rec.repeats = m.repeats;
-      rec.gflops = inst.flops / (m.time_ms * 1e-3) / 1e9;
-    }
-    return rec;
-  };
+    };
 
-  // The top configs by time measured once more, so measurement noise cannot crown the winner; both
-  // measurements stay in the database and best() ranks a config by their mean. Configs already
-  // re-measured (an earlier session) are not measured again.
-  auto remeasure_finalists = [&]() -> int64_t {
-    std::map<std::string, std::pair<double, int>> by_config;  // config_json -> (first time, measurements)
-    db::QueryFilter ok = best_filter;
-    ok.ok_only = true;
-    for (const auto& row : db.history(ok)) {
-      auto [it, fresh] = by_config.try_emplace(row.trial.config_json, row.trial.time_ms, 0);
-      ++it->second.second;
-    }
-    std::vector<std::pair<double, std::string>> finalists;
-    for (const auto& [config, tm] : by_config) finalists.emplace_back(tm.first, config);
-    std::sort(finalists.begin(), finalists.end());
-    if (finalists.size() > static_cast<size_t>(opt.remeasure_top)) finalists.resize(opt.remeasure_top);
-    std::vector<db::TrialRecord> records;
-    for (const auto& [time_ms, config_json] : finalists) {
-      if (by_config[config_json].second > 1 || g_stop.load()) continue;
-      const search::Config c = space.from_json(nlohmann::json::parse(config_json));
-      const auto inst = tmpl.instantiate(space, c, opt.workload);
-      auto job = pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, device.limits), {}});
-      const auto tc = std::chrono::steady_clock::now();
-      CompileResult cr = job.get();
-      sum.phases.compile_wait_s += seconds_since(tc);
-      std::optional<db::TrialRecord> rec = measure_one(c, inst, std::move(cr), InjectedFault::kNone);
-      if (!rec) break;
-      rec->purpose = "remeasure";
-      records.push_back(std::move(*rec));
-    }
-    const auto tw = std::chrono::steady_clock::now();
-    if (!records.empty()) db.add_trials(sum.session_id, records);
-    sum.phases.commit_s += seconds_since(tw);
-    if (!infrastructure_error.empty()) {
-      db.end_session(sum.session_id, "interrupted");
-      throw std::runtime_error(infrastructure_error);
-    }
-    return static_cast<int64_t>(records.size());
-  };
-
-  sum.phases.setup_s = seconds_since(t0);
-  PendingBatch current = launch_batch(remaining);
-  while (!current.configs.empty() && !g_stop.load()) {
-    const auto& batch = current.configs;
-    const auto& instances = current.instances;
-    auto& compiled = current.compiled;
-    const auto& faults = current.faults;
-    // Compile one batch ahead while this one is measured, when proposals do not need its results.
-    PendingBatch next;
-    if (strategy->independent_of_results()) next = launch_batch(remaining - static_cast<int64_t>(batch.size()));
-
-    std::vector<db::TrialRecord> records;
-    std::vector<search::TrialOutcome> outcomes;
-    std::vector<search::Config> done_configs;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (g_stop.load()) break;  // not measured: the config stays unmeasured for the next session
-      const auto tc = std::chrono::steady_clock::now();
-      CompileResult cr = compiled[i].get();
-      sum.phases.compile_wait_s += seconds_since(tc);
-      std::optional<db::TrialRecord> measured = measure_one(batch[i], instances[i], std::move(cr), faults[i]);
-      if (!measured) break;  // machinery failure, or stopped mid-measurement
-      db::TrialRecord rec = std::move(*measured);
-      search::TrialOutcome out{rec.status == "ok", rec.time_ms};
-      if (out.ok && (progress.best_ms == 0 || rec.time_ms < progress.best_ms)) {
-        progress.best_ms = rec.time_ms;
-        progress.best_gflops = rec.gflops;
-        since_improvement = 0;
-      } else {
-        ++since_improvement;
+    // Stores a batch in one transaction (the store retries while another process holds the lock). When it
+    // cannot, the error says what was kept and what was not.
+    auto commit = [&](std::vector<db::TrialRecord>& records, int64_t stored_before) {
+      if (records.empty()) return;
+      try {
+        db.add_trials(sum.session_id, records);
+      } catch (const db::DbError& e) {
+        if (e.kind() != db::DbError::Kind::kBusy && e.kind() != db::DbError::Kind::kFull) throw;
+        throw db::DbError(std::string(e.what()) + "; the " + std::to_string(records.size()) +
+                              " trials measured since the last commit were not stored, the " +
+                              std::to_string(stored_before) +
+                              " stored before by this session are kept; run the same command again to continue",
+                          e.kind());
       }
-      if (!out.ok) ++progress.errors_now;
-      records.push_back(std::move(rec));
-      outcomes.push_back(out);
-      done_configs.push_back(batch[i]);
-      ++progress.measured_now;
-      ++progress.done;
-      progress.elapsed_s = seconds_since(t0);
-      const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
-      progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
-      if (opt.on_progress) opt.on_progress(progress);
-      if (opt.early_stop > 0 && since_improvement >= opt.early_stop) {
-        sum.early_stopped = true;
+    };
+
+    // The top configs by time measured once more, so measurement noise cannot crown the winner; both
+    // measurements stay in the database and best() ranks a config by their mean. Configs already
+    // re-measured (an earlier session) are not measured again.
+    auto remeasure_finalists = [&]() -> int64_t {
+      std::map<std::string, std::pair<double, int>> by_config;  // config_json -> (first time, measurements)
+      db::QueryFilter ok = best_filter;
+      ok.ok_only = true;
+      for (const auto& row : db.history(ok)) {
+        auto [it, fresh] = by_config.try_emplace(row.trial.config_json, row.trial.time_ms, 0);
+        ++it->second.second;
+      }
+      std::vector<std::pair<double, std::string>> finalists;
+      for (const auto& [config, tm] : by_config) finalists.emplace_back(tm.first, config);
+      std::sort(finalists.begin(), finalists.end());
+      if (finalists.size() > static_cast<size_t>(opt.remeasure_top)) finalists.resize(opt.remeasure_top);
+      std::vector<db::TrialRecord> records;
+      for (const auto& [time_ms, config_json] : finalists) {
+        if (by_config[config_json].second > 1 || g_stop.load()) continue;
+        const search::Config c = space.from_json(nlohmann::json::parse(config_json));
+        const auto inst = tmpl.instantiate(space, c, opt.workload);
+        auto job = pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, device.limits), {}});
+        const auto tc = std::chrono::steady_clock::now();
+        CompileResult cr = job.get();
+        sum.phases.compile_wait_s += seconds_since(tc);
+        std::optional<db::TrialRecord> rec = measure_one(c, inst, std::move(cr), InjectedFault::kNone);
+        if (!rec) break;
+        rec->purpose = "remeasure";
+        records.push_back(std::move(*rec));
+      }
+      const auto tw = std::chrono::steady_clock::now();
+      commit(records, progress.measured_now);
+      sum.phases.commit_s += seconds_since(tw);
+      if (!infrastructure_error.empty()) throw std::runtime_error(infrastructure_error);
+      return static_cast<int64_t>(records.size());
+    };
+
+    sum.phases.setup_s = seconds_since(t0);
+    PendingBatch current = launch_batch();
+    while (!current.configs.empty() && !g_stop.load()) {
+      const auto& batch = current.configs;
+      const auto& instances = current.instances;
+      auto& compiled = current.compiled;
+      const auto& faults = current.faults;
+      // Compile one batch ahead while this one is measured, when proposals do not need its results.
+      PendingBatch next;
+      if (strategy->independent_of_results()) next = launch_batch();
+
+      std::vector<db::TrialRecord> records;
+      std::vector<search::TrialOutcome> outcomes;
+      std::vector<search::Config> done_configs;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (g_stop.load()) break;  // not measured: the config stays unmeasured for the next session
+        const auto tc = std::chrono::steady_clock::now();
+        CompileResult cr = compiled[i].get();
+        sum.phases.compile_wait_s += seconds_since(tc);
+        std::optional<db::TrialRecord> measured = measure_one(batch[i], instances[i], std::move(cr), faults[i]);
+        if (!measured) break;  // machinery failure, or stopped mid-measurement
+        db::TrialRecord rec = std::move(*measured);
+        search::TrialOutcome out{rec.status == "ok", rec.time_ms};
+        if (out.ok && (progress.best_ms == 0 || rec.time_ms < progress.best_ms)) {
+          progress.best_ms = rec.time_ms;
+          progress.best_gflops = rec.gflops;
+          since_improvement = 0;
+        } else {
+          ++since_improvement;
+        }
+        if (!out.ok) ++progress.errors_now;
+        records.push_back(std::move(rec));
+        outcomes.push_back(out);
+        done_configs.push_back(batch[i]);
+        ++progress.measured_now;
+        ++progress.done;
+        progress.elapsed_s = seconds_since(t0);
+        const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
+        progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
+        if (opt.on_progress) opt.on_progress(progress);
+        if (opt.early_stop > 0 && since_improvement >= opt.early_stop) {
+          sum.early_stopped = true;
+          break;
+        }
+      }
+      // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
+      if (g_stop.load()) pool.discard_queued();
+      auto tw = std::chrono::steady_clock::now();
+      commit(records, progress.measured_now - static_cast<int64_t>(records.size()));
+      sum.phases.commit_s += seconds_since(tw);
+      tw = std::chrono::steady_clock::now();
+      strategy->update(done_configs, outcomes);
+      sum.phases.search_s += seconds_since(tw);
+      if (!infrastructure_error.empty()) {
+        pool.discard_queued();
+        throw std::runtime_error(infrastructure_error);
+      }
+      if (g_stop.load() || sum.early_stopped) {
+        pool.discard_queued();
         break;
       }
+      current = next.configs.empty() ? launch_batch() : std::move(next);
     }
-    // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
-    if (g_stop.load()) pool.discard_queued();
-    auto tw = std::chrono::steady_clock::now();
-    if (!records.empty()) db.add_trials(sum.session_id, records);
-    sum.phases.commit_s += seconds_since(tw);
-    tw = std::chrono::steady_clock::now();
-    strategy->update(done_configs, outcomes);
-    sum.phases.search_s += seconds_since(tw);
-    remaining -= static_cast<int64_t>(records.size());
-    if (!infrastructure_error.empty()) {
-      pool.discard_queued();
-      db.end_session(sum.session_id, "interrupted");
-      throw std::runtime_error(infrastructure_error);
+
+    // A replay answers the same again: nothing to confirm.
+    if (!g_stop.load() && opt.remeasure_top > 0 && !device.replay) sum.remeasured = remeasure_finalists();
+
+    const auto tsave = std::chrono::steady_clock::now();
+    if (guided) {
+      const std::string bytes = guided->saved_model();
+      if (!bytes.empty()) {
+        db::CostModelRecord m{0, kCostModelKind, opt.workload.op, tmpl.name(), feature_columns.dump(),
+                              static_cast<int64_t>(guided->fitted_rows()), sum.session_id, bytes, ""};
+        sum.saved_model = db.add_cost_model(m);
+      }
     }
-    if (g_stop.load() || sum.early_stopped) {
-      pool.discard_queued();
-      break;
+
+    sum.interrupted = g_stop.load();
+    sum.stop_signal = g_stop_signal.load();
+    std::string reason;
+    if (sum.interrupted)
+      reason = "stopped by signal " + std::to_string(sum.stop_signal) +
+               (sum.stop_signal == SIGINT ? " (SIGINT)" : sum.stop_signal == SIGTERM ? " (SIGTERM)" : "");
+    else if (sum.early_stopped)
+      reason = "early stop: " + std::to_string(opt.early_stop) + " trials without a better time";
+    db.end_session(sum.session_id, sum.interrupted ? "interrupted" : "finished", reason);
+    sum.phases.commit_s += seconds_since(tsave);
+    sum.measured_now = progress.measured_now;
+    sum.errors_now = progress.errors_now;
+    sum.worker_starts = worker.starts();
+    sum.best = db.best(best_filter);
+    sum.wall_s = seconds_since(t0);
+    return sum;
+  } catch (const std::exception& e) {
+    const auto* dbe = dynamic_cast<const db::DbError*>(&e);
+    // A database still locked would keep the mark waiting as long again: try it briefly (a session left
+    // running is marked killed by the next run that sees its process gone).
+    if (dbe && dbe->kind() == db::DbError::Kind::kBusy) db.set_write_patience(2);
+    try {
+      db.end_session(sum.session_id, "failed", e.what());
+    } catch (const std::exception&) {
+      // The store itself is failing (full disk, lock): the next run marks the session killed.
     }
-    current = next.configs.empty() ? launch_batch(remaining) : std::move(next);
+    throw;
   }
-
-  // A replay answers the same again: nothing to confirm.
-  if (!g_stop.load() && opt.remeasure_top > 0 && !device.replay) sum.remeasured = remeasure_finalists();
-
-  const auto tsave = std::chrono::steady_clock::now();
-  if (guided) {
-    const std::string bytes = guided->saved_model();
-    if (!bytes.empty()) {
-      db::CostModelRecord m{0, kCostModelKind, opt.workload.op, tmpl.name(), feature_columns.dump(),
-                            static_cast<int64_t>(guided->fitted_rows()), sum.session_id, bytes, ""};
-      sum.saved_model = db.add_cost_model(m);
-    }
-  }
-
-  sum.interrupted = g_stop.load();
-  db.end_session(sum.session_id, sum.interrupted ? "interrupted" : "finished");
-  sum.phases.commit_s += seconds_since(tsave);
-  sum.measured_now = progress.measured_now;
-  sum.errors_now = progress.errors_now;
-  sum.worker_starts = worker.starts();
-  sum.best = db.best(best_filter);
-  sum.wall_s = seconds_since(t0);
-  return sum;
 }
 
 }  // namespace tuner

@@ -7,8 +7,12 @@
 //
 // `trials` is the budget for (workload, device, template version) in that
 // database: a rerun continues to the budget and never re-measures a config the
-// database already has. SIGINT/SIGTERM end the session after the current
-// config, with what was measured committed.
+// database already has. Processes that share a database share the budget: each
+// claims its configs in the database before compiling them, so none measures
+// a config another has measured or is measuring, and each learns what the
+// others measured. SIGINT/SIGTERM end the session after the current config,
+// with what was measured committed; a session that fails is marked failed with
+// its reason.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,9 @@ struct TuneOptions {
   std::string worker_executable;   ///< Empty: default_worker_executable().
   std::string cache_dir;           ///< Empty: CompileCache::default_dir().
   std::string command_line;        ///< Stored with the session.
+  double db_patience_s = 60;       ///< How long a write waits for a database another process holds locked.
+  double sim_delay_ms = 0;         ///< sim:/replay: devices: wait this long per measurement, as a GPU would take
+                                   ///< (to exercise concurrency and the loop's throughput without a GPU).
   std::function<void(const TuneProgress&)> on_progress;
 };
 
@@ -93,7 +100,9 @@ struct TuneSummary {
   int worker_starts = 0;
   double wall_s = 0;
   TunePhases phases;
+  int64_t measured_by_others = 0;  ///< Search trials other processes sharing the database stored meanwhile.
   bool interrupted = false;
+  int stop_signal = 0;             ///< SIGINT or SIGTERM when interrupted by one (the CLI exits 128 + it).
   bool early_stopped = false;      ///< Ended by --early-stop before the budget.
   std::string template_name;
   std::string template_hash;

@@ -18,88 +18,13 @@
 #include <vector>
 
 #include "db/migrations.h"
+#include "tests/db/db_fixture.h"
 
 namespace tuner::db {
 namespace {
 
+using namespace tuner::db::test;  // NOLINT: the fixture is this file's vocabulary
 namespace fs = std::filesystem;
-
-/// A fresh directory under the test temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::path(testing::TempDir()) / "tuning_db_test_XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    if (!made) throw std::runtime_error("mkdtemp failed");
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
-
-/// True for "2026-11-22T14:37:25.123Z": digits where the pattern has 9.
-bool is_iso8601_ms(const std::string& s) {
-  const std::string pattern = "9999-99-99T99:99:99.999Z";
-  if (s.size() != pattern.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (pattern[i] == '9' ? !std::isdigit(static_cast<unsigned char>(s[i])) : s[i] != pattern[i]) return false;
-  }
-  return true;
-}
-
-DeviceIdentity h100() {
-  return {"NVIDIA H100 80GB HBM3", false, 9, 0, 132, 85'000'000'000, "13.0", "13.0"};
-}
-
-DeviceIdentity sim_h100() { return {"sim:h100-sxm", true, 9, 0, 132, 80'000'000'000, "none", "13.0"}; }
-
-WorkloadKey gemm() { return {"gemm", "M=1000,N=1000,K=1000", "f32"}; }
-
-TrialRecord ok_trial(const std::string& config, double time_ms) {
-  TrialRecord t;
-  t.config_json = config;
-  t.status = "ok";
-  t.time_ms = time_ms;
-  t.gflops = 2.0 / time_ms;
-  t.repeats = 10;
-  return t;
-}
-
-TrialRecord failed_trial(const std::string& config, const std::string& status) {
-  TrialRecord t;
-  t.config_json = config;
-  t.status = status;
-  t.error_message = "boom";
-  return t;
-}
-
-/// A database with one device, workload and template, and a running session.
-struct Fixture {
-  explicit Fixture(const std::string& path = ":memory:", const std::string& template_hash = "h1")
-      : db(path),
-        device(db.upsert_device(h100())),
-        workload(db.upsert_workload(gemm())),
-        tmpl(db.upsert_template({"gemm_f32_simt", template_hash})),
-        session(db.begin_session(device, workload, tmpl, "random", 42, 100, "tuner tune gemm")) {}
-  TuningDb db;
-  int64_t device, workload, tmpl, session;
-};
 
 TEST(TuningDb, RoundTripsEveryTrialField) {
   Fixture fx;
@@ -425,9 +350,14 @@ TEST(TuningDb, RefusesNewerSchemaWithoutTouchingIt) {
     TuningDb db(path);
     FAIL() << "a newer database was opened";
   } catch (const DbError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "database '" + path + "' has schema version " + std::to_string(TuningDb::kSchemaVersion + 1) +
-                  ", newer than this tuner (" + std::to_string(TuningDb::kSchemaVersion) + ")");
+    EXPECT_EQ(std::string(e.what()).rfind("database '" + path + "' has schema version " +
+                                              std::to_string(TuningDb::kSchemaVersion + 1) + ", newer than this tuner (" +
+                                              std::to_string(TuningDb::kSchemaVersion) + ")",
+                                          0),
+              0u)
+        << e.what();
+    EXPECT_EQ(e.kind(), DbError::Kind::kNewer);
+    EXPECT_TRUE(e.bad_input());
   }
   EXPECT_THROW(TuningDb::open_existing(path), DbError);
   EXPECT_EQ(read_bytes(path), before);

@@ -15,65 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/cli_fixture.h"
+
 namespace {
 
-struct CmdResult {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tuner_cli_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  CmdResult run(const std::string& args) const {
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = std::string(TUNER_BIN) + " " + args + " >" + out + " 2>" + err;
-    int status = std::system(cmd.c_str());
-    CmdResult r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-  std::string db() const { return (dir_ / "t.db").string(); }
-
-  /// Starts `tuner <args>` in the background with stdout and stderr to out_path(.err); returns its pid.
-  pid_t spawn(const std::string& args, const std::string& out_path) const {
-    const std::string cmd = "exec " + std::string(TUNER_BIN) + " " + args + " >" + out_path + " 2>" + out_path + ".err";
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    return pid;
-  }
-
-  /// Waits (up to 4 s) until the database holds at least n trials.
-  void wait_for_trials(size_t n) const {
-    for (int i = 0; i < 400; ++i) {
-      usleep(10 * 1000);
-      auto h = run("query --db " + db() + " --history --json");
-      if (h.code == 0 && nlohmann::json::parse(h.out).size() >= n) return;
-    }
-  }
-
-  std::filesystem::path dir_;
-};
+using tuner_cli_test::Cli;
+using tuner_cli_test::CmdResult;
+using tuner_cli_test::slurp;
 
 TEST_F(Cli, TuneThenQueryTheBestRecordAsJson) {
   auto t = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device sim:h100-sxm --trials 8 --strategy random --seed 3 --db " + db() + " --json");
@@ -241,6 +189,14 @@ TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
   std::set<std::string> configs;
   for (const auto& r : all) configs.insert(r["config"].dump());
   EXPECT_EQ(configs.size(), budget) << "a config was measured twice";
+
+  // The killed session does not stay "running": the next run saw its process gone.
+  auto sessions = nlohmann::json::parse(run("query --db " + db() + " --sessions --json").out);
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[1]["status"], "killed");
+  EXPECT_NE(sessions[1]["reason"].get<std::string>().find("pid " + std::to_string(pid)), std::string::npos)
+      << sessions[1]["reason"];
+  EXPECT_EQ(sessions[0]["status"], "finished");
 }
 
 }  // namespace
@@ -248,22 +204,34 @@ TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
 namespace {
 
 TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
-  const std::string out = (dir_ / "int.out").string();
-  pid_t pid = spawn("tune --op gemm --shape M=500,N=300,K=70 --device sim:h100-sxm --trials 400 --batch 2 --seed 8 --quiet --json --db " + db(), out);
-  ASSERT_GT(pid, 0);
-  wait_for_trials(2);
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(out + ".err");
-  auto summary = nlohmann::json::parse(slurp(out));
-  EXPECT_TRUE(summary["interrupted"].get<bool>());
-  auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
-  EXPECT_EQ(history.size(), summary["measured"].get<size_t>());
-  EXPECT_LT(history.size(), 400u);
-  auto sessions = run("query --db " + db() + " --sessions --json");
-  EXPECT_EQ(nlohmann::json::parse(sessions.out)[0]["status"], "interrupted");
+  // SIGINT and SIGTERM: the session ends "interrupted" with what was measured, and the exit code is what
+  // shells expect of a signalled program (128 + the signal).
+  for (const int sig : {SIGINT, SIGTERM}) {
+    const std::string db_path = (dir_ / ("int" + std::to_string(sig) + ".db")).string();
+    const std::string out = (dir_ / "int.out").string();
+    pid_t pid = spawn("tune --op gemm --shape M=500,N=300,K=70 --device sim:h100-sxm --trials 400 --batch 2 --seed 8 "
+                      "--quiet --json --db " + db_path, out);
+    ASSERT_GT(pid, 0);
+    for (int i = 0; i < 400; ++i) {  // until a few trials are committed
+      usleep(10 * 1000);
+      auto h = run("query --db " + db_path + " --history --json");
+      if (h.code == 0 && nlohmann::json::parse(h.out).size() >= 2) break;
+    }
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << slurp(out + ".err");
+    auto summary = nlohmann::json::parse(slurp(out));
+    EXPECT_TRUE(summary["interrupted"].get<bool>());
+    EXPECT_EQ(summary["stop_signal"], sig);
+    auto history = nlohmann::json::parse(run("query --db " + db_path + " --history --json").out);
+    EXPECT_EQ(history.size(), summary["measured"].get<size_t>());
+    EXPECT_LT(history.size(), 400u);
+    auto sessions = nlohmann::json::parse(run("query --db " + db_path + " --sessions --json").out);
+    EXPECT_EQ(sessions[0]["status"], "interrupted");
+    EXPECT_NE(sessions[0]["reason"].get<std::string>().find(sig == SIGINT ? "SIGINT" : "SIGTERM"), std::string::npos);
+  }
 }
 
 }  // namespace

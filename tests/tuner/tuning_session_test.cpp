@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -128,7 +130,7 @@ TEST_F(TuningSession, InjectedCrashAndHangBecomeErrorRecordsAndTheSessionGoesOn)
   EXPECT_FALSE(rows[1].trial.error_message.empty());
 }
 
-TEST_F(TuningSession, AMissingWorkerStopsTheSessionWithoutRecordingTrials) {
+TEST_F(TuningSession, AMissingWorkerFailsTheSessionWithItsReasonWithoutRecordingTrials) {
   auto device = resolve_device("sim:h100-sxm");
   db::TuningDb db(db_path("noworker.db"));
   auto opt = options(4);
@@ -138,7 +140,10 @@ TEST_F(TuningSession, AMissingWorkerStopsTheSessionWithoutRecordingTrials) {
   db::QueryFilter f;
   auto sessions = db.sessions(f);
   ASSERT_EQ(sessions.size(), 1u);
-  EXPECT_EQ(sessions[0].status, "interrupted");
+  EXPECT_EQ(sessions[0].status, "failed") << "a session that ended with an error must not look interrupted or running";
+  EXPECT_NE(sessions[0].reason.find("/nonexistent/tuner"), std::string::npos) << sessions[0].reason;
+  EXPECT_FALSE(sessions[0].finished_at.empty());
+  EXPECT_EQ(sessions[0].pid, static_cast<int64_t>(getpid()));
 }
 
 TEST_F(TuningSession, EarlyStopEndsAfterNTrialsWithoutImprovement) {
