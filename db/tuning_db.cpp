@@ -14,46 +14,14 @@
 
 #include "db/migrations.h"
 #include "db/process_identity.h"
+#include "db/tuning_db_impl.h"
 #include "db/sqlite_handle.h"
 
 namespace tuner::db {
 
-struct TuningDb::Impl {
-  explicit Impl(sql::Connection c) : conn(std::move(c)), me(current_process()) {}
-  sql::Connection conn;
-  ProcessIdentity me;           ///< The process sessions begun here belong to.
-  double write_patience_s = 60; ///< How long writes retry a locked database.
-};
-
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
-
-/// Runs a write (a whole transaction) and runs it again while another process holds the database locked:
-/// each attempt waits SQLite's busy timeout, then a pause that doubles from 20 ms up to 1 s, until
-/// patience_s have passed. Every attempt starts its own transaction, so a retry never sees half of one.
-template <class F>
-auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> decltype(write()) {
-  const auto t0 = std::chrono::steady_clock::now();
-  int pause_ms = 20;
-  for (int attempt = 1;; ++attempt) {
-    try {
-      return write();
-    } catch (const DbError& e) {
-      if (e.kind() != DbError::Kind::kBusy) throw;
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (waited >= patience_s) {
-        std::ostringstream msg;
-        msg << "database '" << conn.path() << "' stayed locked by another process for " << std::fixed
-            << std::setprecision(1) << waited << " s (" << attempt << " attempts; " << e.what() << ")";
-        throw DbError(msg.str(), DbError::Kind::kBusy);
-      }
-      const int left_ms = static_cast<int>((patience_s - waited) * 1000) + 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
-      pause_ms = std::min(pause_ms * 2, 1000);
-    }
-  }
-}
 
 /// Now as ISO-8601 UTC with milliseconds: 2026-11-22T14:37:25.123Z.
 std::string now_iso8601() {
@@ -200,13 +168,13 @@ sql::Connection open_read_write(const std::string& path) {
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
   constexpr double kOpenPatienceS = 60;
-  const int version = retry_locked(conn, kOpenPatienceS, [&] { return read_schema_version(conn); });
+  const int version = internal::retry_locked(conn, kOpenPatienceS, [&] { return read_schema_version(conn); });
   if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   if (!conn.in_memory())
-    retry_locked(conn, kOpenPatienceS, [&] { conn.exec("PRAGMA journal_mode = WAL"); });
+    internal::retry_locked(conn, kOpenPatienceS, [&] { conn.exec("PRAGMA journal_mode = WAL"); });
   conn.exec("PRAGMA synchronous = NORMAL");
   conn.exec("PRAGMA foreign_keys = ON");
-  retry_locked(conn, kOpenPatienceS, [&] { migrate(conn, TuningDb::kSchemaVersion); });
+  internal::retry_locked(conn, kOpenPatienceS, [&] { migrate(conn, TuningDb::kSchemaVersion); });
   return conn;
 }
 
@@ -269,7 +237,7 @@ int TuningDb::schema_version() const { return read_schema_version(impl_->conn); 
 
 int64_t TuningDb::upsert_device(const DeviceIdentity& d) {
   auto& conn = impl_->conn;
-  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
     const auto bind_all = [&d](sql::Statement& s) {
       s.bind(1, d.name)
           .bind(2, int64_t{d.simulated ? 1 : 0})
@@ -296,7 +264,7 @@ int64_t TuningDb::upsert_device(const DeviceIdentity& d) {
 
 int64_t TuningDb::upsert_workload(const WorkloadKey& w) {
   auto& conn = impl_->conn;
-  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
     sql::Statement insert(conn, "INSERT INTO workloads (op, shape, dtype) VALUES (?, ?, ?) ON CONFLICT DO NOTHING");
     insert.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype).run();
     sql::Statement select(conn, "SELECT id FROM workloads WHERE op = ? AND shape = ? AND dtype = ?");
@@ -308,7 +276,7 @@ int64_t TuningDb::upsert_workload(const WorkloadKey& w) {
 
 int64_t TuningDb::upsert_template(const TemplateVersion& t) {
   auto& conn = impl_->conn;
-  return retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&]() -> int64_t {
     sql::Statement insert(conn, "INSERT INTO templates (name, hash) VALUES (?, ?) ON CONFLICT DO NOTHING");
     insert.bind(1, t.name).bind(2, t.hash).run();
     sql::Statement select(conn, "SELECT id FROM templates WHERE name = ? AND hash = ?");
@@ -324,7 +292,7 @@ int64_t TuningDb::begin_session(int64_t device_id, int64_t workload_id, int64_t 
   reap_dead_sessions();
   auto& conn = impl_->conn;
   const ProcessIdentity& me = impl_->me;
-  return retry_locked(conn, impl_->write_patience_s, [&] {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Statement insert(conn,
                           "INSERT INTO sessions (device_id, workload_id, template_id, strategy, seed, budget, "
                           "command_line, status, started_at, pid, host, process_start) "
@@ -351,7 +319,7 @@ void TuningDb::end_session(int64_t session_id, const std::string& status, const 
     throw DbError("database '" + conn.path() + "': a session ends 'finished', 'interrupted' or 'failed', not '" +
                   status + "'");
   }
-  retry_locked(conn, impl_->write_patience_s, [&] {
+  internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Transaction tx(conn);
     sql::Statement update(conn, "UPDATE sessions SET status = ?, reason = ?, finished_at = ? WHERE id = ?");
     update.bind(1, status).bind(2, reason.substr(0, 2000)).bind(3, now_iso8601()).bind(4, session_id).run();
@@ -380,7 +348,7 @@ int TuningDb::reap_dead_sessions() {
     }
   }
   if (dead.empty()) return 0;
-  return retry_locked(conn, impl_->write_patience_s, [&] {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Transaction tx(conn);
     sql::Statement mark(conn,
                         "UPDATE sessions SET status = 'killed', reason = ?, finished_at = ? "
@@ -430,7 +398,7 @@ int64_t TuningDb::budget_left(int64_t session_id, int64_t budget) const {
 ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::string>& configs, int64_t budget) {
   reap_dead_sessions();
   auto& conn = impl_->conn;
-  return retry_locked(conn, impl_->write_patience_s, [&] {
+  return internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Transaction tx(conn);
     sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
     session.bind(1, session_id);
@@ -471,7 +439,7 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
     std::string started_at, finished_at;
   };
   std::vector<Assigned> assigned;
-  retry_locked(conn, impl_->write_patience_s, [&] {
+  internal::retry_locked(conn, impl_->write_patience_s, [&] {
   assigned.clear();
   sql::Transaction tx(conn);
 
@@ -636,7 +604,7 @@ int64_t TuningDb::add_cost_model(CostModelRecord& m) {
     insert.bind_null(6);
   }
   insert.bind_blob(7, m.model).bind(8, now);
-  m.id = retry_locked(conn, impl_->write_patience_s, [&] {
+  m.id = internal::retry_locked(conn, impl_->write_patience_s, [&] {
     insert.run();
     return conn.last_insert_rowid();
   });
@@ -685,7 +653,7 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
       .bind(11, p.peak_memory_bytes)
       .bind(12, p.planning_s)
       .bind(13, now);
-  p.id = retry_locked(conn, impl_->write_patience_s, [&] {
+  p.id = internal::retry_locked(conn, impl_->write_patience_s, [&] {
     insert.run();
     return conn.last_insert_rowid();
   });

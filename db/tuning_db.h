@@ -172,6 +172,20 @@ struct ClaimResult {
   int64_t budget_left = 0;     ///< Budget minus stored search trials minus live claims, after this claim.
 };
 
+/// What merge_from() brought in, per (workload, device, template version).
+struct MergeGroup {
+  WorkloadKey workload;
+  std::string device_name;
+  std::string template_name, template_hash;
+  int64_t added = 0;       ///< Trials added (search and re-measurements).
+  int64_t duplicates = 0;  ///< Trials left out: their config was already here for the same target.
+};
+
+struct MergeReport {
+  std::vector<MergeGroup> groups;
+  int64_t trials_added = 0, duplicates = 0, sessions_added = 0, plans_added = 0;
+};
+
 class TuningDb {
  public:
   /// Current schema version written by this build.
@@ -243,6 +257,13 @@ class TuningDb {
   int64_t add_plan(PlanRecord& p);
   /// Logged plans, newest first (limit 0: all).
   std::vector<PlanRecord> plans(int limit = 0) const;
+
+  /// Brings in the records of the database at other_path (same schema version; it is only read): devices,
+  /// workloads and template versions as needed, the trials of every config this database does not have
+  /// for the same device identity, workload and template version (all measurements of such a config,
+  /// under copies of their sessions), and plans not logged here yet. One transaction: all or nothing.
+  /// Merging the same file twice adds nothing. Cost models are not merged (the next xgb session refits).
+  MergeReport merge_from(const std::string& other_path);
 
   /// Result of SQLite's PRAGMA integrity_check: "ok", or its findings one per line.
   std::string integrity_check() const;

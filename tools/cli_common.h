@@ -34,5 +34,6 @@ int devices_command(const std::vector<std::string>& args);
 int tune_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
+int db_command(const std::vector<std::string>& args);
 
 }  // namespace tuner::cli

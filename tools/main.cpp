@@ -4,6 +4,7 @@
 //   tune_command.cpp    parses a tuning request and runs tuner::run_tuning
 //   query_command.cpp   reads the tuning database: best configs, histories, sessions, plans
 //   plan_command.cpp    plans tensor/pipeline/data parallelism for a model on a cluster
+//   db_command.cpp      database housekeeping: merging another database's records
 // Bad input anywhere becomes one line on stderr and exit code 2.
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ constexpr const char* kUsage =
     "  plan --model gpt3-175b|gpt:layers=..,hidden=..,heads=..|model.json --cluster dgx-h100:128|cluster.json\n"
     "       [--global-batch 1024] [--fix tp=8,pp=8,..] [--db tuning.db] [--json]\n"
     "       [--export megatron|deepspeed|torchtitan [--out FILE]]\n"
+    "  db merge OTHER.db [--db tuning.db] [--json]   bring in another database's records, without duplicates\n"
     "run `tuner <command> --help` for a command's options\n";
 
 int dispatch(const std::vector<std::string>& argv) {
@@ -43,7 +45,8 @@ int dispatch(const std::vector<std::string>& argv) {
   if (cmd == "tune") return tuner::cli::tune_command(rest);
   if (cmd == "query") return tuner::cli::query_command(rest);
   if (cmd == "plan") return tuner::cli::plan_command(rest);
-  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query, plan");
+  if (cmd == "db") return tuner::cli::db_command(rest);
+  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query, plan, db");
 }
 
 }  // namespace

@@ -273,3 +273,37 @@ TEST_F(Cli, AReadOnlyDatabaseIsRefusedByTuneAndStillReadByQuery) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cli, DbMergeOfTwoTunedDatabasesGivesTheUnionOnce) {
+  const std::string other = (dir_ / "other.db").string();
+  ASSERT_EQ(run(replay_tune(db(), "--trials 10 --strategy random --seed 1")).code, 0);
+  ASSERT_EQ(run(replay_tune(other, "--trials 10 --strategy random --seed 2")).code, 0);
+  std::set<std::string> union_configs = search_trials(db()).configs;
+  for (const auto& c : search_trials(other).configs) union_configs.insert(c);
+  ASSERT_LT(union_configs.size(), 20u) << "the two seeds should share some configs for this test to mean much";
+
+  auto merged = run("db merge " + other + " --db " + db() + " --json");
+  ASSERT_EQ(merged.code, 0) << merged.err;
+  const auto j = nlohmann::json::parse(merged.out);
+  EXPECT_EQ(j["trials_added"].get<size_t>(), union_configs.size() - 10);
+  EXPECT_EQ(j["duplicates"].get<size_t>(), 20 - union_configs.size());
+  const SearchTrials t = search_trials(db());
+  EXPECT_EQ(t.rows, union_configs.size());
+  EXPECT_EQ(t.configs, union_configs);
+
+  auto twice = run("db merge " + other + " --db " + db() + " --json");
+  ASSERT_EQ(twice.code, 0) << twice.err;
+  EXPECT_EQ(nlohmann::json::parse(twice.out)["trials_added"], 0);
+  EXPECT_EQ(search_trials(db()).rows, union_configs.size());
+
+  auto missing = run("db merge " + (dir_ / "none.db").string() + " --db " + db());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("none.db"), std::string::npos) << missing.err;
+  auto bad_sub = run("db split");
+  EXPECT_EQ(bad_sub.code, 2);
+  EXPECT_NE(bad_sub.err.find("'split'"), std::string::npos) << bad_sub.err;
+}
+
+}  // namespace

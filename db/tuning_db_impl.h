@@ -1,0 +1,53 @@
+// What the store's own translation units share and nothing else sees: TuningDb's implementation state
+// and the retry of writes while another process holds the database locked.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <sstream>
+#include <thread>
+
+#include "db/process_identity.h"
+#include "db/sqlite_handle.h"
+#include "db/tuning_db.h"
+
+namespace tuner::db {
+
+struct TuningDb::Impl {
+  explicit Impl(sql::Connection c) : conn(std::move(c)), me(current_process()) {}
+  sql::Connection conn;
+  ProcessIdentity me;           ///< The process sessions begun here belong to.
+  double write_patience_s = 60; ///< How long writes retry a locked database.
+};
+
+namespace internal {
+
+/// Runs a write (a whole transaction) and runs it again while another process holds the database locked:
+/// each attempt waits SQLite's busy timeout, then a pause that doubles from 20 ms up to 1 s, until
+/// patience_s have passed. Every attempt starts its own transaction, so a retry never sees half of one.
+template <class F>
+auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> decltype(write()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int pause_ms = 20;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return write();
+    } catch (const DbError& e) {
+      if (e.kind() != DbError::Kind::kBusy) throw;
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (waited >= patience_s) {
+        std::ostringstream msg;
+        msg << "database '" << conn.path() << "' stayed locked by another process for " << std::fixed
+            << std::setprecision(1) << waited << " s (" << attempt << " attempts; " << e.what() << ")";
+        throw DbError(msg.str(), DbError::Kind::kBusy);
+      }
+      const int left_ms = static_cast<int>((patience_s - waited) * 1000) + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(pause_ms, left_ms)));
+      pause_ms = std::min(pause_ms * 2, 1000);
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace tuner::db

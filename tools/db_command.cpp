@@ -1,0 +1,80 @@
+// `tuner db merge OTHER.db`: records of a database tuned elsewhere (another machine, another rank's
+// file) brought into this one without duplicates, with a report of what was added.
+#include <iostream>
+
+#include "tools/cli_common.h"
+#include "tools/options.h"
+
+namespace tuner::cli {
+
+namespace {
+
+int merge_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string db_path, other;
+  po::options_description desc("tuner db merge: bring in the records of another tuning database");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("other", po::value(&other)->required(), "the database to merge from (only read)")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "the database to merge into ($TUNER_DB or ./tuning.db)")
+      ("json", "one JSON document on stdout");
+  po::positional_options_description positional;
+  positional.add("other", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("db merge: ") + e.what() + " (see `tuner db merge --help`)");
+  }
+  db::MergeReport report;
+  try {
+    db::TuningDb db(db_path);
+    report = db.merge_from(other);
+  } catch (const db::DbError& e) {
+    if (e.bad_input()) throw UsageError(e.what());
+    throw;
+  }
+  if (vm.count("json")) {
+    nlohmann::ordered_json j;
+    j["from"] = other;
+    j["into"] = db_path;
+    j["trials_added"] = report.trials_added;
+    j["duplicates"] = report.duplicates;
+    j["sessions_added"] = report.sessions_added;
+    j["plans_added"] = report.plans_added;
+    j["groups"] = nlohmann::ordered_json::array();
+    for (const auto& g : report.groups)
+      j["groups"].push_back({{"op", g.workload.op}, {"shape", g.workload.shape}, {"dtype", g.workload.dtype},
+                             {"device", g.device_name}, {"template", g.template_name},
+                             {"template_version", g.template_hash}, {"added", g.added}, {"duplicates", g.duplicates}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "merged " << other << " into " << db_path << ": " << report.trials_added << " trials added, "
+            << report.duplicates << " already here, " << report.sessions_added << " sessions, " << report.plans_added
+            << " plans\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& g : report.groups)
+    rows.push_back({g.workload.op + " " + g.workload.shape + " " + g.workload.dtype, g.device_name,
+                    g.template_name + "@" + g.template_hash, std::to_string(g.added), std::to_string(g.duplicates)});
+  if (!rows.empty()) print_table({"workload", "device", "template", "added", "already here"}, rows);
+  return 0;
+}
+
+}  // namespace
+
+int db_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n";
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "merge") return merge_command({args.begin() + 1, args.end()});
+  throw UsageError("db: unknown subcommand '" + args[0] + "'; allowed: merge");
+}
+
+}  // namespace tuner::cli
