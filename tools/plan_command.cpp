@@ -3,7 +3,10 @@
 // logs the plan in the database and prints it (table, JSON, or an export).
 // Nothing is written to the database unless a plan was found.
 #include <algorithm>
+#include <charconv>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -97,13 +100,13 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
 int plan_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string model_spec, cluster_spec, fix, db_path, export_name, out_path;
-  int64_t global_batch = 0;
+  std::string global_batch_text;
   po::options_description desc("tuner plan: plan tensor, pipeline and data parallelism for a model on a cluster");
   desc.add_options()
       ("help,h", "show this help")
       ("model", po::value(&model_spec)->required(), "preset (gpt3-175b, llama3-70b, ...), family form (gpt:layers=..,hidden=..,heads=..), or model.json")
       ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
-      ("global-batch", po::value(&global_batch)->default_value(1024), "sequences per iteration")
+      ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
       ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
@@ -114,7 +117,15 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << desc;
     return 0;
   }
-  if (global_batch <= 0) throw UsageError("--global-batch " + std::to_string(global_batch) + " must be positive");
+  int64_t global_batch = 0;
+  {
+    const std::string& v = global_batch_text;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), global_batch);
+    const std::string allowed = "; allowed: 1.." + std::to_string(par::kMaxGlobalBatch) + " sequences";
+    if (ec == std::errc::result_out_of_range) throw UsageError("--global-batch " + v + " is out of range" + allowed);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+      throw UsageError("--global-batch '" + v + "' is not an integer" + allowed);
+  }
   std::optional<par::ExportFormat> format;
   if (!export_name.empty()) {
     format = par::export_format_from_string(export_name);
@@ -129,6 +140,7 @@ int plan_command(const std::vector<std::string>& args) {
     model = par::parse_model_spec(model_spec);
     cluster = par::parse_cluster_spec(cluster_spec);
     opts.pins = par::parse_pins(fix);
+    par::check_global_batch(global_batch);
   } catch (const par::SpecError& e) {
     throw UsageError(e.what());
   }
@@ -168,6 +180,21 @@ int plan_command(const std::vector<std::string>& args) {
   rec.mfu = plan.mfu;
   rec.peak_memory_bytes = static_cast<int64_t>(plan.peak_memory_bytes);
   rec.planning_s = plan.planning_s;
+  // The export file is written before the plan is logged: a failed command leaves the database as it was.
+  std::string export_text;
+  if (format) {
+    export_text = par::export_plan(*format, plan, model, global_batch);
+    if (!out_path.empty()) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(out_path, ec))
+        throw UsageError("cannot write --out file '" + out_path + "': it is a directory");
+      std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+      if (!f) throw UsageError("cannot write --out file '" + out_path + "': " + std::strerror(errno));
+      f << export_text;
+      f.close();
+      if (!f) throw UsageError("cannot write --out file '" + out_path + "'");
+    }
+  }
   try {
     db::TuningDb store(db_path);
     store.add_plan(rec);
@@ -175,14 +202,9 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
 
-  if (format) {
-    const std::string text = par::export_plan(*format, plan, model, global_batch);
-    if (out_path.empty()) {
-      std::cout << text;
-      return 0;
-    }
-    std::ofstream f(out_path);
-    if (!f || !(f << text)) throw UsageError("cannot write --out file '" + out_path + "'");
+  if (format && out_path.empty()) {
+    std::cout << export_text;
+    return 0;
   }
   if (vm.count("json")) {
     nlohmann::ordered_json j = plan_json;

@@ -1,10 +1,10 @@
 #include "search/parallel/cluster_spec.h"
 
 #include <charconv>
-#include <fstream>
 #include <set>
 
 #include "search/parallel/op_graph.h"
+#include "search/parallel/spec_json.h"
 
 namespace tuner::parallel {
 
@@ -21,29 +21,23 @@ void check_cluster(const ClusterSpec& c) {
   if (c.nodes <= 0) throw SpecError(where + ": nodes must be positive, got " + std::to_string(c.nodes));
   if (c.gpus_per_node <= 0)
     throw SpecError(where + ": gpus_per_node must be positive, got " + std::to_string(c.gpus_per_node));
+  const int64_t gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+  if (gpus > kMaxClusterGpus)
+    throw SpecError(where + ": " + with_commas(c.nodes) + " nodes x " + with_commas(c.gpus_per_node) + " GPUs = " +
+                    with_commas(gpus) + " GPUs; allowed: at most " + with_commas(kMaxClusterGpus) +
+                    " GPUs in a cluster");
   if (c.memory_per_gpu_bytes <= 0) throw SpecError(where + ": memory per GPU must be positive");
   if (c.intra.bandwidth_gbps <= 0 || c.inter.bandwidth_gbps <= 0)
     throw SpecError(where + ": link bandwidths must be positive");
   if (c.intra.latency_us < 0 || c.inter.latency_us < 0) throw SpecError(where + ": link latencies must be >= 0");
 }
 
-double get_number(const nlohmann::json& j, const char* key, const std::string& where, bool required, double dflt) {
-  if (!j.contains(key)) {
-    if (required) throw SpecError(where + ": missing \"" + key + "\"");
-    return dflt;
-  }
-  if (!j[key].is_number()) throw SpecError(where + ": \"" + key + "\" must be a number");
-  return j[key].get<double>();
-}
-
-LinkSpec link_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw SpecError(where + ": expected {\"bandwidth_gbps\": .., \"latency_us\": ..}");
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "bandwidth_gbps" && it.key() != "latency_us")
-      throw SpecError(where + ": unknown key \"" + it.key() + "\"; allowed: bandwidth_gbps, latency_us");
+LinkSpec link_from_json(const SpecFields& f, const nlohmann::json& j, const std::string& path) {
+  f.require_object(j, path, "{\"bandwidth_gbps\": .., \"latency_us\": ..}");
+  f.only_keys(j, path, {"bandwidth_gbps", "latency_us"});
   LinkSpec l;
-  l.bandwidth_gbps = get_number(j, "bandwidth_gbps", where, true, 0);
-  l.latency_us = get_number(j, "latency_us", where, false, 5);
+  l.bandwidth_gbps = f.number(j, path, "bandwidth_gbps", 0, true, kMaxBandwidthGbps, std::nullopt);
+  l.latency_us = f.number(j, path, "latency_us", 0, false, kMaxLatencyUs, 5);
   return l;
 }
 
@@ -71,30 +65,30 @@ ClusterSpec dgx_cluster(const std::string& kind, int nodes) {
 }
 
 ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name) {
-  const std::string where = "cluster '" + name + "'";
-  if (!doc.is_object()) throw SpecError(where + ": expected a JSON object");
-  static const std::set<std::string> allowed = {"name", "nodes", "gpus_per_node", "gpu", "memory_gb", "intra_node",
-                                                "inter_node"};
-  for (auto it = doc.begin(); it != doc.end(); ++it)
-    if (!allowed.count(it.key())) throw SpecError(where + ": unknown key \"" + it.key() + "\"");
+  const SpecFields f("cluster '" + name + "'");
+  f.require_object(doc, "", "a JSON object");
+  f.only_keys(doc, "", {"name", "nodes", "gpus_per_node", "gpu", "memory_gb", "intra_node", "inter_node"});
   ClusterSpec c;
   c.name = name;
-  const double nodes = get_number(doc, "nodes", where, true, 0);
-  const double gpn = get_number(doc, "gpus_per_node", where, true, 0);
-  if (nodes != static_cast<int>(nodes) || gpn != static_cast<int>(gpn))
-    throw SpecError(where + ": nodes and gpus_per_node must be integers");
-  c.nodes = static_cast<int>(nodes);
-  c.gpus_per_node = static_cast<int>(gpn);
-  if (!doc.contains("gpu") || !doc["gpu"].is_string()) throw SpecError(where + ": missing \"gpu\" (a GPU type name)");
-  c.gpu = gpu_or_throw(doc["gpu"].get<std::string>(), where);
-  const double mem_gb = get_number(doc, "memory_gb", where, false, c.gpu.memory_gb);
+  (void)f.string(doc, "", "name", std::string());
+  c.nodes = static_cast<int>(f.integer(doc, "", "nodes", 1, kMaxClusterGpus, std::nullopt));
+  c.gpus_per_node = static_cast<int>(f.integer(doc, "", "gpus_per_node", 1, kMaxClusterGpus, std::nullopt));
+  const int64_t gpus = static_cast<int64_t>(c.nodes) * c.gpus_per_node;
+  if (gpus > kMaxClusterGpus)
+    f.fail("gpus_per_node", with_commas(c.nodes) + " nodes x " + with_commas(c.gpus_per_node) + " = " +
+                                with_commas(gpus) + " GPUs; allowed: at most " + with_commas(kMaxClusterGpus) +
+                                " GPUs in a cluster");
+  const std::string gpu_key = f.string(doc, "", "gpu", std::nullopt, "a GPU type: " + costmodel::gpu_spec_keys());
+  c.gpu = gpu_or_throw(gpu_key, "cluster '" + name + "': gpu");
+  const double mem_gb = f.number(doc, "", "memory_gb", 0, true, kMaxMemoryGb, c.gpu.memory_gb);
   c.memory_per_gpu_bytes = static_cast<int64_t>(mem_gb * 1e9);
-  if (!doc.contains("intra_node")) throw SpecError(where + ": missing \"intra_node\"");
-  c.intra = link_from_json(doc["intra_node"], where + " intra_node");
+  if (c.memory_per_gpu_bytes <= 0) f.fail("memory_gb", "rounds to 0 bytes; allowed: a number > 0 and <= 100000");
+  if (!doc.contains("intra_node")) f.fail("intra_node", "missing; expected {\"bandwidth_gbps\": .., \"latency_us\": ..}");
+  c.intra = link_from_json(f, doc["intra_node"], "intra_node");
   if (doc.contains("inter_node")) {
-    c.inter = link_from_json(doc["inter_node"], where + " inter_node");
+    c.inter = link_from_json(f, doc["inter_node"], "inter_node");
   } else if (c.nodes > 1) {
-    throw SpecError(where + ": missing \"inter_node\" for a cluster of several nodes");
+    f.fail("inter_node", "missing; a cluster of several nodes needs {\"bandwidth_gbps\": .., \"latency_us\": ..}");
   } else {
     c.inter = c.intra;
   }
@@ -107,24 +101,21 @@ ClusterSpec parse_cluster_spec(const std::string& text) {
   const size_t colon = text.find(':');
   if (colon != std::string::npos && text.rfind(".json") == std::string::npos) {
     const std::string kind = text.substr(0, colon), count = text.substr(colon + 1);
-    int nodes = 0;
+    const int64_t max_nodes = kMaxClusterGpus / 8;
+    const std::string allowed = "; allowed: 1.." + with_commas(max_nodes) + " nodes (at most " +
+                                with_commas(kMaxClusterGpus) + " GPUs in a cluster, 8 per node)";
+    int64_t nodes = 0;
     auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), nodes);
+    if (ec == std::errc::result_out_of_range)
+      throw SpecError("cluster '" + text + "': node count " + count + " is out of range" + allowed);
     if (count.empty() || ec != std::errc() || end != count.data() + count.size())
-      throw SpecError("cluster '" + text + "': node count '" + count + "' is not an integer");
-    if (nodes <= 0) throw SpecError("cluster '" + text + "': nodes must be positive, got " + count);
-    return dgx_cluster(kind, nodes);
+      throw SpecError("cluster '" + text + "': node count '" + count + "' is not an integer" + allowed);
+    if (nodes <= 0) throw SpecError("cluster '" + text + "': nodes must be positive, got " + count + allowed);
+    if (nodes > max_nodes) throw SpecError("cluster '" + text + "': node count " + count + " is out of range" + allowed);
+    return dgx_cluster(kind, static_cast<int>(nodes));
   }
-  if (text.size() > 5 && text.substr(text.size() - 5) == ".json") {
-    std::ifstream f(text);
-    if (!f) throw SpecError("cannot read cluster file '" + text + "'");
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(f);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw SpecError("cluster file '" + text + "' is not valid JSON: " + e.what());
-    }
-    return cluster_from_json(doc, text);
-  }
+  if (text.size() > 5 && text.substr(text.size() - 5) == ".json")
+    return cluster_from_json(read_spec_file(text, "cluster"), text);
   throw SpecError("unknown cluster '" + text + "'; allowed: dgx-a100:NODES, dgx-h100:NODES, or a .json file");
 }
 

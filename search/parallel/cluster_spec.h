@@ -15,6 +15,12 @@
 
 namespace tuner::parallel {
 
+// What the planner accepts (larger values are refused with a message naming the limit).
+inline constexpr int64_t kMaxClusterGpus = 1 << 20;    ///< GPUs in a cluster: nodes x gpus_per_node <= 1,048,576.
+inline constexpr double kMaxMemoryGb = 100000;         ///< Memory per GPU in GB (1e9 bytes).
+inline constexpr double kMaxBandwidthGbps = 1000000;   ///< Link bandwidth in GB/s.
+inline constexpr double kMaxLatencyUs = 1000000;       ///< Link latency in microseconds.
+
 /// One kind of link between two GPUs: alpha (latency) and per-GPU bandwidth in one direction.
 struct LinkSpec {
   double bandwidth_gbps = 0;  ///< GB/s (1e9 bytes) per GPU, one direction.
@@ -29,7 +35,8 @@ struct ClusterSpec {
   int64_t memory_per_gpu_bytes = 0; ///< Device memory the planner may fill.
   LinkSpec intra;                   ///< Inside a node (NVLink).
   LinkSpec inter;                   ///< Across nodes (network), per GPU.
-  int total_gpus() const { return nodes * gpus_per_node; }
+  /// nodes x gpus_per_node; the parsers keep it at most kMaxClusterGpus.
+  int total_gpus() const { return static_cast<int>(static_cast<int64_t>(nodes) * gpus_per_node); }
 };
 
 /// DGX A100 (8 x A100-SXM4-80GB, NVLink 3 600 GB/s per GPU = 300 one way, eight 200 Gb/s

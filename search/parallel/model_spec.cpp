@@ -1,5 +1,7 @@
 #include "search/parallel/model_spec.h"
 
+#include "search/parallel/spec_json.h"
+
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -69,12 +71,25 @@ std::map<std::string, TransformerConfig> transformer_presets() {
   return p;
 }
 
+/// The range of each family key.
+std::pair<int64_t, int64_t> family_range(const std::string& key) {
+  if (key == "layers") return {1, kMaxLayers};
+  if (key == "hidden") return {1, kMaxHidden};
+  if (key == "ffn") return {1, kMaxFfn};
+  if (key == "vocab") return {1, kMaxFeatures};
+  if (key == "seq") return {1, kMaxSeq};
+  return {1, kMaxHeads};  // heads, kv_heads, experts, top_k
+}
+
 int64_t parse_int(const std::string& spec, const std::string& key, const std::string& v) {
+  const auto [lo, hi] = family_range(key);
+  const std::string allowed = "; allowed: " + with_commas(lo) + ".." + with_commas(hi);
   int64_t out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range) throw SpecError("model '" + spec + "': " + key + "=" + v + " is out of range" + allowed);
   if (v.empty() || ec != std::errc() || end != v.data() + v.size())
-    throw SpecError("model '" + spec + "': " + key + "=" + v + " is not an integer");
-  if (out <= 0) throw SpecError("model '" + spec + "': " + key + " must be positive, got " + v);
+    throw SpecError("model '" + spec + "': " + key + "=" + v + " is not an integer" + allowed);
+  if (out < lo || out > hi) throw SpecError("model '" + spec + "': " + key + "=" + v + " is out of range" + allowed);
   return out;
 }
 
@@ -145,21 +160,6 @@ ModelGraph parse_family_form(const std::string& spec) {
     throw SpecError("model '" + spec + "': hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +
                     std::to_string(c.heads));
   return build_transformer(c);
-}
-
-int64_t get_int(const nlohmann::json& j, const char* key, const std::string& where, int64_t fallback,
-                bool required = false) {
-  if (!j.contains(key)) {
-    if (required) throw SpecError(where + ": missing \"" + key + "\"");
-    return fallback;
-  }
-  if (!j[key].is_number_integer()) throw SpecError(where + ": \"" + key + "\" must be an integer");
-  return j[key].get<int64_t>();
-}
-
-void reject_unknown(const nlohmann::json& j, const std::set<std::string>& allowed, const std::string& where) {
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!allowed.count(it.key())) throw SpecError(where + ": unknown key \"" + it.key() + "\"");
 }
 
 }  // namespace
@@ -261,69 +261,97 @@ std::vector<std::string> model_preset_names() {
 }
 
 ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
+  const SpecFields f("model '" + name + "'");
   if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
-    throw SpecError("model '" + name + "': expected an object with a \"layers\" array");
-  reject_unknown(doc, {"name", "seq", "dtype", "vocab", "layers"}, "model '" + name + "'");
+    f.fail("", "expected an object with a \"layers\" array");
+  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "layers"});
   ModelGraph g;
-  g.name = doc.value("name", name);
-  g.seq = get_int(doc, "seq", "model '" + name + "'", 1);
-  g.vocab = get_int(doc, "vocab", "model '" + name + "'", 0);
-  g.dtype = doc.value("dtype", std::string("bf16"));
-  for (size_t li = 0; li < doc["layers"].size(); ++li) {
-    const auto& jl = doc["layers"][li];
-    const std::string where = "model '" + name + "' layer " + std::to_string(li);
-    if (!jl.is_object() || !jl.contains("ops") || !jl["ops"].is_array())
-      throw SpecError(where + ": expected an object with an \"ops\" array");
-    reject_unknown(jl, {"name", "repeat", "kind", "output", "hidden", "heads", "ops"}, where);
+  g.name = f.string(doc, "", "name", name);
+  g.seq = f.integer(doc, "", "seq", 1, kMaxSeq, 1);
+  g.vocab = f.integer(doc, "", "vocab", 0, kMaxFeatures, 0);
+  g.dtype = f.string(doc, "", "dtype", std::string("bf16"), "bf16, f16, f32");
+  if (g.dtype != "bf16" && g.dtype != "f16" && g.dtype != "f32")
+    f.fail("dtype", json_excerpt(g.dtype) + " is unknown; allowed: bf16, f16, f32");
+  const nlohmann::json& layers = doc["layers"];
+  // Repeats are counted before anything is copied: a chain longer than the limit is refused unbuilt.
+  int64_t chain = 0, chain_ops = 0;
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const std::string path = SpecFields::at("layers", li);
+    const auto& jl = layers[li];
+    f.require_object(jl, path, "an object with an \"ops\" array");
+    const int64_t repeat = f.integer(jl, path, "repeat", 1, kMaxLayers, 1);
+    const int64_t ops = jl.contains("ops") && jl["ops"].is_array() ? static_cast<int64_t>(jl["ops"].size()) : 0;
+    if (ops > kMaxLayerOps)
+      f.fail(SpecFields::at(path, "ops"), std::to_string(ops) + " ops; allowed: at most " +
+                                              with_commas(kMaxLayerOps) + " ops in a layer");
+    chain += repeat;
+    chain_ops += repeat * ops;
+    if (chain > kMaxLayers)
+      f.fail(SpecFields::at(path, "repeat"), "the model reaches " + with_commas(chain) +
+                                                 " layers; allowed: at most " + with_commas(kMaxLayers) +
+                                                 " layers in a model, repeats counted");
+    if (chain_ops > kMaxModelOps)
+      f.fail(SpecFields::at(path, "repeat"), "the model reaches " + with_commas(chain_ops) +
+                                                 " ops; allowed: at most " + with_commas(kMaxModelOps) +
+                                                 " ops in a model, repeats counted");
+  }
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const auto& jl = layers[li];
+    const std::string path = SpecFields::at("layers", li);
+    if (!jl.contains("ops") || !jl["ops"].is_array()) f.fail(SpecFields::at(path, "ops"), "missing; expected an array");
+    f.only_keys(jl, path, {"name", "repeat", "kind", "output", "hidden", "heads", "ops"});
     Layer l;
-    l.name = jl.value("name", "layer" + std::to_string(li));
-    const std::string kind = jl.value("kind", std::string("generic"));
+    l.name = f.string(jl, path, "name", "layer" + std::to_string(li));
+    const std::string kinds = "generic, transformer, embedding, head";
+    const std::string kind = f.string(jl, path, "kind", std::string("generic"), kinds);
     if (kind == "generic") l.kind = LayerKind::kGeneric;
     else if (kind == "transformer") l.kind = LayerKind::kTransformer;
     else if (kind == "embedding") l.kind = LayerKind::kEmbedding;
     else if (kind == "head") l.kind = LayerKind::kHead;
-    else throw SpecError(where + ": unknown kind '" + kind + "'; allowed: generic, transformer, embedding, head");
-    l.output = jl.value("output", std::string());
-    l.hidden = get_int(jl, "hidden", where, 0);
-    l.heads = static_cast<int>(get_int(jl, "heads", where, 0));
+    else f.fail(SpecFields::at(path, "kind"), json_excerpt(kind) + " is unknown; allowed: " + kinds);
+    l.output = f.string(jl, path, "output", std::string(), "the name of one of the layer's ops");
+    l.hidden = f.integer(jl, path, "hidden", 0, kMaxFeatures, 0);
+    l.heads = static_cast<int>(f.integer(jl, path, "heads", 0, kMaxHeads, 0));
     if (l.kind == LayerKind::kTransformer && (l.hidden <= 0 || l.heads <= 0))
-      throw SpecError(where + ": a transformer layer needs positive \"hidden\" and \"heads\"");
-    for (size_t oi = 0; oi < jl["ops"].size(); ++oi) {
-      const auto& jo = jl["ops"][oi];
-      const std::string ow = where + " op " + std::to_string(oi);
-      if (!jo.is_object()) throw SpecError(ow + ": expected an object");
-      reject_unknown(jo, {"name", "type", "in", "out", "inputs", "heads", "kv_heads", "experts", "top_k", "ffn",
-                          "gated", "causal", "dtype"},
-                     ow);
+      f.fail(path, "a transformer layer needs positive \"hidden\" and \"heads\"");
+    const nlohmann::json& ops = jl["ops"];
+    for (size_t oi = 0; oi < ops.size(); ++oi) {
+      const auto& jo = ops[oi];
+      const std::string op_path = SpecFields::at(SpecFields::at(path, "ops"), oi);
+      f.require_object(jo, op_path, "an operator object");
+      f.only_keys(jo, op_path, {"name", "type", "in", "out", "inputs", "heads", "kv_heads", "experts", "top_k", "ffn",
+                                "gated", "causal", "dtype"});
       Operator op;
-      op.name = jo.value("name", std::string());
-      const std::string type = jo.value("type", std::string());
+      op.name = f.string(jo, op_path, "name", std::nullopt, "a name unique in the layer, other than 'input'");
+      const std::string type = f.string(jo, op_path, "type", std::nullopt, op_type_names());
       auto t = op_type_from_string(type);
-      if (!t) throw SpecError(ow + ": unknown operator type '" + type + "'; allowed: " + op_type_names());
+      if (!t) f.fail(SpecFields::at(op_path, "type"), "unknown operator type '" + type + "'; allowed: " + op_type_names());
       op.type = *t;
-      if (jo.contains("dtype") && jo["dtype"] != g.dtype)
-        throw SpecError(ow + ": dtype " + jo["dtype"].dump() + " differs from the model's '" + g.dtype +
-                        "' (one dtype per model)");
-      op.in_features = get_int(jo, "in", ow, 0, true);
-      op.out_features = get_int(jo, "out", ow, 0, true);
-      op.heads = static_cast<int>(get_int(jo, "heads", ow, 0));
-      op.kv_heads = static_cast<int>(get_int(jo, "kv_heads", ow, op.heads));
-      op.experts = static_cast<int>(get_int(jo, "experts", ow, 0));
-      op.top_k = static_cast<int>(get_int(jo, "top_k", ow, 0));
-      op.ffn = get_int(jo, "ffn", ow, 0);
-      op.gated = jo.value("gated", false);
-      op.causal = jo.value("causal", true);
+      if (jo.contains("dtype") && f.string(jo, op_path, "dtype", std::nullopt, "bf16, f16, f32") != g.dtype)
+        f.fail(SpecFields::at(op_path, "dtype"), jo["dtype"].dump() + " differs from the model's '" + g.dtype +
+                                                     "'; allowed: the model's dtype (one dtype per model)");
+      op.in_features = f.integer(jo, op_path, "in", 1, kMaxFeatures, std::nullopt);
+      op.out_features = f.integer(jo, op_path, "out", 1, kMaxFeatures, std::nullopt);
+      op.heads = static_cast<int>(f.integer(jo, op_path, "heads", 0, kMaxHeads, 0));
+      op.kv_heads = static_cast<int>(f.integer(jo, op_path, "kv_heads", 0, kMaxHeads, op.heads));
+      op.experts = static_cast<int>(f.integer(jo, op_path, "experts", 0, kMaxHeads, 0));
+      op.top_k = static_cast<int>(f.integer(jo, op_path, "top_k", 0, kMaxHeads, 0));
+      op.ffn = f.integer(jo, op_path, "ffn", 0, kMaxFeatures, 0);
+      op.gated = f.boolean(jo, op_path, "gated", false);
+      op.causal = f.boolean(jo, op_path, "causal", true);
       if (jo.contains("inputs")) {
-        if (!jo["inputs"].is_array()) throw SpecError(ow + ": \"inputs\" must be an array of op names");
-        for (const auto& in : jo["inputs"]) {
-          if (!in.is_string()) throw SpecError(ow + ": \"inputs\" must be an array of op names");
+        const std::string in_path = SpecFields::at(op_path, "inputs");
+        if (!jo["inputs"].is_array()) f.fail(in_path, json_excerpt(jo["inputs"]) + " is not an array of op names");
+        for (size_t k = 0; k < jo["inputs"].size(); ++k) {
+          const auto& in = jo["inputs"][k];
+          if (!in.is_string() || in.get<std::string>().size() > 256)
+            f.fail(SpecFields::at(in_path, k), json_excerpt(in) + " is not an op name (a string of at most 256 bytes)");
           op.inputs.push_back(in.get<std::string>());
         }
       }
       l.ops.push_back(op);
     }
-    const int64_t repeat = get_int(jl, "repeat", where, 1);
-    if (repeat <= 0) throw SpecError(where + ": repeat must be positive, got " + std::to_string(repeat));
+    const int64_t repeat = f.integer(jl, path, "repeat", 1, kMaxLayers, 1);
     for (int64_t r = 0; r < repeat; ++r) g.layers.push_back(l);
   }
   validate(g);
@@ -351,15 +379,10 @@ ModelGraph parse_model_spec(const std::string& text) {
   }
   namespace fs = std::filesystem;
   if (text.size() > 5 && text.substr(text.size() - 5) == ".json") {
-    std::ifstream f(text);
-    if (!f) throw SpecError("cannot read model file '" + text + "'");
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(f);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw SpecError("model file '" + text + "' is not valid JSON: " + e.what());
-    }
-    return model_from_json(doc, fs::path(text).filename().string());
+    const nlohmann::json doc = read_spec_file(text, "model");
+    ModelGraph g = model_from_json(doc, text);
+    if (!doc.contains("name")) g.name = fs::path(text).filename().string();
+    return g;
   }
   std::string names;
   for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;

@@ -114,6 +114,24 @@ void check_positive(const std::string& where, const char* what, int64_t v) {
   if (v <= 0) throw SpecError(where + ": " + what + " must be positive, got " + std::to_string(v));
 }
 
+void check_range(const std::string& where, const char* what, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    throw SpecError(where + ": " + what + " " + std::to_string(v) + " is out of range; allowed: " + std::to_string(lo) +
+                    ".." + std::to_string(hi));
+}
+
+/// op_params without overflow, for the limit check.
+long double op_params_wide(const Operator& op) {
+  const long double in = op.in_features, out = op.out_features;
+  switch (op.type) {
+    case OpType::kLinear:
+    case OpType::kEmbedding: return in * out;
+    case OpType::kLayerNorm: return 2 * in;
+    case OpType::kMoeFfn: return static_cast<long double>(op.experts) * (op.gated ? 3 : 2) * in * op.ffn + in * op.experts;
+    default: return 0;
+  }
+}
+
 /// Topologically orders a layer's ops (Kahn, ties in the given order); throws on a cycle.
 void order_layer(Layer& l, const std::string& where) {
   std::map<std::string, size_t> index;
@@ -157,20 +175,45 @@ void order_layer(Layer& l, const std::string& where) {
 }  // namespace
 
 void validate(ModelGraph& g) {
-  check_positive("model", "seq", g.seq);
+  check_range("model '" + g.name + "'", "seq", g.seq, 1, kMaxSeq);
   dtype_bytes(g.dtype);
   if (g.layers.empty()) throw SpecError("model '" + g.name + "' has no layers");
+  if (static_cast<int64_t>(g.layers.size()) > kMaxLayers + 2)
+    throw SpecError("model '" + g.name + "' has " + std::to_string(g.layers.size()) + " layers; allowed: at most " +
+                    std::to_string(kMaxLayers) + " (plus embedding and head)");
+  long double params = 0;
+  int64_t ops = 0;
   int64_t prev_out = 0;
   g.transformer_layers = 0;
   for (size_t li = 0; li < g.layers.size(); ++li) {
     Layer& l = g.layers[li];
     const std::string where = "layer " + std::to_string(li) + " (" + l.name + ")";
     if (l.ops.empty()) throw SpecError(where + " has no ops");
+    if (static_cast<int64_t>(l.ops.size()) > kMaxLayerOps)
+      throw SpecError(where + " has " + std::to_string(l.ops.size()) + " ops; allowed: at most " +
+                      std::to_string(kMaxLayerOps));
+    ops += static_cast<int64_t>(l.ops.size());
+    if (ops > kMaxModelOps)
+      throw SpecError("model '" + g.name + "' has more than " + std::to_string(kMaxModelOps) + " ops; allowed: at most " +
+                      std::to_string(kMaxModelOps) + ", repeats counted");
+    check_range(where, "hidden", l.hidden, 0, kMaxFeatures);
+    check_range(where, "heads", l.heads, 0, kMaxHeads);
     if (l.kind == LayerKind::kTransformer) ++g.transformer_layers;
     for (const auto& op : l.ops) {
       const std::string ow = where + " op '" + op.name + "'";
       check_positive(ow, "in_features", op.in_features);
       check_positive(ow, "out_features", op.out_features);
+      check_range(ow, "in_features", op.in_features, 1, kMaxFeatures);
+      check_range(ow, "out_features", op.out_features, 1, kMaxFeatures);
+      check_range(ow, "ffn", op.ffn, 0, kMaxFeatures);
+      check_range(ow, "heads", op.heads, 0, kMaxHeads);
+      check_range(ow, "kv_heads", op.kv_heads, 0, kMaxHeads);
+      check_range(ow, "experts", op.experts, 0, kMaxHeads);
+      check_range(ow, "top_k", op.top_k, 0, kMaxHeads);
+      params += op_params_wide(op);
+      if (params > static_cast<long double>(kMaxParams))
+        throw SpecError("model '" + g.name + "' has more than 10^15 parameters (at " + ow +
+                        "); allowed: at most 10^15");
       if (op.type == OpType::kAttention) {
         check_positive(ow, "heads", op.heads);
         check_positive(ow, "kv_heads", op.kv_heads);

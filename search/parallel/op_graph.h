@@ -23,6 +23,18 @@ class SpecError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// What the planner accepts: validate() and the spec parsers refuse larger models with a message naming the
+// limit, so the arithmetic below stays inside int64 and no spec makes the planner copy without bound.
+inline constexpr int64_t kMaxLayers = 10000;            ///< Layers in a model's chain, repeats counted (family forms: blocks).
+inline constexpr int64_t kMaxLayerOps = 1000;           ///< Operators in one layer.
+inline constexpr int64_t kMaxModelOps = 1000000;        ///< Operators in a model, repeats counted.
+inline constexpr int64_t kMaxFeatures = 1 << 24;        ///< An operator's in/out features, expert width, vocabulary.
+inline constexpr int64_t kMaxHidden = 1 << 20;          ///< Hidden size of a family form (its 4h, 3h fit kMaxFeatures).
+inline constexpr int64_t kMaxFfn = 1 << 23;             ///< MLP width of a family form (a gated fc1 is 2 x ffn).
+inline constexpr int64_t kMaxSeq = 1 << 20;             ///< Tokens per sample.
+inline constexpr int64_t kMaxHeads = 1 << 16;           ///< Attention heads, key/value heads, experts, top_k.
+inline constexpr int64_t kMaxParams = 1000000000000000; ///< Parameters of a model (10^15).
+
 /// Operator kinds the planner knows how to shard.
 enum class OpType {
   kLinear,        ///< [T,in] x [in,out] matmul (weights in*out).

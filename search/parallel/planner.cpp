@@ -18,8 +18,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 int parse_pin_int(const std::string& key, const std::string& v, int lo, int hi) {
   int out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range)
+    throw SpecError("--fix " + key + "=" + v + " is out of range; allowed: " + std::to_string(lo) + ".." +
+                    std::to_string(hi));
   if (v.empty() || ec != std::errc() || end != v.data() + v.size())
-    throw SpecError("--fix " + key + "=" + v + " is not an integer");
+    throw SpecError("--fix " + key + "=" + v + " is not an integer; allowed: " + std::to_string(lo) + ".." +
+                    std::to_string(hi));
   if (out < lo || out > hi)
     throw SpecError("--fix " + key + "=" + v + " is out of range; allowed: " + std::to_string(lo) + ".." +
                     std::to_string(hi));
@@ -34,6 +38,12 @@ std::vector<int> divisors(int n) {
 }
 
 }  // namespace
+
+void check_global_batch(int64_t global_batch) {
+  if (global_batch < 1 || global_batch > kMaxGlobalBatch)
+    throw SpecError("--global-batch " + std::to_string(global_batch) + " is out of range; allowed: 1.." +
+                    std::to_string(kMaxGlobalBatch) + " sequences");
+}
 
 bool PlanPins::empty() const {
   return !tp && !pp && !dp && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
@@ -133,8 +143,7 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
       layer_sig_.push_back(static_cast<int>(it - signatures_.begin()));
     }
   }
-  if (opts_.global_batch <= 0)
-    throw SpecError("--global-batch must be positive, got " + std::to_string(opts_.global_batch));
+  check_global_batch(opts_.global_batch);
 }
 
 Planner::~Planner() = default;
@@ -176,7 +185,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   if (c.pp > L) return reject("pp=" + std::to_string(c.pp) + " exceeds the " + std::to_string(L) + " layers");
   if (opts_.global_batch % (static_cast<int64_t>(c.micro_batch) * c.dp) != 0)
     return reject("global batch " + std::to_string(opts_.global_batch) + " is not a multiple of mbs*dp = " +
-                  std::to_string(c.micro_batch * c.dp));
+                  std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp));
   c.num_micro_batches = static_cast<int>(opts_.global_batch / (static_cast<int64_t>(c.micro_batch) * c.dp));
   const int m = c.num_micro_batches, p = c.pp;
   int v = 1;

@@ -39,6 +39,11 @@
 
 namespace tuner::parallel {
 
+/// Sequences per iteration the planner accepts: 1..16,777,216.
+inline constexpr int64_t kMaxGlobalBatch = 1 << 24;
+/// Throws SpecError naming the allowed range when global_batch is outside 1..kMaxGlobalBatch.
+void check_global_batch(int64_t global_batch);
+
 /// Choices a user pins with --fix; unset ones are planned.
 struct PlanPins {
   std::optional<int> tp, pp, dp, micro_batch, zero, virtual_stages;
@@ -46,7 +51,8 @@ struct PlanPins {
   std::optional<Recompute> recompute;
   bool empty() const;
 };
-/// "tp=8,pp=8,dp=16,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3".
+/// "tp=8,pp=8,dp=16,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
+/// tp, pp, dp and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
 PlanPins parse_pins(const std::string& text);
 std::string to_string(const PlanPins& p);
 

@@ -2,6 +2,8 @@
 // JSON graphs, and the clear errors for bad input.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/model_spec.h"
 
@@ -55,7 +57,7 @@ TEST(ModelSpec, BadSpecsGiveOneClearLine) {
   EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=4,hidden=x,heads=2"); }).find("not an integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=4,heads=2"); }).find("missing hidden"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=0,hidden=64,heads=2"); }).find("positive"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=0,hidden=64,heads=2"); }).find("layers=0 is out of range; allowed: 1..10,000"), std::string::npos);
   EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=2,hidden=64,heads=2,colour=3"); }).find("unknown key"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_model_spec("bert:layers=2"); }).find("unknown model family"), std::string::npos);
@@ -95,10 +97,81 @@ TEST(ModelSpec, JsonGraphErrors) {
             std::string::npos);
   auto negative = tiny_graph();
   negative["layers"][0]["ops"][0]["out"] = -4;
-  EXPECT_NE(error_of([&] { model_from_json(negative, "n.json"); }).find("must be positive"), std::string::npos);
+  EXPECT_NE(error_of([&] { model_from_json(negative, "n.json"); }).find("layers[0].ops[0].out: -4 is out of range"),
+            std::string::npos);
   auto dangling = tiny_graph();
   dangling["layers"][0]["ops"][3]["inputs"] = {"input", "fc9"};
   EXPECT_NE(error_of([&] { model_from_json(dangling, "d.json"); }).find("unknown input 'fc9'"), std::string::npos);
+}
+
+TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  } cases[] = {
+      {[](nlohmann::json& j) { j["name"] = 123; }, "model 't.json': name: 123 is not a string"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][1]["type"] = 5; }, "layers[0].ops[1].type: 5 is not a string"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["gated"] = "yes"; }, "layers[0].ops[0].gated"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["in"] = 2.5; }, "layers[0].ops[0].in: 2.5 is not an integer"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["out"] = 1e300; }, "layers[0].ops[0].out"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["inputs"] = {7}; }, "layers[0].ops[0].inputs[0]"},
+      {[](nlohmann::json& j) { j["layers"][0]["repeat"] = 1000000000; }, "layers[0].repeat: 1000000000 is out of range"},
+      {[](nlohmann::json& j) { j["layers"][0]["repeat"] = "3"; }, "layers[0].repeat: \"3\" is not an integer"},
+      {[](nlohmann::json& j) { j["seq"] = -1; }, "seq: -1 is out of range; allowed: an integer in 1..1,048,576"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["name"] = "a\nb"; }, "control character"},
+      {[](nlohmann::json& j) { j["layers"][0]["kind"] = "conv"; }, "layers[0].kind"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json doc = tiny_graph();
+    c.edit(doc);
+    const std::string e = error_of([&] { model_from_json(doc, "t.json"); });
+    EXPECT_NE(e.find(c.expect), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  // Layers that are each fine but together too many: counted before they are copied.
+  nlohmann::json many = tiny_graph();
+  many["layers"][0]["repeat"] = 6000;
+  many["layers"].push_back(many["layers"][0]);
+  EXPECT_NE(error_of([&] { model_from_json(many, "t.json"); }).find("at most 10,000 layers"), std::string::npos);
+  // A MoE whose parameters no int64 holds.
+  nlohmann::json moe = nlohmann::json::parse(R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn",
+      "in": 16777216, "out": 16777216, "experts": 65536, "top_k": 2, "ffn": 16777216, "gated": true,
+      "inputs": ["input"]}]}]})");
+  EXPECT_NE(error_of([&] { model_from_json(moe, "t.json"); }).find("10^15 parameters"), std::string::npos);
+  // Family forms: int-sized values are checked before they are narrowed.
+  EXPECT_NE(error_of([] { parse_model_spec("gpt:layers=4294967297,hidden=64,heads=2"); }).find("1..10,000"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_spec("moe:layers=2,hidden=64,heads=2,experts=2147483647,top_k=2"); })
+                .find("experts=2147483647 is out of range; allowed: 1..65,536"),
+            std::string::npos);
+}
+
+TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
+  const auto base = nlohmann::json::parse(R"({"nodes": 2, "gpus_per_node": 8, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 450}, "inter_node": {"bandwidth_gbps": 50}})");
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  } cases[] = {
+      {[](nlohmann::json& j) { j["gpus_per_node"] = 2147483647; }, "gpus_per_node: 2147483647 is out of range"},
+      {[](nlohmann::json& j) { j["nodes"] = 1 << 20; }, "at most 1,048,576 GPUs in a cluster"},
+      {[](nlohmann::json& j) { j["memory_gb"] = 1e30; }, "memory_gb: 1e+30 is too large"},
+      {[](nlohmann::json& j) { j["memory_gb"] = 0; }, "memory_gb: 0 is too small"},
+      {[](nlohmann::json& j) { j["gpu"] = 5; }, "gpu: 5 is not a string"},
+      {[](nlohmann::json& j) { j["nodes"] = "2"; }, "nodes: \"2\" is not an integer"},
+      {[](nlohmann::json& j) { j["inter_node"]["latency_us"] = -1; }, "inter_node.latency_us: -1 is too small"},
+      {[](nlohmann::json& j) { j["intra_node"] = 450; }, "intra_node: expected"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json doc = base;
+    c.edit(doc);
+    const std::string e = error_of([&] { cluster_from_json(doc, "c.json"); });
+    EXPECT_NE(e.find(c.expect), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:268435456"); }).find("at most 1,048,576 GPUs"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:131073"); }).find("1..131,072 nodes"), std::string::npos);
+  EXPECT_EQ(parse_cluster_spec("dgx-h100:131072").total_gpus(), 1 << 20);
 }
 
 TEST(ClusterSpec, PresetsAndErrors) {
@@ -118,7 +191,7 @@ TEST(ClusterSpec, PresetsAndErrors) {
   EXPECT_NE(e.find("h100-sxm"), std::string::npos);
   doc["gpu"] = "a100-sxm4-80gb";
   doc["gpus_per_node"] = -1;
-  EXPECT_NE(error_of([&] { cluster_from_json(doc, "c.json"); }).find("gpus_per_node must be positive"),
+  EXPECT_NE(error_of([&] { cluster_from_json(doc, "c.json"); }).find("gpus_per_node: -1 is out of range"),
             std::string::npos);
   doc["gpus_per_node"] = 4;
   const ClusterSpec j = cluster_from_json(doc, "c.json");

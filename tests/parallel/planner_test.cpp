@@ -103,6 +103,51 @@ TEST(Planner, DegreesMultiplyToTheClusterAndFitInMemory) {
   EXPECT_EQ(plan.stages.back().end_layer, static_cast<int>(small_gpt().layers.size()));
 }
 
+TEST(Planner, ThousandLayersPlanLikeTenLayersScaled) {
+  // The same block 10 and 1,000 times, with the same pins: every block gets the same sharding, the stages
+  // cover the chain in order, and each stage holds close to its share of the 1,000 blocks.
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=2,pp=4,mbs=1,schedule=1f1b,recompute=selective,zero=1");
+  const ModelGraph small = parse_model_spec("gpt:layers=10,hidden=1024,heads=16,seq=1024,vocab=32000");
+  const ModelGraph big = parse_model_spec("gpt:layers=1000,hidden=1024,heads=16,seq=1024,vocab=32000");
+  ASSERT_EQ(big.layers.size(), 1002u);
+  const Plan ps = Planner(small, c, o).plan();
+  Planner planner(big, c, o);
+  const Plan pb = planner.plan();
+  ASSERT_EQ(pb.stages.size(), 4u);
+  EXPECT_EQ(pb.stages.front().first_layer, 0);
+  EXPECT_EQ(pb.stages.back().end_layer, 1002);
+  auto block_sharding = [](const Plan& p) {
+    std::map<std::string, std::string> out;
+    for (const auto& st : p.stages)
+      for (const auto& ls : st.sharding)
+        if (ls.layer == "block")
+          for (const auto& op : ls.ops) {
+            auto [it, fresh] = out.emplace(op.op, op.strategy);
+            EXPECT_EQ(it->second, op.strategy) << "blocks sharded differently: " << op.op;
+          }
+    return out;
+  };
+  EXPECT_EQ(block_sharding(pb), block_sharding(ps));
+  int blocks = 0;
+  for (size_t s = 0; s < pb.stages.size(); ++s) {
+    if (s > 0) EXPECT_EQ(pb.stages[s].first_layer, pb.stages[s - 1].end_layer);
+    int n = 0;
+    for (const auto& ls : pb.stages[s].sharding)
+      if (ls.layer == "block") n += ls.count;
+    blocks += n;
+    EXPECT_NEAR(n, 250, 5) << "stage " << s;  // the embedding and head weigh about a few blocks
+  }
+  EXPECT_EQ(blocks, 1000);
+  // Identical layers are solved once: the ILP count does not grow with the layers.
+  EXPECT_EQ(pb.ilp_solves, ps.ilp_solves);
+  // Per block, the iteration costs the same: (T - optimizer) / blocks agree within the pipeline's fixed parts.
+  EXPECT_GT(pb.iteration_time_s, 50 * ps.iteration_time_s);
+  EXPECT_LT(pb.iteration_time_s, 110 * ps.iteration_time_s);
+}
+
 TEST(Planner, PinsAreHonoured) {
   const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
   PlannerOptions o;

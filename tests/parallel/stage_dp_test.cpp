@@ -2,6 +2,7 @@
 // memory limits and per-stage extras.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "search/parallel/stage_dp.h"
@@ -41,6 +42,44 @@ TEST(StageDp, HandComputedPartition) {
   ASSERT_TRUE(dp.feasible);
   EXPECT_EQ(dp.starts, (std::vector<int>{0, 3, 6}));
   EXPECT_NEAR(dp.objective, 30e-3, 1e-12);
+}
+
+TEST(StageDp, ThousandIdenticalLayersSplitEvenly) {
+  // An embedding (2 ms), 1,000 identical blocks (1 ms each, a cost whose float prefix sums differ in the last
+  // bit from span to span) and a head (3 ms) in 8 stages: 1005 ms in all, so the largest stage is at least
+  // ceil(1005 / 8) = 126 ms (2 + 124 | 6 x ~125.5 | 123 + 3 reach it). Every split with no stage above 126 ms is optimal; the DP returns the even one.
+  StageDpRequest r;
+  r.layer_cost.assign(1002, 1.1e-3 / 1.1);
+  r.layer_cost.front() = 2e-3;
+  r.layer_cost.back() = 3e-3;
+  r.stages = 8;
+  r.micro_batches = 64;
+  const StageDpResult dp = solve_stage_dp(r);
+  ASSERT_TRUE(dp.feasible);
+  ASSERT_EQ(dp.starts.size(), 9u);
+  const double t_max = *std::max_element(dp.stage_cost.begin(), dp.stage_cost.end());
+  EXPECT_NEAR(t_max, 126e-3, 1e-12);
+  EXPECT_NEAR(dp.objective, 1005e-3 + 63 * 126e-3, 1e-9);
+  for (size_t s = 0; s + 1 < dp.starts.size(); ++s) {
+    EXPECT_GE(dp.stage_cost[s], 124e-3) << "stage " << s;  // even: every stage within 2 layers of the mean
+    EXPECT_LE(dp.stage_cost[s], 126e-3 + 1e-12) << "stage " << s;
+  }
+  // Bisection on the largest stage: a few dozen bound tests, not one per candidate span.
+  EXPECT_LE(dp.t_max_tried, 64);
+}
+
+TEST(StageDp, MemoryLimitOnALongChain) {
+  // 600 equal layers in 4 stages, the first stage holding at most 100: the rest split 500 over three.
+  StageDpRequest r;
+  r.layer_cost.assign(600, 1e-3);
+  r.stages = 4;
+  r.micro_batches = 16;
+  r.fits = [](int stage, int b, int e) { return stage != 0 || e - b <= 100; };
+  const StageDpResult dp = solve_stage_dp(r);
+  ASSERT_TRUE(dp.feasible);
+  EXPECT_LE(dp.starts[1], 100);
+  const double t_max = *std::max_element(dp.stage_cost.begin(), dp.stage_cost.end());
+  EXPECT_NEAR(t_max, 167e-3, 1e-12);  // ceil(500 / 3) layers
 }
 
 TEST(StageDp, InfeasibleWhenNothingFits) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -145,6 +146,114 @@ TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
   auto none = run("plan --model gpt3-175b --cluster dgx-h100:0 --db " + path("new.db"));
   EXPECT_EQ(none.code, 2);
   EXPECT_FALSE(std::filesystem::exists(path("new.db")));
+}
+
+TEST_F(PlanCli, FailedExportLeavesTheDatabaseUntouched) {
+  // No database yet: a failed --out creates none.
+  auto first = run(std::string("plan ") + kSmall + " --global-batch 64 --export megatron --out " +
+                   path("missing/dir/args.txt") + " --db " + db());
+  EXPECT_EQ(first.code, 2) << first.err;
+  EXPECT_NE(first.err.find("cannot write --out file"), std::string::npos) << first.err;
+  EXPECT_EQ(std::count(first.err.begin(), first.err.end(), '\n'), 1) << first.err;
+  EXPECT_FALSE(std::filesystem::exists(db()));
+
+  // With a logged plan: a failed --out (a missing folder, a directory) adds no second plan.
+  ASSERT_EQ(run(std::string("plan ") + kSmall + " --global-batch 64 --db " + db()).code, 0);
+  const std::string before = run("query --plans --json --db " + db()).out;
+  ASSERT_EQ(nlohmann::json::parse(before).size(), 1u);
+  for (const std::string& out : {path("missing/dir/args.txt"), dir_.string()}) {
+    auto r = run(std::string("plan ") + kSmall + " --global-batch 64 --export megatron --out " + out + " --db " + db());
+    EXPECT_EQ(r.code, 2) << out << "\n" << r.err;
+    EXPECT_NE(r.err.find(out), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run("query --plans --json --db " + db()).out, before);
+}
+
+/// Runs `plan` expecting exit 2, one stderr line holding every part of `expect`, no stdout and no database.
+#define EXPECT_REFUSED(args, ...)                                                                     \
+  do {                                                                                               \
+    auto r_ = run(std::string("plan ") + (args) + " --db " + db());                                  \
+    EXPECT_EQ(r_.code, 2) << (args) << "\n" << r_.err;                                               \
+    EXPECT_EQ(std::count(r_.err.begin(), r_.err.end(), '\n'), 1) << (args) << "\n" << r_.err;       \
+    for (const std::string& part_ : {__VA_ARGS__})                                                  \
+      EXPECT_NE(r_.err.find(part_), std::string::npos) << (args) << "\n" << r_.err << "lacks " << part_; \
+    EXPECT_TRUE(r_.out.empty()) << (args);                                                          \
+    EXPECT_FALSE(std::filesystem::exists(db())) << (args);                                           \
+  } while (0)
+
+TEST_F(PlanCli, WrongTypesInSpecFilesNameTheFileAndTheField) {
+  const std::string op = R"({"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]})";
+  auto model = [&](const std::string& file, const std::string& text) {
+    std::ofstream(path(file)) << text;
+    return "--model " + path(file) + " --cluster dgx-h100:1";
+  };
+  EXPECT_REFUSED(model("name.json", R"({"name": 123, "layers": [{"ops": [)" + op + "]}]}"), "name.json", "name: 123",
+                 "allowed: a string");
+  EXPECT_REFUSED(model("type.json", R"({"layers": [{"ops": [)" + op + "]}, " + R"({"ops": [)" + op + "]}, " +
+                                       R"({"ops": [)" + op + "]}, " +
+                                       R"({"ops": [{"name": "x", "type": 5, "in": 64, "out": 64, "inputs": ["input"]}]}]})"),
+                 "type.json", "layers[3].ops[0].type", "allowed: linear, attention");
+  EXPECT_REFUSED(model("gated.json", R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
+                       "experts": 4, "top_k": 2, "ffn": 128, "gated": "yes", "inputs": ["input"]}]}]})"),
+                 "gated.json", "layers[0].ops[0].gated", "allowed: true, false");
+  EXPECT_REFUSED(model("huge.json", R"({"seq": 1e400, "layers": [{"ops": [)" + op + "]}]}"), "huge.json", "seq",
+                 "out of range");
+  std::filesystem::create_directories(path("dir.json"));
+  EXPECT_REFUSED("--model " + path("dir.json") + " --cluster dgx-h100:1", "dir.json", "is a directory");
+  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("dir.json"), "dir.json", "is a directory");
+
+  auto cluster = [&](const std::string& file, const std::string& text) {
+    std::ofstream(path(file)) << text;
+    return "--model gpt3-350m --cluster " + path(file);
+  };
+  EXPECT_REFUSED(cluster("bw.json", R"({"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm",
+                         "intra_node": {"bandwidth_gbps": "fast"}})"),
+                 "bw.json", "intra_node.bandwidth_gbps", "not a number");
+  EXPECT_REFUSED(cluster("gpu.json", R"({"nodes": 1, "gpus_per_node": 8, "gpu": 100,
+                         "intra_node": {"bandwidth_gbps": 450}})"),
+                 "gpu.json", "gpu: 100", "h100-sxm");
+  EXPECT_REFUSED(cluster("lat.json", R"({"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm",
+                         "intra_node": {"bandwidth_gbps": 450, "latency_us": 1e400}})"),
+                 "lat.json", "intra_node.latency_us", "out of range");
+}
+
+TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
+  std::ofstream(path("gpn.json")) << R"({"nodes": 1, "gpus_per_node": 2147483647, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 450}})";
+  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("gpn.json"), "gpus_per_node: 2147483647",
+                 "1..1,048,576");
+  std::ofstream(path("product.json")) << R"({"nodes": 4096, "gpus_per_node": 512, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 450}, "inter_node": {"bandwidth_gbps": 50}})";
+  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("product.json"), "2,097,152 GPUs",
+                 "at most 1,048,576 GPUs in a cluster");
+  std::ofstream(path("mem.json")) << R"({"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm", "memory_gb": 1e30,
+      "intra_node": {"bandwidth_gbps": 450}})";
+  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("mem.json"), "memory_gb", "too large", "<= 100000");
+  EXPECT_REFUSED("--model gpt3-350m --cluster dgx-h100:268435456", "268435456", "1..131,072 nodes",
+                 "1,048,576 GPUs");
+  std::ofstream(path("moe.json")) << R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
+      "experts": 2147483647, "top_k": 2, "ffn": 128, "inputs": ["input"]}]}]})";
+  EXPECT_REFUSED("--model " + path("moe.json") + " --cluster dgx-h100:1", "layers[0].ops[0].experts", "0..65,536");
+  EXPECT_REFUSED("--model moe:layers=2,hidden=64,heads=2,experts=2147483647,top_k=2 --cluster dgx-h100:1",
+                 "experts=2147483647", "1..65,536");
+  EXPECT_REFUSED("--model gpt:layers=99999999999999999999,hidden=64,heads=2 --cluster dgx-h100:1", "layers=",
+                 "1..10,000");
+  EXPECT_REFUSED(std::string(kSmall) + " --fix tp=99999999999", "tp=99999999999", "1..1048576");
+  EXPECT_REFUSED(std::string(kSmall) + " --fix mbs=4294967297", "mbs=4294967297", "1..1048576");
+  EXPECT_REFUSED(std::string(kSmall) + " --global-batch 99999999999999999999", "--global-batch", "1..16777216");
+  EXPECT_REFUSED(std::string(kSmall) + " --global-batch 4294967296", "--global-batch 4294967296", "1..16777216");
+}
+
+TEST_F(PlanCli, RepeatsAreCountedBeforeTheyAreCopied) {
+  std::ofstream(path("repeat.json")) << R"({"layers": [{"repeat": 1000000000, "ops": [
+      {"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]}]})";
+  EXPECT_REFUSED("--model " + path("repeat.json") + " --cluster dgx-h100:1", "layers[0].repeat", "1000000000",
+                 "1..10,000");
+  std::ofstream(path("repeats.json")) << R"({"layers": [
+      {"repeat": 6000, "ops": [{"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]},
+      {"repeat": 6000, "ops": [{"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]}]})";
+  EXPECT_REFUSED("--model " + path("repeats.json") + " --cluster dgx-h100:1", "layers[1].repeat", "12,000 layers",
+                 "at most 10,000 layers");
 }
 
 TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
