@@ -5,7 +5,8 @@
 // micro-batch 1, 2 or 4, no/selective/full recomputation, 1F1B, ZeRO-1,
 // layers split evenly as such configurations are written. The planner searches
 // a superset of the grid, so its throughput must never be lower; the program
-// checks that and exits 1 if it is. Prints a table and writes results/plan_bench.json.
+// checks that and exits 1 if it is. Then the planner's scale: planning time of a GPT of 100, 300 and
+// 1,000 identical layers on 16 and 1,024 GPUs. Prints tables and writes results/plan_bench.json.
 //
 //   build/bin/plan_bench [--out results/plan_bench.json]
 #include <chrono>
@@ -130,6 +131,28 @@ int main(int argc, char** argv) {
     r["planner_not_below_grid"] = ok;
     results.push_back(r);
   }
+  // Planner scale: planning time against the number of (identical) layers.
+  std::printf("\nplanner scale: gpt:layers=N,hidden=1024,heads=16 (global batch 1024)\n%-8s %-13s %8s  %s\n", "layers",
+              "cluster", "plan s", "planner config");
+  nlohmann::ordered_json scale = nlohmann::ordered_json::array();
+  for (const char* cluster_spec : {"dgx-h100:2", "dgx-h100:128"})
+    for (int layers : {100, 300, 1000}) {
+      const ModelGraph model = parse_model_spec("gpt:layers=" + std::to_string(layers) + ",hidden=1024,heads=16");
+      const ClusterSpec cluster = parse_cluster_spec(cluster_spec);
+      PlannerOptions opts;
+      opts.global_batch = 1024;
+      const auto t0 = std::chrono::steady_clock::now();
+      const Plan plan = Planner(model, cluster, opts).plan();
+      const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%-8d %-13s %8.2f  %s\n", layers, cluster_spec, plan_s, short_config(plan.config).c_str());
+      scale.push_back({{"layers", layers},
+                       {"cluster", cluster_spec},
+                       {"planning_s", plan_s},
+                       {"config", describe(plan.config)},
+                       {"configs_evaluated", plan.configs_evaluated},
+                       {"ilp_solves", plan.ilp_solves}});
+    }
+  results.push_back({{"label", "planner scale"}, {"cases", scale}});
   std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
                                           ? std::filesystem::path(".")
                                           : std::filesystem::path(out).parent_path());
