@@ -73,6 +73,7 @@ int tune_command(const std::vector<std::string>& args) {
   uint64_t seed = 1;
   int64_t batch = 64;
   double db_timeout_s = 60, sim_delay_ms = 0;
+  int workers = 1;
   unsigned threads = 0;
   double timeout_s = 10, min_time_ms = 1, max_time_ms = 100, max_noise_pct = 1;
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
@@ -82,7 +83,8 @@ int tune_command(const std::vector<std::string>& args) {
       ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
       ("template", po::value(&template_name)->default_value(""), "kernel template, e.g. gemm_tc_wgmma (default: the op's first template that runs on the device; see README)")
-      ("device", po::value(&device_spec)->default_value(""), "cuda:N, sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
+      ("device", po::value(&device_spec)->default_value(""), "cuda:N, cuda:all, cuda:N,M,.. (identical GPUs measured in parallel), sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
+      ("workers", po::value(&workers)->default_value(1), "sim and replay devices: measure with this many workers in parallel, 1 .. 64 (cuda: one per listed GPU)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
@@ -150,11 +152,17 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError("--max-noise " + std::to_string(max_noise_pct) + " is out of range; allowed: 0 (off) .. 100 percent");
   if (threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
   DeviceTarget device;
+  std::vector<DeviceTarget> all_devices;
   try {
-    device = resolve_device(device_spec.empty() ? default_device() : device_spec);
+    all_devices = resolve_devices(device_spec.empty() ? default_device() : device_spec);
+    device = all_devices.front();
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (workers < 1 || workers > 64)
+    throw UsageError("--workers " + std::to_string(workers) + " is out of range; allowed: 1 .. 64");
+  if (workers > 1 && !device.simulated)
+    throw UsageError("--workers is for sim: and replay: devices; for GPUs list them: --device cuda:all or cuda:0,1");
   if (device.replay) {
     // The workload first: a replay file answers only for the workload it recorded.
     const auto& r = *device.replay;
@@ -197,6 +205,10 @@ int tune_command(const std::vector<std::string>& args) {
   if (sim_delay_ms > 0 && !device.simulated)
     throw UsageError("--sim-delay-ms is for sim: and replay: devices, not " + device.spec);
   opt.sim_delay_ms = sim_delay_ms;
+  if (all_devices.size() > 1)
+    for (const auto& d : all_devices) opt.measure_devices.push_back(d.spec);
+  else if (workers > 1)
+    opt.measure_devices.assign(static_cast<size_t>(workers), device.spec);
   opt.compile_threads = threads;
   opt.run_timeout_s = timeout_s;
   opt.early_stop = early_stop;
@@ -255,6 +267,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["started_from_model"] = sum.started_from_model;
     j["saved_model"] = sum.saved_model;
     if (!replay_out.empty()) j["replay_out"] = replay_out;
+    j["workers"] = opt.measure_devices.empty() ? 1 : static_cast<int>(opt.measure_devices.size());
     j["worker_starts"] = sum.worker_starts;
     j["wall_s"] = sum.wall_s;
     j["configs_per_s"] = sum.wall_s > 0 ? static_cast<double>(sum.measured_now + sum.remeasured) / sum.wall_s : 0.0;

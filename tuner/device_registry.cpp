@@ -108,6 +108,46 @@ DeviceTarget resolve_device(const std::string& spec) {
   throw std::invalid_argument("unknown device '" + spec + "'; allowed: " + allowed);
 }
 
+std::vector<DeviceTarget> resolve_devices(const std::string& spec) {
+  const bool several = spec == "cuda:all" || (spec.rfind("cuda:", 0) == 0 && spec.find(',') != std::string::npos);
+  if (!several) return {resolve_device(spec)};
+  std::vector<std::string> specs;
+  if (spec == "cuda:all") {
+    std::string err;
+    const auto gpus = cuda_devices(&err);
+    if (gpus.empty()) throw std::invalid_argument("device '" + spec + "' is not available: " + err);
+    for (const auto& g : gpus) specs.push_back("cuda:" + std::to_string(g.ordinal));
+  } else {
+    std::string rest = spec.substr(5);
+    size_t pos = 0;
+    while (true) {
+      const size_t comma = rest.find(',', pos);
+      const std::string item = "cuda:" + rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (std::find(specs.begin(), specs.end(), item) != specs.end())
+        throw std::invalid_argument("device list '" + spec + "' names " + item + " twice; allowed: distinct GPUs");
+      specs.push_back(item);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  for (const auto& one : specs)  // every item well-formed before any is looked up
+    if (one.size() <= 5 || one.find_first_not_of("0123456789", 5) != std::string::npos)
+      throw std::invalid_argument("malformed device list '" + spec + "' (item '" + one.substr(5) +
+                                  "'); allowed: cuda:all or cuda:N,M,... with distinct ordinals");
+  std::vector<DeviceTarget> out;
+  for (const auto& one : specs) {
+    out.push_back(resolve_device(one));
+    const auto& a = out.front().identity;
+    const auto& b = out.back().identity;
+    if (a.name != b.name || a.cc_major != b.cc_major || a.cc_minor != b.cc_minor || a.sm_count != b.sm_count ||
+        a.memory_bytes != b.memory_bytes)
+      throw std::invalid_argument("device list '" + spec + "' mixes GPUs (" + out.front().spec + " is " + a.name + ", " +
+                                  one + " is " + b.name +
+                                  "); allowed: identical GPUs; tune different GPUs in separate runs");
+  }
+  return out;
+}
+
 std::vector<DeviceTarget> list_devices(std::string* cuda_note) {
   std::vector<DeviceTarget> out;
   for (const auto& info : cuda_devices(cuda_note)) out.push_back(cuda_target(info));

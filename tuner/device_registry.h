@@ -34,6 +34,12 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
 /// is allowed (malformed, unknown sim GPU, no driver, no such GPU).
 DeviceTarget resolve_device(const std::string& spec);
 
+/// Resolves "cuda:all" (every GPU of this host) and lists like "cuda:0,2,5" to one target per GPU, any other
+/// spec to its one target. Throws std::invalid_argument naming the bad value: a malformed or repeated
+/// ordinal, no driver, or GPUs that are not identical (name, compute capability, SMs, memory): their
+/// records would be one device's in the database, so mixed GPUs are tuned as separate runs.
+std::vector<DeviceTarget> resolve_devices(const std::string& spec);
+
 /// Every real GPU (when a driver is present) and every sim device. *cuda_note says why no real GPU is
 /// listed when none is.
 std::vector<DeviceTarget> list_devices(std::string* cuda_note);

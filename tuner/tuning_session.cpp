@@ -9,6 +9,8 @@
 #include <csignal>
 #include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "costmodel/features.h"
@@ -17,6 +19,7 @@
 #include "templates/registry.h"
 #include "tuner/compile_cache.h"
 #include "tuner/compile_pool.h"
+#include "tuner/lane_pool.h"
 #include "tuner/nvrtc_builder.h"
 #include "tuner/strategy_factory.h"
 #include "tuner/worker.h"
@@ -242,8 +245,17 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   // reference: 30 s, plus the naive reference's time at 0.2 TFLOP/s (double accumulation) for large work.
   constexpr double kGpuStartupAllowanceS = 30, kReferenceFlopsPerS = 2e11;
   const double reference_flops = space.size() > 0 ? tmpl.instantiate(space, space.at(0), opt.workload).flops : 0.0;
-  WorkerClient worker(opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable,
-                      device.simulated ? 0.0 : kGpuStartupAllowanceS + reference_flops / kReferenceFlopsPerS);
+  // One worker per device measured on in parallel (cuda:all, --workers), each a process of its own.
+  const std::vector<std::string> lanes = opt.measure_devices.empty() ? std::vector<std::string>{device.spec}
+                                                                      : opt.measure_devices;
+  std::vector<std::unique_ptr<WorkerClient>> workers;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    workers.push_back(std::make_unique<WorkerClient>(
+        opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable,
+        device.simulated ? 0.0 : kGpuStartupAllowanceS + reference_flops / kReferenceFlopsPerS));
+  std::mutex state_mu;  // the loop's shared state while several workers measure
+  // Several lanes measure on threads that live as long as the session (their workers die with them).
+  std::unique_ptr<LanePool> lane_pool = workers.size() > 1 ? std::make_unique<LanePool>(workers.size()) : nullptr;
 
   // Resume: every config already in the database is known to the strategy (and trains a model); the
   // budget counts the same records.
@@ -397,7 +409,13 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     auto reference_for = [&](const templates::KernelInstance& k) -> std::string {
       if (device.replay) return {};
       const auto tr = std::chrono::steady_clock::now();
-      const CompileResult& ref = queue_reference(k).get();
+      std::shared_future<CompileResult> job;
+      {
+        std::lock_guard<std::mutex> lock(state_mu);
+        job = queue_reference(k);
+      }
+      const CompileResult& ref = job.get();
+      std::lock_guard<std::mutex> lock(state_mu);
       sum.phases.compile_wait_s += seconds_since(tr);
       if (ref.ok()) return ref.cubin;
       throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
@@ -405,8 +423,9 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
 
     // Checks and times one compiled config in the worker. nullopt: not measured (the machinery failed, which
     // sets infrastructure_error, or a stop request cut the measurement short).
-    auto measure_one = [&](const search::Config& config, const templates::KernelInstance& inst, CompileResult cr,
-                           InjectedFault fault) -> std::optional<db::TrialRecord> {
+    // Several workers may call it at once (one per lane); the loop's shared state is taken under state_mu.
+    auto measure_one = [&](size_t lane, const search::Config& config, const templates::KernelInstance& inst,
+                           CompileResult cr, InjectedFault fault) -> std::optional<db::TrialRecord> {
       const std::string reference_cubin = reference_for(inst);
       db::TrialRecord rec;
       rec.config_json = space.to_json_string(config);
@@ -414,8 +433,11 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opt.sim_delay_ms));
       if (device.replay) return replayed(*device.replay, rec.config_json, inst.flops);
       rec.compile_ms = cr.compile_ms;
-      if (!cr.from_cache) sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
-      if (cr.from_cache) ++sum.compiled_from_cache;
+      {
+        std::lock_guard<std::mutex> lock(state_mu);
+        if (!cr.from_cache) sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
+        if (cr.from_cache) ++sum.compiled_from_cache;
+      }
       if (!cr.ok()) {
         rec.status = cr.status;
         rec.error_message = cr.log.substr(0, 2000);
@@ -425,7 +447,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       rec.shared_bytes = cr.resources.static_shared_bytes + inst.launch.dynamic_shared_bytes;
       rec.spill_bytes = cr.resources.local_bytes;
       MeasureRequest mr = measure_request(
-          device.spec, inst, cr.cubin,
+          lanes[lane], inst, cr.cubin,
           {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes}, reference_cubin);
       mr.settings = opt.settings;
       mr.settings.input_seed = opt.seed;
@@ -433,13 +455,16 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       const double timeout =
           device.simulated ? opt.run_timeout_s : opt.run_timeout_s + opt.settings.max_wall_ms / 1000.0;
       const auto tm = std::chrono::steady_clock::now();
-      MeasureResult m = worker.measure(mr, timeout);
+      MeasureResult m = workers[lane]->measure(mr, timeout);
       const double round_trip = seconds_since(tm);
-      sum.phases.worker += m.phases;
-      sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
-      if (m.infrastructure_failure) {
-        infrastructure_error = m.message;
-        return std::nullopt;
+      {
+        std::lock_guard<std::mutex> lock(state_mu);
+        sum.phases.worker += m.phases;
+        sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
+        if (m.infrastructure_failure) {
+          infrastructure_error = lanes[lane] + ": " + m.message;
+          return std::nullopt;
+        }
       }
       if (g_stop.load() && m.status != "ok") return std::nullopt;  // stopped mid-measurement: leave it unmeasured
       rec.status = m.status;
@@ -494,7 +519,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         const auto tc = std::chrono::steady_clock::now();
         CompileResult cr = job.get();
         sum.phases.compile_wait_s += seconds_since(tc);
-        std::optional<db::TrialRecord> rec = measure_one(c, inst, std::move(cr), InjectedFault::kNone);
+        std::optional<db::TrialRecord> rec = measure_one(0, c, inst, std::move(cr), InjectedFault::kNone);
         if (!rec) break;
         rec->purpose = "remeasure";
         records.push_back(std::move(*rec));
@@ -517,45 +542,77 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       PendingBatch next;
       if (strategy->independent_of_results()) next = launch_batch();
 
+      // Each lane (a worker on its device) takes the next config of the batch until the batch is done, a
+      // stop is asked for, early stopping triggers or the machinery fails; results keep the batch's order.
+      std::vector<std::optional<db::TrialRecord>> results(batch.size());
+      std::atomic<size_t> next_index{0};
+      std::atomic<bool> halt{false};
+      std::exception_ptr lane_error;
+      auto lane_loop = [&](size_t lane) {
+        try {
+          while (!halt.load() && !g_stop.load()) {
+            const size_t i = next_index.fetch_add(1);
+            if (i >= batch.size()) break;
+            const auto tc = std::chrono::steady_clock::now();
+            CompileResult cr = compiled[i].get();
+            {
+              std::lock_guard<std::mutex> lock(state_mu);
+              sum.phases.compile_wait_s += seconds_since(tc);
+            }
+            std::optional<db::TrialRecord> measured = measure_one(lane, batch[i], instances[i], std::move(cr), faults[i]);
+            std::lock_guard<std::mutex> lock(state_mu);
+            if (!measured) {  // machinery failure, or stopped mid-measurement
+              halt.store(true);
+              break;
+            }
+            search::TrialOutcome out{measured->status == "ok", measured->time_ms};
+            if (out.ok && (progress.best_ms == 0 || measured->time_ms < progress.best_ms)) {
+              progress.best_ms = measured->time_ms;
+              progress.best_gflops = measured->gflops;
+              since_improvement = 0;
+            } else {
+              ++since_improvement;
+            }
+            if (!out.ok) ++progress.errors_now;
+            results[i] = std::move(measured);
+            ++progress.measured_now;
+            ++progress.done;
+            progress.elapsed_s = seconds_since(t0);
+            const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
+            progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
+            if (opt.on_progress) opt.on_progress(progress);
+            if (opt.early_stop > 0 && since_improvement >= opt.early_stop) {
+              sum.early_stopped = true;
+              halt.store(true);
+            }
+          }
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(state_mu);
+          if (!lane_error) lane_error = std::current_exception();
+          halt.store(true);
+        }
+      };
+      if (lane_pool) {
+        lane_pool->run(lane_loop);
+      } else {
+        lane_loop(0);
+      }
+      // Configs a lane took but never measured (halted) stay unmeasured; their futures are dropped unread.
       std::vector<db::TrialRecord> records;
       std::vector<search::TrialOutcome> outcomes;
       std::vector<search::Config> done_configs;
       for (size_t i = 0; i < batch.size(); ++i) {
-        if (g_stop.load()) break;  // not measured: the config stays unmeasured for the next session
-        const auto tc = std::chrono::steady_clock::now();
-        CompileResult cr = compiled[i].get();
-        sum.phases.compile_wait_s += seconds_since(tc);
-        std::optional<db::TrialRecord> measured = measure_one(batch[i], instances[i], std::move(cr), faults[i]);
-        if (!measured) break;  // machinery failure, or stopped mid-measurement
-        db::TrialRecord rec = std::move(*measured);
-        search::TrialOutcome out{rec.status == "ok", rec.time_ms};
-        if (out.ok && (progress.best_ms == 0 || rec.time_ms < progress.best_ms)) {
-          progress.best_ms = rec.time_ms;
-          progress.best_gflops = rec.gflops;
-          since_improvement = 0;
-        } else {
-          ++since_improvement;
-        }
-        if (!out.ok) ++progress.errors_now;
-        records.push_back(std::move(rec));
-        outcomes.push_back(out);
+        if (!results[i]) continue;
+        outcomes.push_back({results[i]->status == "ok", results[i]->time_ms});
+        records.push_back(std::move(*results[i]));
         done_configs.push_back(batch[i]);
-        ++progress.measured_now;
-        ++progress.done;
-        progress.elapsed_s = seconds_since(t0);
-        const double rate = progress.measured_now / std::max(progress.elapsed_s, 1e-9);
-        progress.eta_s = static_cast<double>(std::max<int64_t>(0, opt.trials - progress.done)) / rate;
-        if (opt.on_progress) opt.on_progress(progress);
-        if (opt.early_stop > 0 && since_improvement >= opt.early_stop) {
-          sum.early_stopped = true;
-          break;
-        }
       }
       // A stop request leaves the rest unmeasured (and uncompiled) for the next session.
       if (g_stop.load()) pool.discard_queued();
       auto tw = std::chrono::steady_clock::now();
       commit(records, progress.measured_now - static_cast<int64_t>(records.size()));
       sum.phases.commit_s += seconds_since(tw);
+      if (lane_error) std::rethrow_exception(lane_error);  // after what was measured is stored
       tw = std::chrono::steady_clock::now();
       strategy->update(done_configs, outcomes);
       sum.phases.search_s += seconds_since(tw);
@@ -595,7 +652,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
     sum.phases.commit_s += seconds_since(tsave);
     sum.measured_now = progress.measured_now;
     sum.errors_now = progress.errors_now;
-    sum.worker_starts = worker.starts();
+    for (const auto& w : workers) sum.worker_starts += w->starts();
     sum.best = db.best(best_filter);
     sum.wall_s = seconds_since(t0);
     return sum;

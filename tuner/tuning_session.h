@@ -63,6 +63,10 @@ struct TuneOptions {
   std::string cache_dir;           ///< Empty: CompileCache::default_dir().
   std::string command_line;        ///< Stored with the session.
   double db_patience_s = 60;       ///< How long a write waits for a database another process holds locked.
+  /// Devices measured on in parallel, one worker process each, all of the target's identity (cuda:all,
+  /// cuda:0,2,5, or --workers N copies of a sim device); empty: the target device alone. With several,
+  /// the worker phases of the summary add up over the workers.
+  std::vector<std::string> measure_devices;
   double sim_delay_ms = 0;         ///< sim:/replay: devices: wait this long per measurement, as a GPU would take
                                    ///< (to exercise concurrency and the loop's throughput without a GPU).
   std::function<void(const TuneProgress&)> on_progress;
