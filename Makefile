@@ -1,5 +1,6 @@
 # Two entry points (README): `make run` sets up, builds and tunes a GEMM; `make test` sets up,
-# builds and runs every test. Everything else here serves those two.
+# builds and runs every test, then the sanitizer pass (scripts/sanitize_tests.sh: ASan+UBSan
+# build in build-asan, the cheap unit tests, the fuzz targets). Everything else here serves those two.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # Empty: tuner picks cuda:0 when a GPU is present, else sim:h100-sxm.
@@ -8,7 +9,7 @@ SHAPE ?= M=1000,N=1000,K=1000
 TRIALS ?= 128
 DB ?= tuning.db
 
-.PHONY: setup build run test bench clean
+.PHONY: setup build run test sanitize bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -24,6 +25,10 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	JOBS=$(JOBS) bash scripts/sanitize_tests.sh
+
+sanitize: setup
+	JOBS=$(JOBS) bash scripts/sanitize_tests.sh
 
 bench: build
 	$(BUILD)/bin/pipeline_bench
@@ -33,4 +38,4 @@ bench: build
 	$(BUILD)/bin/plan_bench
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "db/tuning_db.h"
@@ -48,8 +49,18 @@ struct ReplayData {
   const ReplayRecord* find(const std::string& config_json) const;
 };
 
-/// Reads a replay file; throws std::invalid_argument with one line naming the file and what is wrong.
+/// Reads a replay file; throws std::invalid_argument with one line naming the file, the first bad
+/// field's path (`records[12].time_ms`), a short excerpt of its value and what is allowed. Every
+/// field is checked: status one of the trial error kinds, integers in range, times finite (an ok
+/// record's at least 1e-6 ms), spreads and sizes not negative, strings short and one line, op,
+/// shape and dtype a workload, no unknown keys, one record per config.
 ReplayData read_replay(const std::string& path);
+
+/// read_replay on text already read; `path` names it in messages.
+ReplayData parse_replay(std::string_view text, const std::string& path);
+
+/// At most 60 characters of a value for a message (cut on a UTF-8 boundary), "..." when cut.
+std::string replay_excerpt(std::string_view text);
 
 /// Builds replay data from database rows of one workload, device and template version (several
 /// measurements of a config are averaged over the ok ones).
