@@ -3,7 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <set>
+#include <stdexcept>
+
+#include "templates/registry.h"
+#include "tuner/device_registry.h"
+#include "tuner/tuning_session.h"
 
 namespace tuner::cli {
 
@@ -31,6 +38,7 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["time_spread_ms"] = t.time_spread_ms;
   j["repeats"] = t.repeats;
   j["gflops"] = t.gflops;
+  j["gbps"] = t.status == "ok" ? gbps(row.workload, t.time_ms) : 0.0;  // memory-bound ops only; else 0
   j["estimate"] = t.estimate;
   j["purpose"] = t.purpose;
   j["measurements"] = row.measurements;
@@ -46,6 +54,176 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["trial_id"] = t.id;
   j["finished_at"] = t.finished_at;
   return j;
+}
+
+double bytes_moved(const db::WorkloadKey& w) {
+  if (w.op != "softmax" && w.op != "layernorm") return 0;
+  try {
+    const auto wl = templates::parse_workload(w.op, w.shape, w.dtype);
+    const double rows = static_cast<double>(wl.dim("rows")), cols = static_cast<double>(wl.dim("cols"));
+    const double elem = templates::dtype_bytes(wl.dtype);
+    // read rows x cols, write rows x cols; layernorm also reads gamma and beta (one row each).
+    return 2.0 * rows * cols * elem + (w.op == "layernorm" ? 2.0 * cols * elem : 0.0);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+double gbps(const db::WorkloadKey& w, double time_ms) {
+  const double bytes = bytes_moved(w);
+  if (bytes <= 0 || time_ms <= 0) return 0;
+  return bytes / (time_ms * 1e-3) / 1e9;
+}
+
+std::vector<std::string> recorded_device_names(const db::TuningDb& db) {
+  std::set<std::string> names;
+  for (const auto& s : db.sessions(db::QueryFilter{})) names.insert(s.device_name);
+  return {names.begin(), names.end()};
+}
+
+namespace {
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  if (names.empty()) return "(none: the database has no records)";
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+/// Fills f's device part from --device; see build_record_filter.
+void match_device(const std::string& spec, const db::TuningDb& db, RecordFilter& f) {
+  const auto recorded = recorded_device_names(db);
+  const auto is_recorded = [&](const std::string& n) {
+    return std::find(recorded.begin(), recorded.end(), n) != recorded.end();
+  };
+  if (is_recorded(spec) || is_recorded("replay:" + spec)) {
+    if (is_recorded(spec)) f.device_names.push_back(spec);
+    // A bare GPU name also answers with what was replayed from recordings of that GPU.
+    if (spec.rfind("replay:", 0) != 0 && spec.rfind("sim:", 0) != 0 && is_recorded("replay:" + spec))
+      f.device_names.push_back("replay:" + spec);
+    return;
+  }
+  const bool replay = spec.rfind("replay:", 0) == 0;
+  const bool cuda = spec.rfind("cuda:", 0) == 0;
+  const bool sim = spec.rfind("sim:", 0) == 0;
+  if (replay && !std::filesystem::exists(spec.substr(7)))
+    throw UsageError("--device '" + spec + "' is neither a recording file nor a device recorded in the database; "
+                     "recorded devices: " + quoted_list(recorded));
+  if (!replay && !cuda && !sim)
+    throw UsageError("--device '" + spec + "' is no device recorded in the database; allowed: cuda:N, sim:<gpu>, "
+                     "replay:FILE or a recorded name: " + quoted_list(recorded));
+  DeviceTarget d;
+  try {
+    d = resolve_device(spec);
+  } catch (const std::invalid_argument& e) {
+    if (!cuda) throw UsageError(e.what());
+    throw UsageError(std::string(e.what()) + "; to read records of a GPU that is not here, pass its recorded name: " +
+                     quoted_list(recorded));
+  }
+  if (d.simulated) {  // sim:<gpu>, or replay:FILE (stored as "replay:<recording GPU>")
+    f.filter.device_name = d.identity.name;
+    f.filter.simulated = true;
+    return;
+  }
+  f.filter.simulated = false;  // a real H100 and sim:h100-sxm share CC and SM count
+  f.filter.cc_major = d.identity.cc_major;
+  f.filter.cc_minor = d.identity.cc_minor;
+  f.filter.sm_count = d.identity.sm_count;
+}
+
+}  // namespace
+
+RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningDb& db) {
+  RecordFilter out;
+  auto& f = out.filter;
+  f.limit = o.limit;
+  try {
+    if (!o.shape.empty() && o.op.empty()) throw std::invalid_argument("--shape needs --op to name its dimensions");
+    if (!o.op.empty()) {
+      templates::op_dimensions(o.op);  // validates the op
+      f.op = o.op;
+      if (!o.shape.empty())
+        f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
+    }
+    if (!o.dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(o.dtype));
+    if (!o.template_name.empty()) {
+      std::string names;
+      for (const auto* t : templates::all_templates()) {
+        if (t->name() == o.template_name) f.template_name = o.template_name;
+        names += (names.empty() ? "" : ", ") + t->name();
+      }
+      if (f.template_name.empty())
+        throw std::invalid_argument("--template '" + o.template_name + "' is not a template; allowed: " + names);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (!o.device.empty()) {
+    match_device(o.device, db, out);
+    out.single_device = true;
+  }
+  if (!o.all_versions)
+    for (const auto* t : templates::all_templates()) f.template_hashes.push_back(template_hash(*t));
+  return out;
+}
+
+namespace {
+
+/// Runs query once per device name of f (or once), combining the rows.
+template <typename Query>
+std::vector<db::ResultRow> per_name(const RecordFilter& f, Query query) {
+  if (f.device_names.size() <= 1) {
+    db::QueryFilter one = f.filter;
+    if (!f.device_names.empty()) one.device_name = f.device_names.front();
+    return query(one);
+  }
+  std::vector<db::ResultRow> rows;
+  for (const auto& name : f.device_names) {
+    db::QueryFilter one = f.filter;
+    one.device_name = name;
+    auto part = query(one);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilter& f) {
+  auto rows = per_name(f, [&](const db::QueryFilter& q) { return db.history(q); });
+  if (f.device_names.size() > 1) {  // back to insertion order, then the limit over all of them
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const db::ResultRow& a, const db::ResultRow& b) { return a.trial.id < b.trial.id; });
+    if (f.filter.limit > 0 && rows.size() > static_cast<size_t>(f.filter.limit)) rows.resize(f.filter.limit);
+  }
+  return rows;
+}
+
+std::vector<db::ResultRow> run_best_per_workload(const db::TuningDb& db, const RecordFilter& f) {
+  auto rows = per_name(f, [&](const db::QueryFilter& q) { return db.best_per_workload(q); });
+  if (f.filter.limit > 0 && rows.size() > static_cast<size_t>(f.filter.limit)) rows.resize(f.filter.limit);
+  return rows;
+}
+
+std::optional<db::ResultRow> run_best(const db::TuningDb& db, const RecordFilter& f) {
+  auto rows = per_name(f, [&](const db::QueryFilter& q) {
+    std::vector<db::ResultRow> one;
+    if (auto b = db.best(q)) one.push_back(*b);
+    return one;
+  });
+  if (rows.empty()) return std::nullopt;
+  return *std::min_element(rows.begin(), rows.end(), [](const db::ResultRow& a, const db::ResultRow& b) {
+    return a.mean_time_ms < b.mean_time_ms;
+  });
+}
+
+std::unique_ptr<db::TuningDb> open_for_reading(const std::string& path) {
+  try {
+    return std::make_unique<db::TuningDb>(db::TuningDb::open_existing(path));
+  } catch (const db::DbError& e) {
+    if (e.bad_input() || e.kind() == db::DbError::Kind::kOther) throw UsageError(e.what());
+    throw;
+  }
 }
 
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {

@@ -1,7 +1,12 @@
 // What the subcommands of the `tuner` program share: the usage error that
-// becomes exit code 2, option helpers, JSON for records, and plain tables.
+// becomes exit code 2, option helpers, JSON for records, plain tables, and the
+// record filter that `query` and `export` both take (--op/--shape/--dtype/
+// --device/--template), with --device resolved against the devices a database
+// has recorded. It does not open databases for writing or run tuning.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,8 +26,54 @@ class UsageError : public std::runtime_error {
 /// $TUNER_DB or ./tuning.db.
 std::string default_db_path();
 
-/// A tuned record as JSON: op, shape, dtype, device, config, status, time_ms, gflops and the rest.
+/// A tuned record as JSON: op, shape, dtype, device, config, status, time_ms, gflops, gbps (memory-bound
+/// ops; 0 otherwise) and the rest.
 nlohmann::ordered_json record_json(const db::ResultRow& row);
+
+/// Bytes a memory-bound op moves (softmax, layernorm: read rows x cols and write rows x cols elements of the
+/// dtype; layernorm also reads its gamma and beta rows), as the row_norm template's profile counts them.
+/// 0 for ops whose figure of merit is GFLOP/s (gemm, batched_gemm, conv2d) or a shape that does not parse.
+double bytes_moved(const db::WorkloadKey& w);
+/// bytes_moved / time in GB/s (1e9 bytes per second); 0 when bytes or time is 0.
+double gbps(const db::WorkloadKey& w, double time_ms);
+
+/// The filter options `query` and `export` share, as given on the command line.
+struct RecordFilterOptions {
+  std::string op;             ///< --op: only this operator (empty: any).
+  std::string shape;          ///< --shape: only this shape (needs op).
+  std::string dtype;          ///< --dtype: f32, f16, bf16 (empty: any).
+  std::string device;         ///< --device: cuda:N, sim:<gpu>, replay:FILE or a recorded device name.
+  std::string template_name;  ///< --template: one kernel template (empty: any).
+  bool all_versions = false;  ///< --all-versions: also records of older template versions.
+  int limit = 0;              ///< --limit: at most this many rows (0: all).
+};
+
+/// A filter ready to run: the store's filter, and, when --device named recorded devices by name, the exact
+/// names to run it for (the store matches one name per query; the rows are combined).
+struct RecordFilter {
+  db::QueryFilter filter;
+  std::vector<std::string> device_names;  ///< Empty: filter as it is (no name, or a sim/cuda match).
+  bool single_device = false;             ///< --device was given (one best record per workload makes sense).
+};
+
+/// Device names recorded in a database (those of its sessions; every trial belongs to one), sorted.
+std::vector<std::string> recorded_device_names(const db::TuningDb& db);
+
+/// Validates the options and builds the filter. --device is matched, in order: a name recorded in the
+/// database exactly ("NVIDIA H100 80GB HBM3", "replay:NVIDIA H100 80GB HBM3", "sim:h100-sxm"); a bare GPU
+/// name also matches the records replayed from recordings of that GPU ("replay:" + name); then sim:<gpu>,
+/// replay:FILE (the recording's device) and cuda:N (compute capability and SM count of that GPU). A cuda:N
+/// without a GPU, or a name nothing recorded, is a UsageError that lists the recorded names.
+RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningDb& db);
+
+/// Runs f as history() (oldest first) or best_per_workload(), once per device name when it has several.
+std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilter& f);
+std::vector<db::ResultRow> run_best_per_workload(const db::TuningDb& db, const RecordFilter& f);
+/// The single best record (best()) over every device name of f.
+std::optional<db::ResultRow> run_best(const db::TuningDb& db, const RecordFilter& f);
+
+/// Opens an existing database read-only for a reading command; a missing or unusable file is a UsageError.
+std::unique_ptr<db::TuningDb> open_for_reading(const std::string& path);
 
 /// Prints rows as a left-aligned text table with a header.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
@@ -35,5 +86,8 @@ int tune_command(const std::vector<std::string>& args);
 int query_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 int db_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);
+int import_command(const std::vector<std::string>& args);
+int version_command(const std::vector<std::string>& args);
 
 }  // namespace tuner::cli

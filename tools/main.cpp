@@ -5,6 +5,9 @@
 //   query_command.cpp   reads the tuning database: best configs, histories, sessions, plans
 //   plan_command.cpp    plans tensor/pipeline/data parallelism for a model on a cluster
 //   db_command.cpp      database housekeeping: merging another database's records
+//   export_command.cpp  writes records out: jsonl (for import), csv, best configs (tuner-best/1)
+//   import_command.cpp  brings exported records in, without duplicates
+//   main.cpp            also `tuner --version`: program, template versions, NVRTC and driver versions
 // Bad input anywhere becomes one line on stderr and exit code 2.
 #include <unistd.h>
 
@@ -13,7 +16,13 @@
 #include <vector>
 
 #include "db/tuning_db.h"
+#include "templates/registry.h"
 #include "tools/cli_common.h"
+#include "tools/options.h"
+#include "tools/version.h"
+#include "tuner/cuda_runner.h"
+#include "tuner/nvrtc_builder.h"
+#include "tuner/tuning_session.h"
 #include "tuner/worker.h"
 
 namespace {
@@ -26,12 +35,70 @@ constexpr const char* kUsage =
     "       [--seed 1] [--db tuning.db] [--json] [--transfer auto|none] [--remeasure 5] [--replay-out FILE]\n"
     "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 1] [--db-timeout 60] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
-    "        [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
+    "        [--template NAME] [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
+    "        (--device: cuda:N, sim:<gpu>, replay:FILE or a recorded name, e.g. \"NVIDIA H100 80GB HBM3\")\n"
     "  plan --model gpt3-175b|gpt:layers=..,hidden=..,heads=..|model.json --cluster dgx-h100:128|cluster.json\n"
     "       [--global-batch 1024] [--fix tp=8,pp=8,..] [--db tuning.db] [--json]\n"
     "       [--export megatron|deepspeed|torchtitan [--out FILE]]\n"
     "  db merge OTHER.db [--db tuning.db] [--json]   bring in another database's records, without duplicates\n"
+    "  export --format jsonl|csv|best [--out FILE] [--db tuning.db] [--op ..] [--shape ..] [--dtype ..]\n"
+    "         [--device ..] [--template NAME] [--all-versions]      write records out\n"
+    "  import FILE [--db tuning.db] [--format jsonl] [--json]  bring exported records in, without duplicates\n"
+    "  version [--json] (or --version)        program, template, NVRTC and CUDA driver versions\n"
     "run `tuner <command> --help` for a command's options\n";
+
+}  // namespace
+
+namespace tuner::cli {
+
+int version_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  po::options_description desc("tuner version: what this build is");
+  desc.add_options()("help,h", "show this help")("json", "one JSON document on stdout");
+  po::variables_map vm;
+  if (!parse_options("version", args, desc, vm)) {
+    std::cout << desc;
+    return 0;
+  }
+  std::string nvrtc;
+  try {
+    nvrtc = NvrtcBuilder::nvrtc_version();
+  } catch (const std::exception& e) {
+    nvrtc = std::string("unavailable (") + e.what() + ")";
+  }
+  std::string why_no_driver;
+  const auto gpus = cuda_devices(&why_no_driver);
+  const std::string driver = gpus.empty() ? "no driver" : gpus.front().driver_version;
+  if (vm.count("json")) {
+    nlohmann::ordered_json j;
+    j["version"] = kProgramVersion;
+    j["nvrtc_version"] = nvrtc;
+    j["driver_version"] = driver;
+    if (gpus.empty()) j["driver_note"] = why_no_driver;
+    j["records_format"] = kRecordsFormat;
+    j["best_format"] = kBestFormat;
+    j["db_schema_version"] = db::TuningDb::kSchemaVersion;
+    j["templates"] = nlohmann::ordered_json::array();
+    for (const auto* t : templates::all_templates())
+      j["templates"].push_back({{"name", t->name()}, {"op", t->op()}, {"version", template_hash(*t)}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "tuner " << kProgramVersion << "\n"
+            << "nvrtc: " << nvrtc << "\n"
+            << "cuda driver: " << driver << (gpus.empty() && !why_no_driver.empty() ? " (" + why_no_driver + ")" : "")
+            << "\n"
+            << "database schema " << db::TuningDb::kSchemaVersion << "; export formats " << kRecordsFormat << ", "
+            << kBestFormat << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto* t : templates::all_templates()) rows.push_back({t->name(), t->op(), template_hash(*t)});
+  print_table({"template", "op", "version"}, rows);
+  return 0;
+}
+
+}  // namespace tuner::cli
+
+namespace {
 
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.size() < 2 || argv[1] == "--help" || argv[1] == "-h") {
@@ -46,7 +113,11 @@ int dispatch(const std::vector<std::string>& argv) {
   if (cmd == "query") return tuner::cli::query_command(rest);
   if (cmd == "plan") return tuner::cli::plan_command(rest);
   if (cmd == "db") return tuner::cli::db_command(rest);
-  throw tuner::cli::UsageError("unknown command '" + cmd + "'; allowed: devices, tune, query, plan, db");
+  if (cmd == "export") return tuner::cli::export_command(rest);
+  if (cmd == "import") return tuner::cli::import_command(rest);
+  if (cmd == "version" || cmd == "--version") return tuner::cli::version_command(rest);
+  throw tuner::cli::UsageError("unknown command '" + cmd +
+                               "'; allowed: devices, tune, query, plan, db, export, import, version");
 }
 
 }  // namespace

@@ -1,34 +1,37 @@
+// `tuner query`: reads the tuning database — best configs (one row per workload, device and template),
+// histories, sessions and plans. Records tuned on another machine are read here by their recorded device
+// name (`--device "NVIDIA H100 80GB HBM3"`), so a database copied off a GPU machine answers anywhere.
+#include <algorithm>
 #include <iostream>
 
-#include "templates/registry.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
-#include "tuner/device_registry.h"
-#include "tuner/tuning_session.h"
 
 namespace tuner::cli {
 
 int query_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  std::string db_path, op, shape, dtype, device_spec, template_name;
-  int limit = 0;
+  std::string db_path;
+  RecordFilterOptions fo;
   int64_t session = 0;
   po::options_description desc("tuner query: read the tuning database");
   desc.add_options()
       ("help,h", "show this help")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
-      ("op", po::value(&op)->default_value(""), "only this operator")
-      ("shape", po::value(&shape)->default_value(""), "only this shape (needs --op), e.g. M=1000,N=1000,K=1000")
-      ("dtype", po::value(&dtype)->default_value(""), "only this dtype: f32, f16, bf16")
-      ("device", po::value(&device_spec)->default_value(""), "only this device: cuda:N or sim:<gpu>")
-      ("template", po::value(&template_name)->default_value(""), "only this kernel template, e.g. gemm_tc_wgmma (default: every template)")
-      ("best", "the best record of each workload and device (the default)")
+      ("op", po::value(&fo.op)->default_value(""), "only this operator")
+      ("shape", po::value(&fo.shape)->default_value(""), "only this shape (needs --op), e.g. M=1000,N=1000,K=1000")
+      ("dtype", po::value(&fo.dtype)->default_value(""), "only this dtype: f32, f16, bf16")
+      ("device", po::value(&fo.device)->default_value(""),
+       "only this device: cuda:N, sim:<gpu>, replay:FILE, or a device name recorded in the database "
+       "(\"NVIDIA H100 80GB HBM3\" also matches records replayed from its recordings)")
+      ("template", po::value(&fo.template_name)->default_value(""), "only this kernel template, e.g. gemm_tc_wgmma (default: every template)")
+      ("best", "the best record of each workload, device and template (the default)")
       ("history", "every trial, oldest first")
       ("sessions", "the tuning sessions, newest first")
       ("plans", "the parallel plans logged by `tuner plan`, newest first")
       ("session", po::value(&session)->default_value(0), "only trials of this session id")
       ("all-versions", "include records of older template versions")
-      ("limit", po::value(&limit)->default_value(0), "at most this many rows (0: all)")
+      ("limit", po::value(&fo.limit)->default_value(0), "at most this many rows (0: all)")
       ("json", "one JSON document on stdout");
   po::variables_map vm;
   if (!parse_options("query", args, desc, vm)) {
@@ -38,54 +41,18 @@ int query_command(const std::vector<std::string>& args) {
   const int modes =
       static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions") + vm.count("plans"));
   if (modes > 1) throw UsageError("choose one of --best, --history, --sessions, --plans");
-  if (limit < 0) throw UsageError("--limit " + std::to_string(limit) + " is negative; allowed: 0 or more");
+  if (fo.limit < 0) throw UsageError("--limit " + std::to_string(fo.limit) + " is negative; allowed: 0 or more");
   if (session < 0) throw UsageError("--session " + std::to_string(session) + " is negative; allowed: a session id (1 or more)");
+  fo.all_versions = vm.count("all-versions") != 0;
 
-  db::QueryFilter f;
-  f.limit = limit;
+  auto db = open_for_reading(db_path);
+  RecordFilter rf = build_record_filter(fo, *db);
+  auto& f = rf.filter;
   if (session > 0) f.session_id = session;
-  try {
-    if (!shape.empty() && op.empty()) throw std::invalid_argument("--shape needs --op to name its dimensions");
-    if (!op.empty()) {
-      templates::op_dimensions(op);  // validates the op
-      f.op = op;
-      if (!shape.empty()) f.shape = templates::parse_workload(op, shape, dtype.empty() ? "f32" : dtype).shape_string();
-    }
-    if (!dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(dtype));
-    if (!template_name.empty()) {
-      std::string names;
-      for (const auto* t : templates::all_templates()) {
-        if (t->name() == template_name) f.template_name = template_name;
-        names += (names.empty() ? "" : ", ") + t->name();
-      }
-      if (f.template_name.empty())
-        throw std::invalid_argument("--template '" + template_name + "' is not a template; allowed: " + names);
-    }
-    if (!device_spec.empty()) {
-      DeviceTarget d = resolve_device(device_spec);
-      if (d.simulated) f.device_name = d.identity.name;
-      f.simulated = d.simulated;  // a real H100 and sim:h100-sxm share CC and SM count
-      f.cc_major = d.identity.cc_major;
-      f.cc_minor = d.identity.cc_minor;
-      f.sm_count = d.identity.sm_count;
-    }
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-  if (!vm.count("all-versions"))
-    for (const auto* t : templates::all_templates()) f.template_hashes.push_back(template_hash(*t));
-
-  std::unique_ptr<db::TuningDb> db;
-  try {
-    db = std::make_unique<db::TuningDb>(db::TuningDb::open_existing(db_path));
-  } catch (const db::DbError& e) {
-    if (e.bad_input() || e.kind() == db::DbError::Kind::kOther) throw UsageError(e.what());
-    throw;
-  }
   const bool json = vm.count("json") != 0;
 
   if (vm.count("plans")) {
-    auto rows = db->plans(limit);
+    auto rows = db->plans(fo.limit);
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& p : rows)
@@ -111,7 +78,18 @@ int query_command(const std::vector<std::string>& args) {
   }
 
   if (vm.count("sessions")) {
-    auto rows = db->sessions(f);
+    std::vector<db::SessionRow> rows;
+    for (const auto& name : rf.device_names.empty() ? std::vector<std::string>{""} : rf.device_names) {
+      db::QueryFilter one = f;
+      if (!name.empty()) one.device_name = name;
+      auto part = db->sessions(one);
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    if (rf.device_names.size() > 1) {  // newest first over every name, then the limit
+      std::stable_sort(rows.begin(), rows.end(),
+                       [](const db::SessionRow& a, const db::SessionRow& b) { return a.id > b.id; });
+      if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
+    }
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& s : rows)
@@ -135,17 +113,17 @@ int query_command(const std::vector<std::string>& args) {
 
   std::vector<db::ResultRow> rows;
   const bool history = vm.count("history") != 0;
+  // One workload on one device with --best: the one best record, ranked across templates.
+  const bool single = !history && !f.op.empty() && !f.shape.empty() && rf.single_device;
   if (history) {
-    rows = db->history(f);
-  } else if (!f.op.empty() && !f.shape.empty() && !device_spec.empty()) {
-    if (auto b = db->best(f)) rows.push_back(*b);
+    rows = run_history(*db, rf);
+  } else if (single) {
+    if (auto b = run_best(*db, rf)) rows.push_back(*b);
   } else {
-    rows = db->best_per_workload(f);
+    rows = run_best_per_workload(*db, rf);
   }
 
   if (json) {
-    // One workload on one device with --best: the record itself; otherwise an array of records.
-    const bool single = !history && !f.op.empty() && !f.shape.empty() && !device_spec.empty();
     if (single) {
       std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";
     } else {
@@ -156,14 +134,23 @@ int query_command(const std::vector<std::string>& args) {
     return rows.empty() && single ? 1 : 0;
   }
   std::vector<std::vector<std::string>> table;
+  bool any_gbps = false;
+  for (const auto& r : rows) any_gbps = any_gbps || bytes_moved(r.workload) > 0;
   for (const auto& r : rows) {
     const auto& t = r.trial;
     const bool ok = t.status == "ok";
-    table.push_back({std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
-                     r.device_name, t.status, ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
-                     ok ? fixed(t.gflops, 1) : "-", t.config_json});
+    std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
+                                    r.device_name, r.template_name, t.status,
+                                    ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
+                                    ok ? fixed(t.gflops, 1) : "-"};
+    if (any_gbps) row.push_back(ok && bytes_moved(r.workload) > 0 ? fixed(gbps(r.workload, t.time_ms), 1) : "-");
+    row.push_back(t.config_json);
+    table.push_back(std::move(row));
   }
-  print_table({"trial", "workload", "device", "status", "time ms", "GFLOP/s", "config"}, table);
+  std::vector<std::string> header = {"trial", "workload", "device", "template", "status", "time ms", "GFLOP/s"};
+  if (any_gbps) header.push_back("GB/s");
+  header.push_back("config");
+  print_table(header, table);
   if (rows.empty()) std::cout << "(no records match)\n";
   bool any_estimate = false;
   for (const auto& r : rows) any_estimate = any_estimate || r.trial.estimate;

@@ -1,0 +1,306 @@
+// `tuner import FILE`: records exported by `tuner export --format jsonl` (on this machine or another)
+// brought into a database, without duplicates.
+//
+// Every line is read and checked before anything is written: a malformed line, an unknown template or a
+// template version this build does not have refuses the whole file (exit 2, one line naming file, line
+// and field). Only records of the templates' current versions are taken: an older version's configs
+// belong to source this build cannot compile, so they could neither be re-measured nor deployed.
+// The valid records are written into a scratch database, one session per (device, workload, template)
+// with strategy "import" and status finished, and that database is merged into the target
+// (TuningDb::merge_from): one transaction, all or nothing, and a record whose (device identity,
+// workload, template version, config) is already there is skipped — importing twice adds nothing.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "templates/registry.h"
+#include "tools/cli_common.h"
+#include "tools/options.h"
+#include "tools/version.h"
+#include "tuner/tuning_session.h"
+
+namespace tuner::cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// One validated line: where it goes and what it holds.
+struct ImportRecord {
+  db::DeviceIdentity device;
+  db::WorkloadKey workload;
+  db::TemplateVersion version;
+  db::TrialRecord trial;
+};
+
+/// Reads one line's fields, each refusal naming file, line and field.
+class LineReader {
+ public:
+  LineReader(const std::string& file, size_t line, const Json& j) : file_(file), line_(line), j_(j) {}
+
+  [[noreturn]] void refuse(const std::string& field, const std::string& why) const {
+    throw UsageError("import: " + file_ + ":" + std::to_string(line_) + ": field '" + field + "' " + why);
+  }
+  const Json& field(const Json& obj, const std::string& name, const std::string& path) const {
+    auto it = obj.find(name);
+    if (it == obj.end()) refuse(path, "is missing");
+    return *it;
+  }
+  std::string str(const Json& obj, const std::string& name, const std::string& prefix = "") const {
+    const Json& v = field(obj, name, prefix + name);
+    if (!v.is_string()) refuse(prefix + name, "is not a string");
+    return v.get<std::string>();
+  }
+  double num(const Json& obj, const std::string& name) const {
+    const Json& v = field(obj, name, name);
+    if (!v.is_number()) refuse(name, "is not a number");
+    const double d = v.get<double>();
+    if (!(d >= 0) || d > 1e300) refuse(name, "is " + v.dump() + "; allowed: a finite number >= 0");
+    return d;
+  }
+  int64_t integer(const Json& obj, const std::string& name, const std::string& prefix = "",
+                  int64_t max = INT32_MAX) const {
+    const Json& v = field(obj, name, prefix + name);
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > max)
+      refuse(prefix + name, "is " + v.dump() + "; allowed: an integer 0.." + std::to_string(max));
+    return v.get<int64_t>();
+  }
+  bool boolean(const Json& obj, const std::string& name, const std::string& prefix = "") const {
+    const Json& v = field(obj, name, prefix + name);
+    if (!v.is_boolean()) refuse(prefix + name, "is not true or false");
+    return v.get<bool>();
+  }
+  const Json& json() const { return j_; }
+
+ private:
+  const std::string& file_;
+  size_t line_;
+  const Json& j_;
+};
+
+ImportRecord read_record(const LineReader& in) {
+  const Json& j = in.json();
+  if (!j.is_object()) in.refuse("format", "is missing: the line is not a JSON object");
+  const std::string format = in.str(j, "format");
+  if (format != kRecordsFormat)
+    in.refuse("format", "is '" + format + "'; allowed: " + kRecordsFormat + " (written by `tuner export --format jsonl`)");
+
+  ImportRecord r;
+  r.workload.op = in.str(j, "op");
+  r.workload.shape = in.str(j, "shape");
+  r.workload.dtype = in.str(j, "dtype");
+  try {
+    const auto w = templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype);
+    if (w.shape_string() != r.workload.shape)
+      in.refuse("shape", "is '" + r.workload.shape + "'; allowed: the canonical form '" + w.shape_string() + "'");
+    if (templates::to_string(w.dtype) != r.workload.dtype)
+      in.refuse("dtype", "is '" + r.workload.dtype + "'; allowed: f32, f16, bf16");
+  } catch (const std::invalid_argument& e) {
+    in.refuse("op/shape/dtype", std::string("is not a workload: ") + e.what());
+  }
+
+  // The template: known by name, implementing the op, at this build's version.
+  r.version.name = in.str(j, "template");
+  r.version.hash = in.str(j, "template_version");
+  const templates::KernelTemplate* tmpl = nullptr;
+  std::string names;
+  for (const auto* t : templates::all_templates()) {
+    if (t->name() == r.version.name) tmpl = t;
+    names += (names.empty() ? "" : ", ") + t->name();
+  }
+  if (!tmpl) in.refuse("template", "is '" + r.version.name + "', not a template of this build; allowed: " + names);
+  if (tmpl->op() != r.workload.op)
+    in.refuse("template", "is '" + r.version.name + "', which implements " + tmpl->op() + ", not " + r.workload.op);
+  const std::string current = template_hash(*tmpl);
+  if (r.version.hash != current)
+    in.refuse("template_version", "is '" + r.version.hash + "', not this build's version of " + r.version.name +
+                                      "; allowed: " + current + " (records of other template versions are refused)");
+
+  // The device: its whole identity, as the database stores it.
+  const Json& d = in.field(j, "device_identity", "device_identity");
+  if (!d.is_object()) in.refuse("device_identity", "is not an object");
+  const std::string p = "device_identity.";
+  r.device.name = in.str(d, "name", p);
+  if (r.device.name.empty()) in.refuse(p + "name", "is empty");
+  r.device.simulated = in.boolean(d, "simulated", p);
+  r.device.cc_major = static_cast<int>(in.integer(d, "cc_major", p));
+  r.device.cc_minor = static_cast<int>(in.integer(d, "cc_minor", p));
+  r.device.sm_count = static_cast<int>(in.integer(d, "sm_count", p));
+  r.device.memory_bytes = in.integer(d, "memory_bytes", p, INT64_MAX);
+  r.device.driver_version = in.str(d, "driver_version", p);
+  r.device.nvrtc_version = in.str(d, "nvrtc_version", p);
+  if (in.str(j, "device") != r.device.name)
+    in.refuse("device", "is '" + in.str(j, "device") + "' but device_identity.name is '" + r.device.name + "'");
+
+  // The trial.
+  auto& t = r.trial;
+  const Json& config = in.field(j, "config", "config");
+  if (!config.is_object() || config.empty()) in.refuse("config", "is not a non-empty JSON object of knob values");
+  t.config_json = config.dump();
+  t.status = in.str(j, "status");
+  if (t.status.empty() || t.status.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
+    in.refuse("status", "is '" + t.status + "'; allowed: ok or an error kind (lower case, e.g. compile_error)");
+  t.error_message = in.str(j, "error");
+  t.time_ms = in.num(j, "time_ms");
+  t.time_spread_ms = in.num(j, "time_spread_ms");
+  t.repeats = static_cast<int>(in.integer(j, "repeats"));
+  t.gflops = in.num(j, "gflops");
+  t.estimate = in.boolean(j, "estimate");
+  t.purpose = in.str(j, "purpose");
+  if (t.purpose != "search" && t.purpose != "remeasure")
+    in.refuse("purpose", "is '" + t.purpose + "'; allowed: search, remeasure");
+  t.compile_ms = in.num(j, "compile_ms");
+  t.registers = static_cast<int>(in.integer(j, "registers"));
+  t.shared_bytes = static_cast<int>(in.integer(j, "shared_bytes"));
+  t.spill_bytes = static_cast<int>(in.integer(j, "spill_bytes"));
+  t.started_at = in.str(j, "started_at");
+  t.finished_at = in.str(j, "finished_at");
+  if (t.finished_at.empty()) in.refuse("finished_at", "is empty; allowed: the ISO-8601 time the trial ended");
+  if (t.status == "ok" && !(t.time_ms > 0)) in.refuse("time_ms", "is 0 for an ok trial; allowed: > 0");
+  return r;
+}
+
+std::vector<ImportRecord> read_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in || std::filesystem::is_directory(file))
+    throw UsageError("import: cannot read '" + file + "'; allowed: a file written by `tuner export --format jsonl`");
+  std::vector<ImportRecord> records;
+  std::string text;
+  size_t line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    Json j;
+    try {
+      j = Json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UsageError("import: " + file + ":" + std::to_string(line) + ": not a JSON line (at byte " +
+                       std::to_string(e.byte) + "); allowed: one " + kRecordsFormat + " record per line");
+    }
+    records.push_back(read_record(LineReader(file, line, j)));
+  }
+  return records;
+}
+
+/// A scratch database file removed (with its WAL files) when this goes out of scope.
+struct ScratchDb {
+  std::string path;
+  ScratchDb() {
+    static int n = 0;
+    path = (std::filesystem::temp_directory_path() /
+            ("tuner-import-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".db"))
+               .string();
+    remove();
+  }
+  ~ScratchDb() { remove(); }
+  void remove() const {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
+  }
+};
+
+using GroupKey = std::tuple<std::string, bool, int, int, int, int64_t, std::string, std::string,  // device
+                            std::string, std::string, std::string,                                // workload
+                            std::string, std::string>;                                            // template
+
+/// Writes the records into a new database at path: one finished "import" session per group.
+void write_scratch(const std::string& path, const std::string& file, std::vector<ImportRecord>& records) {
+  db::TuningDb scratch(path);
+  std::map<GroupKey, std::vector<ImportRecord*>> groups;
+  std::vector<GroupKey> order;  // groups in the order of their first line
+  for (auto& r : records) {
+    const auto& d = r.device;
+    GroupKey key{d.name,         d.simulated,        d.cc_major,         d.cc_minor,         d.sm_count,
+                 d.memory_bytes, d.driver_version,   d.nvrtc_version,    r.workload.op,      r.workload.shape,
+                 r.workload.dtype, r.version.name,   r.version.hash};
+    auto [it, inserted] = groups.try_emplace(key);
+    if (inserted) order.push_back(key);
+    it->second.push_back(&r);
+  }
+  for (const auto& key : order) {
+    const auto& members = groups.at(key);
+    const ImportRecord& first = *members.front();
+    const int64_t device_id = scratch.upsert_device(first.device);
+    const int64_t workload_id = scratch.upsert_workload(first.workload);
+    const int64_t template_id = scratch.upsert_template(first.version);
+    const int64_t session = scratch.begin_session(device_id, workload_id, template_id, "import", 0,
+                                                  static_cast<int64_t>(members.size()), "tuner import " + file);
+    std::vector<db::TrialRecord> trials;
+    for (const auto* r : members) trials.push_back(r->trial);
+    scratch.add_trials(session, trials);
+    scratch.end_session(session, "finished");
+  }
+}
+
+}  // namespace
+
+int import_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string db_path, file, format;
+  po::options_description desc("tuner import: bring in records written by `tuner export --format jsonl`");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("file", po::value(&file)->required(), "the exported records (jsonl)")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "the database to import into ($TUNER_DB or ./tuning.db)")
+      ("format", po::value(&format)->default_value("jsonl"), "the file's format: jsonl (the only one)")
+      ("json", "one JSON document on stdout");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: tuner import FILE [--db tuning.db] [--format jsonl] [--json]\n" << desc;
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("import: ") + e.what() + " (see `tuner import --help`)");
+  }
+  if (format != "jsonl") throw UsageError("import: --format '" + format + "' is not readable; allowed: jsonl");
+
+  auto records = read_file(file);  // every line checked before anything is written
+  db::MergeReport report;
+  try {
+    ScratchDb scratch;
+    if (!records.empty()) write_scratch(scratch.path, file, records);
+    db::TuningDb db(db_path);
+    if (!records.empty()) report = db.merge_from(scratch.path);
+  } catch (const db::DbError& e) {
+    if (e.bad_input()) throw UsageError(e.what());
+    throw;
+  }
+
+  if (vm.count("json")) {
+    Json j;
+    j["from"] = file;
+    j["into"] = db_path;
+    j["records"] = records.size();
+    j["added"] = report.trials_added;
+    j["skipped"] = report.duplicates;
+    j["sessions_added"] = report.sessions_added;
+    j["groups"] = Json::array();
+    for (const auto& g : report.groups)
+      j["groups"].push_back({{"op", g.workload.op}, {"shape", g.workload.shape}, {"dtype", g.workload.dtype},
+                             {"device", g.device_name}, {"template", g.template_name},
+                             {"template_version", g.template_hash}, {"added", g.added}, {"skipped", g.duplicates}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "imported " << file << " into " << db_path << ": " << records.size() << " records, "
+            << report.trials_added << " added, " << report.duplicates << " skipped (already here), "
+            << report.sessions_added << " sessions\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& g : report.groups)
+    rows.push_back({g.workload.op + " " + g.workload.shape + " " + g.workload.dtype, g.device_name,
+                    g.template_name + "@" + g.template_hash, std::to_string(g.added), std::to_string(g.duplicates)});
+  if (!rows.empty()) print_table({"workload", "device", "template", "added", "skipped"}, rows);
+  return 0;
+}
+
+}  // namespace tuner::cli
