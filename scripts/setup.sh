@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev
   libxgboost-dev
   coinor-libcbc-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

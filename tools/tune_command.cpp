@@ -9,6 +9,7 @@
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tuner/device_registry.h"
+#include "tuner/mpi_lanes.h"
 #include "tuner/replay_data.h"
 #include "tuner/tuning_session.h"
 
@@ -102,12 +103,20 @@ int tune_command(const std::vector<std::string>& args) {
       ("max-noise", po::value(&max_noise_pct)->default_value(1), "cuda devices: stop once the median's 95% confidence interval is within +-this percent (0: time until --max-time-ms)")
       ("sim-delay-ms", po::value(&sim_delay_ms)->default_value(0), "sim and replay devices: wait this long per measurement, as a GPU would (testing and benchmarking the loop)")
       ("inject-fault", po::value(&faults_text)->default_value(""), "testing: crash:INDEX,hang:INDEX makes those configs crash or hang the worker")
+      ("mpi", "run under mpirun: rank 0 tunes and keeps the database, every other rank measures what it sends on its own GPU (see README)")
       ("quiet,q", "no progress line")
       ("json", "one JSON document on stdout");
   po::variables_map vm;
   if (!parse_options("tune", args, desc, vm)) {
     std::cout << desc;
     return 0;
+  }
+
+  // Under mpirun every rank parses the same command; MPI starts first so that a bad value ends every rank.
+  std::unique_ptr<mpi::Session> mpi_session;
+  if (vm.count("mpi")) {
+    if (!mpi::available()) throw UsageError("--mpi: this tuner was built without MPI; install libopenmpi-dev and rebuild");
+    mpi_session = std::make_unique<mpi::Session>();
   }
 
   // Validate everything before the database is touched.
@@ -221,6 +230,16 @@ int tune_command(const std::vector<std::string>& args) {
   const bool json = vm.count("json") != 0;
   if (!vm.count("quiet") && isatty(STDERR_FILENO)) opt.on_progress = print_progress;
 
+  if (mpi_session && mpi_session->rank() > 0)  // a measuring rank: no database, no search
+    return mpi::serve(*mpi_session, opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable);
+  if (mpi_session) {
+    if (mpi_session->size() < 2) throw UsageError("--mpi with one rank; run it under mpirun -np N with N >= 2");
+    if (device.replay) throw UsageError("--mpi measures on the ranks' devices; a replay: device needs none");
+    // A rank is lost when it has not answered within a request's timeout plus a startup allowance (on a
+    // GPU as a local worker's: a fresh context, the workload's inputs and reference) plus a margin.
+    opt.remote_lanes = device.simulated ? mpi::remote_lanes(*mpi_session, 1.0, 2.0) : mpi::remote_lanes(*mpi_session, 60.0, 10.0);
+  }
+
   std::unique_ptr<db::TuningDb> db;
   try {
     db = std::make_unique<db::TuningDb>(db_path);
@@ -228,7 +247,14 @@ int tune_command(const std::vector<std::string>& args) {
     if (e.bad_input()) throw UsageError(e.what());
     throw;
   }
-  TuneSummary sum = run_tuning(opt, device, *db);
+  TuneSummary sum;
+  try {
+    sum = run_tuning(opt, device, *db);
+  } catch (...) {
+    if (mpi_session && mpi::stop_all(opt.remote_lanes)) mpi_session->skip_finalize();
+    throw;
+  }
+  if (mpi_session && mpi::stop_all(opt.remote_lanes)) mpi_session->skip_finalize();
   if (opt.on_progress) std::fprintf(stderr, "\n");
   if (!replay_out.empty()) {
     tuner::db::QueryFilter f;
@@ -269,6 +295,9 @@ int tune_command(const std::vector<std::string>& args) {
     if (!replay_out.empty()) j["replay_out"] = replay_out;
     j["workers"] = opt.measure_devices.empty() ? 1 : static_cast<int>(opt.measure_devices.size());
     j["worker_starts"] = sum.worker_starts;
+    j["lanes"] = nlohmann::ordered_json::array();
+    for (const auto& l : sum.lanes)
+      j["lanes"].push_back({{"device", l.device}, {"where", l.where}, {"measured", l.measured}, {"lost", l.lost}});
     j["wall_s"] = sum.wall_s;
     j["configs_per_s"] = sum.wall_s > 0 ? static_cast<double>(sum.measured_now + sum.remeasured) / sum.wall_s : 0.0;
     j["phases"] = to_json(sum.phases);
@@ -288,6 +317,8 @@ int tune_command(const std::vector<std::string>& args) {
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
               << fixed(sum.wall_s, 1) << " s"
               << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
+    for (const auto& l : sum.lanes)
+      if (l.lost) std::cout << "  " << l.where << " stopped answering; its config in flight went to another lane\n";
     if (sum.measured_by_others > 0)
       std::cout << "  " << sum.measured_by_others << " trials measured meanwhile by other processes sharing " << db_path
                 << " (the budget is shared)\n";

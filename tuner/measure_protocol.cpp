@@ -161,9 +161,11 @@ MeasurePhases measure_phases_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const MeasureResult& r) {
-  return {{"status", r.status},     {"message", r.message},       {"time_ms", r.time_ms},
-          {"spread_ms", r.spread_ms}, {"repeats", r.repeats},     {"max_error", r.max_error},
-          {"estimate", r.estimate}, {"context_lost", r.context_lost}, {"phases", to_json(r.phases)}};
+  nlohmann::json j = {{"status", r.status},     {"message", r.message},       {"time_ms", r.time_ms},
+                      {"spread_ms", r.spread_ms}, {"repeats", r.repeats},     {"max_error", r.max_error},
+                      {"estimate", r.estimate}, {"context_lost", r.context_lost}, {"phases", to_json(r.phases)}};
+  if (r.infrastructure_failure) j["infrastructure_failure"] = true;  // a remote rank's machinery failed
+  return j;
 }
 
 MeasureResult measure_result_from_json(const nlohmann::json& j) {
@@ -176,6 +178,7 @@ MeasureResult measure_result_from_json(const nlohmann::json& j) {
   r.max_error = j.at("max_error").get<double>();
   r.estimate = j.at("estimate").get<bool>();
   r.context_lost = j.at("context_lost").get<bool>();
+  r.infrastructure_failure = j.value("infrastructure_failure", false);
   if (j.contains("phases")) r.phases = measure_phases_from_json(j.at("phases"));
   return r;
 }

@@ -246,13 +246,18 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
   constexpr double kGpuStartupAllowanceS = 30, kReferenceFlopsPerS = 2e11;
   const double reference_flops = space.size() > 0 ? tmpl.instantiate(space, space.at(0), opt.workload).flops : 0.0;
   // One worker per device measured on in parallel (cuda:all, --workers), each a process of its own.
-  const std::vector<std::string> lanes = opt.measure_devices.empty() ? std::vector<std::string>{device.spec}
-                                                                      : opt.measure_devices;
-  std::vector<std::unique_ptr<WorkerClient>> workers;
+  std::vector<std::string> lanes = opt.measure_devices.empty() ? std::vector<std::string>{device.spec}
+                                                                : opt.measure_devices;
+  std::vector<std::shared_ptr<Measurer>> workers;
   for (size_t i = 0; i < lanes.size(); ++i)
-    workers.push_back(std::make_unique<WorkerClient>(
+    workers.push_back(std::make_shared<WorkerClient>(
         opt.worker_executable.empty() ? default_worker_executable() : opt.worker_executable,
         device.simulated ? 0.0 : kGpuStartupAllowanceS + reference_flops / kReferenceFlopsPerS));
+  for (const auto& remote : opt.remote_lanes) {  // they measure on their own device of the same identity
+    lanes.push_back(device.spec);
+    workers.push_back(remote);
+  }
+  for (size_t i = 0; i < workers.size(); ++i) sum.lanes.push_back({lanes[i], workers[i]->where(), 0, false});
   std::mutex state_mu;  // the loop's shared state while several workers measure
   // Several lanes measure on threads that live as long as the session (their workers die with them).
   std::unique_ptr<LanePool> lane_pool = workers.size() > 1 ? std::make_unique<LanePool>(workers.size()) : nullptr;
@@ -462,7 +467,7 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
         sum.phases.worker += m.phases;
         sum.phases.worker_other_s += std::max(0.0, round_trip - m.phases.total());
         if (m.infrastructure_failure) {
-          infrastructure_error = lanes[lane] + ": " + m.message;
+          if (!workers[lane]->lost()) infrastructure_error = lanes[lane] + ": " + m.message;
           return std::nullopt;
         }
       }
@@ -545,26 +550,48 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       // Each lane (a worker on its device) takes the next config of the batch until the batch is done, a
       // stop is asked for, early stopping triggers or the machinery fails; results keep the batch's order.
       std::vector<std::optional<db::TrialRecord>> results(batch.size());
+      std::vector<CompileResult> kept(batch.size());  // compile results of configs a lost lane gave back
+      std::vector<size_t> given_back;                 // those configs, for the next lane that asks
       std::atomic<size_t> next_index{0};
       std::atomic<bool> halt{false};
       std::exception_ptr lane_error;
       auto lane_loop = [&](size_t lane) {
         try {
-          while (!halt.load() && !g_stop.load()) {
-            const size_t i = next_index.fetch_add(1);
-            if (i >= batch.size()) break;
-            const auto tc = std::chrono::steady_clock::now();
-            CompileResult cr = compiled[i].get();
+          while (!halt.load() && !g_stop.load() && !workers[lane]->lost()) {
+            size_t i = 0;
+            CompileResult cr;
             {
-              std::lock_guard<std::mutex> lock(state_mu);
-              sum.phases.compile_wait_s += seconds_since(tc);
+              std::unique_lock<std::mutex> lock(state_mu);
+              if (!given_back.empty()) {
+                i = given_back.back();
+                given_back.pop_back();
+                cr = std::move(kept[i]);
+              } else {
+                lock.unlock();
+                i = next_index.fetch_add(1);
+                if (i >= batch.size()) break;
+                const auto tc = std::chrono::steady_clock::now();
+                cr = compiled[i].get();
+                lock.lock();
+                sum.phases.compile_wait_s += seconds_since(tc);
+              }
             }
+            // A remote lane may be lost mid-measurement: keep what it would need to hand the config on.
+            std::optional<CompileResult> backup;
+            if (!opt.remote_lanes.empty()) backup = cr;
             std::optional<db::TrialRecord> measured = measure_one(lane, batch[i], instances[i], std::move(cr), faults[i]);
             std::lock_guard<std::mutex> lock(state_mu);
+            if (workers[lane]->lost()) {  // a remote rank stopped answering: another lane measures this config
+              sum.lanes[lane].lost = true;
+              kept[i] = std::move(*backup);
+              given_back.push_back(i);
+              break;
+            }
             if (!measured) {  // machinery failure, or stopped mid-measurement
               halt.store(true);
               break;
             }
+            ++sum.lanes[lane].measured;
             search::TrialOutcome out{measured->status == "ok", measured->time_ms};
             if (out.ok && (progress.best_ms == 0 || measured->time_ms < progress.best_ms)) {
               progress.best_ms = measured->time_ms;
@@ -594,6 +621,9 @@ TuneSummary run_tuning(const TuneOptions& opt, const DeviceTarget& device, db::T
       };
       if (lane_pool) {
         lane_pool->run(lane_loop);
+        // Configs a lost lane gave back after the others had finished: measured here on a lane still there.
+        for (size_t lane = 0; lane < workers.size() && !given_back.empty(); ++lane)
+          if (!workers[lane]->lost()) lane_loop(lane);
       } else {
         lane_loop(0);
       }

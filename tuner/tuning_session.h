@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +29,7 @@
 #include "templates/kernel_template.h"
 #include "tuner/device_registry.h"
 #include "tuner/measure_protocol.h"
+#include "tuner/worker.h"
 
 namespace tuner {
 
@@ -67,6 +69,9 @@ struct TuneOptions {
   /// cuda:0,2,5, or --workers N copies of a sim device); empty: the target device alone. With several,
   /// the worker phases of the summary add up over the workers.
   std::vector<std::string> measure_devices;
+  /// More lanes measured on besides the local ones (MPI ranks, tuner/mpi_lanes.h); the loop uses them
+  /// from its lane threads and leaves a lost one.
+  std::vector<std::shared_ptr<Measurer>> remote_lanes;
   double sim_delay_ms = 0;         ///< sim:/replay: devices: wait this long per measurement, as a GPU would take
                                    ///< (to exercise concurrency and the loop's throughput without a GPU).
   std::function<void(const TuneProgress&)> on_progress;
@@ -102,6 +107,13 @@ struct TuneSummary {
   int64_t started_from_model = 0;  ///< Id of the saved cost model the search started from (0: none).
   int64_t saved_model = 0;         ///< Id of the cost model this session saved (0: none).
   int worker_starts = 0;
+  struct Lane {
+    std::string device;       ///< The device spec its requests name.
+    std::string where;        ///< "local", or the MPI rank and host.
+    int64_t measured = 0;     ///< Configs it measured in this session.
+    bool lost = false;        ///< Stopped answering; its config in flight went to another lane.
+  };
+  std::vector<Lane> lanes;
   double wall_s = 0;
   TunePhases phases;
   int64_t measured_by_others = 0;  ///< Search trials other processes sharing the database stored meanwhile.

@@ -30,7 +30,23 @@ MeasureResult sim_measure(const MeasureRequest& request, const std::function<voi
 /// program if it is `tuner`, else `tuner` beside it.
 std::string default_worker_executable();
 
-class WorkerClient {
+/// Whatever measures a request for the tuning loop: a local worker process, or a remote MPI rank's.
+/// One lane of the loop owns one measurer and calls it from one thread at a time.
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  /// Measures one request, waiting up to timeout_s (plus its startup allowance); never throws.
+  virtual MeasureResult measure(const MeasureRequest& request, double timeout_s) = 0;
+  /// Worker processes started so far.
+  virtual int starts() const { return 0; }
+  /// True once the measurer is gone for good (a remote rank that stopped answering): the loop gives
+  /// the request it could not measure to another lane and uses this one no more.
+  virtual bool lost() const { return false; }
+  /// Where it measures, for reports: "local", "rank 2 (host)".
+  virtual std::string where() const { return "local"; }
+};
+
+class WorkerClient : public Measurer {
  public:
   /// startup_allowance_s: extra seconds a request may take before the worker reports that the config
   /// itself starts (a fresh worker's context; a new workload's inputs and reference on a GPU). From that
@@ -41,9 +57,9 @@ class WorkerClient {
   WorkerClient& operator=(const WorkerClient&) = delete;
 
   /// Sends one request and waits up to timeout_s for its result; never throws for worker failures.
-  MeasureResult measure(const MeasureRequest& request, double timeout_s);
+  MeasureResult measure(const MeasureRequest& request, double timeout_s) override;
   /// Workers started so far (1 + restarts).
-  int starts() const { return starts_; }
+  int starts() const override { return starts_; }
 
  private:
   bool start(std::string* error);
