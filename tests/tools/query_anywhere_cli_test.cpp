@@ -1,0 +1,118 @@
+// `tuner query` on a machine other than the one that tuned: records read by their recorded device name
+// (a real GPU's, or "replay:" + it for records replayed from its recording), cuda:N without a GPU
+// refused with the recorded names suggested, and --best rows with their template and, for memory-bound
+// ops, GB/s.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixture.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+using tuner_cli_test::slurp;
+using Json = nlohmann::json;
+
+constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
+
+class QueryAnywhere : public Cli {
+ protected:
+  /// A softmax tuned against the H100 recording: stored as the device "replay:NVIDIA H100 80GB HBM3".
+  void tune_replay() {
+    auto t = run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
+                 TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100.json --trials 8 --quiet --db " +
+                 db());
+    ASSERT_EQ(t.code, 0) << t.err;
+  }
+};
+
+TEST_F(QueryAnywhere, RecordedDeviceNamesAnswerBestQueries) {
+  tune_replay();
+  for (const std::string& device : {std::string(kH100), "replay:" + std::string(kH100)}) {
+    auto q = run("query --db " + db() + " --device '" + device + "' --best --json");
+    ASSERT_EQ(q.code, 0) << device << "\n" << q.err;
+    const auto rows = Json::parse(q.out);
+    ASSERT_EQ(rows.size(), 1u) << device;
+    EXPECT_EQ(rows[0]["device"], "replay:" + std::string(kH100)) << "replayed records keep the replay: name";
+    EXPECT_EQ(rows[0]["template"], "softmax_rows");
+    // GB/s: 4096 x 4096 f16 read and written once = 2 * 4096 * 4096 * 2 bytes, over the time.
+    const double bytes = 2.0 * 4096 * 4096 * 2;
+    EXPECT_NEAR(rows[0]["gbps"].get<double>(), bytes / (rows[0]["time_ms"].get<double>() * 1e-3) / 1e9, 1e-6);
+
+    // One workload on the device: the one best record.
+    auto one = run("query --db " + db() + " --op softmax --shape rows=4096,cols=4096 --dtype f16 --device '" +
+                   device + "' --json");
+    ASSERT_EQ(one.code, 0) << one.err;
+    EXPECT_EQ(Json::parse(one.out)["config"], rows[0]["config"]);
+
+    // The table: template and GB/s columns next to GFLOP/s.
+    auto table = run("query --db " + db() + " --device '" + device + "' --best");
+    ASSERT_EQ(table.code, 0) << table.err;
+    const std::string header = table.out.substr(0, table.out.find('\n'));
+    for (const char* col : {"template", "GFLOP/s", "GB/s", "device"})
+      EXPECT_NE(header.find(col), std::string::npos) << col << "\n" << table.out;
+    EXPECT_NE(table.out.find("softmax_rows"), std::string::npos) << table.out;
+  }
+  // History by name as well.
+  auto h = run("query --db " + db() + " --device '" + std::string(kH100) + "' --history --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(Json::parse(h.out).size(), 8u);
+}
+
+TEST_F(QueryAnywhere, CudaWithoutAGpuSuggestsTheRecordedNames) {
+  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1")) GTEST_SKIP() << "this machine has a CUDA driver";
+  tune_replay();
+  const std::string before = slurp(db());
+  auto r = run("query --db " + db() + " --device cuda:0 --best");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("replay:" + std::string(kH100)), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(db()), before);
+}
+
+TEST_F(QueryAnywhere, UnknownNamesAreRefusedWithTheRecordedOnes) {
+  tune_replay();
+  for (const std::string& device :
+       std::vector<std::string>{"NVIDIA A100-SXM4-80GB", "replay:NVIDIA A100-SXM4-80GB", "nvidia h100 80gb hbm3"}) {
+    auto r = run("query --db " + db() + " --device '" + device + "' --best");
+    EXPECT_EQ(r.code, 2) << device;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("'" + device + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("replay:" + std::string(kH100)), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(QueryAnywhere, SimRecordsKeepTheirNameAndBestShowsTheTemplate) {
+  auto t = run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 4 --strategy random --quiet --db " +
+               db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  tune_replay();
+  auto q = run("query --db " + db() + " --device sim:h100-sxm --best");
+  ASSERT_EQ(q.code, 0) << q.err;
+  EXPECT_NE(q.out.find("gemm_f32_simt"), std::string::npos) << q.out;
+  EXPECT_EQ(q.out.find("softmax"), std::string::npos) << "only the sim device's records\n" << q.out;
+  // Both devices, one row each (one template each); GB/s only where it means something.
+  auto all = run("query --db " + db() + " --best");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("GB/s"), std::string::npos) << all.out;
+  const auto j = Json::parse(run("query --db " + db() + " --best --json").out);
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& r : j) {
+    if (r["op"] == "gemm") {
+      EXPECT_EQ(r["gbps"], 0.0);
+    } else {
+      EXPECT_GT(r["gbps"].get<double>(), 0.0) << r["op"];
+    }
+  }
+}
+
+}  // namespace
