@@ -141,8 +141,13 @@ std::vector<std::shared_ptr<Measurer>> remote_lanes(const Session& s, double sta
 int serve(Session& s, const std::string& worker_executable) {
   std::unique_ptr<WorkerClient> worker;
   while (true) {
+    // Polled with pauses, not MPI_Probe: Open MPI's blocking probe spins a core, which the rank's own
+    // worker (and, oversubscribed, the other ranks) need.
     MPI_Status status;
-    MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+    for (int flag = 0; !flag;) {
+      MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+      if (!flag) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
     int count = 0;
     MPI_Get_count(&status, MPI_CHAR, &count);
     std::string buf(static_cast<size_t>(count), '\0');
