@@ -258,6 +258,8 @@ int import_command(const std::vector<std::string>& args) {
       std::cout << "usage: tuner import FILE [--db tuning.db] [--format jsonl] [--json]\n" << desc;
       return 0;
     }
+    if (!vm.count("file"))
+      throw UsageError("import: no FILE given; allowed: a file written by `tuner export --format jsonl`");
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(std::string("import: ") + e.what() + " (see `tuner import --help`)");
