@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 BUILD=${SANITIZE_BUILD:-build-asan}
 JOBS=${JOBS:-$(nproc)}
-FUZZ_RUNS=${FUZZ_RUNS:-2000}
+FUZZ_RUNS=${FUZZ_RUNS:-10000}
 FUZZ_SEED=${FUZZ_SEED:-1}
 FUZZ_TIMEOUT_S=${FUZZ_TIMEOUT_S:-10}
 ROOT=$(pwd)
