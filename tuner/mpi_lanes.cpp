@@ -68,11 +68,15 @@ class RemoteRank : public Measurer {
       MPI_Isend(payload_.data(), static_cast<int>(payload_.size()), MPI_CHAR, rank_, kRequestTag, MPI_COMM_WORLD, &send);
       MPI_Request_free(&send);
     }
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration<double>(timeout_s + allowance_s_ + margin_s_);
+    // The first request also waits for the rank itself to start (MPI_Init, the same checks of the command
+    // line as rank 0's): a loaded machine takes seconds there.
+    constexpr double kFirstContactS = 60;
+    const double allowed_s = timeout_s + allowance_s_ + margin_s_ + (answered_ ? 0.0 : kFirstContactS);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(allowed_s);
     while (std::chrono::steady_clock::now() < deadline) {
       if (auto reply = try_receive(rank_, kResultTag)) {
         try {
+          answered_ = true;
           const auto r = nlohmann::json::parse(*reply);
           starts_ = r.value("starts", starts_);
           return measure_result_from_json(r);
@@ -83,7 +87,7 @@ class RemoteRank : public Measurer {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     lost_ = true;
-    return failure(where() + " did not answer within " + std::to_string(timeout_s + allowance_s_ + margin_s_) + " s");
+    return failure(where() + " did not answer within " + std::to_string(allowed_s) + " s");
   }
   int starts() const override { return starts_; }
   bool lost() const override { return lost_; }
@@ -102,6 +106,7 @@ class RemoteRank : public Measurer {
   std::string payload_;
   int starts_ = 0;
   bool lost_ = false;
+  bool answered_ = false;
 };
 
 /// The GPU of this rank: cuda:<node-local rank modulo the node's GPUs>; other devices as named.

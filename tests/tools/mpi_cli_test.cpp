@@ -84,14 +84,17 @@ TEST_F(Mpi, ThreeRanksFillTheBudgetOnceAndEveryRankMeasures) {
   EXPECT_EQ(s.distinct, 24u);
 }
 
-/// The pid of the process of MPI rank `rank` running TUNER_BIN, from /proc (0: not found).
-pid_t pid_of_rank(int rank) {
+/// The pid of the process of MPI rank `rank` running TUNER_BIN on database `db`, from /proc (0: not found).
+/// The database tells it from the ranks of another test running at the same time.
+pid_t pid_of_rank(int rank, const std::string& db) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string environ = slurp(entry.path().string() + "/environ");
     const std::string cmdline = slurp(entry.path().string() + "/cmdline");
-    if (cmdline.rfind(TUNER_BIN, 0) != 0 || cmdline.find("--mpi") == std::string::npos) continue;
+    if (cmdline.rfind(TUNER_BIN, 0) != 0 || cmdline.find("--mpi") == std::string::npos ||
+        cmdline.find(db + '\0') == std::string::npos)
+      continue;
     if (environ.find(std::string("OMPI_COMM_WORLD_RANK=") + std::to_string(rank) + '\0') != std::string::npos)
       return static_cast<pid_t>(std::stol(name));
   }
@@ -112,7 +115,7 @@ TEST_F(Mpi, AKilledRankCostsItsConfigInFlightNotTheSession) {
     usleep(20 * 1000);
     if (!std::filesystem::exists(db())) continue;
     try {
-      if (stored().rows >= 8) victim = pid_of_rank(2);
+      if (stored().rows >= 8) victim = pid_of_rank(2, db());
     } catch (const std::exception&) {
       // the database is being created
     }
