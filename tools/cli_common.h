@@ -88,6 +88,7 @@ int plan_command(const std::vector<std::string>& args);
 int db_command(const std::vector<std::string>& args);
 int export_command(const std::vector<std::string>& args);
 int import_command(const std::vector<std::string>& args);
+int report_command(const std::vector<std::string>& args);
 int version_command(const std::vector<std::string>& args);
 
 }  // namespace tuner::cli

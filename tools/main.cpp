@@ -7,6 +7,7 @@
 //   db_command.cpp      database housekeeping: merging another database's records
 //   export_command.cpp  writes records out: jsonl (for import), csv, best configs (tuner-best/1)
 //   import_command.cpp  brings exported records in, without duplicates
+//   report_command.cpp  one self-contained HTML report (inline SVG charts, drawn by svg.h) of workloads and a plan
 //   main.cpp            also `tuner --version`: program, template versions, NVRTC and driver versions
 // Bad input anywhere becomes one line on stderr and exit code 2.
 #include <unistd.h>
@@ -44,6 +45,8 @@ constexpr const char* kUsage =
     "  export --format jsonl|csv|best [--out FILE] [--db tuning.db] [--op ..] [--shape ..] [--dtype ..]\n"
     "         [--device ..] [--template NAME] [--all-versions]      write records out\n"
     "  import FILE [--db tuning.db] [--format jsonl] [--json]  bring exported records in, without duplicates\n"
+    "  report --out report.html [--db tuning.db] [--op ..] [--shape ..] [--dtype ..] [--device ..]\n"
+    "         [--template NAME] [--plan ID|latest] [--svg-dir DIR]   HTML charts of tuning runs and a plan\n"
     "  version [--json] (or --version)        program, template, NVRTC and CUDA driver versions\n"
     "run `tuner <command> --help` for a command's options\n";
 
@@ -115,9 +118,10 @@ int dispatch(const std::vector<std::string>& argv) {
   if (cmd == "db") return tuner::cli::db_command(rest);
   if (cmd == "export") return tuner::cli::export_command(rest);
   if (cmd == "import") return tuner::cli::import_command(rest);
+  if (cmd == "report") return tuner::cli::report_command(rest);
   if (cmd == "version" || cmd == "--version") return tuner::cli::version_command(rest);
   throw tuner::cli::UsageError("unknown command '" + cmd +
-                               "'; allowed: devices, tune, query, plan, db, export, import, version");
+                               "'; allowed: devices, tune, query, plan, db, export, import, report, version");
 }
 
 }  // namespace

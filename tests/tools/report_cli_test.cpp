@@ -1,0 +1,151 @@
+// `tuner report`: the HTML report of tuned workloads (convergence, histogram, roofline) and of a plan
+// (pipeline timeline), self-contained and escaped; bad input exits 2 with one line. Also the escaper itself.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixture.h"
+#include "tools/svg.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+using tuner_cli_test::slurp;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST(XmlEscape, EscapesMarkupQuotesAndControlCharacters) {
+  using tuner::cli::svg::xml_escape;
+  EXPECT_EQ(xml_escape("a<b & c>d"), "a&lt;b &amp; c&gt;d");
+  EXPECT_EQ(xml_escape("\"x\" 'y'"), "&quot;x&quot; &#39;y&#39;");
+  EXPECT_EQ(xml_escape("&amp;"), "&amp;amp;");  // escaped again: text is never taken for markup
+  EXPECT_EQ(xml_escape(std::string("a\x01z", 3)), "a\xEF\xBF\xBDz");
+  EXPECT_EQ(xml_escape("tab\tnew\nline"), "tab\tnew\nline");
+  EXPECT_EQ(xml_escape(""), "");
+}
+
+class Report : public Cli {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  /// Two sessions on one small gemm: 8 random trials, then 8 more by ga (the budget is the database's, so
+  /// the second session asks for 16).
+  void tune_two_sessions() {
+    const std::string w = "tune --op gemm --shape M=256,N=256,K=256 --device sim:h100-sxm --quiet --db " + db();
+    auto a = run(w + " --trials 8 --strategy random --seed 1");
+    ASSERT_EQ(a.code, 0) << a.err;
+    auto b = run(w + " --trials 16 --strategy ga --seed 2");
+    ASSERT_EQ(b.code, 0) << b.err;
+  }
+};
+
+TEST_F(Report, WorkloadReportHasThreeChartsOneLinePerSessionAndThePeakLines) {
+  tune_two_sessions();
+  const std::filesystem::path svgs = dir_ / "svgs";
+  std::filesystem::create_directories(svgs);
+  auto r = run("report --db " + db() + " --op gemm --device sim:h100-sxm --out " + path("r.html") + " --svg-dir " +
+               svgs.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(path("r.html"));
+  ASSERT_FALSE(html.empty());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<svg"), 3u) << "convergence, histogram, roofline";
+  EXPECT_EQ(count(html, "</svg>"), 3u);
+  EXPECT_EQ(count(html, "<polyline"), 2u) << "one best-so-far line per session";
+  EXPECT_NE(html.find("random, seed 1"), std::string::npos);
+  EXPECT_NE(html.find("ga, seed 2"), std::string::npos);
+  // The roofline's roofs from the spec table (h100-sxm: 66.9 TFLOP/s FP32, 3350 GB/s) and the estimate note.
+  EXPECT_EQ(count(html, "class=\"roof-compute\""), 1u);
+  EXPECT_EQ(count(html, "class=\"roof-dram\""), 1u);
+  EXPECT_NE(html.find("peak FP32 66.9 TFLOP/s"), std::string::npos);
+  EXPECT_NE(html.find("DRAM 3350 GB/s"), std::string::npos);
+  EXPECT_NE(html.find("sim estimate"), std::string::npos);
+  EXPECT_GE(count(html, "class=\"tuned\""), 1u);
+  EXPECT_NE(html.find("failed trials"), std::string::npos);
+  // Self-contained: no scripts, no links, no namespace URLs in the inline SVG.
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  // The same charts as standalone files (these carry the SVG namespace a .svg file needs).
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(svgs)) {
+    ++files;
+    const std::string s = slurp(e.path().string());
+    EXPECT_EQ(s.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << e.path();
+  }
+  EXPECT_EQ(files, 3);
+}
+
+TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
+  auto p = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster dgx-h100:1 --db " + db() + " --json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto plan = nlohmann::json::parse(p.out);
+  const int stages = plan["pp"], micro = plan["num_micro_batches"];
+  auto r = run("report --db " + db() + " --plan latest --out " + path("p.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(path("p.html"));
+  EXPECT_EQ(count(html, "<svg"), 1u);
+  EXPECT_EQ(count(html, "class=\"pass-fwd\""), static_cast<size_t>(stages * micro));
+  EXPECT_EQ(count(html, "class=\"pass-bwd\""), static_cast<size_t>(stages * micro));
+  EXPECT_NE(html.find("Pipeline of one iteration: " + plan["schedule"].get<std::string>()), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);
+
+  // A pinned 4-stage GPipe plan, by id; its cluster file's name carries markup characters, escaped in the report.
+  std::ofstream(path("lab<A&B>.json")) << R"({ "nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 900, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}})";
+  auto q = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster '" + path("lab<A&B>.json") + "'" +
+               " --fix pp=4,schedule=gpipe --global-batch 16 --db " + db() + " --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  const auto plan2 = nlohmann::json::parse(q.out);
+  ASSERT_EQ(plan2["pp"], 4);
+  const int micro2 = plan2["num_micro_batches"];
+  auto r2 = run("report --db " + db() + " --plan 2 --out " + path("p2.html"));
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  const std::string html2 = slurp(path("p2.html"));
+  EXPECT_EQ(count(html2, "class=\"pass-fwd\""), static_cast<size_t>(4 * micro2));
+  EXPECT_EQ(count(html2, "class=\"pass-bwd\""), static_cast<size_t>(4 * micro2));
+  EXPECT_NE(html2.find("gpipe"), std::string::npos);
+  EXPECT_NE(html2.find("lab&lt;A&amp;B&gt;.json"), std::string::npos);
+  EXPECT_EQ(html2.find("lab<A&B>"), std::string::npos);
+}
+
+TEST_F(Report, BadInputExitsTwoWithOneLine) {
+  tune_two_sessions();
+  const std::string out = " --out " + path("x.html");
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"report --db " + path("missing.db") + out, "does not exist"},
+      {"report --db " + db() + " --op gemm --shape M=7,N=7,K=7" + out, "no records match"},
+      {"report --db " + db() + " --op conv9" + out, "conv9"},
+      {"report --db " + db() + " --dtype f64" + out, "f64"},
+      {"report --db " + db() + " --plan abc" + out, "--plan 'abc'"},
+      {"report --db " + db() + " --plan 0" + out, "--plan '0'"},
+      {"report --db " + db() + " --plan latest" + out, "no plans are logged"},
+      {"report --db " + db(), "out"},
+      {"report --db " + db() + " --out " + dir_.string(), "is a directory"},
+      {"report --db " + db() + " --svg-dir " + path("nowhere") + out, "--svg-dir"},
+  };
+  for (const auto& c : cases) {
+    auto r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(count(r.err, "\n"), 1u) << c.args << "\n" << r.err;
+  }
+  auto p = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster dgx-h100:1 --db " + db());
+  ASSERT_EQ(p.code, 0) << p.err;
+  auto r = run("report --db " + db() + " --plan 9" + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--plan 9 is not logged"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("x.html")));
+}
+
+}  // namespace

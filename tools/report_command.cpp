@@ -1,0 +1,632 @@
+// `tuner report`: one self-contained HTML file (inline SVG, no scripts, no external styles or fonts) that
+// shows, per tuned workload, how each session converged, how the measured times spread (and what failed),
+// and where the tuned kernels sit on the device's roofline; and, for a logged plan, the pipeline timeline
+// of one iteration. The database is only read. Charts are drawn by tools/svg.h.
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "costmodel/gpu_spec.h"
+#include "templates/workload.h"
+#include "tools/cli_common.h"
+#include "tools/options.h"
+#include "tools/svg.h"
+
+namespace tuner::cli {
+
+namespace {
+
+using svg::xml_escape;
+
+constexpr double kWidthPx = 800;  ///< Every chart is this wide (readable on a laptop screen and in a README).
+
+/// A chart as it goes into the report: its SVG document and a short name for --svg-dir files.
+struct ChartOut {
+  std::string name;  ///< e.g. "convergence"; file name part.
+  std::string svg;   ///< Inline form (no xmlns).
+  std::string standalone;
+};
+
+ChartOut finish(svg::Chart& c, const std::string& name) {
+  return {name, c.doc().str(false), c.doc().str(true)};
+}
+
+/// Bytes a workload moves at the least (each operand read once, the result written once), for the roofline:
+/// GEMM (M*K + K*N + M*N) * elem, batched GEMM times B, softmax/layernorm 2*rows*cols*elem, conv2d input +
+/// weights + output. 0 when the shape does not parse.
+double roofline_bytes(const db::WorkloadKey& w) {
+  try {
+    const auto wl = templates::parse_workload(w.op, w.shape, w.dtype);
+    const double e = templates::dtype_bytes(wl.dtype);
+    auto d = [&](const char* n) { return static_cast<double>(wl.dim(n)); };
+    if (w.op == "gemm") return (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
+    if (w.op == "batched_gemm") return d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
+    if (w.op == "softmax" || w.op == "layernorm") return 2 * d("rows") * d("cols") * e;
+    if (w.op == "conv2d") {
+      const double dil = d("dilation");
+      const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;
+      const double q = std::floor((d("W") + 2 * d("pad") - dil * (d("S") - 1) - 1) / d("stride")) + 1;
+      return (d("N") * d("H") * d("W") * d("C") + d("K") * d("R") * d("S") * d("C") + d("N") * p * q * d("K")) * e;
+    }
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+/// The spec-table GPU behind a recorded device: sim:<key> by key, replay: and real GPUs by CC + SM count.
+std::optional<costmodel::GpuSpec> device_spec(const db::ResultRow& r) {
+  if (r.device_name.rfind("sim:", 0) == 0) return costmodel::find_gpu_spec(r.device_name.substr(4));
+  if (r.device_cc_major > 0) return costmodel::find_gpu_spec(r.device_cc_major, r.device_cc_minor, r.device_sm_count);
+  return std::nullopt;
+}
+
+/// Peak compute of a GPU for a dtype in GFLOP/s.
+double peak_gflops(const costmodel::GpuSpec& g, const std::string& dtype) {
+  if (dtype == "f16") return g.peak_fp16_tflops * 1e3;
+  if (dtype == "bf16") return g.peak_bf16_tflops * 1e3;
+  return g.peak_fp32_tflops * 1e3;
+}
+
+std::string workload_label(const db::ResultRow& r) {
+  return r.workload.op + " " + r.workload.shape + " " + r.workload.dtype + " on " + r.device_name;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Workload charts
+
+struct SessionSeries {
+  int64_t id = 0;
+  std::string label;  ///< "session 3: xgb, seed 1 (gemm_f32_simt)"
+  std::vector<std::pair<double, double>> best_so_far;  ///< (trial number, best ok time in ms so far)
+  int64_t trials = 0, ok = 0;
+  double best_ms = 0, best_gflops = 0;
+  std::string template_name;
+};
+
+std::vector<SessionSeries> session_series(const std::vector<db::ResultRow>& rows,
+                                          const std::map<int64_t, db::SessionRow>& sessions) {
+  std::map<int64_t, SessionSeries> by_id;
+  for (const auto& r : rows) {
+    if (r.trial.purpose != "search") continue;  // re-measured finalists are not search steps
+    auto& s = by_id[r.trial.session_id];
+    s.id = r.trial.session_id;
+    s.template_name = r.template_name;
+    ++s.trials;
+    if (r.trial.status != "ok" || r.trial.time_ms <= 0) continue;
+    ++s.ok;
+    if (s.best_ms == 0 || r.trial.time_ms < s.best_ms) {
+      s.best_ms = r.trial.time_ms;
+      s.best_gflops = r.trial.gflops;
+    }
+    s.best_so_far.push_back({static_cast<double>(s.trials), s.best_ms});
+  }
+  std::vector<SessionSeries> out;
+  for (auto& [id, s] : by_id) {
+    const auto it = sessions.find(id);
+    s.label = "session " + std::to_string(id) +
+              (it == sessions.end() ? std::string()
+                                    : ": " + it->second.strategy + ", seed " + std::to_string(it->second.seed)) +
+              " (" + s.template_name + ")";
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ChartOut convergence_chart(const std::vector<SessionSeries>& series, bool estimate) {
+  double max_trial = 1, lo = 0, hi = 0;
+  for (const auto& s : series) {
+    max_trial = std::max(max_trial, static_cast<double>(s.trials));
+    for (const auto& [t, ms] : s.best_so_far) {
+      lo = lo == 0 ? ms : std::min(lo, ms);
+      hi = std::max(hi, ms);
+    }
+  }
+  svg::Axis x{0, max_trial + 0.5, false, "trial number (search trials of the session)"};
+  svg::Axis y{lo, hi, false, std::string("best time so far, ms") + (estimate ? " (sim estimate)" : "")};
+  if (hi > 5 * lo && lo > 0) {
+    y.log = true;
+  } else {
+    y.min = 0;
+    y.max = hi > 0 ? hi * 1.05 : 1;
+  }
+  x.nice();
+  y.nice();
+  svg::Chart c(kWidthPx, 380, "Best-so-far time vs trial, one line per session", x, y);
+  c.draw_frame();
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    legend.push_back({svg::color(i), s.label});
+    if (s.best_so_far.empty()) continue;
+    // A step line: the best stays until a trial improves it, then drops.
+    std::vector<std::pair<double, double>> pts;
+    for (size_t k = 0; k < s.best_so_far.size(); ++k) {
+      const auto [t, ms] = s.best_so_far[k];
+      if (!pts.empty()) pts.push_back({c.px(t), pts.back().second});
+      pts.push_back({c.px(t), c.py(ms)});
+    }
+    pts.push_back({c.px(static_cast<double>(s.trials)), pts.back().second});
+    c.doc().polyline(pts, svg::color(i), 2, "session");
+    const auto& last = s.best_so_far.back();
+    c.doc().circle(c.px(last.first), c.py(last.second), 3.5, svg::color(i), "best-marker",
+                   s.label + ": best " + svg::label_num(last.second) + " ms at trial " + svg::num(last.first));
+  }
+  c.legend(legend);
+  return finish(c, "convergence");
+}
+
+ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) {
+  std::vector<double> times;
+  std::map<std::string, int64_t> failures;
+  for (const auto& r : rows) {
+    if (r.trial.status == "ok" && r.trial.time_ms > 0)
+      times.push_back(r.trial.time_ms);
+    else if (r.trial.status != "ok")
+      ++failures[r.trial.status];
+  }
+  double lo = times.empty() ? 1 : *std::min_element(times.begin(), times.end());
+  double hi = times.empty() ? 10 : *std::max_element(times.begin(), times.end());
+  if (hi <= lo * 1.0001) {
+    lo *= 0.9;
+    hi *= 1.1;
+  }
+  lo *= 0.999;
+  hi *= 1.001;
+  const int bins = std::clamp(static_cast<int>(std::ceil(2 * std::sqrt(static_cast<double>(times.size())))), 5, 30);
+  std::vector<int64_t> count(bins, 0);
+  const double llo = std::log10(lo), lhi = std::log10(hi);
+  for (double t : times) {
+    int b = static_cast<int>((std::log10(t) - llo) / (lhi - llo) * bins);
+    ++count[std::clamp(b, 0, bins - 1)];
+  }
+  const int64_t most = count.empty() ? 1 : std::max<int64_t>(1, *std::max_element(count.begin(), count.end()));
+  svg::Axis x{lo, hi, true, std::string("measured time, ms (log-scale bins)") + (estimate ? ", sim estimate" : "")};
+  svg::Axis y{0, static_cast<double>(most), false, "ok trials"};
+  y.nice();
+  svg::Chart c(kWidthPx, 340, "Measured ok times (" + std::to_string(times.size()) + " trials) and failures", x, y,
+               210);
+  c.draw_frame();
+  for (int b = 0; b < bins; ++b) {
+    if (count[b] == 0) continue;
+    const double b0 = std::pow(10.0, llo + (lhi - llo) * b / bins), b1 = std::pow(10.0, llo + (lhi - llo) * (b + 1) / bins);
+    c.doc().rect(c.px(b0) + 0.5, c.py(static_cast<double>(count[b])), c.px(b1) - c.px(b0) - 1,
+                 c.py(0) - c.py(static_cast<double>(count[b])), svg::color(0), "bin",
+                 std::to_string(count[b]) + " trials in " + svg::label_num(b0) + "-" + svg::label_num(b1) + " ms");
+  }
+  // Failure counts beside the histogram.
+  const double fx = c.right() + 16;
+  double fy = c.top() + 14;
+  c.doc().text(fx, fy, "failed trials", 12, "start", "failures-title", 0, "#111");
+  fy += 20;
+  if (failures.empty()) c.doc().text(fx, fy, "none", 11, "start", "failure");
+  for (const auto& [status, n] : failures) {
+    c.doc().text(fx, fy, status + ": " + std::to_string(n), 11, "start", "failure", 0, "#b22222");
+    fy += 17;
+  }
+  return finish(c, "histogram");
+}
+
+ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vector<db::ResultRow>& best,
+                        std::vector<std::string>& notes) {
+  const auto& first = rows.front();
+  const double bytes = roofline_bytes(first.workload);
+  double flops = 0;
+  for (const auto& r : rows)
+    if (r.trial.status == "ok" && r.trial.time_ms > 0 && r.trial.gflops > 0) {
+      flops = r.trial.gflops * 1e9 * r.trial.time_ms * 1e-3;
+      break;
+    }
+  const double ai = bytes > 0 ? flops / bytes : 0;
+  const auto spec = device_spec(first);
+  bool estimate = false;
+  double gmin = 0, gmax = 0;
+  for (const auto& r : rows) {
+    estimate = estimate || r.trial.estimate;
+    if (r.trial.status != "ok" || r.trial.gflops <= 0) continue;
+    gmin = gmin == 0 ? r.trial.gflops : std::min(gmin, r.trial.gflops);
+    gmax = std::max(gmax, r.trial.gflops);
+  }
+  const double peak = spec ? peak_gflops(*spec, first.workload.dtype) : 0;
+  const double bw = spec ? spec->dram_bandwidth_gbps : 0;
+  const double ridge = bw > 0 ? peak / bw : 0;
+  double xlo = ai > 0 ? ai : 1, xhi = xlo;
+  if (ridge > 0) {
+    xlo = std::min(xlo, ridge);
+    xhi = std::max(xhi, ridge);
+  }
+  svg::Axis x{xlo / 10, xhi * 10, true, "arithmetic intensity, FLOP/byte (FLOPs / bytes the shape moves)"};
+  svg::Axis y{std::max(1e-3, (gmin > 0 ? gmin : 1) / 5), std::max({gmax, peak, 1.0}) * 1.5, true,
+              std::string("achieved GFLOP/s") + (estimate ? " (estimate)" : "")};
+  if (bw > 0) y.min = std::min(y.min, bw * x.min * 2);
+  x.nice();
+  y.nice();
+  std::string title = "Roofline of " + (spec ? spec->key + " (" + spec->name + ")" : first.device_name);
+  if (estimate) title += ": sim estimate";
+  svg::Chart c(kWidthPx, 420, title, x, y);
+  c.draw_frame();
+  std::vector<std::pair<std::string, std::string>> legend;
+  if (spec) {
+    const double x0 = x.min, x1 = x.max;
+    // DRAM roof: y = AI * bandwidth, up to the ridge; compute roof: y = peak, from the ridge on.
+    c.doc().line(c.px(x0), c.py(x0 * bw), c.px(ridge), c.py(peak), "#555", 2, "roof-dram");
+    c.doc().line(c.px(ridge), c.py(peak), c.px(x1), c.py(peak), "#000", 2, "roof-compute");
+    const std::string peak_text = "peak " + std::string(first.workload.dtype == "f32" ? "FP32" : first.workload.dtype) +
+                                  " " + svg::label_num(peak / 1e3) + " TFLOP/s";
+    c.doc().text(c.px(x1) - 6, c.py(peak) - 6, peak_text, 11, "end", "roof-label");
+    const double xm = std::sqrt(x0 * ridge);
+    c.doc().text(c.px(xm), c.py(xm * bw) - 8, "DRAM " + svg::label_num(bw) + " GB/s", 11, "middle", "roof-label", 0,
+                 "#555");
+    legend.push_back({"#000", "peak compute (" + spec->key + " spec table)"});
+    legend.push_back({"#555", "DRAM bandwidth roof"});
+  } else {
+    notes.push_back("No spec-table GPU matches device '" + first.device_name + "': the roofline has no peak lines.");
+  }
+  if (ai > 0) {
+    for (const auto& r : rows)
+      if (r.trial.status == "ok" && r.trial.gflops > 0)
+        c.doc().circle(c.px(ai), c.py(r.trial.gflops), 2.5, "#bbbbbb", "trial");
+    for (size_t i = 0; i < best.size(); ++i) {
+      const auto& b = best[i];
+      c.doc().circle(c.px(ai), c.py(b.trial.gflops), 5, svg::color(i), "tuned",
+                     b.template_name + ": " + svg::label_num(b.trial.gflops) + " GFLOP/s, " +
+                         svg::label_num(b.trial.time_ms) + " ms");
+      legend.push_back({svg::color(i), "best " + b.template_name + ": " + svg::label_num(b.trial.gflops) + " GFLOP/s"});
+    }
+    legend.push_back({"#bbbbbb", "every ok trial"});
+  } else {
+    notes.push_back("No FLOP or byte count for " + workload_label(first) + ": no kernels on the roofline.");
+  }
+  c.legend(legend, true);
+  return finish(c, "roofline");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Plan timeline
+
+/// One (stage, micro-batch, pass) box of the pipeline timeline.
+struct PassBox {
+  int stage = 0, micro_batch = 0;
+  bool backward = false;
+  double start_s = 0, end_s = 0;
+};
+
+/// Simulates one iteration of a pipeline: stage s runs its passes in schedule order, a forward waits for
+/// the previous stage's forward of the same micro-batch, a backward for the next stage's backward.
+/// GPipe: all forwards, then all backwards. 1F1B: p-s-1 warm-up forwards, then one forward one backward,
+/// then the remaining backwards.
+std::vector<PassBox> simulate_pipeline(const std::vector<double>& fwd_s, const std::vector<double>& bwd_s, int m,
+                                       bool gpipe) {
+  const int p = static_cast<int>(fwd_s.size());
+  std::vector<std::vector<std::pair<int, bool>>> order(p);  // (micro-batch, backward)
+  for (int s = 0; s < p; ++s) {
+    if (gpipe) {
+      for (int i = 0; i < m; ++i) order[s].push_back({i, false});
+      for (int i = 0; i < m; ++i) order[s].push_back({i, true});
+      continue;
+    }
+    const int warm = std::min(p - s - 1, m);
+    for (int i = 0; i < warm; ++i) order[s].push_back({i, false});
+    for (int i = 0; i < m - warm; ++i) {
+      order[s].push_back({warm + i, false});
+      order[s].push_back({i, true});
+    }
+    for (int i = m - warm; i < m; ++i) order[s].push_back({i, true});
+  }
+  std::vector<std::vector<double>> fwd_end(p, std::vector<double>(m, -1)), bwd_end(p, std::vector<double>(m, -1));
+  std::vector<size_t> next(p, 0);
+  std::vector<double> free_at(p, 0);
+  std::vector<PassBox> out;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      while (next[s] < order[s].size()) {
+        const auto [i, back] = order[s][next[s]];
+        double ready = free_at[s];
+        if (!back && s > 0) {
+          if (fwd_end[s - 1][i] < 0) break;
+          ready = std::max(ready, fwd_end[s - 1][i]);
+        }
+        if (back) {
+          const double dep = s + 1 < p ? bwd_end[s + 1][i] : fwd_end[s][i];
+          if (dep < 0) break;
+          ready = std::max(ready, dep);
+        }
+        const double end = ready + (back ? bwd_s[s] : fwd_s[s]);
+        (back ? bwd_end : fwd_end)[s][i] = end;
+        free_at[s] = end;
+        out.push_back({s, i, back, ready, end});
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  return out;
+}
+
+struct PlanSection {
+  std::string html;
+  std::vector<ChartOut> charts;
+};
+
+double number_or(const nlohmann::json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+PlanSection plan_section(const db::PlanRecord& rec) {
+  PlanSection out;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(rec.plan_json);
+  } catch (const std::exception&) {
+    j = nlohmann::json::object();
+  }
+  if (!j.is_object()) j = nlohmann::json::object();
+  std::vector<std::string> missing;
+  const std::string cluster_name = j.value("cluster", std::string());
+  int m = static_cast<int>(number_or(j, "num_micro_batches", 0));
+  if (m <= 0) {
+    missing.push_back("the micro-batch count (num_micro_batches): drawn with 1 micro-batch");
+    m = 1;
+  }
+  std::string schedule = j.value("schedule", std::string());
+  if (schedule.empty()) {
+    missing.push_back("the schedule: drawn as 1F1B");
+    schedule = "1f1b";
+  } else if (schedule == "interleaved") {
+    missing.push_back("the placement of interleaved model chunks: drawn as 1F1B over whole stages (v=" +
+                      std::to_string(j.value("virtual_stages", 1)) + ")");
+  } else if (schedule != "gpipe" && schedule != "1f1b") {
+    missing.push_back("a schedule this report knows ('" + schedule + "'): drawn as 1F1B");
+  }
+  std::vector<double> fwd, bwd;
+  bool split_known = true;
+  if (j.contains("stages") && j["stages"].is_array()) {
+    for (const auto& st : j["stages"]) {
+      const double t = number_or(st, "time_per_micro_batch_s", -1);
+      if (t < 0) {
+        fwd.clear();
+        break;
+      }
+      // The forward share of the stage's time: its operators' forward compute (plus half their
+      // communication) over all of it; the plan stores no per-stage forward/backward times.
+      double f = 0, all = 0;
+      if (st.contains("sharding") && st["sharding"].is_array())
+        for (const auto& ls : st["sharding"]) {
+          const double count = number_or(ls, "count", 1);
+          if (!ls.contains("ops") || !ls["ops"].is_array()) continue;
+          for (const auto& op : ls["ops"]) {
+            const double comm = number_or(op, "comm_s", 0);
+            f += count * (number_or(op, "fwd_compute_s", 0) + comm / 2);
+            all += count * (number_or(op, "fwd_compute_s", 0) + number_or(op, "bwd_compute_s", 0) + comm);
+          }
+        }
+      double share = all > 0 ? f / all : 1.0 / 3;
+      if (all <= 0) split_known = false;
+      fwd.push_back(t * share);
+      bwd.push_back(t * (1 - share));
+    }
+  }
+  if (!split_known)
+    missing.push_back("per-operator forward/backward times: backward drawn as twice the forward");
+  if (fwd.empty()) missing.push_back("per-stage times (stages[].time_per_micro_batch_s): no timeline drawn");
+
+  std::string html = "<section class=\"plan\">\n<h2>Plan " + std::to_string(rec.id) + ": " + xml_escape(rec.model) +
+                     " on " + xml_escape(rec.cluster) + "</h2>\n<table>\n";
+  auto row = [&](const std::string& k, const std::string& v) {
+    html += "<tr><th>" + xml_escape(k) + "</th><td>" + xml_escape(v) + "</td></tr>\n";
+  };
+  row("cluster", cluster_name.empty() ? rec.cluster : cluster_name + " (" + rec.cluster + ")");
+  row("parallelism", "tp " + std::to_string(rec.tp) + ", pp " + std::to_string(rec.pp) + ", dp " +
+                         std::to_string(rec.dp));
+  row("schedule", schedule + ", " + std::to_string(m) + " micro-batches");
+  row("iteration time", fixed(rec.iteration_time_s, 3) + " s (predicted)");
+  row("TFLOP/s per GPU, MFU", fixed(rec.tflops_per_gpu, 1) + ", " + fixed(rec.mfu * 100, 1) + "%");
+  row("logged", rec.created_at);
+
+  if (!fwd.empty()) {
+    const bool gpipe = schedule == "gpipe";
+    const auto boxes = simulate_pipeline(fwd, bwd, m, gpipe);
+    double makespan = 0;
+    for (const auto& b : boxes) makespan = std::max(makespan, b.end_s);
+    const double predicted = j.contains("time_breakdown") ? number_or(j["time_breakdown"], "pipeline_s", 0) : 0;
+    row("pipeline time", fixed(makespan * 1e3, 2) + " ms drawn" +
+                             (predicted > 0 ? ", " + fixed(predicted * 1e3, 2) + " ms predicted by the planner" : ""));
+    const int stages = static_cast<int>(fwd.size());
+    svg::Axis x{0, makespan * 1e3, false, "time in the iteration, ms"};
+    x.nice();
+    svg::Axis y{0, static_cast<double>(stages), false, "pipeline stage"};
+    for (int s = stages - 1; s >= 0; --s) y.categories.push_back("stage " + std::to_string(s));
+    const double height = std::max(240.0, 130.0 + 34.0 * stages);
+    svg::Chart c(kWidthPx, height,
+                 "Pipeline of one iteration: " + schedule + ", " + std::to_string(stages) + " stage" +
+                     (stages == 1 ? "" : "s") + ", " + std::to_string(m) + " micro-batches",
+                 x, y);
+    c.draw_frame();
+    for (const auto& b : boxes) {
+      const double band = static_cast<double>(stages - 1 - b.stage);  // stage 0 on top
+      const double y0 = c.py(band + 0.88), y1 = c.py(band + 0.12);
+      const double x0 = c.px(b.start_s * 1e3), x1 = c.px(b.end_s * 1e3);
+      const std::string fill = b.backward ? "#ff7f0e" : "#1f77b4";
+      c.doc().rect(x0, y0, x1 - x0, y1 - y0, fill, b.backward ? "pass-bwd" : "pass-fwd",
+                   "stage " + std::to_string(b.stage) + (b.backward ? " backward" : " forward") + " micro-batch " +
+                       std::to_string(b.micro_batch) + ": " + fixed(b.start_s * 1e3, 3) + "-" +
+                       fixed(b.end_s * 1e3, 3) + " ms",
+                   x1 - x0 >= 4 ? "#ffffff" : "");  // a white edge only where boxes are wide enough
+      if (x1 - x0 >= 16)
+        c.doc().text((x0 + x1) / 2, (y0 + y1) / 2 + 4, std::to_string(b.micro_batch), 10, "middle", "mb-label", 0,
+                     "#ffffff");
+    }
+    c.legend_in_margin({{"#1f77b4", "forward"}, {"#ff7f0e", "backward"}});
+    out.charts.push_back(finish(c, "plan-" + std::to_string(rec.id) + "-timeline"));
+  }
+  html += "</table>\n";
+  for (const auto& ch : out.charts) html += "<figure>" + ch.svg + "</figure>\n";
+  if (!missing.empty()) {
+    html += "<p class=\"note\">The plan JSON lacks ";
+    for (size_t i = 0; i < missing.size(); ++i) html += (i ? "; " : "") + xml_escape(missing[i]);
+    html += ".</p>\n";
+  }
+  html += "</section>\n";
+  out.html = std::move(html);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+std::string page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(title) +
+         "</title>\n<style>\n"
+         "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:840px;margin:24px auto;color:#222}\n"
+         "h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}\n"
+         "table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ddd;padding:3px 8px;"
+         "text-align:left}\nfigure{margin:12px 0}svg{max-width:100%;height:auto}.note{color:#8a4b00;font-size:13px}\n"
+         "</style>\n</head>\n<body>\n" +
+         body + "</body>\n</html>\n";
+}
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(std::string("cannot write ") + what + " '" + path + "': it is a directory");
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw UsageError(std::string("cannot write ") + what + " '" + path + "': " + std::strerror(errno));
+  f << text;
+  f.close();
+  if (!f) throw UsageError(std::string("cannot write ") + what + " '" + path + "'");
+}
+
+}  // namespace
+
+int report_command(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  std::string db_path, plan_arg, out_path, svg_dir;
+  RecordFilterOptions fo;
+  po::options_description desc("tuner report: one self-contained HTML file of charts for tuned workloads and a plan");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database, only read ($TUNER_DB or ./tuning.db)")
+      ("op", po::value(&fo.op)->default_value(""), "only this operator")
+      ("shape", po::value(&fo.shape)->default_value(""), "only this shape (needs --op)")
+      ("dtype", po::value(&fo.dtype)->default_value(""), "only this dtype: f32, f16, bf16")
+      ("device", po::value(&fo.device)->default_value(""), "only this device: cuda:N, sim:<gpu>, replay:FILE or a recorded name")
+      ("template", po::value(&fo.template_name)->default_value(""), "only this kernel template")
+      ("all-versions", "include records of older template versions")
+      ("plan", po::value(&plan_arg)->default_value(""), "also (or, without workload filters, only) this plan: an id or 'latest'")
+      ("out", po::value(&out_path)->required(), "the HTML file to write")
+      ("svg-dir", po::value(&svg_dir)->default_value(""), "also write each chart as a standalone .svg file in this folder");
+  po::variables_map vm;
+  if (!parse_options("report", args, desc, vm)) {
+    std::cout << desc;
+    return 0;
+  }
+  fo.all_versions = vm.count("all-versions") != 0;
+  int64_t plan_id = 0;  // 0: none; -1: latest
+  if (!plan_arg.empty()) {
+    if (plan_arg == "latest") {
+      plan_id = -1;
+    } else {
+      auto [end, ec] = std::from_chars(plan_arg.data(), plan_arg.data() + plan_arg.size(), plan_id);
+      if (ec != std::errc() || end != plan_arg.data() + plan_arg.size() || plan_id <= 0)
+        throw UsageError("--plan '" + plan_arg + "' is not a plan id; allowed: a plan id (1 or more) or 'latest'");
+    }
+  }
+  if (out_path.empty()) throw UsageError("--out is empty; allowed: a file path for the HTML report");
+  if (!svg_dir.empty() && !std::filesystem::is_directory(svg_dir))
+    throw UsageError("--svg-dir '" + svg_dir + "' is not a folder");
+  if (!std::filesystem::exists(db_path)) throw UsageError("database '" + db_path + "' does not exist");
+  auto db = open_for_reading(db_path);
+
+  const bool filters = !fo.op.empty() || !fo.shape.empty() || !fo.dtype.empty() || !fo.device.empty() ||
+                       !fo.template_name.empty();
+  const bool workloads = plan_id == 0 || filters;
+  std::string body = "<h1>tuner report</h1>\n<p>Database " + xml_escape(db_path) + ".</p>\n";
+  std::vector<ChartOut> all_charts;
+  std::string title = "tuner report";
+
+  if (workloads) {
+    RecordFilter rf = build_record_filter(fo, *db);
+    const auto rows = run_history(*db, rf);
+    if (rows.empty())
+      throw UsageError("no records match in '" + db_path + "'" +
+                       (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")));
+    const auto best = run_best_per_workload(*db, rf);
+    std::map<int64_t, db::SessionRow> sessions;
+    for (const auto& s : db->sessions(db::QueryFilter{})) sessions[s.id] = s;
+    // Workloads in a fixed order: op, shape, dtype, device.
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<db::ResultRow>> groups;
+    for (const auto& r : rows) groups[{r.workload.op, r.workload.shape, r.workload.dtype, r.device_name}].push_back(r);
+    if (groups.size() == 1) title = "tuner report: " + workload_label(rows.front());
+    for (const auto& [key, g] : groups) {
+      std::vector<db::ResultRow> g_best;
+      for (const auto& b : best)
+        if (std::tie(b.workload.op, b.workload.shape, b.workload.dtype, b.device_name) ==
+            std::tie(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key)))
+          g_best.push_back(b);
+      bool estimate = false;
+      for (const auto& r : g) estimate = estimate || r.trial.estimate;
+      const auto series = session_series(g, sessions);
+      std::vector<std::string> notes;
+      std::vector<ChartOut> charts = {convergence_chart(series, estimate), histogram_chart(g, estimate),
+                                      roofline_chart(g, g_best, notes)};
+      body += "<section class=\"workload\">\n<h2>" + xml_escape(workload_label(g.front())) + "</h2>\n";
+      if (estimate)
+        body += "<p class=\"note\">Times on this device are estimates of the analytic model of a sim device, not "
+                "measurements.</p>\n";
+      body += "<table>\n<tr><th>session</th><th>strategy</th><th>seed</th><th>template</th><th>search trials</th>"
+              "<th>ok</th><th>best ms</th><th>best GFLOP/s</th></tr>\n";
+      for (const auto& s : series) {
+        const auto it = sessions.find(s.id);
+        body += "<tr><td>" + std::to_string(s.id) + "</td><td>" +
+                xml_escape(it == sessions.end() ? "?" : it->second.strategy) + "</td><td>" +
+                (it == sessions.end() ? "?" : std::to_string(it->second.seed)) + "</td><td>" +
+                xml_escape(s.template_name) + "</td><td>" + std::to_string(s.trials) + "</td><td>" +
+                std::to_string(s.ok) + "</td><td>" + (s.ok ? fixed(s.best_ms, 4) : "-") + "</td><td>" +
+                (s.ok ? fixed(s.best_gflops, 1) : "-") + "</td></tr>\n";
+      }
+      body += "</table>\n";
+      for (auto& ch : charts) {
+        body += "<figure>" + ch.svg + "</figure>\n";
+        ch.name = std::get<0>(key) + "-" + ch.name;
+        all_charts.push_back(std::move(ch));
+      }
+      for (const auto& n : notes) body += "<p class=\"note\">" + xml_escape(n) + "</p>\n";
+      body += "</section>\n";
+    }
+  }
+
+  if (plan_id != 0) {
+    const auto plans = db->plans(0);
+    if (plans.empty()) throw UsageError("--plan " + plan_arg + ": no plans are logged in '" + db_path + "'");
+    const db::PlanRecord* rec = plan_id < 0 ? &plans.front() : nullptr;
+    for (const auto& p : plans)
+      if (p.id == plan_id) rec = &p;
+    if (!rec)
+      throw UsageError("--plan " + plan_arg + " is not logged in '" + db_path + "'; logged plans: " +
+                       std::to_string(plans.back().id) + ".." + std::to_string(plans.front().id) + " or 'latest'");
+    auto ps = plan_section(*rec);
+    body += ps.html;
+    if (!workloads) title = "tuner report: plan " + std::to_string(rec->id);
+    for (auto& ch : ps.charts) all_charts.push_back(std::move(ch));
+  }
+
+  write_file(out_path, page(title, body), "--out file");
+  if (!svg_dir.empty())
+    for (size_t i = 0; i < all_charts.size(); ++i) {
+      char prefix[32];
+      std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
+      write_file((std::filesystem::path(svg_dir) / (prefix + all_charts[i].name + ".svg")).string(),
+                 all_charts[i].standalone, "--svg-dir file");
+    }
+  std::cout << "wrote " << out_path << " (" << all_charts.size() << " chart" << (all_charts.size() == 1 ? "" : "s")
+            << ")\n";
+  return 0;
+}
+
+}  // namespace tuner::cli
