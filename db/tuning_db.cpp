@@ -635,6 +635,29 @@ std::optional<CostModelRecord> TuningDb::latest_cost_model(const std::string& ki
 
 int64_t TuningDb::add_plan(PlanRecord& p) {
   auto& conn = impl_->conn;
+  {
+    sql::Statement same(conn,
+                        "SELECT id, created_at FROM plans WHERE model = ? AND cluster = ? AND options_json = ? AND "
+                        "tp = ? AND pp = ? AND dp = ? AND iteration_time_s = ? AND tflops_per_gpu = ? AND mfu = ? "
+                        "AND peak_memory_bytes = ? ORDER BY id LIMIT 1");
+    same.bind(1, p.model)
+        .bind(2, p.cluster)
+        .bind(3, p.options_json)
+        .bind(4, p.tp)
+        .bind(5, p.pp)
+        .bind(6, p.dp)
+        .bind(7, p.iteration_time_s)
+        .bind(8, p.tflops_per_gpu)
+        .bind(9, p.mfu)
+        .bind(10, p.peak_memory_bytes);
+    if (same.step()) {
+      p.id = same.column_int64(0);
+      p.created_at = same.column_text(1);
+      p.already_logged = true;
+      return p.id;
+    }
+  }
+  p.already_logged = false;
   const std::string now = now_iso8601();
   sql::Statement insert(conn,
                         "INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, "

@@ -147,6 +147,7 @@ struct PlanRecord {
   int64_t peak_memory_bytes = 0;
   double planning_s = 0;       ///< Wall time the planner took.
   std::string created_at;      ///< Filled by the store.
+  bool already_logged = false; ///< Set by add_plan: an identical plan was logged before (id and created_at are its).
 };
 
 /// A tuning session as stored.
@@ -253,7 +254,9 @@ class TuningDb {
   std::optional<CostModelRecord> latest_cost_model(const std::string& kind, const std::string& op,
                                                    const std::string& template_name) const;
 
-  /// Logs a plan; returns its id.
+  /// Logs a plan; returns its id. A plan identical to one already logged (same model, cluster, options,
+  /// degrees and predictions; the planner's own wall time aside) is not logged again: its id is returned
+  /// and p.already_logged set.
   int64_t add_plan(PlanRecord& p);
   /// Logged plans, newest first (limit 0: all).
   std::vector<PlanRecord> plans(int limit = 0) const;

@@ -209,11 +209,13 @@ int plan_command(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     nlohmann::ordered_json j = plan_json;
     j["plan_id"] = rec.id;
+    j["already_logged"] = rec.already_logged;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   print_plan(plan, model, cluster, global_batch);
-  std::cout << "logged as plan " << rec.id << " in " << db_path << "\n";
+  std::cout << (rec.already_logged ? "already logged as plan " : "logged as plan ") << rec.id << " in " << db_path
+            << "\n";
   if (!out_path.empty()) std::cout << export_name << " export written to " << out_path << "\n";
   return 0;
 }

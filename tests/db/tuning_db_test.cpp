@@ -602,6 +602,11 @@ TEST(TuningDbV3, PlansAreListedNewestFirst) {
   PlanRecord b = a;
   b.model = "llama3-70b";
   db.add_plan(b);
+  EXPECT_FALSE(b.already_logged);
+  PlanRecord again = a;  // the same plan, planned again (another wall time): not logged twice
+  again.planning_s = 2.5;
+  EXPECT_EQ(db.add_plan(again), a.id);
+  EXPECT_TRUE(again.already_logged);
   const auto rows = db.plans();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].model, "llama3-70b");

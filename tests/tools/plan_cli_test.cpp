@@ -75,6 +75,15 @@ TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
   auto table = run("query --plans --db " + db());
   EXPECT_EQ(table.code, 0);
   EXPECT_NE(table.out.find("gpt:layers=8"), std::string::npos);
+
+  // The same plan again is not logged twice: the first one's id is given back.
+  auto again = run(std::string("plan ") + kSmall + " --global-batch 64 --json --db " + db());
+  ASSERT_EQ(again.code, 0) << again.err;
+  auto ja = nlohmann::json::parse(again.out);
+  EXPECT_TRUE(ja["already_logged"].get<bool>());
+  EXPECT_EQ(ja["plan_id"], j["plan_id"]);
+  EXPECT_FALSE(j["already_logged"].get<bool>());
+  EXPECT_EQ(nlohmann::json::parse(run("query --plans --json --db " + db()).out).size(), 1u);
 }
 
 TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
