@@ -21,15 +21,9 @@ int merge_command(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("other", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("db merge: ") + e.what() + " (see `tuner db merge --help`)");
+  if (!parse_options("db merge", args, desc, vm, positional)) {
+    std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
+    return 0;
   }
   db::MergeReport report;
   try {

@@ -245,25 +245,19 @@ int import_command(const std::vector<std::string>& args) {
   po::options_description desc("tuner import: bring in records written by `tuner export --format jsonl`");
   desc.add_options()
       ("help,h", "show this help")
-      ("file", po::value(&file)->required(), "the exported records (jsonl)")
+      ("file", po::value(&file), "the exported records (jsonl)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "the database to import into ($TUNER_DB or ./tuning.db)")
       ("format", po::value(&format)->default_value("jsonl"), "the file's format: jsonl (the only one)")
       ("json", "one JSON document on stdout");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: tuner import FILE [--db tuning.db] [--format jsonl] [--json]\n" << desc;
-      return 0;
-    }
-    if (!vm.count("file"))
-      throw UsageError("import: no FILE given; allowed: a file written by `tuner export --format jsonl`");
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("import: ") + e.what() + " (see `tuner import --help`)");
+  if (!parse_options("import", args, desc, vm, positional)) {
+    std::cout << "usage: tuner import FILE [--db tuning.db] [--format jsonl] [--json]\n" << desc;
+    return 0;
   }
+  if (!vm.count("file"))
+    throw UsageError("import: no FILE given; allowed: a file written by `tuner export --format jsonl`");
   if (format != "jsonl") throw UsageError("import: --format '" + format + "' is not readable; allowed: jsonl");
 
   auto records = read_file(file);  // every line checked before anything is written

@@ -13,45 +13,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/cli_fixture.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using tuner_cli_test::slurp;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+std::string read_file(const std::filesystem::path& p) { return slurp(p.string()); }
 
-class PlanCli : public ::testing::Test {
+class PlanCli : public tuner_cli_test::Cli {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tuner_plan_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  Result run(const std::string& args) const {
-    const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd = std::string(TUNER_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
-  std::string db() const { return (dir_ / "t.db").string(); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::filesystem::path dir_;
 };
 
 constexpr const char* kSmall = "--model gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000 --cluster dgx-h100:2";
