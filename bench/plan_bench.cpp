@@ -6,7 +6,8 @@
 // layers split evenly as such configurations are written. The planner searches
 // a superset of the grid, so its throughput must never be lower; the program
 // checks that and exits 1 if it is. Then the planner's scale: planning time of a GPT of 100, 300 and
-// 1,000 identical layers on 16 and 1,024 GPUs. Prints tables and writes results/plan_bench.json.
+// 1,000 identical layers on 16 and 1,024 GPUs, a 1,000-layer GPT of hidden 4096 on 1,024 GPUs and Llama-3
+// 405B on 16,384 GPUs. Prints tables and writes results/plan_bench.json.
 //
 //   build/bin/plan_bench [--out results/plan_bench.json]
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -131,27 +133,36 @@ int main(int argc, char** argv) {
     r["planner_not_below_grid"] = ok;
     results.push_back(r);
   }
-  // Planner scale: planning time against the number of (identical) layers.
-  std::printf("\nplanner scale: gpt:layers=N,hidden=1024,heads=16 (global batch 1024)\n%-8s %-13s %8s  %s\n", "layers",
-              "cluster", "plan s", "planner config");
-  nlohmann::ordered_json scale = nlohmann::ordered_json::array();
+  // Planner scale: planning time against the number of (identical) layers, then the two large cases
+  // (a 1,000-layer GPT on 1,024 GPUs, Llama-3 405B on 16,384 GPUs), each as `tuner plan` runs it (global batch 1024).
+  std::vector<std::pair<std::string, std::string>> scale_cases;
   for (const char* cluster_spec : {"dgx-h100:2", "dgx-h100:128"})
-    for (int layers : {100, 300, 1000}) {
-      const ModelGraph model = parse_model_spec("gpt:layers=" + std::to_string(layers) + ",hidden=1024,heads=16");
-      const ClusterSpec cluster = parse_cluster_spec(cluster_spec);
-      PlannerOptions opts;
-      opts.global_batch = 1024;
-      const auto t0 = std::chrono::steady_clock::now();
-      const Plan plan = Planner(model, cluster, opts).plan();
-      const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("%-8d %-13s %8.2f  %s\n", layers, cluster_spec, plan_s, short_config(plan.config).c_str());
-      scale.push_back({{"layers", layers},
-                       {"cluster", cluster_spec},
-                       {"planning_s", plan_s},
-                       {"config", describe(plan.config)},
-                       {"configs_evaluated", plan.configs_evaluated},
-                       {"ilp_solves", plan.ilp_solves}});
-    }
+    for (int layers : {100, 300, 1000})
+      scale_cases.push_back({"gpt:layers=" + std::to_string(layers) + ",hidden=1024,heads=16", cluster_spec});
+  scale_cases.push_back({"gpt:layers=1000,hidden=4096,heads=32,seq=2048,vocab=51200", "dgx-h100:128"});
+  scale_cases.push_back({"llama3-405b", "dgx-h100:2048"});
+  std::printf("\nplanner scale (global batch 1024)\n%-58s %-13s %6s %8s %8s  %s\n", "model", "cluster", "GPUs",
+              "configs", "plan s", "planner config");
+  nlohmann::ordered_json scale = nlohmann::ordered_json::array();
+  for (const auto& [model_spec, cluster_spec] : scale_cases) {
+    const ModelGraph model = parse_model_spec(model_spec);
+    const ClusterSpec cluster = parse_cluster_spec(cluster_spec);
+    PlannerOptions opts;
+    opts.global_batch = 1024;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Plan plan = Planner(model, cluster, opts).plan();
+    const double plan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-58s %-13s %6d %8lld %8.2f  %s\n", model_spec.c_str(), cluster_spec.c_str(), cluster.total_gpus(),
+                static_cast<long long>(plan.configs_evaluated), plan_s, short_config(plan.config).c_str());
+    scale.push_back({{"model", model_spec},
+                     {"layers", model.layers.size()},
+                     {"cluster", cluster_spec},
+                     {"gpus", cluster.total_gpus()},
+                     {"planning_s", plan_s},
+                     {"config", describe(plan.config)},
+                     {"configs_evaluated", plan.configs_evaluated},
+                     {"ilp_solves", plan.ilp_solves}});
+  }
   results.push_back({{"label", "planner scale"}, {"cases", scale}});
   std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
                                           ? std::filesystem::path(".")

@@ -144,6 +144,8 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
     }
   }
   check_global_batch(opts_.global_batch);
+  model_params_ = model_params(model_);
+  model_flops_ = model_forward_flops(model_);
 }
 
 Planner::~Planner() = default;
@@ -210,7 +212,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp.
   {
-    const double min_params = static_cast<double>(model_params(model_)) / (static_cast<double>(c.tp) * c.pp);
+    const double min_params = static_cast<double>(model_params_) / (static_cast<double>(c.tp) * c.pp);
     if (model_state_bytes(min_params, c.zero, c.dp).total() > usable)
       return reject("model states alone need more than the " + std::to_string(usable / 1e9) + " GB per GPU");
   }
@@ -391,7 +393,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   plan.dp_exposed_s = dp_exposed;
   plan.optimizer_s = opt;
   plan.iteration_time_s = plan.pipeline_s + dp_exposed + opt;
-  plan.model_flops_per_iteration = 3 * model_forward_flops(model_) * opts_.global_batch;
+  plan.model_flops_per_iteration = 3 * model_flops_ * opts_.global_batch;
   plan.tokens_per_s = static_cast<double>(opts_.global_batch) * model_.seq / plan.iteration_time_s;
   plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / N / 1e12;
   plan.mfu = plan.tflops_per_gpu * 1e12 / costs_->peak_flops(model_.dtype);

@@ -145,6 +145,8 @@ class Planner {
   std::map<std::string, LayerPlan> cache_;
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;
+  int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
+  double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
 };
 
 /// Even split used by uniform plans: transformer blocks spread over stages (the first stages take the

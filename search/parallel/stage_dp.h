@@ -5,25 +5,35 @@
 //
 // Every layer and every stage's extra is counted once in sum_i t_i, so the sum
 // is the same for every partition and the best partition is the one with the
-// smallest largest stage. solve_stage_dp bisects on that bound: a test of a
-// bound carries the set of reachable stage ends from stage to stage in O(p L)
-// (what fits is read once, O(p L) calls, since it is monotone). Costs are
+// smallest largest stage. solve_stage_dp bisects on that bound. Costs are
 // rounded to exact integer units (2^-50 of the total) first: with
 // floating-point prefix sums, identical layers give spans that differ in the
-// last bit, which made the candidate bounds (and the old walk over them) grow
-// with L^2. Among the partitions with the smallest bound, each stage starts
-// nearest to where an even split of the work would start it. A chain of 1,000
-// layers is solved in milliseconds.
+// last bit. Among the partitions with the smallest bound, each stage starts
+// nearest to where an even split of the work would start it.
+//
+// A bound is tested one of two ways. Short chains (p (L - p + 1) <= kExactCells)
+// carry the set of reachable stage ends from stage to stage, O(p L) per bound
+// and exact for any monotone `fits`. Long chains use a greedy test -- each
+// stage takes the furthest end within the bound and memory, found by binary
+// search -- O(p log^2 L) per bound, which made the planner's 1,000-layer and
+// 16,384-GPU plans take seconds instead of minutes (every configuration it
+// searches runs this DP). The greedy test is exact unless stages are forced
+// down to single layers that fit (or cost, with their extras) differently per
+// stage; a partition it returns is always valid.
 //
 // Plain data in, plain data out; a brute-force partitioner for small chains
 // checks it in the tests. What a layer costs and what fits is the planner's.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <vector>
 
 namespace tuner::parallel {
+
+/// Chains with p (L - p + 1) up to this many (stage, end) cells are solved with the exact reachable-set test.
+inline constexpr int64_t kExactCells = 4096;
 
 struct StageDpRequest {
   std::vector<double> layer_cost;     ///< Time per micro-batch of each layer (seconds, >= 0).
@@ -48,6 +58,8 @@ double pipeline_objective(const StageDpRequest& req, const std::vector<int>& sta
                           std::vector<double>* stage_cost = nullptr);
 
 StageDpResult solve_stage_dp(const StageDpRequest& req);
+/// Always the exact reachable-set test, whatever the chain's length (tests compare the greedy path with it).
+StageDpResult solve_stage_dp_exact(const StageDpRequest& req);
 /// Every partition; for small chains (tests).
 StageDpResult solve_stage_brute_force(const StageDpRequest& req);
 

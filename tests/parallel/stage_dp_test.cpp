@@ -31,6 +31,30 @@ TEST(StageDp, MatchesBruteForceOnRandomChains) {
   }
 }
 
+TEST(StageDp, GreedyTestOnLongChainsMatchesTheExactOne) {
+  // Chains long enough for the greedy bound test (p (L - p + 1) > kExactCells), with random costs, extras on all
+  // but the last stage (p2p sends) and a memory cap tighter on earlier stages (more micro-batches in flight).
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> cost(1, 50);
+    StageDpRequest r;
+    const int L = 150 + static_cast<int>(seed * 7 % 200);
+    for (int l = 0; l < L; ++l) r.layer_cost.push_back(cost(rng) * 1e-4);
+    r.stages = 40 + static_cast<int>(seed * 13 % 60);
+    r.micro_batches = 1 + seed % 32;
+    r.stage_extra.assign(r.stages, 3e-4);
+    r.stage_extra.back() = 0;
+    ASSERT_GT(static_cast<int64_t>(r.stages) * (L - r.stages + 1), kExactCells);
+    const int p = r.stages, cap = (L + p - 1) / p + 1 + static_cast<int>(seed % 4);
+    if (seed % 2) r.fits = [cap, p](int stage, int b, int e) { return e - b <= cap + stage * 2 / p; };
+    const StageDpResult fast = solve_stage_dp(r), exact = solve_stage_dp_exact(r);
+    ASSERT_EQ(fast.feasible, exact.feasible) << "seed " << seed;
+    if (!exact.feasible) continue;
+    EXPECT_NEAR(fast.objective, exact.objective, 1e-9) << "seed " << seed;
+    EXPECT_DOUBLE_EQ(pipeline_objective(r, fast.starts), fast.objective);
+  }
+}
+
 TEST(StageDp, HandComputedPartition) {
   // Layers 4 1 1 1 1 4 (ms) in 2 stages, 4 micro-batches.
   // Cut after 3 layers: 6 | 6 -> 12 + 3 x 6 = 30; after 2: 5 | 7 -> 12 + 3 x 7 = 33. Optimum 30 ms.
