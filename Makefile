@@ -1,6 +1,8 @@
 # Two entry points (README): `make run` sets up, builds and tunes a GEMM; `make test` sets up,
 # builds and runs every test, then the sanitizer pass (scripts/sanitize_tests.sh: ASan+UBSan
-# build in build-asan, the cheap unit tests, the fuzz targets). Everything else here serves those two.
+# build in build-asan, the cheap unit tests, the fuzz targets) and the install check
+# (scripts/install_check.sh: the example built against the installed package). Everything else
+# here serves those two.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 # Empty: tuner picks cuda:0 when a GPU is present, else sim:h100-sxm.
@@ -9,13 +11,15 @@ SHAPE ?= M=1000,N=1000,K=1000
 TRIALS ?= 128
 DB ?= tuning.db
 
-.PHONY: setup build run test sanitize bench clean
+PREFIX ?= /usr/local
+
+.PHONY: setup build run test sanitize install install-check bench clean
 
 setup:
 	bash scripts/setup.sh
 
 build: setup
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUNER_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -25,7 +29,14 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/install_check.sh
 	JOBS=$(JOBS) bash scripts/sanitize_tests.sh
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+install-check: build
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/install_check.sh
 
 sanitize: setup
 	JOBS=$(JOBS) bash scripts/sanitize_tests.sh

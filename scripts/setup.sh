@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libsqlite3-dev
+  libssl-dev
   libboost-program-options-dev
   googletest libgtest-dev
   nlohmann-json3-dev

@@ -1,6 +1,7 @@
 #include "tuner/compile_cache.h"
 
-#include <array>
+#include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -8,54 +9,18 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
+#include <vector>
 #include <system_error>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "tuner/cubin_info.h"
 #include "tuner/nvrtc_builder.h"
 
 namespace tuner {
 namespace {
-
-constexpr std::array<std::uint32_t, 64> kRoundConstants = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-void compress(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
-  std::uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = (std::uint32_t{block[4 * i]} << 24) | (std::uint32_t{block[4 * i + 1]} << 16) |
-           (std::uint32_t{block[4 * i + 2]} << 8) | std::uint32_t{block[4 * i + 3]};
-  for (int i = 16; i < 64; ++i) {
-    const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (int i = 0; i < 64; ++i) {
-    const std::uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                             kRoundConstants[i] + w[i];
-    const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h[0] += a; h[1] += b; h[2] += c; h[3] += d;
-  h[4] += e; h[5] += f; h[6] += g; h[7] += k;
-}
 
 // Appends a length-prefixed field so that field boundaries are unambiguous.
 void add_field(std::string& out, std::string_view field) {
@@ -73,32 +38,98 @@ std::string env_or_empty(const char* name) {
 }  // namespace
 
 std::string sha256_hex(std::string_view data) {
-  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
-  std::size_t full = data.size() / 64;
-  for (std::size_t i = 0; i < full; ++i) compress(h, bytes + 64 * i);
-
-  // Padding: 0x80, zeros, then the bit length as a big-endian u64.
-  unsigned char tail[128] = {};
-  const std::size_t rest = data.size() - 64 * full;
-  for (std::size_t i = 0; i < rest; ++i) tail[i] = bytes[64 * full + i];
-  tail[rest] = 0x80;
-  const std::size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
-  const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  compress(h, tail);
-  if (tail_len == 128) compress(h, tail + 64);
-
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  // OpenSSL's one-shot digest; it fails only when out of memory, which the throw reports.
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1 || length != 32)
+    throw std::runtime_error("OpenSSL EVP_Digest(SHA-256) failed");
   static const char* kHex = "0123456789abcdef";
   std::string out;
   out.reserve(64);
-  for (std::uint32_t word : h)
-    for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(word >> shift) & 0xf];
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
   return out;
 }
 
-CompileCache::CompileCache(std::string dir) : dir_(std::move(dir)) {}
+CompileCache::CompileCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+
+uint64_t CompileCache::default_max_bytes() {
+  constexpr uint64_t kDefault = uint64_t{2} << 30;
+  const std::string v = env_or_empty("TUNER_CACHE_MAX_MB");
+  if (v.empty()) return kDefault;
+  char* end = nullptr;
+  const unsigned long long mb = std::strtoull(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || v[0] == '-') return kDefault;  // not a number: the default
+  return static_cast<uint64_t>(mb) << 20;
+}
+
+namespace {
+
+struct Entry {
+  std::filesystem::path path;
+  uint64_t bytes;
+  std::filesystem::file_time_type modified;
+};
+
+/// Cubins of the directory; temp files older than an hour (their writer died) are removed on the way.
+std::vector<Entry> list_entries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<Entry> out;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    const fs::path p = it->path();
+    const std::string name = p.filename().string();
+    const auto modified = fs::last_write_time(p, e2);
+    if (e2) continue;
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos) {
+      if (now - modified > std::chrono::hours(1)) fs::remove(p, e2);
+      continue;
+    }
+    if (p.extension() != ".cubin") continue;
+    const uint64_t bytes = fs::file_size(p, e2);
+    if (!e2) out.push_back({p, bytes, modified});
+  }
+  return out;
+}
+
+}  // namespace
+
+CompileCache::Usage CompileCache::usage() const {
+  Usage u;
+  for (const auto& e : list_entries(dir_)) {
+    ++u.files;
+    u.bytes += e.bytes;
+  }
+  return u;
+}
+
+int64_t CompileCache::evict(uint64_t max_bytes, std::chrono::seconds min_age) const {
+  try {
+    namespace fs = std::filesystem;
+    std::vector<Entry> entries = list_entries(dir_);
+    uint64_t total = 0;
+    for (const auto& e : entries) total += e.bytes;
+    if (total <= max_bytes) return 0;
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.modified < b.modified; });
+    const auto young = fs::file_time_type::clock::now() - min_age;
+    int64_t removed = 0;
+    for (const auto& e : entries) {
+      if (total <= max_bytes || e.modified > young) break;  // sorted: the rest are younger still
+      std::error_code ec;
+      if (fs::remove(e.path, ec)) {
+        total -= e.bytes;
+        ++removed;
+      }
+    }
+    return removed;
+  } catch (...) {  // a cache never fails a compile
+    return 0;
+  }
+}
 
 std::string CompileCache::default_dir() {
   if (std::string d = env_or_empty("TUNER_CACHE_DIR"); !d.empty()) return d;
@@ -127,10 +158,13 @@ std::string CompileCache::path_for(const std::string& key) const {
 }
 
 std::optional<std::string> CompileCache::load(const std::string& key) const {
-  std::ifstream in(path_for(key), std::ios::binary);
+  const std::string path = path_for(key);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad() || !looks_like_cubin(bytes)) return std::nullopt;
+  std::error_code ec;  // a hit is a use: eviction goes by the last one
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
   return bytes;
 }
 
@@ -163,6 +197,7 @@ bool CompileCache::store(const std::string& key, const std::string& cubin) const
       fs::remove(tmp, ignored);
       return false;
     }
+    if (max_bytes_ > 0 && stores_.fetch_add(1) % 32 == 0) evict(max_bytes_);
     return true;
   } catch (...) {  // bad_alloc or filesystem surprises: a cache never fails a compile
     return false;

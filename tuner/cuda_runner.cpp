@@ -1,7 +1,5 @@
 #include "tuner/cuda_runner.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +16,7 @@
 #include "templates/launch_check.h"
 #include "tuner/compile_cache.h"
 #include "tuner/cublas_gemm.h"
+#include "tuner/cuda_driver.h"
 #include "tuner/cudnn_conv.h"
 #include "tuner/host_dtype.h"
 #include "tuner/nvrtc_builder.h"
@@ -28,59 +27,7 @@ namespace tuner {
 
 namespace {
 
-#define TUNER_STR2(x) #x
-#define TUNER_STR(x) TUNER_STR2(x)
-
-// Every driver entry point we use; the name is the macro-expanded symbol (cuMemAlloc -> cuMemAlloc_v2).
-#define TUNER_CUDA_FUNCTIONS(X)                                                                      \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)           \
-  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                          \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuModuleLoadData)          \
-  X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuMemAlloc)  \
-  X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD32) X(cuMemsetD32Async)     \
-  X(cuLaunchKernel)                                                                                  \
-  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)  \
-  X(cuGetErrorName) X(cuGetErrorString)
-
-struct Driver {
-#define TUNER_DECLARE(fn) decltype(&::fn) fn = nullptr;
-  TUNER_CUDA_FUNCTIONS(TUNER_DECLARE)
-#undef TUNER_DECLARE
-  /// Optional (CUDA 12+ drivers): only instances with TMA tensor maps need it.
-  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
-  void* handle = nullptr;
-  std::string error;  ///< Why the driver is unusable; empty when loaded and initialised.
-  int version = 0;
-};
-
-const Driver& driver() {
-  static const Driver d = [] {
-    Driver d;
-    d.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!d.handle) {
-      d.error = "no CUDA driver on this machine (libcuda.so.1 not found); use a sim: device instead";
-      return d;
-    }
-#define TUNER_RESOLVE(fn)                                                             \
-  d.fn = reinterpret_cast<decltype(&::fn)>(dlsym(d.handle, TUNER_STR(fn)));           \
-  if (!d.fn && d.error.empty()) d.error = std::string("CUDA driver lacks ") + TUNER_STR(fn);
-    TUNER_CUDA_FUNCTIONS(TUNER_RESOLVE)
-#undef TUNER_RESOLVE
-    d.cuTensorMapEncodeTiled =
-        reinterpret_cast<decltype(&::cuTensorMapEncodeTiled)>(dlsym(d.handle, "cuTensorMapEncodeTiled"));
-    if (!d.error.empty()) return d;
-    CUresult rc = d.cuInit(0);
-    if (rc != CUDA_SUCCESS) {
-      const char* name = nullptr;
-      d.cuGetErrorName(rc, &name);
-      d.error = std::string("CUDA driver failed to initialise (") + (name ? name : "?") + ")";
-      return d;
-    }
-    d.cuDriverGetVersion(&d.version);
-    return d;
-  }();
-  return d;
-}
+const CudaDriver& driver() { return cuda_driver(); }
 
 /// Thrown inside the runner to unwind to measure(), which turns it into a result.
 struct CudaFailure : std::runtime_error {
@@ -105,17 +52,9 @@ bool is_sticky(CUresult rc) {
 /// One check per driver call: a failure becomes a CudaFailure with the driver's own message.
 void check(CUresult rc, const char* call, const char* kind = "unknown") {
   if (rc == CUDA_SUCCESS) return;
-  const Driver& d = driver();
-  const char* name = nullptr;
-  const char* text = nullptr;
-  d.cuGetErrorName(rc, &name);
-  d.cuGetErrorString(rc, &text);
   bool sticky = is_sticky(rc);
-  throw CudaFailure(std::string(call) + " failed: " + (name ? name : "?") + " (" + (text ? text : "") + ")",
-                    sticky ? "runtime_fault" : kind, sticky);
+  throw CudaFailure(std::string(call) + " failed: " + cuda_error_text(rc), sticky ? "runtime_fault" : kind, sticky);
 }
-
-std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 /// A device allocation, freed on scope exit.
 class DeviceBuffer {
@@ -204,51 +143,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
-
-std::vector<CudaDeviceInfo> cuda_devices(std::string* error) {
-  const Driver& d = driver();
-  std::vector<CudaDeviceInfo> out;
-  if (!d.error.empty()) {
-    if (error) *error = d.error;
-    return out;
-  }
-  try {
-    int count = 0;
-    check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
-    for (int i = 0; i < count; ++i) {
-      CUdevice dev;
-      check(d.cuDeviceGet(&dev, i), "cuDeviceGet");
-      CudaDeviceInfo info;
-      info.ordinal = i;
-      char name[256] = {};
-      check(d.cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
-      info.name = name;
-      auto attr = [&](CUdevice_attribute a) {
-        int v = 0;
-        check(d.cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
-        return v;
-      };
-      info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-      info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-      info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-      info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
-      info.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-      info.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-      info.registers_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
-      info.clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-      size_t mem = 0;
-      check(d.cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
-      info.memory_bytes = static_cast<int64_t>(mem);
-      info.driver_version = version_string(d.version);
-      out.push_back(info);
-    }
-    if (count == 0 && error) *error = "the CUDA driver reports no GPU";
-  } catch (const CudaFailure& f) {
-    if (error) *error = f.what();
-    out.clear();
-  }
-  return out;
-}
 
 struct CudaRunner::Impl {
   CUdevice device = 0;
@@ -404,35 +298,14 @@ struct CudaRunner::Impl {
   void encode_tensor_maps(const MeasureRequest& r, const State& st) {
     maps.assign(r.tensor_maps.size(), CUtensorMap{});
     if (r.tensor_maps.empty()) return;
-    if (!driver().cuTensorMapEncodeTiled)
-      throw CudaFailure("the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)", "launch_error", false);
     for (size_t i = 0; i < r.tensor_maps.size(); ++i) {
       const auto& m = r.tensor_maps[i];
-      const size_t rank = m.dims.size();
-      const bool shape_ok = rank >= 1 && rank <= 5 && m.box.size() == rank && m.strides_bytes.size() + 1 == rank &&
-                            m.buffer >= 0 && static_cast<size_t>(m.buffer) < st.buffers.size();
-      if (!shape_ok) throw CudaFailure("tensor map " + std::to_string(i) + " is malformed", "launch_error", false);
-      const templates::DType dt = r.buffers[static_cast<size_t>(m.buffer)].dtype;
-      const CUtensorMapDataType type = dt == templates::DType::kF16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                       : dt == templates::DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-      const CUtensorMapSwizzle swizzle = m.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
-                                         : m.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                         : m.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
-                                                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
-      cuuint64_t dims[5], strides[4];
-      cuuint32_t box[5], element_strides[5];
-      for (size_t d = 0; d < rank; ++d) {
-        dims[d] = m.dims[d];
-        box[d] = m.box[d];
-        element_strides[d] = 1;
-        if (d + 1 < rank) strides[d] = m.strides_bytes[d];
-      }
-      check(driver().cuTensorMapEncodeTiled(&maps[i], type, static_cast<cuuint32_t>(rank),
-                                            reinterpret_cast<void*>(st.buffers[static_cast<size_t>(m.buffer)].get()),
-                                            dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-            "cuTensorMapEncodeTiled", "launch_error");
+      if (m.buffer < 0 || static_cast<size_t>(m.buffer) >= st.buffers.size())
+        throw CudaFailure("tensor map " + std::to_string(i) + " is malformed", "launch_error", false);
+      const size_t b = static_cast<size_t>(m.buffer);
+      std::string why = encode_tensor_map(m, r.buffers[b].dtype, st.buffers[b].get(), &maps[i]);
+      if (why == "malformed") why = "tensor map " + std::to_string(i) + " is malformed";
+      if (!why.empty()) throw CudaFailure(why, "launch_error", false);
     }
   }
 

@@ -51,23 +51,11 @@ DeviceTarget cuda_target(const CudaDeviceInfo& info) {
   t.identity.memory_bytes = info.memory_bytes;
   t.identity.driver_version = info.driver_version;
   t.identity.nvrtc_version = NvrtcBuilder::nvrtc_version();
-  t.limits.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
-  t.limits.max_threads_per_block = info.max_threads_per_block;
-  t.limits.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+  t.limits = limits_of(info);
   return t;
 }
 
 }  // namespace
-
-templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
-  templates::DeviceLimits l;
-  l.arch = g.arch();
-  l.max_threads_per_block = g.max_threads_per_block;
-  l.max_shared_per_block_bytes = g.shared_per_block_bytes;
-  l.max_registers_per_thread = g.max_registers_per_thread;
-  if (g.registers_per_sm > 0) l.registers_per_block = std::min(l.registers_per_block, g.registers_per_sm);
-  return l;
-}
 
 DeviceTarget resolve_device(const std::string& spec) {
   const std::string allowed =

@@ -10,6 +10,7 @@
 #include "costmodel/gpu_spec.h"
 #include "db/tuning_db.h"
 #include "templates/kernel_template.h"
+#include "tuner/device_limits.h"
 #include "tuner/replay_data.h"
 
 namespace tuner {
@@ -26,9 +27,6 @@ struct DeviceTarget {
   /// run). Stored as a simulated device named "replay:<recording GPU's name>".
   std::shared_ptr<const ReplayData> replay;
 };
-
-/// The limits a config space is constrained by on a GPU of the spec table.
-templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
 
 /// Resolves a device string; throws std::invalid_argument with one line naming the bad value and what
 /// is allowed (malformed, unknown sim GPU, no driver, no such GPU).

@@ -3,6 +3,8 @@
 #include <array>
 #include <stdexcept>
 
+#include <openssl/evp.h>
+
 namespace tuner {
 
 namespace {
@@ -18,8 +20,6 @@ templates::LaunchGeometry launch_from(const nlohmann::json& j) {
   g.dynamic_shared_bytes = j.at("dynamic_shared_bytes").get<int>();
   return g;
 }
-
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
 
@@ -39,42 +39,24 @@ InjectedFault injected_fault_from_string(const std::string& s) {
   throw std::invalid_argument("unknown fault '" + s + "'; allowed: none, crash, hang");
 }
 
+// Base64 by OpenSSL (EVP_EncodeBlock / EVP_DecodeBlock: one block, no line breaks).
 std::string base64_encode(const std::string& in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += kB64[(v >> 6) & 63]; out += kB64[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kB64[v >> 18]; out += kB64[(v >> 12) & 63]; out += kB64[(v >> 6) & 63]; out += '=';
-  }
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 
 std::string base64_decode(const std::string& in) {
-  std::array<int, 256> rev;
-  rev.fill(-1);
-  for (int i = 0; i < 64; ++i) rev[static_cast<uint8_t>(kB64[i])] = i;
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    int v = rev[static_cast<uint8_t>(c)];
-    if (v < 0) throw std::invalid_argument("bad base64 character");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
+  if (in.size() % 4 != 0) throw std::invalid_argument("bad base64: length is not a multiple of 4");
+  std::string out(3 * (in.size() / 4) + 1, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  if (n < 0) throw std::invalid_argument("bad base64 character");
+  size_t padding = 0;  // EVP_DecodeBlock counts the bytes '=' stands for
+  for (size_t i = in.size(); i > 0 && in[i - 1] == '=' && padding < 2; --i) ++padding;
+  out.resize(static_cast<size_t>(n) - padding);
   return out;
 }
 

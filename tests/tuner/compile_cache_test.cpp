@@ -219,5 +219,61 @@ TEST_F(CompileCacheTest, DefaultDirFollowsEnvironment) {
   EXPECT_EQ(CompileCache("/d").path_for("abc"), "/d/abc.cubin");
 }
 
+/// Sets a cache file's modification time `age` into the past (what eviction orders by).
+void age_file(const std::string& path, std::chrono::seconds age) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - age);
+}
+
+TEST_F(CompileCacheTest, EvictionRemovesLeastRecentlyUsedDownToTheCap) {
+  CompileCache cache((root_ / "c").string(), 0);  // no automatic cap: evict() is called here
+  const std::string kb(1024, 'x');
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(cache.store("k" + std::to_string(i), kb));
+    age_file(cache.path_for("k" + std::to_string(i)), std::chrono::seconds(3600 - 60 * i));  // k0 oldest
+  }
+  EXPECT_EQ(cache.usage().files, 10);
+  EXPECT_EQ(cache.usage().bytes, 10u * 1024);
+  // A load is a use: k1 becomes the most recent although it was stored second.
+  const CompileResult r = NvrtcBuilder().compile({kSource, "cached_kernel", "sm_90", {}});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(cache.store("k1", r.cubin));
+  age_file(cache.path_for("k1"), std::chrono::seconds(7200));
+  ASSERT_TRUE(cache.load("k1"));  // refreshes k1's time to now
+  EXPECT_EQ(cache.evict(6 * 1024 + r.cubin.size(), std::chrono::seconds(0)), 3);
+  for (int i : {0, 2, 3}) EXPECT_FALSE(fs::exists(cache.path_for("k" + std::to_string(i)))) << i;
+  for (int i : {1, 4, 9}) EXPECT_TRUE(fs::exists(cache.path_for("k" + std::to_string(i)))) << i;
+  EXPECT_EQ(cache.evict(1 << 30), 0);  // under the cap: nothing goes
+}
+
+TEST_F(CompileCacheTest, EvictionSparesYoungFilesAndTheCapHoldsWhileStoring) {
+  CompileCache cache((root_ / "c").string(), 0);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(cache.store("y" + std::to_string(i), std::string(4096, 'y')));
+  EXPECT_EQ(cache.evict(0, std::chrono::seconds(60)), 0);  // all stored just now: a worker may need them
+  EXPECT_EQ(cache.usage().files, 4);
+
+  // With a cap, storing keeps the directory near it (checked every 32 stores).
+  CompileCache capped((root_ / "capped").string(), 40 * 1024);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(capped.store("c" + std::to_string(i), std::string(1024, 'c')));
+    age_file(capped.path_for("c" + std::to_string(i)), std::chrono::seconds(10000 - i));
+  }
+  EXPECT_LE(capped.usage().bytes, 40u * 1024 + 31 * 1024);
+  EXPECT_TRUE(fs::exists(capped.path_for("c99")));
+  EXPECT_FALSE(fs::exists(capped.path_for("c0")));
+}
+
+TEST_F(CompileCacheTest, CapComesFromTheEnvironment) {
+  {
+    ScopedEnv env("TUNER_CACHE_MAX_MB", "64");
+    EXPECT_EQ(CompileCache::default_max_bytes(), uint64_t{64} << 20);
+  }
+  {
+    ScopedEnv env("TUNER_CACHE_MAX_MB", "0");
+    EXPECT_EQ(CompileCache::default_max_bytes(), 0u);
+  }
+  ScopedEnv env("TUNER_CACHE_MAX_MB", "lots");
+  EXPECT_EQ(CompileCache::default_max_bytes(), uint64_t{2} << 30);
+}
+
 }  // namespace
 }  // namespace tuner

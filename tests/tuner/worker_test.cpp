@@ -56,6 +56,18 @@ TEST(MeasureProtocol, RequestRoundTripsThroughJson) {
     EXPECT_EQ(base64_decode(base64_encode(s)), s);
 }
 
+TEST(MeasureProtocol, Base64MatchesRfc4648AndRefusesBadText) {
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_decode("Zm9vYg=="), "foob");
+  EXPECT_EQ(base64_decode("Zm9vYmE="), "fooba");
+  EXPECT_THROW(base64_decode("Zm9"), std::invalid_argument);
+  EXPECT_THROW(base64_decode("Zm9v!!=="), std::invalid_argument);
+  const std::string big(100000, '\x7f');  // a cubin-sized payload round-trips
+  EXPECT_EQ(base64_decode(base64_encode(big)), big);
+}
+
 TEST(SimMeasure, GivesALabelledEstimate) {
   auto r = sim_measure(sim_request());
   EXPECT_EQ(r.status, "ok");

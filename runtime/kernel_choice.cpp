@@ -1,0 +1,107 @@
+#include "runtime/kernel_choice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "templates/registry.h"
+
+namespace tuner::runtime {
+
+bool DeviceMatch::accepts(const TunedRecord& r) const {
+  if (r.device_name == name) return true;
+  return match_identity && !r.device_simulated && r.cc_major == cc_major && r.cc_minor == cc_minor &&
+         r.sm_count == sm_count;
+}
+
+std::optional<double> shape_distance(const templates::Workload& asked, const templates::Workload& tuned) {
+  static const std::vector<std::string> exact_dims = {"R", "S", "stride", "pad", "dilation"};
+  if (asked.op != tuned.op || asked.dims.size() != tuned.dims.size()) return std::nullopt;
+  double d = 0;
+  for (size_t i = 0; i < asked.dims.size(); ++i) {
+    const auto& [name, a] = asked.dims[i];
+    if (tuned.dims[i].first != name) return std::nullopt;
+    const int64_t t = tuned.dims[i].second;
+    const bool must_match = asked.op == "conv2d" && std::count(exact_dims.begin(), exact_dims.end(), name) > 0;
+    if (must_match && a != t) return std::nullopt;
+    d += std::abs(std::log(static_cast<double>(a) / static_cast<double>(t)));
+  }
+  return d;
+}
+
+namespace {
+
+struct Candidate {
+  const TunedRecord* record;
+  double distance;
+};
+
+/// The candidate's config instantiated for `w` when it is valid there and writes the wanted output type.
+std::optional<Choice> fit(const Candidate& c, const templates::DeviceLimits& limits, const templates::Workload& w,
+                          templates::DType out_dtype, std::string* last_reason) {
+  const templates::KernelTemplate* tmpl = nullptr;
+  for (const auto* t : templates::all_templates())
+    if (t->name() == c.record->template_name) tmpl = t;
+  if (!tmpl) return std::nullopt;
+  if (auto why = tmpl->unsupported(w)) return *last_reason = *why, std::nullopt;
+  if (auto why = tmpl->unsupported_on(limits)) return *last_reason = *why, std::nullopt;
+  try {
+    const search::ConfigSpace space = tmpl->space(w, limits);
+    const search::Config config = space.from_json(nlohmann::json::parse(c.record->config_json));
+    if (auto why = space.violation(config)) {
+      *last_reason = "config of " + c.record->shape + " is invalid here: " + *why;
+      return std::nullopt;
+    }
+    Choice out{c.record, tmpl, config, tmpl->instantiate(space, config, w), c.distance == 0};
+    for (const auto& b : out.instance.buffers)
+      if (b.output && b.dtype != out_dtype) {
+        *last_reason = "config of " + c.record->shape + " writes " + templates::to_string(b.dtype);
+        return std::nullopt;
+      }
+    return out;
+  } catch (const std::exception& e) {
+    *last_reason = std::string("config of ") + c.record->shape + " does not apply: " + e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<Choice> choose(const std::vector<TunedRecord>& records, const DeviceMatch& device,
+                             const templates::DeviceLimits& limits, const templates::Workload& w,
+                             std::optional<templates::DType> output_dtype, bool nearest, std::string* why) {
+  const std::string dtype = templates::to_string(w.dtype);
+  std::vector<Candidate> candidates;
+  for (const auto& r : records) {
+    if (r.op != w.op || r.dtype != dtype || !device.accepts(r)) continue;
+    templates::Workload tuned;
+    try {
+      tuned = templates::parse_workload(r.op, r.shape, r.dtype);
+    } catch (const std::exception&) {
+      continue;
+    }
+    auto d = shape_distance(w, tuned);
+    if (!d || (!nearest && *d != 0)) continue;
+    candidates.push_back({&r, *d});
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.distance, a.record->time_ms, a.record->shape, a.record->template_name) <
+           std::tie(b.distance, b.record->time_ms, b.record->shape, b.record->template_name);
+  });
+  std::string reason;
+  for (const auto& c : candidates)
+    if (auto choice = fit(c, limits, w, output_dtype.value_or(w.dtype), &reason)) return choice;
+  if (why) {
+    *why = "no tuned config for " + w.to_string() + " on " + device.name;
+    if (candidates.empty())
+      *why += nearest ? " (no record of this op and dtype on this device)" : " (this exact shape was not tuned)";
+    else
+      *why += " (" + std::to_string(candidates.size()) + " records of other shapes; last reason: " + reason + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace tuner::runtime

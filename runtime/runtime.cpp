@@ -1,0 +1,354 @@
+// The Runtime of include/tuner/runtime.h: opening (records and device), lookups (cached per
+// problem), and launches (compile once through the NVRTC cache, load once per CUDA context, a
+// zeroed workspace per context and stream). Every entry point catches everything and turns it into
+// a Status plus the thread's last_error() line.
+#include "tuner/runtime.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <tuple>
+
+#include "runtime/kernel_choice.h"
+#include "runtime/tuned_records.h"
+#include "templates/launch_check.h"
+#include "templates/workload.h"
+#include "tuner/compile_cache.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/device_limits.h"
+#include "tuner/nvrtc_builder.h"
+
+namespace tuner {
+
+namespace {
+
+thread_local std::string t_last_error;
+
+/// Thrown inside the runtime; every API function turns it into its Status.
+struct Failure : std::runtime_error {
+  Failure(Status s, const std::string& what) : std::runtime_error(what), status(s) {}
+  Status status;
+};
+
+template <class F>
+Status guarded(F&& body) noexcept {
+  try {
+    body();
+    return Status::kOk;
+  } catch (const Failure& f) {
+    t_last_error = f.what();
+    return f.status;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of host memory";
+    return Status::kInternal;
+  } catch (const std::exception& e) {
+    t_last_error = e.what();
+    return Status::kInternal;
+  } catch (...) {
+    t_last_error = "unknown failure";
+    return Status::kInternal;
+  }
+}
+
+void check(CUresult rc, const char* call, Status status = Status::kLaunchError) {
+  if (rc != CUDA_SUCCESS) throw Failure(status, std::string(call) + " failed: " + cuda_error_text(rc));
+}
+
+templates::DType dtype_of(DType d) {
+  switch (d) {
+    case DType::kF32: return templates::DType::kF32;
+    case DType::kF16: return templates::DType::kF16;
+    case DType::kBF16: return templates::DType::kBF16;
+  }
+  throw Failure(Status::kInvalidArgument, "dtype " + std::to_string(static_cast<int>(d)) + " is not f32, f16 or bf16");
+}
+
+/// A kernel loaded into one context.
+struct Loaded {
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+}  // namespace
+
+const char* status_name(Status s) noexcept {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kInvalidArgument: return "invalid_argument";
+    case Status::kNotFound: return "not_found";
+    case Status::kNoDevice: return "no_device";
+    case Status::kSourceError: return "source_error";
+    case Status::kCompileError: return "compile_error";
+    case Status::kLaunchError: return "launch_error";
+    case Status::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string last_error() { return t_last_error; }
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  runtime::TunedRecords tuned;
+  runtime::DeviceMatch match;
+  templates::DeviceLimits limits;
+  bool has_gpu = false;
+  CompileCache cache;
+  NvrtcBuilder builder{&cache};
+
+  std::mutex mu;  // guards everything below
+  std::map<std::string, std::shared_ptr<const runtime::Choice>> choices;             // problem key ->
+  std::map<std::pair<CUcontext, std::string>, Loaded> loaded;                      // (ctx, cubin key) ->
+  std::map<std::tuple<CUcontext, CUstream, size_t>, std::pair<CUdeviceptr, size_t>> workspaces;
+  CUcontext primary = nullptr;  // retained when a launch found no current context
+
+  explicit Impl(const RuntimeOptions& o)
+      : options(o), cache(o.cache_dir.empty() ? CompileCache::default_dir() : o.cache_dir) {}
+  ~Impl();
+
+  void find_device();
+  std::shared_ptr<const runtime::Choice> choice_for(const Problem& p);
+  CUcontext context();
+  CUfunction function(CUcontext ctx, const runtime::Choice& c);
+  CUdeviceptr workspace(CUcontext ctx, CUstream stream, size_t index, size_t bytes);
+};
+
+Runtime::Impl::~Impl() {
+  const CudaDriver& d = cuda_driver();
+  if (!d.error.empty()) return;
+  for (auto& [key, l] : loaded) {
+    d.cuCtxSetCurrent(key.first);
+    d.cuModuleUnload(l.module);
+  }
+  for (auto& [key, w] : workspaces) {
+    d.cuCtxSetCurrent(std::get<0>(key));
+    d.cuMemFree(w.first);
+  }
+  if (primary) {
+    CUdevice dev;
+    if (d.cuDeviceGet(&dev, options.device_ordinal) == CUDA_SUCCESS) d.cuDevicePrimaryCtxRelease(dev);
+  }
+}
+
+void Runtime::Impl::find_device() {
+  std::string driver_error;
+  auto gpus = cuda_devices(&driver_error);
+  const bool have = options.device_ordinal >= 0 && options.device_ordinal < static_cast<int>(gpus.size());
+  has_gpu = have;
+  if (!options.device_name.empty()) {
+    match.name = options.device_name;
+    // Limits of the named device: the spec table's entry for sim:<key>, else for its recorded cc and SMs.
+    std::optional<costmodel::GpuSpec> spec;
+    if (match.name.rfind("sim:", 0) == 0) spec = costmodel::find_gpu_spec(match.name.substr(4));
+    for (const auto& r : tuned.records)
+      if (!spec && r.device_name == match.name) spec = costmodel::find_gpu_spec(r.cc_major, r.cc_minor, r.sm_count);
+    if (spec) limits = limits_of(*spec);
+    return;
+  }
+  if (!have)
+    throw Failure(Status::kNoDevice, (driver_error.empty() ? "no GPU cuda:" + std::to_string(options.device_ordinal)
+                                                           : driver_error) +
+                                         "; set RuntimeOptions::device_name to look configs up without a GPU");
+  const CudaDeviceInfo& info = gpus[static_cast<size_t>(options.device_ordinal)];
+  match = {info.name, true, info.cc_major, info.cc_minor, info.sm_count};
+  limits = limits_of(info);
+}
+
+std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& p) {
+  const std::string key = p.op + " " + p.shape + " " + std::to_string(static_cast<int>(p.dtype)) + " " + p.output_dtype;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = choices.find(key);
+    if (it != choices.end()) return it->second;
+  }
+  templates::Workload w;
+  std::optional<templates::DType> out;
+  try {
+    w = templates::parse_workload(p.op, p.shape, templates::to_string(dtype_of(p.dtype)));
+    if (!p.output_dtype.empty()) out = templates::dtype_from_string(p.output_dtype);
+  } catch (const std::invalid_argument& e) {
+    throw Failure(Status::kInvalidArgument, e.what());
+  }
+  std::string why;
+  auto c = runtime::choose(tuned.records, match, limits, w, out, options.nearest_shape, &why);
+  if (!c) throw Failure(Status::kNotFound, why);
+  auto shared = std::make_shared<const runtime::Choice>(std::move(*c));
+  std::lock_guard<std::mutex> lock(mu);
+  return choices.emplace(key, shared).first->second;
+}
+
+CUcontext Runtime::Impl::context() {
+  const CudaDriver& d = cuda_driver();
+  if (!d.error.empty()) throw Failure(Status::kNoDevice, d.error);
+  if (!has_gpu) throw Failure(Status::kNoDevice, "no GPU cuda:" + std::to_string(options.device_ordinal));
+  CUcontext ctx = nullptr;
+  check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  if (ctx) {
+    CUdevice dev;
+    check(d.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+    CUdevice want;
+    check(d.cuDeviceGet(&want, options.device_ordinal), "cuDeviceGet");
+    if (dev != want)
+      throw Failure(Status::kInvalidArgument, "the calling thread's CUDA context is on another GPU than cuda:" +
+                                                  std::to_string(options.device_ordinal) + ", which this Runtime serves");
+    return ctx;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (!primary) {
+    CUdevice dev;
+    check(d.cuDeviceGet(&dev, options.device_ordinal), "cuDeviceGet");
+    check(d.cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
+  }
+  check(d.cuCtxSetCurrent(primary), "cuCtxSetCurrent");
+  return primary;
+}
+
+CUfunction Runtime::Impl::function(CUcontext ctx, const runtime::Choice& c) {
+  const templates::KernelInstance& k = c.instance;
+  CompileRequest req{k.source, k.kernel_name, templates::compile_arch(k, limits), {}};
+  const std::string key = CompileCache::key(req, NvrtcBuilder::nvrtc_version());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = loaded.find({ctx, key});
+    if (it != loaded.end()) return it->second.function;
+  }
+  CompileResult compiled = builder.compile(req);  // outside the lock: compiling takes seconds
+  if (!compiled.ok()) throw Failure(Status::kCompileError, "NVRTC failed on " + k.kernel_name + ": " + compiled.log);
+  const CudaDriver& d = cuda_driver();
+  Loaded l;
+  check(d.cuModuleLoadData(&l.module, compiled.cubin.data()), "cuModuleLoadData");
+  try {
+    check(d.cuModuleGetFunction(&l.function, l.module, k.kernel_name.c_str()), "cuModuleGetFunction");
+    int registers = 0, static_shared = 0;
+    check(d.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, l.function), "cuFuncGetAttribute");
+    check(d.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l.function), "cuFuncGetAttribute");
+    if (auto why = templates::launch_problem(k.launch, registers, static_shared, limits))
+      throw Failure(Status::kLaunchError, "launch refused: " + *why);
+    if (templates::needs_shared_opt_in(k.launch, static_shared))
+      check(d.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 k.launch.dynamic_shared_bytes),
+            "cuFuncSetAttribute (dynamic shared memory)");
+  } catch (...) {
+    d.cuModuleUnload(l.module);
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, inserted] = loaded.emplace(std::make_pair(ctx, key), l);
+  if (!inserted) d.cuModuleUnload(l.module);  // another thread loaded it meanwhile
+  return it->second.function;
+}
+
+CUdeviceptr Runtime::Impl::workspace(CUcontext ctx, CUstream stream, size_t index, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = workspaces[{ctx, stream, index}];
+  if (slot.second >= bytes) return slot.first;
+  const CudaDriver& d = cuda_driver();
+  if (slot.first) {
+    check(d.cuCtxSynchronize(), "cuCtxSynchronize");  // the old one may still be in use on the stream
+    d.cuMemFree(slot.first);
+    slot = {0, 0};
+  }
+  CUdeviceptr p = 0;
+  check(d.cuMemAlloc(&p, bytes), "cuMemAlloc (workspace)");
+  // Zeroed once: kernels leave their workspace (split-K partials, tile counters) zeroed.
+  check(d.cuMemsetD32(p, 0u, (bytes + 3) / 4), "cuMemsetD32 (workspace)");
+  slot = {p, bytes};
+  return p;
+}
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+Status Runtime::open(const RuntimeOptions& options, std::unique_ptr<Runtime>* out) noexcept {
+  return guarded([&] {
+    if (!out) throw Failure(Status::kInvalidArgument, "Runtime::open: out is null");
+    if (options.source.empty())
+      throw Failure(Status::kInvalidArgument, "RuntimeOptions::source is empty; give a tuning database or a "
+                                              "best-configs file (tuner export --format best)");
+    auto impl = std::make_unique<Impl>(options);
+    try {
+      impl->tuned = runtime::read_tuned_records(options.source);
+    } catch (const std::runtime_error& e) {
+      throw Failure(Status::kSourceError, e.what());
+    }
+    impl->find_device();
+    out->reset(new Runtime(std::move(impl)));
+  });
+}
+
+const std::string& Runtime::device() const noexcept { return impl_->match.name; }
+int64_t Runtime::records() const noexcept { return static_cast<int64_t>(impl_->tuned.records.size()); }
+
+Status Runtime::lookup(const Problem& problem, KernelChoice* out) const noexcept {
+  return guarded([&] {
+    if (!out) throw Failure(Status::kInvalidArgument, "Runtime::lookup: out is null");
+    auto c = impl_->choice_for(problem);
+    KernelChoice k;
+    k.workload = problem.op + " " + problem.shape + " " + templates::to_string(dtype_of(problem.dtype));
+    k.tuned_shape = c->record->shape;
+    k.exact = c->exact;
+    k.template_name = c->tmpl->name();
+    k.config = c->record->config_json;
+    k.device = c->record->device_name;
+    k.tuned_time_ms = c->record->time_ms;
+    k.estimate = c->record->estimate;
+    k.kernel_name = c->instance.kernel_name;
+    for (int i = 0; i < 3; ++i) {
+      k.grid[i] = c->instance.launch.grid[static_cast<size_t>(i)];
+      k.block[i] = c->instance.launch.block[static_cast<size_t>(i)];
+    }
+    k.dynamic_shared_bytes = c->instance.launch.dynamic_shared_bytes;
+    for (const auto& b : c->instance.buffers)
+      if (!b.workspace) k.buffers.push_back(b.name + " " + templates::to_string(b.dtype));
+    *out = std::move(k);
+  });
+}
+
+Status Runtime::launch(const Problem& problem, const std::vector<const void*>& buffers, CUstream_st* stream) noexcept {
+  return guarded([&] {
+    auto c = impl_->choice_for(problem);
+    const templates::KernelInstance& k = c->instance;
+    std::vector<CUdeviceptr> ptrs;
+    size_t given = 0;
+    for (size_t i = 0; i < k.buffers.size(); ++i) {
+      if (k.buffers[i].workspace) {
+        ptrs.push_back(0);  // filled once the context is known
+        continue;
+      }
+      if (given >= buffers.size() || !buffers[given])
+        throw Failure(Status::kInvalidArgument, k.kernel_name + " takes buffer " + k.buffers[i].name + " as pointer " +
+                                                    std::to_string(given) + ", which is " +
+                                                    (given >= buffers.size() ? "missing" : "null"));
+      ptrs.push_back(reinterpret_cast<CUdeviceptr>(buffers[given++]));
+    }
+    if (given != buffers.size())
+      throw Failure(Status::kInvalidArgument, k.kernel_name + " takes " + std::to_string(given) + " buffers, not " +
+                                                  std::to_string(buffers.size()));
+    CUcontext ctx = impl_->context();
+    for (size_t i = 0; i < k.buffers.size(); ++i)
+      if (k.buffers[i].workspace)
+        ptrs[i] = impl_->workspace(ctx, stream, i,
+                                   static_cast<size_t>(k.buffers[i].elements) * templates::dtype_bytes(k.buffers[i].dtype));
+    CUfunction fn = impl_->function(ctx, *c);
+    std::vector<CUtensorMap> maps(k.tensor_maps.size());
+    for (size_t i = 0; i < maps.size(); ++i) {
+      const auto& m = k.tensor_maps[i];
+      std::string why = encode_tensor_map(m, k.buffers[static_cast<size_t>(m.buffer)].dtype,
+                                          ptrs[static_cast<size_t>(m.buffer)], &maps[i]);
+      if (!why.empty()) throw Failure(Status::kLaunchError, "tensor map " + std::to_string(i) + ": " + why);
+    }
+    std::vector<int32_t> scalars = k.scalar_args;
+    std::vector<void*> args;
+    for (auto& p : ptrs) args.push_back(&p);
+    for (auto& m : maps) args.push_back(&m);
+    for (auto& s : scalars) args.push_back(&s);
+    const auto& g = k.launch;
+    check(cuda_driver().cuLaunchKernel(fn, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                                       static_cast<unsigned>(g.dynamic_shared_bytes), stream, args.data(), nullptr),
+          "cuLaunchKernel");
+  });
+}
+
+}  // namespace tuner

@@ -1,0 +1,127 @@
+#include "runtime/tuned_records.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "db/tuning_db.h"
+#include "templates/registry.h"
+#include "tuner/compile_cache.h"
+
+namespace tuner::runtime {
+
+std::string current_template_version(const std::string& template_name) {
+  // As tuner::template_hash (tuner/tuning_session.h) versions every record a template produces.
+  static const std::map<std::string, std::string> versions = [] {
+    std::map<std::string, std::string> v;
+    for (const auto* t : templates::all_templates()) v[t->name()] = sha256_hex(t->source_text()).substr(0, 16);
+    return v;
+  }();
+  auto it = versions.find(template_name);
+  return it == versions.end() ? std::string() : it->second;
+}
+
+namespace {
+
+bool current(const std::string& name, const std::string& version) {
+  const std::string v = current_template_version(name);
+  return !v.empty() && v == version;
+}
+
+TunedRecords from_database(const std::string& path) {
+  db::TuningDb store = db::TuningDb::open_existing(path);
+  db::QueryFilter f;
+  f.ok_only = true;
+  TunedRecords out;
+  for (const auto& r : store.best_per_workload(f)) {
+    if (!current(r.template_name, r.template_hash)) {
+      ++out.stale;
+      continue;
+    }
+    TunedRecord t;
+    t.op = r.workload.op;
+    t.shape = r.workload.shape;
+    t.dtype = r.workload.dtype;
+    t.template_name = r.template_name;
+    t.config_json = r.trial.config_json;
+    t.time_ms = r.mean_time_ms > 0 ? r.mean_time_ms : r.trial.time_ms;
+    t.estimate = r.trial.estimate;
+    t.device_name = r.device_name;
+    t.device_simulated = r.device_simulated;
+    t.cc_major = r.device_cc_major;
+    t.cc_minor = r.device_cc_minor;
+    t.sm_count = r.device_sm_count;
+    out.records.push_back(std::move(t));
+  }
+  return out;
+}
+
+TunedRecord from_best_entry(const nlohmann::ordered_json& e) {
+  TunedRecord t;
+  t.op = e.at("op").get<std::string>();
+  t.shape = e.at("shape").get<std::string>();
+  t.dtype = e.at("dtype").get<std::string>();
+  t.template_name = e.at("template").get<std::string>();
+  t.config_json = e.at("config").dump();
+  t.time_ms = e.value("mean_time_ms", 0.0) > 0 ? e.at("mean_time_ms").get<double>() : e.at("time_ms").get<double>();
+  t.estimate = e.value("estimate", false);
+  const auto& d = e.at("device");
+  t.device_name = d.at("name").get<std::string>();
+  t.device_simulated = d.value("simulated", false);
+  t.cc_major = d.value("cc_major", 0);
+  t.cc_minor = d.value("cc_minor", 0);
+  t.sm_count = d.value("sm_count", 0);
+  return t;
+}
+
+TunedRecords from_best_file(const std::string& path, const std::string& text) {
+  nlohmann::ordered_json doc;  // ordered: configs keep the knob order the tuner wrote
+  try {
+    doc = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("'" + path + "' is neither a tuning database nor a best-configs file (" + e.what() + ")");
+  }
+  if (!doc.is_object() || doc.value("format", "") != "tuner-best/1")
+    throw std::runtime_error("'" + path + "' is not a best-configs file: its \"format\" is not \"tuner-best/1\"");
+  TunedRecords out;
+  size_t i = 0;
+  try {
+    for (; i < doc.at("entries").size(); ++i) {
+      const auto& e = doc["entries"][i];
+      if (!current(e.at("template").get<std::string>(), e.at("template_version").get<std::string>())) {
+        ++out.stale;
+        continue;
+      }
+      out.records.push_back(from_best_entry(e));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("'" + path + "': entry " + std::to_string(i) + " is malformed (" + e.what() + ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+TunedRecords read_tuned_records(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read '" + path + "': no such file or not readable");
+  char head[16] = {};
+  in.read(head, sizeof head);
+  if (std::string(head, static_cast<size_t>(in.gcount())).rfind("SQLite format 3", 0) == 0) {
+    try {
+      return from_database(path);
+    } catch (const db::DbError& e) {
+      throw std::runtime_error(e.what());
+    }
+  }
+  in.clear();
+  in.seekg(0);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_best_file(path, text.str());
+}
+
+}  // namespace tuner::runtime

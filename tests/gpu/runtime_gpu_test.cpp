@@ -1,0 +1,112 @@
+// GPU tests of the runtime library (label "gpu"): configs tuned on cuda:0 by `tuner tune` are looked
+// up and launched through tuner::gemm / tuner::softmax on device memory of the test's own, in the
+// primary context the CUDA runtime would use, and the results are checked on the host. They skip
+// with a reason on a machine without a CUDA driver or GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tuner/cuda_devices.h"
+#include "tuner/cuda_driver.h"
+#include "tuner/runtime.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class GpuRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (tuner::cuda_devices(&why).empty()) GTEST_SKIP() << "no GPU: " << why;
+    dir_ = fs::temp_directory_path() / ("tuner_runtime_gpu_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const auto& d = tuner::cuda_driver();
+    CUdevice dev;
+    ASSERT_EQ(d.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+    ASSERT_EQ(d.cuDevicePrimaryCtxRetain(&ctx_, dev), CUDA_SUCCESS);
+    ASSERT_EQ(d.cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    if (ctx_) {
+      CUdevice dev;
+      tuner::cuda_driver().cuDeviceGet(&dev, 0);
+      tuner::cuda_driver().cuDevicePrimaryCtxRelease(dev);
+    }
+    fs::remove_all(dir_);
+  }
+  std::string db() const { return (dir_ / "gpu.db").string(); }
+  int tune(const std::string& args) const {
+    return std::system((std::string(TUNER_BIN) + " tune --device cuda:0 --db " + db() + " " + args + " >/dev/null").c_str());
+  }
+  CUdeviceptr upload(const std::vector<float>& host) const {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(tuner::cuda_driver().cuMemAlloc(&p, host.size() * 4), CUDA_SUCCESS);
+    EXPECT_EQ(tuner::cuda_driver().cuMemcpyHtoD(p, host.data(), host.size() * 4), CUDA_SUCCESS);
+    return p;
+  }
+  std::vector<float> download(CUdeviceptr p, size_t n) const {
+    std::vector<float> out(n);
+    EXPECT_EQ(tuner::cuda_driver().cuMemcpyDtoH(out.data(), p, n * 4), CUDA_SUCCESS);
+    return out;
+  }
+
+  fs::path dir_;
+  CUcontext ctx_ = nullptr;
+};
+
+TEST_F(GpuRuntime, TunedGemmLaunchesOnTheCallersPointersAndIsRightOnANearbyShape) {
+  ASSERT_EQ(tune("--op gemm --dtype f32 --shape M=512,N=512,K=512 --trials 16 --strategy random --seed 1"), 0);
+  tuner::RuntimeOptions o;
+  o.source = db();
+  std::unique_ptr<tuner::Runtime> rt;
+  ASSERT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
+  const int64_t m = 300, n = 520, k = 257;  // not the tuned shape: the nearest rule picks 512^3's config
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 13) - 6) / 8;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 11) - 5) / 8;
+  CUdeviceptr da = upload(a), db_ = upload(b), dc = upload(std::vector<float>(size_t(m * n), NAN));
+  ASSERT_EQ(tuner::gemm(*rt, tuner::DType::kF32, m, n, k, reinterpret_cast<void*>(da), reinterpret_cast<void*>(db_),
+                        reinterpret_cast<void*>(dc), nullptr),
+            tuner::Status::kOk)
+      << tuner::last_error();
+  ASSERT_EQ(tuner::cuda_driver().cuCtxSynchronize(), CUDA_SUCCESS);
+  auto c = download(dc, size_t(m * n));
+  double worst = 0;
+  for (int64_t i = 0; i < m; i += 7)
+    for (int64_t j = 0; j < n; j += 5) {
+      double ref = 0;
+      for (int64_t p = 0; p < k; ++p) ref += double(a[size_t(i * k + p)]) * b[size_t(p * n + j)];
+      worst = std::fmax(worst, std::fabs(ref - c[size_t(i * n + j)]));
+    }
+  EXPECT_LT(worst, 1e-3);
+  for (CUdeviceptr p : {da, db_, dc}) tuner::cuda_driver().cuMemFree(p);
+}
+
+TEST_F(GpuRuntime, SoftmaxRowsSumToOne) {
+  ASSERT_EQ(tune("--op softmax --dtype f32 --shape rows=256,cols=1000 --trials 8 --strategy random --seed 1"), 0);
+  tuner::RuntimeOptions o;
+  o.source = db();
+  std::unique_ptr<tuner::Runtime> rt;
+  ASSERT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
+  std::vector<float> x(256 * 1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) / 3;
+  CUdeviceptr dx = upload(x), dy = upload(std::vector<float>(x.size(), NAN));
+  ASSERT_EQ(tuner::softmax(*rt, tuner::DType::kF32, 256, 1000, reinterpret_cast<void*>(dx), reinterpret_cast<void*>(dy)),
+            tuner::Status::kOk)
+      << tuner::last_error();
+  ASSERT_EQ(tuner::cuda_driver().cuCtxSynchronize(), CUDA_SUCCESS);
+  auto y = download(dy, x.size());
+  for (int r = 0; r < 256; r += 15) {
+    double sum = 0;
+    for (int j = 0; j < 1000; ++j) sum += y[size_t(r * 1000 + j)];
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+  }
+  for (CUdeviceptr p : {dx, dy}) tuner::cuda_driver().cuMemFree(p);
+}
+
+}  // namespace

@@ -1,0 +1,224 @@
+// The runtime library (include/tuner/runtime.h) through its public API only, as a user links it:
+// records come from databases that `tuner tune` made on sim:h100-sxm and from the best-configs file
+// `tuner export --format best` writes of them; lookups are compared with what `tuner query` says.
+// Launching needs a GPU: without one, launches must fail cleanly with kNoDevice.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixture.h"
+#include "tuner/runtime.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tuner_cli_test::CmdResult;
+using tuner_cli_test::slurp;
+
+/// One database for the suite: gemm f32 at 512^3 and 2048^3, softmax f16, on sim:h100-sxm.
+class RuntimeLib : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("tuner_runtime_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const std::string shape : {"M=512,N=512,K=512", "M=2048,N=2048,K=2048"})
+      ASSERT_EQ(run("tune --op gemm --dtype f32 --shape " + shape + " --device sim:h100-sxm --trials 16 "
+                    "--strategy random --seed 3 --db " + db()).code, 0);
+    ASSERT_EQ(run("tune --op softmax --dtype f16 --shape rows=4096,cols=4096 --device sim:h100-sxm --trials 16 "
+                  "--strategy random --seed 3 --db " + db()).code, 0);
+    ASSERT_EQ(run("export --format best --db " + db() + " --out " + best_file()).code, 0);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static CmdResult run(const std::string& args) {
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    int status = std::system((std::string(TUNER_BIN) + " " + args + " >" + out + " 2>" + err).c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+  static std::string db() { return (dir_ / "t.db").string(); }
+  static std::string best_file() { return (dir_ / "best.json").string(); }
+
+  static std::unique_ptr<tuner::Runtime> open(const std::string& source, bool nearest = true,
+                                              const std::string& device = "sim:h100-sxm") {
+    tuner::RuntimeOptions o;
+    o.source = source;
+    o.device_name = device;
+    o.nearest_shape = nearest;
+    o.cache_dir = (dir_ / "cache").string();
+    std::unique_ptr<tuner::Runtime> rt;
+    EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
+    return rt;
+  }
+
+  /// The config `tuner query --best` reports for a workload.
+  static nlohmann::json cli_best(const std::string& op, const std::string& shape, const std::string& dtype) {
+    CmdResult r = run("query --db " + db() + " --op " + op + " --shape " + shape + " --dtype " + dtype + " --best --json");
+    EXPECT_EQ(r.code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    if (j.is_array()) j = j.at(0);
+    return j.at("config");
+  }
+
+  static inline fs::path dir_;
+};
+
+tuner::KernelChoice lookup_ok(tuner::Runtime& rt, const tuner::Problem& p) {
+  tuner::KernelChoice c;
+  EXPECT_EQ(rt.lookup(p, &c), tuner::Status::kOk) << tuner::last_error();
+  return c;
+}
+
+TEST_F(RuntimeLib, ExactShapeGivesTheConfigQueryCallsBest) {
+  auto rt = open(db());
+  ASSERT_TRUE(rt);
+  EXPECT_EQ(rt->device(), "sim:h100-sxm");
+  EXPECT_EQ(rt->records(), 3);
+  auto c = lookup_ok(*rt, {"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""});
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.tuned_shape, "M=512,N=512,K=512");
+  EXPECT_EQ(c.template_name, "gemm_f32_simt");
+  EXPECT_TRUE(c.estimate);
+  EXPECT_GT(c.tuned_time_ms, 0);
+  EXPECT_EQ(nlohmann::json::parse(c.config), cli_best("gemm", "M=512,N=512,K=512", "f32"));
+  EXPECT_EQ(c.buffers, (std::vector<std::string>{"A f32", "B f32", "C f32"}));
+  // The launch covers the matrix: grid x block tile >= M and N.
+  const auto cfg = nlohmann::json::parse(c.config);
+  EXPECT_GE(static_cast<int64_t>(c.grid[0]) * c.grid[1] * cfg.at("BM").get<int>() * cfg.at("BN").get<int>(), 512 * 512);
+
+  auto s = lookup_ok(*rt, {"softmax", "rows=4096,cols=4096", tuner::DType::kF16, ""});
+  EXPECT_TRUE(s.exact);
+  EXPECT_EQ(nlohmann::json::parse(s.config), cli_best("softmax", "rows=4096,cols=4096", "f16"));
+  EXPECT_EQ(s.buffers, (std::vector<std::string>{"X f16", "Y f16"}));
+}
+
+TEST_F(RuntimeLib, NearestTunedShapeByLogDistanceAndExactOnlyWhenAsked) {
+  auto rt = open(db());
+  ASSERT_TRUE(rt);
+  auto near_small = lookup_ok(*rt, {"gemm", "M=600,N=640,K=500", tuner::DType::kF32, ""});
+  EXPECT_FALSE(near_small.exact);
+  EXPECT_EQ(near_small.tuned_shape, "M=512,N=512,K=512");
+  auto near_big = lookup_ok(*rt, {"gemm", "M=1536,N=1600,K=3000", tuner::DType::kF32, ""});
+  EXPECT_EQ(near_big.tuned_shape, "M=2048,N=2048,K=2048");
+  EXPECT_EQ(nlohmann::json::parse(near_big.config), cli_best("gemm", "M=2048,N=2048,K=2048", "f32"));
+
+  auto exact_only = open(db(), /*nearest=*/false);
+  ASSERT_TRUE(exact_only);
+  tuner::KernelChoice c;
+  EXPECT_EQ(exact_only->lookup({"gemm", "M=600,N=640,K=500", tuner::DType::kF32, ""}, &c), tuner::Status::kNotFound);
+  EXPECT_NE(tuner::last_error().find("exact shape was not tuned"), std::string::npos) << tuner::last_error();
+  // Another dtype or op was never tuned: not found, whatever the shape.
+  EXPECT_EQ(rt->lookup({"gemm", "M=512,N=512,K=512", tuner::DType::kF16, ""}, &c), tuner::Status::kNotFound);
+  EXPECT_EQ(rt->lookup({"layernorm", "rows=4096,cols=4096", tuner::DType::kF16, ""}, &c), tuner::Status::kNotFound);
+}
+
+TEST_F(RuntimeLib, BestConfigsFileGivesTheSameChoicesAsTheDatabase) {
+  auto from_db = open(db());
+  auto from_file = open(best_file());
+  ASSERT_TRUE(from_db && from_file);
+  EXPECT_EQ(from_file->records(), from_db->records());
+  for (const tuner::Problem& p : {tuner::Problem{"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""},
+                                  tuner::Problem{"gemm", "M=1000,N=3000,K=700", tuner::DType::kF32, ""},
+                                  tuner::Problem{"softmax", "rows=1024,cols=8192", tuner::DType::kF16, ""}}) {
+    auto a = lookup_ok(*from_db, p), b = lookup_ok(*from_file, p);
+    EXPECT_EQ(a.tuned_shape, b.tuned_shape) << p.shape;
+    EXPECT_EQ(nlohmann::json::parse(a.config), nlohmann::json::parse(b.config)) << p.shape;
+    EXPECT_EQ(a.kernel_name, b.kernel_name);
+  }
+}
+
+TEST_F(RuntimeLib, RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed) {
+  auto other = open(db(), true, "sim:a100-sxm4-80gb");
+  ASSERT_TRUE(other);
+  tuner::KernelChoice c;
+  EXPECT_EQ(other->lookup({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, &c), tuner::Status::kNotFound);
+  EXPECT_NE(tuner::last_error().find("sim:a100-sxm4-80gb"), std::string::npos);
+
+  nlohmann::json doc = nlohmann::json::parse(slurp(best_file()));
+  for (auto& e : doc["entries"]) e["template_version"] = "0000000000000000";
+  const std::string stale = (dir_ / "stale.json").string();
+  std::ofstream(stale) << doc.dump();
+  auto old = open(stale);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->records(), 0);
+  EXPECT_EQ(old->lookup({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, &c), tuner::Status::kNotFound);
+}
+
+TEST_F(RuntimeLib, BadInputGetsAStatusAndOneLineNeverAnException) {
+  std::unique_ptr<tuner::Runtime> rt;
+  tuner::RuntimeOptions o;
+  o.device_name = "sim:h100-sxm";
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kInvalidArgument);
+  o.source = (dir_ / "absent.db").string();
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kSourceError);
+  EXPECT_NE(tuner::last_error().find("absent.db"), std::string::npos);
+  o.source = (dir_ / "junk.json").string();
+  std::ofstream(o.source) << "{\"format\": \"something-else\"}";
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kSourceError);
+  EXPECT_NE(tuner::last_error().find("tuner-best/1"), std::string::npos);
+  EXPECT_FALSE(rt);
+
+  auto ok = open(db());
+  ASSERT_TRUE(ok);
+  tuner::KernelChoice c;
+  EXPECT_EQ(ok->lookup({"fft", "n=4096", tuner::DType::kF32, ""}, &c), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("fft"), std::string::npos);
+  EXPECT_EQ(ok->lookup({"gemm", "M=0,N=1,K=1", tuner::DType::kF32, ""}, &c), tuner::Status::kInvalidArgument);
+  EXPECT_EQ(ok->lookup({"gemm", "M=512,N=512,K=512", static_cast<tuner::DType>(7), ""}, &c),
+            tuner::Status::kInvalidArgument);
+  // Launch checks the pointers before it needs a GPU.
+  float x = 0;
+  EXPECT_EQ(tuner::gemm(*ok, tuner::DType::kF32, 512, 512, 512, &x, nullptr, &x), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("buffer B"), std::string::npos) << tuner::last_error();
+  EXPECT_EQ(ok->launch({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, {&x, &x}, nullptr),
+            tuner::Status::kInvalidArgument);
+  EXPECT_STREQ(tuner::status_name(tuner::Status::kNotFound), "not_found");
+}
+
+TEST_F(RuntimeLib, WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName) {
+  std::string note;
+  tuner::RuntimeOptions o;
+  o.source = db();
+  std::unique_ptr<tuner::Runtime> rt;
+  const tuner::Status s = tuner::Runtime::open(o, &rt);
+  if (s == tuner::Status::kOk) GTEST_SKIP() << "a GPU is present (" << rt->device() << "): tests/gpu cover launches";
+  EXPECT_EQ(s, tuner::Status::kNoDevice);
+  EXPECT_NE(tuner::last_error().find("device_name"), std::string::npos) << tuner::last_error();
+
+  auto named = open(db());
+  ASSERT_TRUE(named);
+  float a = 0, b = 0, c = 0;
+  EXPECT_EQ(tuner::gemm(*named, tuner::DType::kF32, 512, 512, 512, &a, &b, &c), tuner::Status::kNoDevice);
+}
+
+TEST_F(RuntimeLib, ConcurrentLookupsAgree) {
+  auto rt = open(db());
+  ASSERT_TRUE(rt);
+  const std::vector<std::string> shapes = {"M=512,N=512,K=512", "M=700,N=800,K=900", "M=2048,N=1024,K=4096",
+                                           "M=128,N=4096,K=256"};
+  std::vector<std::string> first;
+  for (const auto& sh : shapes) first.push_back(lookup_ok(*rt, {"gemm", sh, tuner::DType::kF32, ""}).config);
+  auto fresh = open(db());
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const size_t k = static_cast<size_t>(i + t) % shapes.size();
+        tuner::KernelChoice c;
+        if (fresh->lookup({"gemm", shapes[k], tuner::DType::kF32, ""}, &c) != tuner::Status::kOk || c.config != first[k])
+          ++mismatches[static_cast<size_t>(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
+}
+
+}  // namespace

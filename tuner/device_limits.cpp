@@ -1,0 +1,26 @@
+#include "tuner/device_limits.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tuner {
+
+templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
+  templates::DeviceLimits l;
+  l.arch = g.arch();
+  l.max_threads_per_block = g.max_threads_per_block;
+  l.max_shared_per_block_bytes = g.shared_per_block_bytes;
+  l.max_registers_per_thread = g.max_registers_per_thread;
+  if (g.registers_per_sm > 0) l.registers_per_block = std::min(l.registers_per_block, g.registers_per_sm);
+  return l;
+}
+
+templates::DeviceLimits limits_of(const CudaDeviceInfo& info) {
+  templates::DeviceLimits l;
+  l.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
+  l.max_threads_per_block = info.max_threads_per_block;
+  l.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+  return l;
+}
+
+}  // namespace tuner

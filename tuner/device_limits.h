@@ -1,0 +1,19 @@
+// device_limits.h: the limits a config space is constrained by (templates::DeviceLimits) for a GPU
+// of the spec table (sim devices, records of absent GPUs) and for a GPU the driver reports. Used by the device registry of `tuner`
+// and by the runtime library, which must judge a tuned config valid exactly as the tuner did.
+#pragma once
+
+#include "costmodel/gpu_spec.h"
+#include "templates/kernel_template.h"
+#include "tuner/cuda_devices.h"
+
+namespace tuner {
+
+/// The limits a config space is constrained by on a GPU of the spec table.
+templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
+
+/// The limits on a GPU the driver reports: the architecture, threads per block and opt-in shared memory
+/// as the driver reads them; the register limits of sm_80 and sm_90 (DeviceLimits' defaults).
+templates::DeviceLimits limits_of(const CudaDeviceInfo& info);
+
+}  // namespace tuner
