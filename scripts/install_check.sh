@@ -33,4 +33,10 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q "f64" "$work/err.txt" || { echo "install check: bad --dtype not refused" >&2; exit 1; }
+# The installed bash completion completes commands and flag values.
+completions=$(PATH="$prefix/bin:$PATH" bash -c 'source "$1"; COMP_WORDS=(tuner tu); COMP_CWORD=1; _tuner
+  echo "${COMPREPLY[@]}"; COMP_WORDS=(tuner tune --device ""); COMP_CWORD=3; _tuner; echo "${COMPREPLY[@]}"' _ \
+  "$prefix/share/bash-completion/completions/tuner")
+grep -q "^tune$" <<<"$completions" && grep -q "sim:h100-sxm" <<<"$completions" ||
+  { echo "install check: bash completion gave: $completions" >&2; exit 1; }
 echo "install check: ok (prefix $prefix)"

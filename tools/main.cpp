@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "db/tuning_db.h"
+#include "costmodel/gpu_spec.h"
 #include "templates/registry.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
@@ -105,7 +106,10 @@ namespace {
 
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.size() < 2 || argv[1] == "--help" || argv[1] == "-h") {
-    std::cout << kUsage;
+    std::cout << kUsage << "tunable ops and dtypes: " << tuner::templates::tunable_ops()
+              << "\ndevices: cuda:N, cuda:all, cuda:N,M,.. (tune), replay:FILE, sim:<gpu> with <gpu> one of "
+              << tuner::costmodel::gpu_spec_keys() << "\nbash completion: source "
+              << "scripts/tuner-completion.bash (installed under share/bash-completion/completions)\n";
     return argv.size() < 2 ? 2 : 0;
   }
   const std::string& cmd = argv[1];

@@ -1,0 +1,55 @@
+# Bash completion for the tuner program: commands, each command's flags, and the values of the
+# flags that take a fixed set (ops, dtypes, strategies, formats, exports; devices from
+# `tuner devices --json`). Source it (`source scripts/tuner-completion.bash`); `cmake --install`
+# puts it where bash-completion finds it (share/bash-completion/completions/tuner).
+
+_tuner_devices() {
+  # Device specs this machine offers, read from `tuner devices --json` (its "device" fields).
+  "${COMP_WORDS[0]}" devices --json 2>/dev/null | grep -o '"device": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
+  echo "cuda:all"
+}
+
+_tuner() {
+  local cur prev cmd
+  cur="${COMP_WORDS[COMP_CWORD]}"
+  prev="${COMP_WORDS[COMP_CWORD-1]}"
+  cmd="${COMP_WORDS[1]}"
+  local commands="devices tune query plan db export import report version"
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+    return
+  fi
+  case "$prev" in
+    --op) COMPREPLY=($(compgen -W "gemm batched_gemm conv2d softmax layernorm" -- "$cur")); return ;;
+    --dtype) COMPREPLY=($(compgen -W "f32 f16 bf16" -- "$cur")); return ;;
+    --strategy) COMPREPLY=($(compgen -W "xgb ga random grid bo" -- "$cur")); return ;;
+    --transfer) COMPREPLY=($(compgen -W "auto none" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "jsonl csv best" -- "$cur")); return ;;
+    --export) COMPREPLY=($(compgen -W "megatron deepspeed torchtitan" -- "$cur")); return ;;
+    --device) COMPREPLY=($(compgen -W "$(_tuner_devices)" -- "$cur")); return ;;
+    --db|--out|--replay-out|--svg-dir|--model|--cluster|--kernel|--spec)
+      COMPREPLY=($(compgen -f -- "$cur")); return ;;
+  esac
+  local flags=""
+  case "$cmd" in
+    devices) flags="--json --help" ;;
+    tune) flags="--op --shape --dtype --device --trials --strategy --seed --db --json --transfer --remeasure
+                 --replay-out --early-stop --batch --timeout --min-time-ms --max-time-ms --max-noise --db-timeout
+                 --quiet --workers --mpi --template --kernel --spec --help" ;;
+    query) flags="--db --op --shape --dtype --device --template --best --history --sessions --plans
+                  --all-versions --limit --json --help" ;;
+    plan) flags="--model --cluster --global-batch --fix --db --json --export --out --help" ;;
+    db) flags="merge --db --json --help" ;;
+    export) flags="--format --out --db --op --shape --dtype --device --template --all-versions --help" ;;
+    import) flags="--db --format --json --help" ;;
+    report) flags="--out --db --op --shape --dtype --device --template --plan --svg-dir --help" ;;
+    version) flags="--json --help" ;;
+  esac
+  if [[ "$cur" == -* || "$cmd" == "db" ]]; then
+    COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -f -- "$cur"))
+  fi
+}
+
+complete -F _tuner tuner
