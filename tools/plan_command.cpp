@@ -87,6 +87,19 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                 gb(plan.peak_memory_bytes) + " of " + gb(plan.memory_capacity_bytes) + " (stage " +
                     std::to_string(plan.peak_stage) + ")",
                 fixed(plan.bubble_fraction * 100, 1) + "%", fixed(plan.dp_exposed_s, 3), fixed(plan.optimizer_s, 3)}});
+  std::cout << "\ntime per iteration by stage, s (each row adds up to the iteration time)\n";
+  std::vector<std::vector<std::string>> trows;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const par::TimeBreakdown& t = plan.stages[s].time;
+    trows.push_back({std::to_string(s) + (static_cast<int>(s) == plan.critical_stage ? "*" : ""), fixed(t.compute_s, 3),
+                     fixed(t.memory_bound_s, 3), fixed(t.recompute_s, 3), fixed(t.tp_comm_s, 3),
+                     fixed(t.zero_comm_s, 3), fixed(t.pp_p2p_s, 3), fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3),
+                     fixed(t.optimizer_s, 3), fixed(t.wait_s, 3), fixed(t.total(), 3)});
+  }
+  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "zero comm", "pp p2p", "pp bubble",
+               "dp comm", "optimizer", "wait", "total"},
+              trows);
+  std::cout << "(* the critical stage: the slowest per micro-batch)\n";
   std::cout << "\ncompute costs: " << plan.tuned_estimates << " of " << plan.kernel_estimates
             << " kernel estimates from tuned records, the rest analytic (estimates, not measurements);"
             << " ops marked (t) use tuned records, (m) partly\n";
@@ -100,7 +113,7 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
 int plan_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string model_spec, cluster_spec, fix, db_path, export_name, out_path;
-  std::string global_batch_text;
+  std::string global_batch_text, attention_name;
   po::options_description desc("tuner plan: plan tensor, pipeline and data parallelism for a model on a cluster");
   desc.add_options()
       ("help,h", "show this help")
@@ -108,6 +121,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
       ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
       ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
+      ("attention", po::value(&attention_name)->default_value("flash"), "how attention cores run: flash (fused) or unfused (Megatron-LM before flash attention)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
       ("export", po::value(&export_name)->default_value(""), "print the plan as megatron arguments, deepspeed JSON or torchtitan TOML")
@@ -132,6 +146,8 @@ int plan_command(const std::vector<std::string>& args) {
     if (!format) throw UsageError("--export " + export_name + " is unknown; allowed: megatron, deepspeed, torchtitan");
   }
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
+  const auto attention = par::attention_kernel_from_string(attention_name);
+  if (!attention) throw UsageError("--attention " + attention_name + " is unknown; allowed: flash, unfused");
 
   par::ModelGraph model;
   par::ClusterSpec cluster;
@@ -145,6 +161,7 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
   opts.global_batch = global_batch;
+  opts.cost.attention = *attention;
 
   // Read tuned records from an existing database; never create one before a plan exists.
   std::shared_ptr<db::TuningDb> reader;
@@ -170,7 +187,10 @@ int plan_command(const std::vector<std::string>& args) {
   db::PlanRecord rec;
   rec.model = model_spec;
   rec.cluster = cluster_spec;
-  rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch}, {"fix", par::to_string(opts.pins)}}.dump();
+  rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch},
+                                            {"fix", par::to_string(opts.pins)},
+                                            {"attention", par::to_string(opts.cost.attention)}}
+                         .dump();
   rec.plan_json = plan_json.dump();
   rec.tp = plan.config.tp;
   rec.pp = plan.config.pp;

@@ -103,12 +103,17 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
       break;
     case OpType::kAttention: {
       if (x.b % fB != 0 || op.heads % fac('H') != 0) return false;
-      s.fwd = x.costs.attention(x.b / fB, op.heads / fac('H'), x.g.seq, op.out_features / op.heads, dt);
+      s.fwd = x.costs.attention(x.b / fB, op.heads / fac('H'), x.g.seq, op.out_features / op.heads, dt, op.causal,
+                                op.dropout);
       break;
     }
     case OpType::kLayerNorm: s.fwd = x.costs.layernorm(rows_local, op.in_features, dt); break;
     case OpType::kElementwise:
-      s.fwd = x.costs.memory_bound(static_cast<double>(rows_local) * (op.in_features + op.out_features) * x.dsize /
+      // Every input read, the output written, and a one-byte mask per output element under dropout.
+      s.fwd = x.costs.memory_bound(static_cast<double>(rows_local) *
+                                   ((std::max<size_t>(op.inputs.size(), 1) * op.in_features + op.out_features) *
+                                        x.dsize +
+                                    (op.dropout > 0 ? op.out_features : 0)) /
                                    fac('F'));
       break;
     case OpType::kEmbedding:
@@ -348,13 +353,16 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     op.strategy = s.name;
     op.fwd_compute_s = s.fwd.seconds;
     op.bwd_compute_s = 2 * s.fwd.seconds;
+    op.fwd_memory_s = s.fwd.memory_s;
     op.fwd_comm_s = s.fwd_comm_s;
     op.bwd_comm_s = s.bwd_comm_s;
     op.params_per_device = s.params_local;
     op.source = source_of(s.fwd);
     lp.fwd_s += op.fwd_compute_s + op.fwd_comm_s;
     lp.bwd_s += op.bwd_compute_s + op.bwd_comm_s;
-    lp.compute_s += 3 * s.fwd.seconds;
+    lp.compute_s += 3 * (s.fwd.seconds - s.fwd.memory_s);
+    lp.memory_bound_s += 3 * s.fwd.memory_s;
+    lp.comm_s += s.fwd_comm_s + s.bwd_comm_s;
     lp.params_per_device += s.params_local;
     lp.activation_bytes += s.out_bytes_local;
     lp.parts += s.fwd.parts;
@@ -367,6 +375,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
   }
   lp.fwd_s += ev.resharding_cost / 2;
   lp.bwd_s += ev.resharding_cost / 2;
+  lp.comm_s += ev.resharding_cost;
   return lp;
 }
 

@@ -47,6 +47,7 @@ struct OpShardingPlan {
   std::string strategy;        ///< e.g. "C" or "R,C".
   double fwd_compute_s = 0;    ///< Forward kernel time of the shard.
   double bwd_compute_s = 0;    ///< Backward (2x forward).
+  double fwd_memory_s = 0;     ///< Of fwd_compute_s, memory-bound kernels (backward: twice as much).
   double fwd_comm_s = 0;       ///< The strategy's own collectives in forward.
   double bwd_comm_s = 0;       ///< ... and in backward.
   double params_per_device = 0;
@@ -58,7 +59,9 @@ struct LayerPlan {
   double fwd_s = 0;             ///< Forward time per micro-batch: compute + collectives + half the resharding.
   double bwd_s = 0;             ///< Backward time per micro-batch.
   double attention_fwd_s = 0;   ///< Forward of the attention cores (what selective recomputation repeats).
-  double compute_s = 0;         ///< Forward + backward kernel time alone (no communication).
+  double compute_s = 0;         ///< Forward + backward time of compute-bound kernels (matmuls, fused attention).
+  double memory_bound_s = 0;    ///< Forward + backward time of memory-bound kernels (norms, softmax, elementwise).
+  double comm_s = 0;            ///< Forward + backward collectives of the sharding and resharding between ops.
   double params_per_device = 0;
   double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).
   bool sequence_parallel = false;  ///< Norms split by tokens on a mesh dimension > 1.

@@ -33,6 +33,16 @@ TransformerConfig gpt3(const std::string& name, int layers, int64_t hidden, int 
   return c;
 }
 
+/// Rotary positions, RMSNorm, no biases, untied embeddings, no dropout (the Llama papers).
+void llama_architecture(TransformerConfig& c, double rope_base) {
+  c.rope = true;
+  c.rope_base = rope_base;
+  c.rmsnorm = true;
+  c.linear_bias = false;
+  c.untied_embeddings = true;
+  c.dropout = 0;
+}
+
 TransformerConfig llama(const std::string& name, int layers, int64_t hidden, int heads, int kv, int64_t ffn,
                         int64_t vocab, int64_t seq) {
   TransformerConfig c;
@@ -45,6 +55,7 @@ TransformerConfig llama(const std::string& name, int layers, int64_t hidden, int
   c.swiglu = true;
   c.vocab = vocab;
   c.seq = seq;
+  llama_architecture(c, 10000);
   return c;
 }
 
@@ -64,7 +75,9 @@ std::map<std::string, TransformerConfig> transformer_presets() {
   p["llama3-8b"] = llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192);
   p["llama3-70b"] = llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192);
   p["llama3-405b"] = llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192);
+  for (const char* k : {"llama3-8b", "llama3-70b", "llama3-405b"}) p[k].rope_base = 500000;
   TransformerConfig moe = llama("moe", 32, 4096, 32, 8, 14336, 32000, 4096);
+  moe.rope_base = 1000000;  // Mixtral
   moe.experts = 8;
   moe.top_k = 2;
   p["moe"] = moe;
@@ -148,6 +161,7 @@ ModelGraph parse_family_form(const std::string& spec) {
   c.heads = static_cast<int>(kv["heads"]);
   c.kv_heads = kv.count("kv_heads") ? static_cast<int>(kv["kv_heads"]) : 0;
   c.swiglu = family != "gpt";
+  if (family != "gpt") llama_architecture(c, 10000);
   c.seq = kv.count("seq") ? kv["seq"] : (family == "gpt" ? 2048 : 4096);
   c.vocab = kv.count("vocab") ? kv["vocab"] : (family == "gpt" ? 50257 : 32000);
   // Llama's default SwiGLU width: 2/3 of 4h rounded up to a multiple of 256.
@@ -184,6 +198,12 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   g.swiglu = c.swiglu;
   g.experts = c.experts;
   g.top_k = c.top_k;
+  g.rope = c.rope;
+  g.rope_base = c.rope_base;
+  g.rmsnorm = c.rmsnorm;
+  g.linear_bias = c.linear_bias;
+  g.untied_embeddings = c.untied_embeddings;
+  g.dropout = c.dropout;
 
   Layer emb;
   emb.name = "embedding";
@@ -202,9 +222,11 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   Operator attn = make_op("attn", OpType::kAttention, qkv, c.heads * hd, {"qkv"});
   attn.heads = c.heads;
   attn.kv_heads = kv;
+  attn.dropout = c.dropout;
   block.ops.push_back(attn);
   block.ops.push_back(make_op("proj", OpType::kLinear, c.heads * hd, h, {"attn"}));
   block.ops.push_back(make_op("add1", OpType::kElementwise, h, h, {"input", "proj"}));
+  block.ops.back().dropout = c.dropout;  // bias-dropout-add
   block.ops.push_back(make_op("ln2", OpType::kLayerNorm, h, h, {"add1"}));
   std::string mlp_out;
   if (c.experts > 0) {
@@ -222,6 +244,7 @@ ModelGraph build_transformer(const TransformerConfig& c) {
     mlp_out = "fc2";
   }
   block.ops.push_back(make_op("add2", OpType::kElementwise, h, h, {"add1", mlp_out}));
+  block.ops.back().dropout = c.dropout;
   block.output = "add2";
   for (int i = 0; i < c.layers; ++i) g.layers.push_back(block);
 

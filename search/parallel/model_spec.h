@@ -31,6 +31,13 @@ struct TransformerConfig {
   int experts = 0;         ///< > 0: every MLP is a mixture of experts.
   int top_k = 0;
   std::string dtype = "bf16";
+  // Architecture details (GPT-3 style by default; the Llama presets and family forms change them).
+  bool rope = false;            ///< Rotary position embeddings (else learned absolute positions).
+  double rope_base = 10000;     ///< Rotary base.
+  bool rmsnorm = false;         ///< RMSNorm (else LayerNorm).
+  bool linear_bias = true;      ///< Biases on linear layers.
+  bool untied_embeddings = false;  ///< Separate LM-head weights.
+  double dropout = 0.1;         ///< Hidden and attention dropout.
 };
 
 /// Builds embedding layer, `layers` transformer blocks and the head (final norm, LM head, loss).

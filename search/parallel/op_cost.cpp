@@ -6,6 +6,14 @@
 
 namespace tuner::parallel {
 
+std::string to_string(AttentionKernel a) { return a == AttentionKernel::kFlash ? "flash" : "unfused"; }
+
+std::optional<AttentionKernel> attention_kernel_from_string(const std::string& s) {
+  if (s == "flash") return AttentionKernel::kFlash;
+  if (s == "unfused") return AttentionKernel::kUnfused;
+  return std::nullopt;
+}
+
 std::string source_of(const OpTime& t) {
   if (t.tuned_parts == 0) return "analytic";
   return t.tuned_parts == t.parts ? "tuned" : "mixed";
@@ -34,11 +42,18 @@ std::optional<double> OpCostModel::tuned(const OpKey& key) {
 }
 
 OpTime OpCostModel::memory_bound(double bytes) const {
-  return {bytes / (gpu_.dram_bandwidth_gbps * 1e9 * params_.memory_efficiency), 1, 0};
+  const double t = bytes / (gpu_.dram_bandwidth_gbps * 1e9 * params_.memory_efficiency) + params_.kernel_overhead_s;
+  return {t, t, 1, 0};
 }
 
 OpTime OpCostModel::compute_bound(double flops, const std::string& dtype) const {
-  return {flops / (peak_flops(dtype) * params_.matmul_efficiency), 1, 0};
+  return {flops / (peak_flops(dtype) * params_.matmul_efficiency) + params_.kernel_overhead_s, 0, 1, 0};
+}
+
+double OpCostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
+  const double x0 = params_.matmul_half_dim;
+  auto g = [x0](int64_t x) { return static_cast<double>(x) / (static_cast<double>(x) + x0); };
+  return params_.matmul_efficiency * g(m) * g(n) * g(k);
 }
 
 OpTime OpCostModel::gemm(int64_t m, int64_t n, int64_t k, const std::string& dtype, int64_t batch) {
@@ -53,28 +68,29 @@ OpTime OpCostModel::gemm(int64_t m, int64_t n, int64_t k, const std::string& dty
     key.op = "gemm";
     key.shape = "M=" + std::to_string(m) + ",N=" + std::to_string(n) + ",K=" + std::to_string(k);
   }
-  if (auto t = tuned(key)) return {*t, 1, 1};
+  if (auto t = tuned(key)) return {*t + params_.kernel_overhead_s, 0, 1, 1};
   const double b = static_cast<double>(batch);
   const double flops = 2.0 * b * m * n * k;
   const double bytes = b * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
                        dtype_bytes(dtype);
-  const double compute = flops / (peak_flops(dtype) * params_.matmul_efficiency);
-  return {std::max(compute, memory_bound(bytes).seconds), 1, 0};
+  const double compute = flops / (peak_flops(dtype) * gemm_efficiency(m, n, k)) + params_.kernel_overhead_s;
+  return {std::max(compute, memory_bound(bytes).seconds), 0, 1, 0};
 }
 
 OpTime OpCostModel::softmax(int64_t rows, int64_t cols, const std::string& dtype) {
   OpKey key{"softmax", "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols), dtype};
-  if (auto t = tuned(key)) return {*t, 1, 1};
+  if (auto t = tuned(key)) return {*t + params_.kernel_overhead_s, *t + params_.kernel_overhead_s, 1, 1};
   return memory_bound(2.0 * rows * cols * dtype_bytes(dtype));
 }
 
 OpTime OpCostModel::layernorm(int64_t rows, int64_t cols, const std::string& dtype) {
   OpKey key{"layernorm", "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols), dtype};
-  if (auto t = tuned(key)) return {*t, 1, 1};
+  if (auto t = tuned(key)) return {*t + params_.kernel_overhead_s, *t + params_.kernel_overhead_s, 1, 1};
   return memory_bound(2.0 * rows * cols * dtype_bytes(dtype));
 }
 
-OpTime OpCostModel::attention(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim, const std::string& dtype) {
+OpTime OpCostModel::attention(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim, const std::string& dtype,
+                              bool causal, double dropout) {
   const int64_t bh = std::max<int64_t>(batch * heads, 1);
   OpKey qk{"batched_gemm",
            "B=" + std::to_string(bh) + ",M=" + std::to_string(seq) + ",N=" + std::to_string(seq) +
@@ -85,11 +101,22 @@ OpTime OpCostModel::attention(int64_t batch, int64_t heads, int64_t seq, int64_t
                ",K=" + std::to_string(seq),
            dtype};
   OpKey sm{"softmax", "rows=" + std::to_string(bh * seq) + ",cols=" + std::to_string(seq), dtype};
+  const double scores = static_cast<double>(bh) * seq * seq;
+  // Dropout over the scores: read, write and a one-byte mask per element.
+  const double dropout_bytes = dropout > 0 ? scores * (2.0 * dtype_bytes(dtype) + 1) : 0;
+  if (params_.attention == AttentionKernel::kUnfused) {
+    OpTime t = gemm(seq, seq, head_dim, dtype, bh);
+    t += gemm(seq, head_dim, seq, dtype, bh);
+    t += softmax(bh * seq, seq, dtype);
+    if (dropout_bytes > 0) t += memory_bound(dropout_bytes);
+    return t;
+  }
   auto t_qk = tuned(qk), t_av = tuned(av), t_sm = tuned(sm);
-  if (t_qk && t_av && t_sm) return {*t_qk + *t_av + *t_sm, 3, 3};
-  // Analytic: one fused kernel (flash-style), 4 b h s^2 d FLOPs at the attention efficiency.
-  const double flops = 4.0 * bh * static_cast<double>(seq) * seq * head_dim;
-  return {flops / (peak_flops(dtype) * params_.attention_efficiency), 1, 0};
+  if (t_qk && t_av && t_sm)
+    return {*t_qk + *t_av + *t_sm + 3 * params_.kernel_overhead_s, *t_sm + params_.kernel_overhead_s, 3, 3};
+  // One fused kernel: 4 b h s^2 d FLOPs (half of them skipped under a causal mask) at the attention efficiency.
+  const double flops = 4.0 * scores * head_dim * (causal ? 0.5 : 1.0);
+  return {flops / (peak_flops(dtype) * params_.attention_efficiency) + params_.kernel_overhead_s, 0, 1, 0};
 }
 
 }  // namespace tuner::parallel

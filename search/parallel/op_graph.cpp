@@ -47,7 +47,7 @@ std::string Layer::signature() const {
     s += ";" + op.name + ":" + to_string(op.type) + ":" + std::to_string(op.in_features) + ":" +
          std::to_string(op.out_features) + ":" + std::to_string(op.heads) + ":" + std::to_string(op.kv_heads) + ":" +
          std::to_string(op.experts) + ":" + std::to_string(op.top_k) + ":" + std::to_string(op.ffn) + ":" +
-         (op.gated ? "g" : "") + (op.causal ? "c" : "");
+         (op.gated ? "g" : "") + (op.causal ? "c" : "") + ":" + std::to_string(op.dropout);
     for (const auto& in : op.inputs) s += "<" + in;
   }
   return s;

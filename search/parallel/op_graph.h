@@ -62,6 +62,7 @@ struct Operator {
   int experts = 0, top_k = 0;       ///< MoE: experts and experts per token.
   int64_t ffn = 0;                  ///< MoE: hidden width of each expert.
   bool gated = false;               ///< MoE experts: SwiGLU (3 matrices) instead of 2.
+  double dropout = 0;               ///< Dropout probability applied by this op (attention scores; elementwise: its output).
 };
 
 /// What a layer is, for the memory model (transformer layers use the published activation formula).
@@ -94,6 +95,13 @@ struct ModelGraph {
   bool swiglu = false;              ///< Gated MLP (Llama).
   int experts = 0;                  ///< Experts per MoE layer.
   int top_k = 0;                    ///< Experts each token is routed to.
+  // Architecture details an engine must be told to build the same model (family forms and presets set them).
+  bool rope = false;                ///< Rotary position embeddings (else learned absolute positions).
+  double rope_base = 10000;         ///< Rotary base (theta).
+  bool rmsnorm = false;             ///< RMSNorm (else LayerNorm).
+  bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).
+  bool untied_embeddings = false;   ///< LM head weights separate from the input embedding.
+  double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
 };
 
 int dtype_bytes(const std::string& dtype);

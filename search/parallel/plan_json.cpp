@@ -14,6 +14,20 @@ nlohmann::ordered_json memory_json(const MemoryBreakdown& m) {
 
 }  // namespace
 
+nlohmann::ordered_json time_json(const TimeBreakdown& t) {
+  return {{"compute_s", t.compute_s},
+          {"memory_bound_s", t.memory_bound_s},
+          {"recompute_s", t.recompute_s},
+          {"tp_comm_s", t.tp_comm_s},
+          {"zero_comm_s", t.zero_comm_s},
+          {"pp_p2p_s", t.pp_p2p_s},
+          {"pp_bubble_s", t.pp_bubble_s},
+          {"dp_comm_s", t.dp_comm_s},
+          {"optimizer_s", t.optimizer_s},
+          {"wait_s", t.wait_s},
+          {"total_s", t.total()}};
+}
+
 nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, const ClusterSpec& cluster,
                                     int64_t global_batch) {
   const ParallelConfig& c = plan.config;
@@ -36,6 +50,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["zero_stage"] = c.zero;
   j["sequence_parallel"] = plan.sequence_parallel;
   j["partition"] = plan.partition;
+  j["attention"] = to_string(plan.attention);
   j["iteration_time_s"] = plan.iteration_time_s;
   j["tokens_per_s"] = plan.tokens_per_s;
   j["tflops_per_gpu"] = plan.tflops_per_gpu;
@@ -44,10 +59,13 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["memory_capacity_bytes"] = static_cast<int64_t>(plan.memory_capacity_bytes);
   j["peak_memory_stage"] = plan.peak_stage;
   j["peak_memory_breakdown"] = memory_json(plan.stages.at(plan.peak_stage).memory);
-  j["time_breakdown"] = {{"pipeline_s", plan.pipeline_s},
-                         {"bubble_fraction", plan.bubble_fraction},
-                         {"dp_exposed_s", plan.dp_exposed_s},
-                         {"optimizer_s", plan.optimizer_s}};
+  // The critical stage's terms (they add up to the iteration time, as every stage's do), and the pipeline totals.
+  nlohmann::ordered_json tb = time_json(plan.stages.at(plan.critical_stage).time);
+  tb["stage"] = plan.critical_stage;
+  tb["pipeline_s"] = plan.pipeline_s;
+  tb["bubble_fraction"] = plan.bubble_fraction;
+  tb["dp_exposed_s"] = plan.dp_exposed_s;
+  j["time_breakdown"] = tb;
   j["cost_sources"] = {{"kernel_estimates", plan.kernel_estimates},
                        {"tuned", plan.tuned_estimates},
                        {"analytic", plan.kernel_estimates - plan.tuned_estimates}};
@@ -68,6 +86,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
     js["time_per_micro_batch_s"] = sp.time_per_micro_batch_s;
     js["params_per_device"] = sp.params_per_device;
     js["memory"] = memory_json(sp.memory);
+    js["time_breakdown"] = time_json(sp.time);
     nlohmann::ordered_json sh = nlohmann::ordered_json::array();
     for (const auto& ls : sp.sharding) {
       nlohmann::ordered_json jl;

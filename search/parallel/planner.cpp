@@ -39,6 +39,25 @@ std::vector<int> divisors(int n) {
 
 }  // namespace
 
+double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd,
+                             int layers) const {
+  if (c.dp <= 1) return 0;
+  // Gradients leave in buckets as the last micro-batch's backward produces them; the last bucket (one layer's
+  // share) cannot overlap, and what the backward cannot hide stays exposed.
+  const double bucket_share = 1.0 / std::max(layers, 1);
+  double exposed = 0;
+  if (c.zero <= 1) {
+    const double sync = c.zero == 0 ? all_reduce_s(cluster_, dp_group, g_bytes)
+                                    : reduce_scatter_s(cluster_, dp_group, g_bytes);
+    exposed = std::max(sync * bucket_share, sync - last_bwd);
+  } else {
+    exposed = reduce_scatter_s(cluster_, dp_group, g_bytes) * bucket_share;
+  }
+  // ZeRO-1/2: the updated weights are all-gathered after the step, not overlapped.
+  if (c.zero == 1 || c.zero == 2) exposed += all_gather_s(cluster_, dp_group, g_bytes);
+  return exposed;
+}
+
 void check_global_batch(int64_t global_batch) {
   if (global_batch < 1 || global_batch > kMaxGlobalBatch)
     throw SpecError("--global-batch " + std::to_string(global_batch) + " is out of range; allowed: 1.." +
@@ -219,7 +238,8 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   // Layer plans: unconstrained first; if no partition fits, re-solve with a per-layer memory cap.
   std::vector<const LayerPlan*> lp(L);
-  std::vector<double> t(L), params(L), act(L), full_act(L), bwd(L), zero_comm(L);
+  std::vector<double> t(L), params(L), act(L), full_act(L), bwd(L);
+  std::vector<double> comp(L), mem(L), comm(L), rec(L), zex(L);  // the terms of t, per micro-batch
   bool sp_any = false;
 
   auto fill_layers = [&](double budget) -> bool {
@@ -244,9 +264,12 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       double zc = 0;
       if (c.dp > 1 && c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes);
       if (c.dp > 1 && c.zero >= 3) zc += 2 * all_gather_s(cluster_, dp_group, w_bytes);
-      zero_comm[l] = zc;
-      tl = std::max(tl, zc);  // overlapped with the layer's own work
-      t[l] = tl;
+      comp[l] = x.compute_s;
+      mem[l] = x.memory_bound_s;
+      comm[l] = x.comm_s;
+      rec[l] = recompute;
+      zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
+      t[l] = tl + zex[l];
       bwd[l] = x.bwd_s;
       params[l] = x.params_per_device;
       sp_any = sp_any || x.sequence_parallel;
@@ -337,8 +360,10 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   plan.config = c;
   plan.partition = uniform ? "uniform" : "dp";
   plan.sequence_parallel = sp_any && c.tp > 1;
+  plan.attention = opts_.cost.attention;
   plan.memory_capacity_bytes = usable;
   double sum_t = 0, t_max = 0, dp_exposed = 0, opt = 0;
+  std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
   for (int s = 0; s < p; ++s) {
     const int i = starts[s], j = starts[s + 1];
     StagePlan sp;
@@ -348,6 +373,15 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     sp.time_per_micro_batch_s = pre_t[j] - pre_t[i] + req.stage_extra[s];
     sp.params_per_device = pre_p[j] - pre_p[i];
     sp.memory = stage_memory(s, i, j);
+    TimeBreakdown& tb = sp.time;
+    for (int l = i; l < j; ++l) {
+      tb.compute_s += m * comp[l];
+      tb.memory_bound_s += m * mem[l];
+      tb.tp_comm_s += m * comm[l];
+      tb.recompute_s += m * rec[l];
+      tb.zero_comm_s += m * zex[l];
+    }
+    tb.pp_p2p_s = m * req.stage_extra[s];
     for (int l = i; l < j; ++l) {
       if (!sp.sharding.empty() && sp.sharding.back().layer == model_.layers[l].name &&
           layer_sig_[l] == layer_sig_[l - 1]) {
@@ -361,27 +395,14 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     }
     sum_t += sp.time_per_micro_batch_s;
     t_max = std::max(t_max, sp.time_per_micro_batch_s);
-
-    // Data-parallel gradient reduction of this stage.
-    if (c.dp > 1) {
-      const double g_bytes = sp.params_per_device * dsize;
-      double last_bwd = 0;
-      for (int l = i; l < j; ++l) last_bwd += bwd[l];
-      const double bucket_share = 1.0 / (j - i);
-      double exposed = 0;
-      if (c.zero <= 1) {
-        const double sync = c.zero == 0 ? all_reduce_s(cluster_, dp_group, g_bytes)
-                                        : reduce_scatter_s(cluster_, dp_group, g_bytes);
-        exposed = std::max(sync * bucket_share, sync - last_bwd);
-      } else {
-        exposed = reduce_scatter_s(cluster_, dp_group, g_bytes) * bucket_share;
-      }
-      if (c.zero == 1 || c.zero == 2) exposed += all_gather_s(cluster_, dp_group, g_bytes);
-      dp_exposed = std::max(dp_exposed, exposed);
-    }
+    double last_bwd = 0;
+    for (int l = i; l < j; ++l) last_bwd += bwd[l];
+    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * dsize, last_bwd, j - i);
+    dp_exposed = std::max(dp_exposed, stage_dp[s]);
     // Adam step: fp32 master, momentum, variance read and written, bf16 grads read, weights written.
     const double local = sp.params_per_device / (c.zero >= 1 ? c.dp : 1);
-    opt = std::max(opt, costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds);
+    stage_opt[s] = costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds;
+    opt = std::max(opt, stage_opt[s]);
     if (sp.memory.total() > plan.peak_memory_bytes) {
       plan.peak_memory_bytes = sp.memory.total();
       plan.peak_stage = s;
@@ -393,6 +414,19 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   plan.dp_exposed_s = dp_exposed;
   plan.optimizer_s = opt;
   plan.iteration_time_s = plan.pipeline_s + dp_exposed + opt;
+  // Each stage idles for what the schedule leaves it and waits for the slowest stage's reduction and step.
+  double busiest = -1;
+  for (int s = 0; s < p; ++s) {
+    TimeBreakdown& tb = plan.stages[s].time;
+    tb.pp_bubble_s = plan.pipeline_s - m * plan.stages[s].time_per_micro_batch_s;
+    tb.dp_comm_s = stage_dp[s];
+    tb.optimizer_s = stage_opt[s];
+    tb.wait_s = (dp_exposed - stage_dp[s]) + (opt - stage_opt[s]);
+    if (plan.stages[s].time_per_micro_batch_s > busiest) {
+      busiest = plan.stages[s].time_per_micro_batch_s;
+      plan.critical_stage = s;
+    }
+  }
   plan.model_flops_per_iteration = 3 * model_flops_ * opts_.global_batch;
   plan.tokens_per_s = static_cast<double>(opts_.global_batch) * model_.seq / plan.iteration_time_s;
   plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / N / 1e12;

@@ -32,10 +32,12 @@
 #include <vector>
 
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/collective_cost.h"
 #include "search/parallel/layer_sharding.h"
 #include "search/parallel/memory_model.h"
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
+#include "search/parallel/time_breakdown.h"
 
 namespace tuner::parallel {
 
@@ -91,6 +93,7 @@ struct StagePlan {
   double time_per_micro_batch_s = 0;      ///< t_i.
   double params_per_device = 0;
   MemoryBreakdown memory;                 ///< Peak per device.
+  TimeBreakdown time;                     ///< This stage's iteration: its terms add up to the iteration time.
   std::vector<StageLayerSharding> sharding;
 };
 
@@ -99,12 +102,14 @@ struct Plan {
   std::vector<StagePlan> stages;
   std::string partition;                  ///< "dp" (stage DP) or "uniform".
   bool sequence_parallel = false;
+  AttentionKernel attention = AttentionKernel::kFlash;  ///< How the cost model ran attention cores.
   double iteration_time_s = 0;
   double pipeline_s = 0, bubble_fraction = 0, dp_exposed_s = 0, optimizer_s = 0;
   double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
   double model_flops_per_iteration = 0;
   double peak_memory_bytes = 0;           ///< Largest per-device peak.
   int peak_stage = 0;
+  int critical_stage = 0;                 ///< The stage with the largest time per micro-batch (sets the pipeline).
   double memory_capacity_bytes = 0;       ///< Usable per GPU (memory minus reserve).
   int64_t kernel_estimates = 0, tuned_estimates = 0;  ///< Sources of the compute costs in the plan's layers.
   bool ilp_optimal = true;                ///< Every layer's ILP proven optimal.
@@ -134,6 +139,8 @@ class Planner {
  private:
   const LayerPlan& layer_plan(size_t signature_index, int tp, int mbs, double budget, double state_bytes_per_param);
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
+  /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers.
+  double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers) const;
 
   ModelGraph model_;
   ClusterSpec cluster_;

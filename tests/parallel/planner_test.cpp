@@ -133,7 +133,9 @@ TEST(Planner, ThousandLayersPlanLikeTenLayersScaled) {
   EXPECT_EQ(block_sharding(pb), block_sharding(ps));
   int blocks = 0;
   for (size_t s = 0; s < pb.stages.size(); ++s) {
-    if (s > 0) EXPECT_EQ(pb.stages[s].first_layer, pb.stages[s - 1].end_layer);
+    if (s > 0) {
+      EXPECT_EQ(pb.stages[s].first_layer, pb.stages[s - 1].end_layer);
+    }
     int n = 0;
     for (const auto& ls : pb.stages[s].sharding)
       if (ls.layer == "block") n += ls.count;

@@ -1,0 +1,43 @@
+// Published training runs the analytic cost model is calibrated against, and
+// the error of the model on each: the same CostParams for every run, no
+// per-run constants. Each run names its source and the configuration it used,
+// pinned through --fix as a user would; the planner predicts its iteration time.
+//
+// The held-out set of issue 14 (Narayanan et al. 2021, dense GPTs 1.7B-1T on
+// A100) is deliberately not here. docs/calibration.md lists the runs, the
+// fitted parameters and the per-run errors; plan_bench prints the same table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "search/parallel/op_cost.h"
+
+namespace tuner::parallel {
+
+struct PublishedRun {
+  std::string label;            ///< e.g. "GPT 175B, selective".
+  std::string source;           ///< Paper and table.
+  std::string model;            ///< Model spec as `tuner plan --model` takes it.
+  std::string cluster;          ///< Cluster spec.
+  int64_t global_batch = 0;     ///< Sequences per iteration.
+  std::string fix;              ///< The run's configuration, as --fix pins.
+  AttentionKernel attention = AttentionKernel::kFlash;
+  double iteration_time_s = 0;  ///< Published (or derived from published throughput; see note).
+  std::string note;             ///< How the figure was read; how sure we are of it.
+};
+
+/// The calibration set (A100, dense GPTs with Megatron-LM; see docs/calibration.md for why no others).
+const std::vector<PublishedRun>& calibration_runs();
+
+struct RunPrediction {
+  double predicted_s = 0;
+  double error = 0;             ///< predicted / published - 1.
+  std::string config;           ///< describe() of the planned configuration.
+};
+
+/// Plans the run with its pins under `params` (its attention kernel replacing params.attention).
+RunPrediction predict_run(const PublishedRun& run, const CostParams& params = {});
+
+}  // namespace tuner::parallel
