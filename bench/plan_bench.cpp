@@ -7,10 +7,13 @@
 // a superset of the grid, so its throughput must never be lower; the program
 // checks that and exits 1 if it is. Then the planner's scale: planning time of a GPT of 100, 300 and
 // 1,000 identical layers on 16 and 1,024 GPUs, a 1,000-layer GPT of hidden 4096 on 1,024 GPUs and Llama-3
-// 405B on 16,384 GPUs. Prints tables and writes results/plan_bench.json.
+// 405B on 16,384 GPUs. Last, the calibration table: each published run of
+// calibration_runs.h, published and predicted iteration time. Prints tables and writes results/plan_bench.json.
 //
 //   build/bin/plan_bench [--out results/plan_bench.json]
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/parallel/calibration_runs.h"
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/planner.h"
@@ -164,6 +168,27 @@ int main(int argc, char** argv) {
                      {"ilp_solves", plan.ilp_solves}});
   }
   results.push_back({{"label", "planner scale"}, {"cases", scale}});
+  // Calibration: the cost model against the published runs it was fitted to (docs/calibration.md).
+  std::printf("\ncalibration (default cost parameters)\n%-30s %10s %10s %8s\n", "run", "published", "predicted",
+              "error");
+  nlohmann::ordered_json calib = nlohmann::ordered_json::array();
+  double worst = 0;
+  for (const PublishedRun& run : calibration_runs()) {
+    const RunPrediction p = predict_run(run);
+    worst = std::max(worst, std::fabs(p.error));
+    std::printf("%-30s %9.2fs %9.2fs %+7.1f%%\n", run.label.c_str(), run.iteration_time_s, p.predicted_s,
+                100 * p.error);
+    calib.push_back({{"run", run.label},
+                     {"source", run.source},
+                     {"model", run.model},
+                     {"cluster", run.cluster},
+                     {"fix", run.fix},
+                     {"published_s", run.iteration_time_s},
+                     {"predicted_s", p.predicted_s},
+                     {"error", p.error}});
+  }
+  std::printf("worst |error| %.1f%%\n", 100 * worst);
+  results.push_back({{"label", "calibration"}, {"runs", calib}, {"worst_abs_error", worst}});
   std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
                                           ? std::filesystem::path(".")
                                           : std::filesystem::path(out).parent_path());

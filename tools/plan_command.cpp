@@ -121,7 +121,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
       ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
       ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
-      ("attention", po::value(&attention_name)->default_value("flash"), "how attention cores run: flash (fused) or unfused (Megatron-LM before flash attention)")
+      ("attention", po::value(&attention_name)->default_value("auto"), "how attention cores run: flash (fused), unfused (Megatron-LM before flash attention), or auto (the model's recipe: unfused for gpt, flash otherwise)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
       ("export", po::value(&export_name)->default_value(""), "print the plan as megatron arguments, deepspeed JSON or torchtitan TOML")
@@ -147,7 +147,8 @@ int plan_command(const std::vector<std::string>& args) {
   }
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
   const auto attention = par::attention_kernel_from_string(attention_name);
-  if (!attention) throw UsageError("--attention " + attention_name + " is unknown; allowed: flash, unfused");
+  if (!attention && attention_name != "auto")
+    throw UsageError("--attention " + attention_name + " is unknown; allowed: auto, flash, unfused");
 
   par::ModelGraph model;
   par::ClusterSpec cluster;
@@ -161,7 +162,11 @@ int plan_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
   opts.global_batch = global_batch;
-  opts.cost.attention = *attention;
+  // An export plans for its engine: the ZeRO stages it runs and the bytes per parameter it keeps.
+  if (format) opts.engine = par::engine_of(*format);
+  opts.cost.attention = attention ? *attention
+                                  : (model.flash_attention ? par::AttentionKernel::kFlash
+                                                           : par::AttentionKernel::kUnfused);
 
   // Read tuned records from an existing database; never create one before a plan exists.
   std::shared_ptr<db::TuningDb> reader;
@@ -189,7 +194,8 @@ int plan_command(const std::vector<std::string>& args) {
   rec.cluster = cluster_spec;
   rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch},
                                             {"fix", par::to_string(opts.pins)},
-                                            {"attention", par::to_string(opts.cost.attention)}}
+                                            {"attention", par::to_string(opts.cost.attention)},
+                                            {"engine", par::to_string(opts.engine)}}
                          .dump();
   rec.plan_json = plan_json.dump();
   rec.tp = plan.config.tp;
@@ -203,7 +209,9 @@ int plan_command(const std::vector<std::string>& args) {
   // The export file is written before the plan is logged: a failed command leaves the database as it was.
   std::string export_text;
   if (format) {
-    export_text = par::export_plan(*format, plan, model, global_batch);
+    std::vector<std::string> warnings;
+    export_text = par::export_plan(*format, plan, model, global_batch, &warnings);
+    for (const auto& w : warnings) std::cerr << "warning: " << export_name << " export: " << w << "\n";
     if (!out_path.empty()) {
       std::error_code ec;
       if (std::filesystem::is_directory(out_path, ec))

@@ -39,12 +39,47 @@ double in_flight_micro_batches(Schedule s, int p, int stage, int m, int v) {
   return base;
 }
 
-MemoryBreakdown model_state_bytes(double params, int zero, int dp) {
+std::string to_string(Engine e) {
+  switch (e) {
+    case Engine::kGeneric: return "generic";
+    case Engine::kMegatron: return "megatron";
+    case Engine::kDeepSpeed: return "deepspeed";
+    case Engine::kTorchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
+StateBytes state_bytes(Engine e) {
+  StateBytes b;
+  if (e == Engine::kMegatron) {
+    // Gradients accumulate and are reduced in fp32 main-grad buffers (Megatron's distributed-optimizer table:
+    // bf16 params with fp32 grads take 18 bytes, 6 + 12/d with the distributed optimizer).
+    b.gradients = 4;
+    b.gradient_reduce = 4;
+  } else if (e == Engine::kTorchtitan) {
+    // FSDP2 mixed precision: fp32 sharded parameters and gradients, Adam moments; reduce in fp32 (its default).
+    b.weights = 4;
+    b.gradients = 4;
+    b.optimizer = 8;
+    b.gradient_reduce = 4;
+  }
+  return b;
+}
+
+std::vector<int> engine_zero_stages(Engine e) {
+  switch (e) {
+    case Engine::kMegatron: return {0, 1};
+    case Engine::kTorchtitan: return {0, 2, 3};
+    default: return {0, 1, 2, 3};
+  }
+}
+
+MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes) {
   MemoryBreakdown m;
   const double d = std::max(dp, 1);
-  m.weights = 2 * params / (zero >= 3 ? d : 1);
-  m.gradients = 2 * params / (zero >= 2 ? d : 1);
-  m.optimizer = 12 * params / (zero >= 1 ? d : 1);
+  m.weights = bytes.weights * params / (zero >= 3 ? d : 1);
+  m.gradients = bytes.gradients * params / (zero >= 2 ? d : 1);
+  m.optimizer = bytes.optimizer * params / (zero >= 1 ? d : 1);
   return m;
 }
 

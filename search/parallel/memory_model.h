@@ -1,7 +1,8 @@
 // Memory per device of a pipeline stage: weights, gradients and optimizer
-// states of mixed-precision Adam (2 + 2 + 12 bytes per parameter) sharded by
-// ZeRO stage over the data-parallel group, and activations per micro-batch kept
-// in flight by the schedule.
+// states of mixed-precision Adam (2 + 2 + 12 bytes per parameter, or what the
+// engine the plan is exported to keeps: Megatron-LM's fp32 main gradients,
+// torchtitan's fp32 FSDP shards) sharded by ZeRO stage over the data-parallel
+// group, and activations per micro-batch kept in flight by the schedule.
 //
 // Transformer-layer activations follow the published formulas (Korthikanti et
 // al., in bytes, s sequence, b micro-batch, h hidden, a heads, t tensor-parallel):
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tuner::parallel {
 
@@ -42,7 +44,28 @@ struct MemoryBreakdown {
   double total() const { return weights + gradients + optimizer + activations; }
 };
 
+/// The training engine a plan is exported to: it decides which ZeRO stages exist and how many bytes each
+/// parameter's states take, so that the planner's memory matches the engine's.
+enum class Engine {
+  kGeneric,     ///< No engine: bf16 weights and gradients, fp32 Adam (2 + 2 + 12), ZeRO 0-3.
+  kMegatron,    ///< Megatron-LM: fp32 main gradients (2 + 4 + 12; distributed optimizer 6 + 12/d), ZeRO 0-1.
+  kDeepSpeed,   ///< DeepSpeed: 2 + 2 + 12, ZeRO 0-3, but ZeRO >= 2 not with its pipeline engine.
+  kTorchtitan,  ///< torchtitan FSDP2: fp32 sharded parameters and gradients (4 + 4 + 8), ZeRO 0, 2 or 3.
+};
+std::string to_string(Engine e);
+
+/// Bytes per parameter of the engine's weights, gradients and optimizer states, and per gradient element reduced.
+struct StateBytes {
+  double weights = 2;
+  double gradients = 2;
+  double optimizer = 12;
+  double gradient_reduce = 2;  ///< Bytes per gradient element in the data-parallel reduction.
+};
+StateBytes state_bytes(Engine e);
+/// The ZeRO stages the engine can run ("0, 1" for Megatron-LM).
+std::vector<int> engine_zero_stages(Engine e);
+
 /// Weights, gradients and optimizer states of `params` local parameters under ZeRO `zero` over `dp` replicas.
-MemoryBreakdown model_state_bytes(double params, int zero, int dp);
+MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes = {});
 
 }  // namespace tuner::parallel

@@ -41,6 +41,7 @@ void llama_architecture(TransformerConfig& c, double rope_base) {
   c.linear_bias = false;
   c.untied_embeddings = true;
   c.dropout = 0;
+  c.flash_attention = true;
 }
 
 TransformerConfig llama(const std::string& name, int layers, int64_t hidden, int heads, int kv, int64_t ffn,
@@ -204,6 +205,7 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   g.linear_bias = c.linear_bias;
   g.untied_embeddings = c.untied_embeddings;
   g.dropout = c.dropout;
+  g.flash_attention = c.flash_attention;
 
   Layer emb;
   emb.name = "embedding";

@@ -38,6 +38,7 @@ struct TransformerConfig {
   bool linear_bias = true;      ///< Biases on linear layers.
   bool untied_embeddings = false;  ///< Separate LM-head weights.
   double dropout = 0.1;         ///< Hidden and attention dropout.
+  bool flash_attention = false; ///< The recipe's attention kernel: GPT-3-style runs (Megatron-LM to 2022) unfused.
 };
 
 /// Builds embedding layer, `layers` transformer blocks and the head (final norm, LM head, loss).

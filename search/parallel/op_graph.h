@@ -102,6 +102,9 @@ struct ModelGraph {
   bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).
   bool untied_embeddings = false;   ///< LM head weights separate from the input embedding.
   double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
+  /// The recipe's attention kernel (`--attention auto`): flash for Llama/MoE and JSON graphs, unfused for the GPT
+  /// family, whose published runs (Megatron-LM 2020-22) predate flash attention.
+  bool flash_attention = true;
 };
 
 int dtype_bytes(const std::string& dtype);

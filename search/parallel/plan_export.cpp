@@ -1,8 +1,28 @@
 #include "search/parallel/plan_export.h"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 namespace tuner::parallel {
+
+namespace {
+
+void warn(std::vector<std::string>* w, const std::string& line) {
+  if (w) w->push_back(line);
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+int transformer_blocks(const ModelGraph& m) {
+  return m.transformer_layers > 0 ? m.transformer_layers : static_cast<int>(m.layers.size());
+}
+
+}  // namespace
 
 std::optional<ExportFormat> export_format_from_string(const std::string& s) {
   if (s == "megatron") return ExportFormat::kMegatron;
@@ -11,28 +31,67 @@ std::optional<ExportFormat> export_format_from_string(const std::string& s) {
   return std::nullopt;
 }
 
-std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch) {
+Engine engine_of(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::kMegatron: return Engine::kMegatron;
+    case ExportFormat::kDeepSpeed: return Engine::kDeepSpeed;
+    case ExportFormat::kTorchtitan: return Engine::kTorchtitan;
+  }
+  return Engine::kGeneric;
+}
+
+int expert_parallel_degree(const Plan& plan) {
+  int ep = 1;
+  for (const auto& st : plan.stages)
+    for (const auto& ls : st.sharding)
+      for (const auto& op : ls.ops) {
+        // Strategy letters per mesh dimension: "E" on a 1 x t mesh, "E,R" / "R,E" on a 2-D one.
+        const std::string& s = op.strategy;
+        int d = 1;
+        if (s.size() == 1 && s[0] == 'E') d = st.mesh.d1;
+        if (s.size() == 3) d = (s[0] == 'E' ? st.mesh.d0 : 1) * (s[2] == 'E' ? st.mesh.d1 : 1);
+        ep = std::max(ep, d);
+      }
+  return ep;
+}
+
+std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                            std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
   };
+  // Parallelism and batch.
   arg("--tensor-model-parallel-size", std::to_string(c.tp));
   arg("--pipeline-model-parallel-size", std::to_string(c.pp));
-  if (c.schedule == Schedule::kInterleaved && c.virtual_stages > 1) {
-    const int blocks = model.transformer_layers > 0 ? model.transformer_layers : static_cast<int>(model.layers.size());
-    arg("--num-layers-per-virtual-pipeline-stage", std::to_string(blocks / (c.pp * c.virtual_stages)));
-  }
+  if (c.schedule == Schedule::kInterleaved && c.virtual_stages > 1)
+    arg("--num-layers-per-virtual-pipeline-stage", std::to_string(transformer_blocks(model) / (c.pp * c.virtual_stages)));
+  if (c.schedule == Schedule::kGpipe) warn(warnings, "Megatron-LM runs 1F1B, not GPipe: the schedule is its own");
   if (plan.sequence_parallel) arg("--sequence-parallel");
+  arg("--context-parallel-size", "1");
+  if (model.experts > 0) {
+    const int ep = expert_parallel_degree(plan);
+    arg("--expert-model-parallel-size", std::to_string(ep));
+    arg("--expert-tensor-parallel-size", std::to_string(std::max(1, c.tp / ep)));
+  }
   arg("--micro-batch-size", std::to_string(c.micro_batch));
   arg("--global-batch-size", std::to_string(global_batch));
-  if (c.zero >= 1) arg("--use-distributed-optimizer");
+  // The cost model overlaps the gradient reduction with backward; ZeRO-1 is the distributed optimizer.
+  if (c.zero == 1) {
+    arg("--use-distributed-optimizer");
+    if (c.dp > 1) arg("--overlap-param-gather");
+  }
+  if (c.zero >= 2)
+    warn(warnings, "Megatron-LM has no ZeRO-" + std::to_string(c.zero) + "; plan with --export megatron for a plan it runs");
+  if (c.dp > 1) arg("--overlap-grad-reduce");
   if (c.recompute == Recompute::kSelective) arg("--recompute-granularity", "selective");
   if (c.recompute == Recompute::kFull) {
     arg("--recompute-granularity", "full");
     arg("--recompute-method", "uniform");
     arg("--recompute-num-layers", "1");
   }
+  // The model.
   if (model.transformer_layers > 0) {
     arg("--num-layers", std::to_string(model.transformer_layers));
     arg("--hidden-size", std::to_string(model.hidden));
@@ -47,72 +106,117 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
       arg("--num-experts", std::to_string(model.experts));
       arg("--moe-router-topk", std::to_string(model.top_k));
     }
+    arg("--position-embedding-type", model.rope ? "rope" : "learned_absolute");
+    if (model.rope) arg("--rotary-base", number(model.rope_base));
+    arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
+    if (!model.linear_bias) arg("--disable-bias-linear");
+    if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");
+    arg("--attention-dropout", number(model.dropout));
+    arg("--hidden-dropout", number(model.dropout));
+    arg("--attention-backend", plan.attention == AttentionKernel::kFlash ? "flash" : "unfused");
+  } else {
+    warn(warnings, "Megatron-LM trains transformers; this model's layers are not one, only the parallel arguments apply");
   }
   arg("--seq-length", std::to_string(model.seq));
+  arg("--max-position-embeddings", std::to_string(model.seq));
   if (model.dtype == "bf16") arg("--bf16");
   if (model.dtype == "f16") arg("--fp16");
+  // Enough to launch as it is (a throughput run on mock data); a real run replaces this block.
+  arg("--tokenizer-type", "NullTokenizer");
+  arg("--vocab-size", std::to_string(model.vocab > 0 ? model.vocab : 32000));
+  arg("--make-vocab-size-divisible-by", "1");
+  arg("--mock-data");
+  arg("--train-iters", "100");
+  arg("--lr", "1e-4");
   return out;
 }
 
-std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch) {
+std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                             std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   nlohmann::ordered_json j;
-  j["train_batch_size"] = global_batch;  // = micro x accumulation x data-parallel
+  // DeepSpeed's data-parallel size is world / (tp x pp): the product below is what it checks.
+  j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
+  if (j["train_batch_size"].get<int64_t>() != global_batch)
+    warn(warnings, "train_batch_size differs from --global-batch " + std::to_string(global_batch));
   j["train_micro_batch_size_per_gpu"] = c.micro_batch;
   j["gradient_accumulation_steps"] = c.num_micro_batches;
   j["bf16"] = {{"enabled", model.dtype == "bf16"}};
   j["fp16"] = {{"enabled", model.dtype == "f16"}};
-  j["zero_optimization"] = {{"stage", c.zero}};
-  j["pipeline"] = {{"stages", c.pp},
-                   {"partition_method", plan.partition == "uniform" ? "uniform" : "parameters"},
-                   {"activation_checkpoint_interval", c.recompute == Recompute::kFull ? 1 : 0}};
-  j["tensor_parallel"] = {{"autotp_size", c.tp}};
+  j["zero_optimization"] = {{"stage", c.zero}, {"overlap_comm", true}, {"contiguous_gradients", true}};
+  if (c.pp > 1) {
+    if (c.zero >= 2) warn(warnings, "DeepSpeed's pipeline engine rejects ZeRO-2/3; plan with --export deepspeed");
+    j["pipeline"] = {{"stages", c.pp},
+                     {"partition", plan.partition == "uniform" ? "uniform" : "parameters"},
+                     {"activation_checkpoint_interval", c.recompute == Recompute::kFull ? 1 : 0}};
+  }
+  if (c.schedule != Schedule::k1F1B && c.pp > 1)
+    warn(warnings, "DeepSpeed's pipeline engine runs 1F1B only; the plan's " + to_string(c.schedule) +
+                       " schedule is not expressed");
+  if (c.tp > 1) j["tensor_parallel"] = {{"autotp_size", c.tp}};
   if (c.recompute != Recompute::kNone)
     j["activation_checkpointing"] = {{"partition_activations", plan.sequence_parallel},
                                      {"contiguous_memory_optimization", false},
                                      {"number_checkpoints", nullptr}};
-  j["tuner_plan"] = {{"tp", c.tp},
-                     {"pp", c.pp},
-                     {"dp", c.dp},
-                     {"schedule", to_string(c.schedule)},
-                     {"virtual_stages", c.virtual_stages},
-                     {"recompute", to_string(c.recompute)},
-                     {"iteration_time_s", plan.iteration_time_s}};
+  if (c.recompute == Recompute::kSelective)
+    warn(warnings, "DeepSpeed checkpoints whole layers; selective recomputation is up to the model code");
   return j.dump(2) + "\n";
 }
 
-std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch) {
+std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                              std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   std::string schedule = "1F1B";
   if (c.schedule == Schedule::kGpipe) schedule = "GPipe";
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";
-  const bool shard = c.zero >= 1;
+  const bool shard = c.zero >= 2;
+  if (c.zero == 1) warn(warnings, "torchtitan has no ZeRO-1 (FSDP2 shards gradients too); plan with --export torchtitan");
+  // Llama 3 presets map to torchtitan's flavors; other models have none.
+  std::string flavor;
+  if (model.name == "llama3-8b") flavor = "8B";
+  if (model.name == "llama3-70b") flavor = "70B";
+  if (model.name == "llama3-405b") flavor = "405B";
+  if (flavor.empty())
+    warn(warnings, "torchtitan has no flavor for '" + model.name + "'; [model] flavor must be added to its model registry");
   std::string out;
-  out += "# tuner plan: " + describe(c) + "\n";
-  out += "[parallelism]\n";
+  out += "# tuner plan: " + describe(c) + " (torchtitan v0.1.0 TOML job config)\n";
+  out += "[model]\n";
+  out += "name = \"llama3\"\n";
+  out += "flavor = \"" + (flavor.empty() ? model.name : flavor) + "\"\n";
+  out += "\n[parallelism]\n";
   out += "data_parallel_replicate_degree = " + std::to_string(shard ? 1 : c.dp) + "\n";
   out += "data_parallel_shard_degree = " + std::to_string(shard ? c.dp : 1) + "\n";
+  if (c.zero == 2) out += "fsdp_reshard_after_forward = \"never\"\n";
   out += "tensor_parallel_degree = " + std::to_string(c.tp) + "\n";
   out += "pipeline_parallel_degree = " + std::to_string(c.pp) + "\n";
-  out += "pipeline_parallel_schedule = \"" + schedule + "\"\n";
-  out += "pipeline_parallel_microbatch_size = " + std::to_string(c.micro_batch) + "\n";
+  if (c.pp > 1) {
+    out += "pipeline_parallel_schedule = \"" + schedule + "\"\n";
+    out += "pipeline_parallel_microbatch_size = " + std::to_string(c.micro_batch) + "\n";
+    const int v = c.schedule == Schedule::kInterleaved ? c.virtual_stages : 1;
+    out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
+  }
   out += "context_parallel_degree = 1\n";
   out += "\n[training]\n";
-  out += "local_batch_size = " + std::to_string(static_cast<int64_t>(c.micro_batch) * c.num_micro_batches) + "\n";
+  // With a pipeline the local batch is split into micro-batches; without, it is one micro-batch and the rest of the
+  // global batch comes from gradient accumulation (global = local x dp x steps).
+  const int64_t local = c.pp > 1 ? static_cast<int64_t>(c.micro_batch) * c.num_micro_batches : c.micro_batch;
+  out += "local_batch_size = " + std::to_string(local) + "\n";
   out += "global_batch_size = " + std::to_string(global_batch) + "\n";
   out += "seq_len = " + std::to_string(model.seq) + "\n";
   out += "mixed_precision_param = \"" + std::string(model.dtype == "f32" ? "float32" : "bfloat16") + "\"\n";
+  out += "mixed_precision_reduce = \"float32\"\n";
   out += "\n[activation_checkpoint]\n";
   out += "mode = \"" + to_string(c.recompute) + "\"\n";
   if (c.recompute == Recompute::kSelective) out += "selective_ac_option = \"op\"\n";
   return out;
 }
 
-std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch) {
+std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                        std::vector<std::string>* warnings) {
   switch (f) {
-    case ExportFormat::kMegatron: return export_megatron(plan, model, global_batch);
-    case ExportFormat::kDeepSpeed: return export_deepspeed(plan, model, global_batch);
-    case ExportFormat::kTorchtitan: return export_torchtitan(plan, model, global_batch);
+    case ExportFormat::kMegatron: return export_megatron(plan, model, global_batch, warnings);
+    case ExportFormat::kDeepSpeed: return export_deepspeed(plan, model, global_batch, warnings);
+    case ExportFormat::kTorchtitan: return export_torchtitan(plan, model, global_batch, warnings);
   }
   return "";
 }

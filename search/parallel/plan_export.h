@@ -1,12 +1,23 @@
-// A plan written in the formats training engines read: Megatron-LM command-line
-// arguments (one per line), a DeepSpeed config JSON, and a torchtitan TOML
-// fragment. Each carries the plan's degrees, micro-batching, schedule,
-// recomputation and ZeRO choices; model hyperparameters are included where the
-// format has a place for them. Nothing here plans or validates a plan.
+// A plan written in the formats training engines read, each checked against
+// the arguments/keys of a named engine version (tests/parallel/plan_export_test.cpp
+// holds those lists):
+//   Megatron-LM   command-line arguments, one per line (megatron/training/arguments.py, core_r0.12 era):
+//                 parallel degrees, batch, recomputation, distributed optimizer and overlap flags, the
+//                 model's architecture (sizes, positions, norm, biases, tying, dropout, attention backend)
+//                 and a mock-data tokenizer block so the file launches a throughput run as it is.
+//   DeepSpeed     a config JSON (deepspeed/runtime/config.py and zero/config.py, v0.16): batch, ZeRO,
+//                 pipeline, AutoTP, activation checkpointing; no keys of ours.
+//   torchtitan    a TOML job config (torchtitan v0.1.0, the last releases that read TOML through
+//                 --job.config_file; later ones take Python configs): [model], [training],
+//                 [parallelism], [activation_checkpoint].
+// What an engine cannot express is left out of the text and named in the warnings.
+// Nothing here plans or validates a plan; plan with PlannerOptions::engine set to
+// the engine so the plan only uses what it runs.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "search/parallel/planner.h"
 
@@ -14,10 +25,20 @@ namespace tuner::parallel {
 
 enum class ExportFormat { kMegatron, kDeepSpeed, kTorchtitan };
 std::optional<ExportFormat> export_format_from_string(const std::string& s);
+/// The engine whose memory and ZeRO stages the planner must use for this export.
+Engine engine_of(ExportFormat f);
 
-std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch);
-std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch);
-std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch);
-std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch);
+/// Each writes the export; `warnings` (when given) receives one line per choice the engine cannot express.
+std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                            std::vector<std::string>* warnings = nullptr);
+std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                             std::vector<std::string>* warnings = nullptr);
+std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                              std::vector<std::string>* warnings = nullptr);
+std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch,
+                        std::vector<std::string>* warnings = nullptr);
+
+/// Expert-parallel degree of the plan: the mesh dimensions its MoE layers split experts over (E); 1 without.
+int expert_parallel_degree(const Plan& plan);
 
 }  // namespace tuner::parallel

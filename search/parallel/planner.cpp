@@ -223,6 +223,14 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     c.virtual_stages = 1;
   }
   const int dsize = dtype_bytes(model_.dtype);
+  const StateBytes bytes = state_bytes(opts_.engine);
+  {
+    const std::vector<int> stages = engine_zero_stages(opts_.engine);
+    if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
+      return reject("zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs");
+    if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2)
+      return reject("DeepSpeed's pipeline engine runs ZeRO 0 or 1 only");
+  }
   const double usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
 
   // Data-parallel group: replicas are tp ranks apart, so a node holds gpn / tp of them.
@@ -232,7 +240,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp.
   {
     const double min_params = static_cast<double>(model_params_) / (static_cast<double>(c.tp) * c.pp);
-    if (model_state_bytes(min_params, c.zero, c.dp).total() > usable)
+    if (model_state_bytes(min_params, c.zero, c.dp, bytes).total() > usable)
       return reject("model states alone need more than the " + std::to_string(usable / 1e9) + " GB per GPU");
   }
 
@@ -244,10 +252,10 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   auto fill_layers = [&](double budget) -> bool {
     // One sharding per distinct layer: identical layers share it.
-    const double state_bytes = model_state_bytes(1, c.zero, c.dp).total();
+    const double state_bytes_pp = model_state_bytes(1, c.zero, c.dp, bytes).total();
     std::vector<const LayerPlan*> by_sig(signatures_.size());
     for (size_t sig = 0; sig < signatures_.size(); ++sig) {
-      by_sig[sig] = &layer_plan(sig, c.tp, c.micro_batch, budget, state_bytes);
+      by_sig[sig] = &layer_plan(sig, c.tp, c.micro_batch, budget, state_bytes_pp);
       if (by_sig[sig]->ops.empty()) return false;
     }
     for (int l = 0; l < L; ++l) lp[l] = by_sig[layer_sig_[l]];
@@ -304,7 +312,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     }
   };
   auto stage_memory = [&](int stage, int i, int j) {
-    MemoryBreakdown mb = model_state_bytes(pre_p[j] - pre_p[i], c.zero, c.dp);
+    MemoryBreakdown mb = model_state_bytes(pre_p[j] - pre_p[i], c.zero, c.dp, bytes);
     mb.activations = in_flight_micro_batches(c.schedule, p, stage, m, v) * (pre_a[j] - pre_a[i]);
     if (c.recompute == Recompute::kFull) {
       // The layer being recomputed holds its full activations: the largest in [i, j), from a sparse table.
@@ -397,7 +405,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     t_max = std::max(t_max, sp.time_per_micro_batch_s);
     double last_bwd = 0;
     for (int l = i; l < j; ++l) last_bwd += bwd[l];
-    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * dsize, last_bwd, j - i);
+    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * bytes.gradient_reduce, last_bwd, j - i);
     dp_exposed = std::max(dp_exposed, stage_dp[s]);
     // Adam step: fp32 master, momentum, variance read and written, bf16 grads read, weights written.
     const double local = sp.params_per_device / (c.zero >= 1 ? c.dp : 1);
@@ -465,8 +473,16 @@ Plan Planner::plan() {
   }
   std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   if (pin.recompute) recomputes = {*pin.recompute};
-  std::vector<int> zeros = {0, 1, 2, 3};
-  if (pin.zero) zeros = {*pin.zero};
+  std::vector<int> zeros = engine_zero_stages(opts_.engine);
+  if (pin.zero) {
+    if (std::find(zeros.begin(), zeros.end(), *pin.zero) == zeros.end()) {
+      std::string allowed;
+      for (int z : zeros) allowed += (allowed.empty() ? "" : ", ") + std::to_string(z);
+      throw SpecError("--fix zero=" + std::to_string(*pin.zero) + " cannot run on " + to_string(opts_.engine) +
+                      "; allowed: " + allowed);
+    }
+    zeros = {*pin.zero};
+  }
 
   std::optional<Plan> best;
   std::string last_reason = "no configuration was tried";

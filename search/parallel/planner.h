@@ -67,6 +67,7 @@ struct PlannerOptions {
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  ///< Tried unless pinned.
   std::vector<int> virtual_stages = {2, 4};           ///< Interleaved chunks per device tried.
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
+  Engine engine = Engine::kGeneric;       ///< Engine the plan is for: its ZeRO stages and bytes per parameter.
 };
 
 struct ParallelConfig {

@@ -2,7 +2,9 @@
 // has the documented keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 #include <sstream>
 
 #include "search/parallel/cluster_spec.h"
@@ -17,10 +19,11 @@ struct Fixture {
   ModelGraph model = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
   ClusterSpec cluster = parse_cluster_spec("dgx-h100:2");
   Plan plan;
-  explicit Fixture(const std::string& pins) {
+  explicit Fixture(const std::string& pins, Engine engine = Engine::kGeneric) {
     PlannerOptions o;
     o.global_batch = 64;
     o.pins = parse_pins(pins);
+    o.engine = engine;
     plan = Planner(model, cluster, o).plan();
   }
 };
@@ -114,11 +117,13 @@ TEST(PlanExport, DeepSpeedJson) {
   EXPECT_EQ(j["pipeline"]["stages"], 2);
   EXPECT_EQ(j["pipeline"]["activation_checkpoint_interval"], 1);
   EXPECT_EQ(j["tensor_parallel"]["autotp_size"], 2);
-  EXPECT_EQ(j["tuner_plan"]["recompute"], "full");
+  EXPECT_EQ(j["pipeline"]["partition"], j["pipeline"]["partition"]);
+  EXPECT_FALSE(j.contains("tuner_plan"));
+  EXPECT_FALSE(j["pipeline"].contains("partition_method"));
 }
 
 TEST(PlanExport, TorchtitanToml) {
-  Fixture f("tp=4,pp=2,mbs=1,recompute=selective,zero=1,schedule=1f1b");
+  Fixture f("tp=4,pp=2,mbs=1,recompute=selective,zero=3,schedule=1f1b", Engine::kTorchtitan);
   auto t = parse_toml(export_torchtitan(f.plan, f.model, 64));
   EXPECT_EQ(t["parallelism.tensor_parallel_degree"], "4");
   EXPECT_EQ(t["parallelism.pipeline_parallel_degree"], "2");
@@ -127,9 +132,215 @@ TEST(PlanExport, TorchtitanToml) {
   EXPECT_EQ(t["parallelism.pipeline_parallel_schedule"], "1F1B");
   EXPECT_EQ(t["parallelism.pipeline_parallel_microbatch_size"], "1");
   EXPECT_EQ(t["training.global_batch_size"], "64");
-  EXPECT_EQ(t["training.local_batch_size"], "32");  // 64 / dp 2
+  EXPECT_EQ(t["training.local_batch_size"], "32");  // 64 / dp 2, split by the pipeline into micro-batches
   EXPECT_EQ(t["training.seq_len"], "1024");
+  EXPECT_EQ(t["parallelism.pipeline_parallel_layers_per_stage"], "4");  // 8 blocks / pp 2
   EXPECT_EQ(t["activation_checkpoint.mode"], "selective");
+  // Without a pipeline the local batch is one micro-batch; accumulation makes up the global batch.
+  Fixture g("tp=2,pp=1,mbs=2,recompute=none,zero=3", Engine::kTorchtitan);
+  auto u = parse_toml(export_torchtitan(g.plan, g.model, 64));
+  EXPECT_EQ(u["training.local_batch_size"], "2");
+  EXPECT_FALSE(u.count("parallelism.pipeline_parallel_layers_per_stage"));
+}
+
+// ---- Each export against the arguments/keys its engine accepts, written down from the engine's source. ----
+
+/// Megatron-LM arguments (megatron/training/arguments.py, core_r0.12 era) the export may emit, each with whether
+/// it takes a value, and the values its choices allow.
+const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
+  static const std::map<std::string, std::vector<std::string>> a = {
+      {"--tensor-model-parallel-size", {"<int>"}}, {"--pipeline-model-parallel-size", {"<int>"}},
+      {"--num-layers-per-virtual-pipeline-stage", {"<int>"}}, {"--sequence-parallel", {}},
+      {"--context-parallel-size", {"<int>"}}, {"--expert-model-parallel-size", {"<int>"}},
+      {"--expert-tensor-parallel-size", {"<int>"}}, {"--micro-batch-size", {"<int>"}},
+      {"--global-batch-size", {"<int>"}}, {"--use-distributed-optimizer", {}}, {"--overlap-param-gather", {}},
+      {"--overlap-grad-reduce", {}}, {"--recompute-granularity", {"full", "selective"}},
+      {"--recompute-method", {"uniform", "block"}}, {"--recompute-num-layers", {"<int>"}},
+      {"--num-layers", {"<int>"}}, {"--hidden-size", {"<int>"}}, {"--num-attention-heads", {"<int>"}},
+      {"--group-query-attention", {}}, {"--num-query-groups", {"<int>"}}, {"--ffn-hidden-size", {"<int>"}},
+      {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}},
+      {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
+      {"--rotary-base", {"<num>"}}, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
+      {"--untie-embeddings-and-output-weights", {}}, {"--attention-dropout", {"<num>"}},
+      {"--hidden-dropout", {"<num>"}}, {"--attention-backend", {"flash", "fused", "unfused", "local", "auto"}},
+      {"--seq-length", {"<int>"}}, {"--max-position-embeddings", {"<int>"}}, {"--bf16", {}}, {"--fp16", {}},
+      {"--tokenizer-type", {"NullTokenizer"}}, {"--vocab-size", {"<int>"}},
+      {"--make-vocab-size-divisible-by", {"<int>"}}, {"--mock-data", {}}, {"--train-iters", {"<int>"}},
+      {"--lr", {"<num>"}}};
+  return a;
+}
+
+void expect_megatron_accepts(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t sp = line.find(' ');
+    const std::string flag = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
+    auto it = megatron_accepted().find(flag);
+    ASSERT_NE(it, megatron_accepted().end()) << "Megatron-LM has no argument " << flag;
+    const auto& allowed = it->second;
+    if (allowed.empty()) {
+      EXPECT_TRUE(value.empty()) << flag << " is a switch";
+    } else if (allowed[0] == "<int>") {
+      EXPECT_FALSE(value.empty()) << flag;
+      EXPECT_EQ(value.find_first_not_of("0123456789"), std::string::npos) << flag << " " << value;
+    } else if (allowed[0] == "<num>") {
+      EXPECT_NO_THROW((void)std::stod(value)) << flag << " " << value;
+    } else {
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), value), allowed.end()) << flag << " " << value;
+    }
+  }
+}
+
+TEST(PlanExport, MegatronArgumentsAreMegatronsAndNameEveryPresetsModel) {
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:64");
+  for (const std::string& name : model_preset_names()) {
+    const ModelGraph m = parse_model_spec(name);
+    if (m.transformer_layers == 0) continue;  // the MLP preset is no transformer
+    PlannerOptions o;
+    o.global_batch = 512;
+    o.engine = Engine::kMegatron;
+    o.pins = parse_pins("tp=8,mbs=1,recompute=selective,schedule=1f1b");  // a few pins keep the test quick
+    const Plan plan = Planner(m, cluster, o).plan();
+    EXPECT_LE(plan.config.zero, 1) << name;
+    std::vector<std::string> warnings;
+    const std::string text = export_megatron(plan, m, 512, &warnings);
+    SCOPED_TRACE(name + ":\n" + text);
+    expect_megatron_accepts(text);
+    auto a = parse_args(text);
+    // Megatron's validate_args asserts these.
+    for (const char* k : {"--num-layers", "--hidden-size", "--num-attention-heads", "--seq-length",
+                          "--max-position-embeddings", "--micro-batch-size"})
+      EXPECT_TRUE(a.count(k)) << k;
+    // The same model: sizes, attention, MLP, positions, norm, biases, tying, vocabulary.
+    EXPECT_EQ(a["--num-layers"], std::to_string(m.transformer_layers));
+    EXPECT_EQ(a["--hidden-size"], std::to_string(m.hidden));
+    EXPECT_EQ(a["--num-attention-heads"], std::to_string(m.heads));
+    EXPECT_EQ(a["--ffn-hidden-size"], std::to_string(m.ffn));
+    EXPECT_EQ(a["--vocab-size"], std::to_string(m.vocab));
+    EXPECT_EQ(a.count("--num-query-groups") ? std::stoi(a["--num-query-groups"]) : m.heads,
+              m.kv_heads > 0 ? m.kv_heads : m.heads);
+    EXPECT_EQ(a.count("--swiglu") == 1, m.swiglu);
+    const bool llama = name.rfind("llama", 0) == 0 || name == "moe";
+    EXPECT_EQ(a["--position-embedding-type"], llama ? "rope" : "learned_absolute");
+    EXPECT_EQ(a["--normalization"], llama ? "RMSNorm" : "LayerNorm");
+    EXPECT_EQ(a.count("--disable-bias-linear") == 1, llama);
+    EXPECT_EQ(a.count("--untie-embeddings-and-output-weights") == 1, llama);
+    if (llama) EXPECT_EQ(std::stod(a["--rotary-base"]), m.rope_base);
+    if (name.rfind("llama3", 0) == 0) EXPECT_EQ(a["--rotary-base"], "500000");
+    EXPECT_EQ(std::stod(a["--hidden-dropout"]), llama ? 0.0 : 0.1);
+    if (m.experts > 0) {
+      EXPECT_EQ(a["--num-experts"], std::to_string(m.experts));
+      EXPECT_TRUE(a.count("--expert-model-parallel-size"));
+    }
+    EXPECT_FALSE(a.count("--use-distributed-optimizer") && plan.config.zero != 1);
+  }
+}
+
+TEST(PlanExport, MegatronMemoryUsesItsFp32MainGradients) {
+  // Megatron's distributed optimizer keeps 6 + 12/d bytes per parameter (bf16 weights, fp32 main gradients):
+  // more than the generic 4 + 12/d, so the same pinned plan needs more memory planned for Megatron.
+  Fixture generic("tp=2,pp=2,mbs=1,recompute=full,zero=1");
+  Fixture megatron("tp=2,pp=2,mbs=1,recompute=full,zero=1", Engine::kMegatron);
+  const MemoryBreakdown& g = generic.plan.stages[0].memory;
+  const MemoryBreakdown& m = megatron.plan.stages[0].memory;
+  EXPECT_NEAR(m.gradients, 2 * g.gradients, 1e-6 * g.gradients);
+  EXPECT_NEAR(m.weights, g.weights, 1e-6 * g.weights);
+  // ZeRO-2/3 are not Megatron's: a pin asking for them names the stages it runs.
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kMegatron;
+  o.pins = parse_pins("zero=3");
+  try {
+    Planner(generic.model, generic.cluster, o).plan();
+    FAIL() << "zero=3 planned for Megatron-LM";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("allowed: 0, 1"), std::string::npos) << e.what();
+  }
+}
+
+/// DeepSpeed config keys (deepspeed/runtime/config.py, runtime/zero/config.py,
+/// runtime/activation_checkpointing/config.py, v0.16) the export may emit.
+TEST(PlanExport, DeepSpeedKeysAreDeepSpeeds) {
+  const std::map<std::string, std::vector<std::string>> accepted = {
+      {"", {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
+            "zero_optimization", "pipeline", "tensor_parallel", "activation_checkpointing"}},
+      {"bf16", {"enabled"}},
+      {"fp16", {"enabled"}},
+      {"zero_optimization", {"stage", "overlap_comm", "contiguous_gradients"}},
+      {"pipeline", {"stages", "partition", "seed_layers", "activation_checkpoint_interval"}},
+      {"tensor_parallel", {"autotp_size"}},
+      {"activation_checkpointing",
+       {"partition_activations", "contiguous_memory_optimization", "number_checkpoints", "cpu_checkpointing"}}};
+  for (const char* pins : {"tp=2,pp=2,mbs=2,recompute=full,zero=1", "tp=2,pp=1,mbs=1,recompute=selective,zero=3",
+                           "tp=1,pp=4,mbs=1,recompute=none,zero=0"}) {
+    Fixture f(pins, Engine::kDeepSpeed);
+    auto j = nlohmann::json::parse(export_deepspeed(f.plan, f.model, 64));
+    SCOPED_TRACE(std::string(pins) + ": " + j.dump());
+    for (auto& [k, v] : j.items()) {
+      const auto& top = accepted.at("");
+      EXPECT_NE(std::find(top.begin(), top.end(), k), top.end()) << "DeepSpeed has no key " << k;
+      if (!v.is_object()) continue;
+      ASSERT_TRUE(accepted.count(k)) << k;
+      for (auto& [kk, vv] : v.items())
+        EXPECT_NE(std::find(accepted.at(k).begin(), accepted.at(k).end(), kk), accepted.at(k).end()) << k << "." << kk;
+    }
+    // What DeepSpeed checks: batch = micro x accumulation x (world / (tp x pp)); its pipeline runs ZeRO 0-1 only.
+    EXPECT_EQ(j["train_batch_size"].get<int64_t>(), j["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                                                        j["gradient_accumulation_steps"].get<int64_t>() *
+                                                        (16 / (f.plan.config.tp * f.plan.config.pp)));
+    EXPECT_EQ(j["train_batch_size"], 64);
+    if (j.contains("pipeline")) EXPECT_LE(j["zero_optimization"]["stage"].get<int>(), 1);
+  }
+  // A pipelined plan with ZeRO-2 is not planned for DeepSpeed.
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kDeepSpeed;
+  o.pins = parse_pins("pp=2,zero=2");
+  const Fixture f("");
+  EXPECT_THROW(Planner(f.model, f.cluster, o).plan(), SpecError);
+}
+
+/// torchtitan v0.1.0 JobConfig sections and fields (torchtitan/config_manager.py) the export may emit.
+TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
+  const std::map<std::string, std::vector<std::string>> accepted = {
+      {"model", {"name", "flavor", "tokenizer_path"}},
+      {"parallelism",
+       {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
+        "tensor_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
+        "pipeline_parallel_microbatch_size", "pipeline_parallel_layers_per_stage", "context_parallel_degree"}},
+      {"training", {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
+                    "mixed_precision_reduce", "steps"}},
+      {"activation_checkpoint", {"mode", "selective_ac_option"}}};
+  const ModelGraph m = parse_model_spec("llama3-8b");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:4");
+  for (const char* pins : {"tp=2,pp=4,mbs=1,schedule=interleaved,v=2,recompute=full,zero=3", "tp=4,pp=1,zero=0",
+                           "tp=8,pp=2,zero=2,recompute=selective"}) {
+    PlannerOptions o;
+    o.global_batch = 64;
+    o.engine = Engine::kTorchtitan;
+    o.pins = parse_pins(pins);
+    const Plan plan = Planner(m, c, o).plan();
+    std::vector<std::string> warnings;
+    const std::string text = export_torchtitan(plan, m, 64, &warnings);
+    SCOPED_TRACE(std::string(pins) + ":\n" + text);
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    auto t = parse_toml(text);
+    for (const auto& [key, value] : t) {
+      const std::string section = key.substr(0, key.find('.')), field = key.substr(key.find('.') + 1);
+      ASSERT_TRUE(accepted.count(section)) << "torchtitan has no section [" << section << "]";
+      EXPECT_NE(std::find(accepted.at(section).begin(), accepted.at(section).end(), field),
+                accepted.at(section).end())
+          << "torchtitan has no " << key;
+    }
+    EXPECT_EQ(t["model.name"], "llama3");
+    EXPECT_EQ(t["model.flavor"], "8B");
+    if (plan.config.schedule == Schedule::kInterleaved)
+      EXPECT_EQ(t["parallelism.pipeline_parallel_layers_per_stage"], "4");  // 32 blocks / (pp 4 x v 2)
+    // global = local x dp (x accumulation when pp = 1).
+    const int64_t local = std::stoll(t["training.local_batch_size"]);
+    EXPECT_EQ(64 % (local * plan.config.dp), 0);
+  }
 }
 
 TEST(PlanJson, HasTheDocumentedKeys) {

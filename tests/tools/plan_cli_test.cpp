@@ -84,12 +84,36 @@ TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
   EXPECT_EQ(ds["pipeline"]["stages"], 2);
   EXPECT_EQ(ds["zero_optimization"]["stage"], 1);
 
-  auto t = run(std::string("plan ") + kSmall + fix + " --export torchtitan");
+  // torchtitan has no ZeRO-1: the pin is refused naming the stages it runs; ZeRO-3 (FSDP) plans.
+  auto bad = run(std::string("plan ") + kSmall + fix + " --export torchtitan");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("allowed: 0, 2, 3"), std::string::npos) << bad.err;
+  const std::string fix3 = " --global-batch 64 --fix tp=2,pp=2,mbs=2,recompute=full,zero=3 --db " + db();
+  auto t = run(std::string("plan ") + kSmall + fix3 + " --export torchtitan");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("tensor_parallel_degree = 2\n"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("pipeline_parallel_degree = 2\n"), std::string::npos);
   EXPECT_NE(t.out.find("pipeline_parallel_microbatch_size = 2\n"), std::string::npos);
   EXPECT_NE(t.out.find("mode = \"full\"\n"), std::string::npos);
+}
+
+TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
+  auto r = run(std::string("plan ") + kSmall + " --global-batch 64 --fix tp=2,pp=2 --attention unfused --json --db " + db());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["attention"], "unfused");
+  const double t = j["iteration_time_s"].get<double>();
+  for (const auto& st : j["stages"]) {
+    double sum = 0;
+    for (auto& [k, v] : st["time_breakdown"].items())
+      if (k != "total_s") sum += v.get<double>();
+    EXPECT_NEAR(sum, t, 1e-9 * t);
+  }
+  EXPECT_NEAR(j["time_breakdown"]["total_s"].get<double>(), t, 1e-9 * t);
+  auto bad = run(std::string("plan ") + kSmall + " --attention xformers --db " + db());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--attention xformers is unknown; allowed: auto, flash, unfused"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
