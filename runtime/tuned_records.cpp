@@ -4,6 +4,9 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -31,30 +34,49 @@ bool current(const std::string& name, const std::string& version) {
   return !v.empty() && v == version;
 }
 
+/// Configs kept per (workload, device, template): the best few, so that a caller whose output type
+/// differs from the best config's (an f16 GEMM writing f16 where the fastest wrote f32) still finds one.
+constexpr size_t kConfigsPerGroup = 8;
+
 TunedRecords from_database(const std::string& path) {
   db::TuningDb store = db::TuningDb::open_existing(path);
   db::QueryFilter f;
   f.ok_only = true;
   TunedRecords out;
-  for (const auto& r : store.best_per_workload(f)) {
+  // (workload, device, template, config) -> its record with the mean of its ok measurements.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<TunedRecord, int>> configs;
+  for (const auto& r : store.history(f)) {
     if (!current(r.template_name, r.template_hash)) {
       ++out.stale;
       continue;
     }
-    TunedRecord t;
-    t.op = r.workload.op;
-    t.shape = r.workload.shape;
-    t.dtype = r.workload.dtype;
-    t.template_name = r.template_name;
-    t.config_json = r.trial.config_json;
-    t.time_ms = r.mean_time_ms > 0 ? r.mean_time_ms : r.trial.time_ms;
-    t.estimate = r.trial.estimate;
-    t.device_name = r.device_name;
-    t.device_simulated = r.device_simulated;
-    t.cc_major = r.device_cc_major;
-    t.cc_minor = r.device_cc_minor;
-    t.sm_count = r.device_sm_count;
-    out.records.push_back(std::move(t));
+    const std::string workload = r.workload.op + " " + r.workload.shape + " " + r.workload.dtype;
+    auto [it, fresh] = configs.try_emplace({workload, r.device_name, r.template_name, r.trial.config_json});
+    auto& [t, n] = it->second;
+    if (fresh) {
+      t.op = r.workload.op;
+      t.shape = r.workload.shape;
+      t.dtype = r.workload.dtype;
+      t.template_name = r.template_name;
+      t.config_json = r.trial.config_json;
+      t.estimate = r.trial.estimate;
+      t.device_name = r.device_name;
+      t.device_simulated = r.device_simulated;
+      t.cc_major = r.device_cc_major;
+      t.cc_minor = r.device_cc_minor;
+      t.sm_count = r.device_sm_count;
+    }
+    t.time_ms = (t.time_ms * n + r.trial.time_ms) / (n + 1);
+    ++n;
+  }
+  // Rank each group's configs by mean time and keep the best few.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const TunedRecord*>> groups;
+  for (const auto& [key, value] : configs)
+    groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value.first);
+  for (auto& [key, members] : groups) {
+    std::stable_sort(members.begin(), members.end(),
+                     [](const TunedRecord* a, const TunedRecord* b) { return a->time_ms < b->time_ms; });
+    for (size_t i = 0; i < members.size() && i < kConfigsPerGroup; ++i) out.records.push_back(*members[i]);
   }
   return out;
 }

@@ -2,7 +2,8 @@
 //   jsonl  one "tuner-records/1" record per line: the fields of `query --json` plus what `tuner import`
 //          needs to rebuild the record exactly (device identity, started_at); every trial the filter matches
 //   csv    a header row and one row per trial, in the style of CUTLASS's profiler CSV (RFC 4180 quoting)
-//   best   one "tuner-best/1" JSON document: the best config per workload x device x template, for deployment
+//   best   one "tuner-best/1" JSON document: the best config per workload x device x template, for deployment,
+//          and the best writing the workload's own output type where the fastest writes another (best_configs.h)
 // The store's ResultRow carries only part of a device's identity (no memory size, driver or NVRTC
 // version), so the full identity of each trial's device is read here with one read-only SELECT.
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "db/sqlite_handle.h"
+#include "tools/best_configs.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tools/version.h"
@@ -109,17 +111,18 @@ std::string csv(const std::vector<db::ResultRow>& rows) {
   return out;
 }
 
-std::string best_document(const std::vector<db::ResultRow>& rows,
+std::string best_document(const std::vector<BestConfig>& best,
                           const std::map<int64_t, db::DeviceIdentity>& devices) {
   nlohmann::ordered_json doc;
   doc["format"] = kBestFormat;
   doc["producer"] = std::string("tuner ") + kProgramVersion;
   doc["entries"] = nlohmann::ordered_json::array();
-  for (const auto& r : rows) {
+  for (const auto& [r, output_dtype] : best) {
     const auto& t = r.trial;
     doc["entries"].push_back({{"op", r.workload.op},
                               {"shape", r.workload.shape},
                               {"dtype", r.workload.dtype},
+                              {"output_dtype", output_dtype},
                               {"template", r.template_name},
                               {"template_version", r.template_hash},
                               {"config", nlohmann::ordered_json::parse(t.config_json)},
@@ -168,7 +171,7 @@ int export_command(const std::vector<std::string>& args) {
   const RecordFilter rf = build_record_filter(fo, *db);
   std::string text;
   if (format == "best") {
-    text = best_document(run_best_per_workload(*db, rf), trial_devices(db_path));
+    text = best_document(best_configs(*db, rf), trial_devices(db_path));
   } else {
     const auto rows = run_history(*db, rf);
     text = format == "csv" ? csv(rows) : jsonl(rows, trial_devices(db_path));

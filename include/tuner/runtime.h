@@ -114,7 +114,8 @@ class TUNER_API Runtime {
 
   /// The device configs are looked up for: the recorded name (named device) or the GPU's name.
   const std::string& device() const noexcept;
-  /// Number of usable records read from the source (ok trials of current template versions).
+  /// Usable configs read from the source (current template versions): from a database the best 8 per
+  /// workload, device and template; from a best-configs file its entries.
   int64_t records() const noexcept;
 
   /// Chooses the config for a problem (nothing is compiled).

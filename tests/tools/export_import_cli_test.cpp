@@ -182,6 +182,7 @@ TEST_F(ExportImport, BestIsAVersionedDocumentOfWhatQueryBestShows) {
   for (const char* key : {"op", "shape", "dtype", "template", "template_version", "config", "time_ms",
                           "mean_time_ms", "measurements", "gflops", "estimate"})
     EXPECT_EQ(entry[key], best[0][key]) << key;
+  EXPECT_EQ(entry["output_dtype"], "f32");  // gemm_f32_simt writes f32: no second entry
   EXPECT_EQ(entry["device"]["name"], "sim:h100-sxm");
   EXPECT_EQ(entry["device"]["sm_count"], 132);
   EXPECT_EQ(entry["device"]["simulated"], true);
