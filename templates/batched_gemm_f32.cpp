@@ -1,5 +1,7 @@
 #include "templates/batched_gemm_f32.h"
 
+#include "templates/kernel_files.h"
+
 namespace tuner::templates {
 
 namespace {
@@ -13,7 +15,8 @@ Workload one_batch(const Workload& w) {
 }  // namespace
 
 std::string BatchedGemmF32Template::source_text() const {
-  return gemm_f32_template_text() + gemm_f32_batched_source(GemmTiling{}) + gemm_f32_batched_reference_source();
+  // gemm_f32's kernel files, and the BATCHED define that makes them the batched kernels.
+  return kernel_files_text({"gemm_f32.cuh", "gemm_f32_reference.cuh"}) + "#define BATCHED 1\n";
 }
 
 std::optional<std::string> BatchedGemmF32Template::unsupported(const Workload& w) const {

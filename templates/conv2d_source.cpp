@@ -1,212 +1,24 @@
 #include "templates/conv2d_source.h"
 
-#include <string_view>
-
-#include "templates/element_source.h"
-#include "templates/output_tile_source.h"
+#include "templates/kernel_files.h"
 
 namespace tuner::templates {
-namespace {
-
-constexpr std::string_view kConstants = R"cuda(
-// ---- tiling, baked in at generation time ----
-constexpr int kBM = @BM@, kBN = @BN@;  // block tile: output pixels x filters
-constexpr int kTM = @TM@, kTN = @TN@;  // per-thread register tile
-constexpr int kBK = @BK@;              // taps per shared slab
-constexpr int kStages = @STAGES@;      // 1 or 2
-)cuda";
-
-constexpr std::string_view kBody = R"cuda(
-constexpr int kTY = kBM / kTM, kTX = kBN / kTN;
-constexpr int kThreads = kTY * kTX;
-constexpr int kALoads = (kBM * kBK + kThreads - 1) / kThreads;
-constexpr int kBLoads = (kBK * kBN + kThreads - 1) / kThreads;
-static_assert(kBM % kTM == 0 && kBN % kTN == 0, "tiles divide");
-static_assert(kStages == 1 || kStages == 2, "stages 1 or 2");
-
-struct ConvShape {
-  int N, H, W, C, K, R, S, stride, pad, dilation, P, Q;
-  int M, KG;  // GEMM-M = N*P*Q, GEMM-K = R*S*C
-};
-
-// A slab: element e = m_local * kBK + k_local -> input pixel of output m at tap k (0 outside the image).
-__device__ __forceinline__ void gather_a(const elem_t* __restrict__ X, const ConvShape& s, int row0, int k0,
-                                         float (&ra)[kALoads]) {
-#pragma unroll
-  for (int i = 0; i < kALoads; ++i) {
-    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
-    float v = 0.0f;
-    if (e < kBM * kBK) {
-      const int m = row0 + e / kBK, k = k0 + e % kBK;
-      if (m < s.M && k < s.KG) {
-        const int n = m / (s.P * s.Q), pq = m % (s.P * s.Q);
-        const int p = pq / s.Q, q = pq % s.Q;
-        const int r = k / (s.S * s.C), sc = k % (s.S * s.C);
-        const int ss = sc / s.C, c = sc % s.C;
-        const int h = p * s.stride - s.pad + r * s.dilation;
-        const int w = q * s.stride - s.pad + ss * s.dilation;
-        if (h >= 0 && h < s.H && w >= 0 && w < s.W)
-          v = to_float(X[((static_cast<size_t>(n) * s.H + h) * s.W + w) * s.C + c]);
-      }
-    }
-    ra[i] = v;
-  }
-}
-
-// B slab: element e = n_local * kBK + k_local -> filter n at tap k (KRSC rows are contiguous in k).
-__device__ __forceinline__ void gather_b(const elem_t* __restrict__ F, const ConvShape& s, int col0, int k0,
-                                         float (&rb)[kBLoads]) {
-#pragma unroll
-  for (int i = 0; i < kBLoads; ++i) {
-    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
-    float v = 0.0f;
-    if (e < kBK * kBN) {
-      const int n = col0 + e / kBK, k = k0 + e % kBK;
-      if (n < s.K && k < s.KG) v = to_float(F[static_cast<size_t>(n) * s.KG + k]);
-    }
-    rb[i] = v;
-  }
-}
-
-// Registers -> shared: As[k][m], Bs[k][n].
-__device__ __forceinline__ void store_slab(float* as, float* bs, const float (&ra)[kALoads], const float (&rb)[kBLoads]) {
-#pragma unroll
-  for (int i = 0; i < kALoads; ++i) {
-    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (e < kBM * kBK) as[(e % kBK) * kBM + e / kBK] = ra[i];
-  }
-#pragma unroll
-  for (int i = 0; i < kBLoads; ++i) {
-    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (e < kBK * kBN) bs[(e % kBK) * kBN + e / kBK] = rb[i];
-  }
-}
-
-__device__ __forceinline__ void compute_slab(const float* as, const float* bs, int ty, int tx, float (&acc)[kTM][kTN]) {
-#pragma unroll
-  for (int kk = 0; kk < kBK; ++kk) {
-    float a[kTM], b[kTN];
-#pragma unroll
-    for (int i = 0; i < kTM; ++i) a[i] = as[kk * kBM + ty + i * kTY];
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) b[j] = bs[kk * kBN + tx + j * kTX];
-#pragma unroll
-    for (int i = 0; i < kTM; ++i)
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads)
-conv2d_igemm(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t* __restrict__ Y, int N, int H, int W,
-             int C, int K, int R, int S, int stride, int pad, int dilation, int P, int Q) {
-  extern __shared__ float4 conv2d_smem[];  // kStages A slabs, then kStages B slabs
-  float* const as_base = reinterpret_cast<float*>(conv2d_smem);
-  float* const bs_base = as_base + kStages * kBK * kBM;
-  const ConvShape s{N, H, W, C, K, R, S, stride, pad, dilation, P, Q, N * P * Q, R * S * C};
-  const int grid_m = (s.M + kBM - 1) / kBM;
-  // Consecutive blocks share a filter tile (B stays in L2) and sweep output pixels.
-  const int block_row = static_cast<int>(blockIdx.x) % grid_m;
-  const int block_col = static_cast<int>(blockIdx.x) / grid_m;
-  const int row0 = block_row * kBM, col0 = block_col * kBN;
-  const int tx = static_cast<int>(threadIdx.x) % kTX, ty = static_cast<int>(threadIdx.x) / kTX;
-  float acc[kTM][kTN];
-#pragma unroll
-  for (int i = 0; i < kTM; ++i)
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) acc[i][j] = 0.0f;
-  float ra[kALoads], rb[kBLoads];
-  const int k_tiles = (s.KG + kBK - 1) / kBK;
-  if constexpr (kStages == 2) {
-    gather_a(X, s, row0, 0, ra);
-    gather_b(F, s, col0, 0, rb);
-    store_slab(as_base, bs_base, ra, rb);
-    __syncthreads();
-    for (int t = 0; t < k_tiles; ++t) {
-      const int cur = t & 1;
-      const bool has_next = t + 1 < k_tiles;
-      if (has_next) {
-        gather_a(X, s, row0, (t + 1) * kBK, ra);
-        gather_b(F, s, col0, (t + 1) * kBK, rb);
-      }
-      compute_slab(as_base + cur * kBK * kBM, bs_base + cur * kBK * kBN, ty, tx, acc);
-      if (has_next) store_slab(as_base + (cur ^ 1) * kBK * kBM, bs_base + (cur ^ 1) * kBK * kBN, ra, rb);
-      __syncthreads();
-    }
-  } else {
-    for (int t = 0; t < k_tiles; ++t) {
-      gather_a(X, s, row0, t * kBK, ra);
-      gather_b(F, s, col0, t * kBK, rb);
-      store_slab(as_base, bs_base, ra, rb);
-      __syncthreads();
-      compute_slab(as_base, bs_base, ty, tx, acc);
-      __syncthreads();
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-    const int m = row0 + ty + i * kTY;
-    if (m >= s.M) continue;
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const int n = col0 + tx + j * kTX;
-      if (n < s.K) Y[static_cast<size_t>(m) * s.K + n] = from_float(acc[i][j]);
-    }
-  }
-}
-)cuda";
-
-constexpr std::string_view kReference = R"cuda(
-extern "C" __global__ void conv2d_reference(const elem_t* X, const elem_t* F, elem_t* Y, int N, int H, int W, int C,
-                                            int K, int R, int S, int stride, int pad, int dilation, int P, int Q) {
-  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const long long m = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * blockDim.y + threadIdx.y;
-  if (k >= K || m >= static_cast<long long>(N) * P * Q) return;
-  const int n = static_cast<int>(m / (static_cast<long long>(P) * Q));
-  const int pq = static_cast<int>(m % (static_cast<long long>(P) * Q));
-  const int p = pq / Q, q = pq % Q;
-  double acc = 0.0;
-  for (int r = 0; r < R; ++r)
-    for (int s = 0; s < S; ++s) {
-      const int h = p * stride - pad + r * dilation, w = q * stride - pad + s * dilation;
-      if (h < 0 || h >= H || w < 0 || w >= W) continue;
-      for (int c = 0; c < C; ++c)
-        acc += static_cast<double>(to_float(X[((static_cast<size_t>(n) * H + h) * W + w) * C + c])) *
-               static_cast<double>(to_float(F[((static_cast<size_t>(k) * R + r) * S + s) * C + c]));
-    }
-  Y[static_cast<size_t>(m) * K + k] = from_float(static_cast<float>(acc));
-}
-)cuda";
-
-}  // namespace
 
 int conv_threads(const ConvTiling& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 int conv_shared_bytes(const ConvTiling& t) { return t.stages * t.bk * (t.bm + t.bn) * 4; }
 
 std::string conv2d_source(const ConvTiling& t) {
-  std::string constants(kConstants);
-  replace_all(constants, "@BM@", std::to_string(t.bm));
-  replace_all(constants, "@BN@", std::to_string(t.bn));
-  replace_all(constants, "@TM@", std::to_string(t.tm));
-  replace_all(constants, "@TN@", std::to_string(t.tn));
-  replace_all(constants, "@BK@", std::to_string(t.bk));
-  replace_all(constants, "@STAGES@", std::to_string(t.stages));
-  std::string out = "// conv2d_igemm: implicit-GEMM conv2d (NHWC, KRSC), generated by tuner::templates::conv2d_source().\n";
-  out += element_source(t.dtype);
-  out.append(constants).append(kBody);
-  return out;
+  KernelSource s("conv2d.cuh", "conv2d_igemm: implicit-GEMM conv2d (NHWC, KRSC); one tiling.");
+  s.element(t.dtype);
+  s.define("BM", t.bm).define("BN", t.bn).define("TM", t.tm).define("TN", t.tn).define("BK", t.bk);
+  s.define("STAGES", t.stages);
+  return s.str();
 }
 
 std::string conv2d_reference_source(DType d) {
-  std::string out = "// conv2d_reference\n" + element_source(d);
-  out.append(kReference);
-  return out;
+  return KernelSource("conv2d_reference.cuh", "conv2d_reference: direct, double accumulation.").element(d).str();
 }
 
-std::string conv2d_template_text() {
-  std::string out = element_source_text();
-  out.append(kConstants).append(kBody).append(kReference);
-  return out;
-}
+std::string conv2d_template_text() { return kernel_files_text({"conv2d.cuh", "conv2d_reference.cuh"}); }
 
 }  // namespace tuner::templates

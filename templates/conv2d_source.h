@@ -1,12 +1,12 @@
-// CUDA source generator for the conv2d forward template (NHWC input, KRSC
+// The C++ side of the conv2d forward template (NHWC input, KRSC
 // filter, NPQK output; any stride, padding and dilation) as an implicit GEMM
 // on CUDA cores: GEMM-M = N·P·Q output pixels, GEMM-N = K filters, GEMM-K =
 // R·S·C taps; A is gathered from the input on the fly (zero outside the image),
 // B is the filter read along R·S·C. fp32 accumulation for every dtype.
 //
-// This file turns a ConvTiling into a self-contained translation unit (no
-// #include) and provides the reference kernel (one thread per output, double
-// accumulation). Legality of tilings is decided by conv2d.h's constraints.
+// The kernel is templates/kernels/conv2d.cuh, its reference (one thread per
+// output, double accumulation) conv2d_reference.cuh; this file turns a
+// ConvTiling into their #define macros (templates/kernel_files.h). Legality of tilings is decided by conv2d.h's constraints.
 //
 // Kernel contract:
 //   conv2d_igemm(const elem_t* X, const elem_t* F, elem_t* Y, int N, int H, int W, int C, int K, int R, int S,

@@ -1,5 +1,7 @@
 #include "templates/conv2d_tc.h"
 
+#include "templates/kernel_files.h"
+
 #include <algorithm>
 
 #include "templates/conv2d.h"
@@ -55,7 +57,9 @@ std::vector<search::Constraint> constraints(const DeviceLimits& limits) {
 
 }  // namespace
 
-std::string Conv2dTcTemplate::source_text() const { return conv2d_tc_template_text() + conv2d_reference_source(DType::kF16); }
+std::string Conv2dTcTemplate::source_text() const {
+  return kernel_files_text({"conv2d_tc.cuh", "conv2d_reference.cuh"});
+}
 
 std::optional<std::string> Conv2dTcTemplate::unsupported(const Workload& w) const { return Conv2dTemplate().unsupported(w); }
 

@@ -1,8 +1,8 @@
-// CUDA source generator for the tensor-core conv2d forward template
+// The C++ side of the tensor-core conv2d (templates/kernels/conv2d_tc.cuh) forward template
 // (conv2d_igemm_tc; f16/bf16 NHWC input, KRSC filter, NPQK output in the
 // input type, fp32 accumulation on mma.sync.m16n8k16): an implicit GEMM
 // (GEMM-M = N·P·Q, GEMM-N = K, GEMM-K = R·S·C) with the gemm_tc machinery
-// (tc_ptx_helpers_source: cp.async pipeline, XOR-swizzled tiles, ldmatrix).
+// (templates/kernels/tc_ptx.cuh: cp.async pipeline, XOR-swizzled tiles, ldmatrix).
 //
 // Kernel contract: the arguments of conv2d_igemm (conv2d_source.h), so the
 // same reference kernel checks it. grid = ceil(N·P·Q/bm) · ceil(K/bn) blocks,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "templates/kernel_files.h"
+
 namespace tuner::templates {
 
 namespace {
@@ -97,7 +99,9 @@ std::optional<std::string> GemmF32Template::unsupported(const Workload& w) const
   return std::nullopt;
 }
 
-std::string GemmF32Template::source_text() const { return gemm_f32_template_text() + gemm_f32_reference_source(); }
+std::string GemmF32Template::source_text() const {
+  return kernel_files_text({"gemm_f32.cuh", "gemm_f32_reference.cuh"});
+}
 
 search::ConfigSpace GemmF32Template::space(const Workload&, const DeviceLimits& limits) const {
   return search::ConfigSpace(gemm_knobs(false), gemm_constraints(limits));

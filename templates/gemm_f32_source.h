@@ -1,10 +1,11 @@
-// CUDA C++ source generator for the fp32 SIMT GEMM kernel template.
+// The C++ side of the fp32 SIMT GEMM kernel template (the kernel is
+// templates/kernels/gemm_f32.cuh, its reference gemm_f32_reference.cuh).
 //
 // This file is responsible for turning a GemmTiling (block tile, register
 // tile, k-slab depth, global vector width, shared-memory stages, padding and
-// block rasterization) into a complete, self-contained CUDA C++ translation
-// unit that NVRTC compiles with only `-std=c++17 --gpu-architecture=sm_XX`,
-// plus the naive reference kernel used to check results, and the small pieces
+// block rasterization) into the #define macros of the kernel file (the source
+// NVRTC compiles: templates/kernel_files.h), the same for the naive reference
+// kernel used to check results, and the small pieces
 // of arithmetic (threads per block, dynamic shared-memory bytes) a launcher
 // needs. It is NOT responsible for deciding which tilings are legal (the search
 // space's constraint list does that; the exact divisibility the kernel needs is
@@ -74,9 +75,9 @@ inline constexpr const char* kGemmReferenceKernelName = "gemm_f32_reference";
 /// gridDim = (ceil(N/16), ceil(M/16)).
 inline constexpr int kGemmReferenceBlockDim = 16;
 
-/// Complete CUDA C++ source of gemm_f32 for tiling `t` (constants baked in as
-/// constexpr ints at the top). No #include; compiles under NVRTC with only
-/// -std=c++17 --gpu-architecture=sm_XX, and under nvcc.
+/// Source of gemm_f32 for tiling `t`: the tiling as #define macros and
+/// `#include "gemm_f32.cuh"` (templates/kernel_files.h); NVRTC compiles it with
+/// the kernel files as named headers, nvcc with -I templates/kernels.
 std::string gemm_f32_source(const GemmTiling& t);
 
 /// Source of the naive reference kernel gemm_f32_reference(A, B, C, M, N, K):
@@ -101,8 +102,7 @@ int gemm_threads(const GemmTiling& t);
 /// stages * bk * ((bm+pad) + (bn+pad)) * sizeof(float).
 size_t gemm_shared_bytes(const GemmTiling& t);
 
-/// The generator's fixed text (every string piece that makes up gemm_f32,
-/// with placeholders where the tiling's values go), independent of the
+/// The text of gemm_f32.cuh and the files it includes, independent of the
 /// tiling; hash it to version the template. Does not include the reference.
 std::string gemm_f32_template_text();
 

@@ -1,11 +1,11 @@
-// CUDA source generator for the tensor-core GEMM template (gemm_tc_mma):
+// The C++ side of the tensor-core GEMM template (gemm_tc_mma):
 // C = A·B with A [M x K] and B [K x N] row-major in f16 or bf16, fp32
 // accumulation on mma.sync.aligned.m16n8k16, C in the input type or fp32;
 // optionally batched (packed strided batches, the batch in blockIdx.z).
 //
-// This file turns a TcTiling into a self-contained translation unit (no
-// #include; inline PTX for ldmatrix, mma, cp.async) and provides the
-// reference kernel (double accumulation). Legality of tilings is decided by
+// The kernel is templates/kernels/gemm_tc.cuh (inline PTX for ldmatrix, mma,
+// cp.async in tc_ptx.cuh), its reference gemm_tc_reference.cuh; this file turns
+// a TcTiling into their #define macros (templates/kernel_files.h). Legality of tilings is decided by
 // gemm_tc.h's constraints; compiling and launching is the tuner's job.
 //
 // Kernel contract:
@@ -62,11 +62,5 @@ std::string gemm_tc_source(const TcTiling& t);
 /// Reference: one thread per C element, double accumulation, grid (ceil(N/16), ceil(M/16), batch).
 std::string gemm_tc_reference_source(DType d, bool out_f32);
 std::string gemm_tc_template_text();
-
-/// The inline-PTX helpers of the tensor-core kernels, shared with conv2d_tc: 32-bit shared
-/// addresses, the XOR swizzle swz(row, chunk, chunks_per_row), cp.async (16 bytes, zero-fill),
-/// guarded 16-byte chunk loads, st.shared, ldmatrix (x4, x4.trans), mma.m16n8k16 (bf16 when the
-/// source defines kBf16 true, else f16) and ld.global.cg. Needs elem_t and kBf16 defined first.
-std::string tc_ptx_helpers_source();
 
 }  // namespace tuner::templates

@@ -1,4 +1,5 @@
-// CUDA source generator for the Hopper GEMM template (gemm_tc_wgmma, sm_90a):
+// The C++ side of the Hopper GEMM template (gemm_tc_wgmma, sm_90a; the kernel
+// is templates/kernels/gemm_wgmma.cuh, configured by #define macros):
 // C = A·B with A [M x K] and B [K x N] row-major in f16 or bf16, fp32
 // accumulation on wgmma.mma_async, C in the input type or fp32; optionally
 // batched (packed strided batches, the batch in blockIdx.z).

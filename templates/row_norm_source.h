@@ -1,10 +1,12 @@
-// CUDA source generator for the row-wise normalization templates: softmax
+// The C++ side of the row-wise normalization templates: softmax
 // (y = exp(x - max) / sum exp(x - max) over each row) and layernorm
 // (y = (x - mean) / sqrt(var + 1e-5) * gamma + beta over each row), both on
 // row-major [rows x cols] matrices of f32, f16 or bf16 with fp32 arithmetic.
 //
-// This file turns a RowTiling into a self-contained translation unit (no
-// #include) and provides the reference kernels (double accumulation). It does
+// The kernels are templates/kernels/softmax_rows.cuh and layernorm_rows.cuh
+// (row_norm.cuh shared), the references softmax_reference.cuh and
+// layernorm_reference.cuh; this file turns a RowTiling into their #define
+// macros (templates/kernel_files.h). It does
 // not decide which tilings are legal (row_norm.h's constraints do), nor
 // compile or launch anything.
 //

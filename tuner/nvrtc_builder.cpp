@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "templates/kernel_files.h"
 #include "tuner/compile_cache.h"
 
 #ifndef TUNER_CUDA_HOME
@@ -43,6 +44,24 @@ std::string program_log(nvrtcProgram program) {
 void append_line(std::string& log, const std::string& line) {
   if (!log.empty() && log.back() != '\n') log += '\n';
   log += line;
+}
+
+// The kernel files (templates/kernels/*.cuh) as NVRTC named headers: names and texts, in one order.
+struct NamedHeaders {
+  std::vector<const char*> names;
+  std::vector<const char*> texts;
+};
+
+const NamedHeaders& kernel_headers() {
+  static const NamedHeaders headers = [] {
+    NamedHeaders h;
+    for (const auto& f : templates::kernel_files()) {
+      h.names.push_back(f.name);
+      h.texts.push_back(f.text);
+    }
+    return h;
+  }();
+  return headers;
 }
 
 CompileResult failure(CompileResult result, const std::string& message) {
@@ -109,7 +128,11 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
   CompileResult result;
   nvrtcProgram raw = nullptr;
   const std::string name = (request.kernel_name.empty() ? std::string("kernel") : request.kernel_name) + ".cu";
-  if (auto err = check(nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(), 0, nullptr, nullptr),
+  // Every kernel file is a named header: a template's source is its defines and one #include.
+  const NamedHeaders& headers = kernel_headers();
+  if (auto err = check(nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(),
+                                          static_cast<int>(headers.names.size()), headers.texts.data(),
+                                          headers.names.data()),
                        "nvrtcCreateProgram"))
     return failure(std::move(result), *err);
   Program program(raw);

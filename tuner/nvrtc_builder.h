@@ -2,7 +2,10 @@
 // architecture into a cubin with NVRTC, and reports the kernel's resource
 // usage as read from that cubin (cubin_info.h). It is responsible for the
 // NVRTC program lifetime, the option list, the compile log, timing, and
-// consulting an optional on-disk CompileCache. It is not responsible for
+// consulting an optional on-disk CompileCache, and handing NVRTC the kernel
+// files of templates/kernels/ as named headers (templates/kernel_files.h: a
+// source includes them by name, and names their hashes in a comment so the
+// cache key follows their text). It is not responsible for
 // loading or launching the cubin (the measurement worker does that with the
 // driver API), for generating sources (templates/), or for parallelism
 // (compile_pool.h). This is the only place in the project that includes

@@ -4,7 +4,7 @@
 // checks that nothing outside the outputs was written without copying
 // buffers to the host (at 8192^3 a host round trip of every input and output
 // cost seconds per config). The kernels come as CUDA source for one element
-// type (templates/element_source.h), compiled by NVRTC once per worker and
+// type (templates/kernels/runner_kernels.cuh and element.cuh), compiled by NVRTC once per worker and
 // dtype (through the on-disk cache):
 //
 //   fill_uniform(elem_t* p, unsigned long long n, unsigned long long seed, unsigned buffer)

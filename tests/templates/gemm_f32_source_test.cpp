@@ -1,5 +1,7 @@
 #include "templates/gemm_f32_source.h"
 
+#include "templates/kernel_files.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,26 +49,25 @@ TEST(GemmF32Source, SharedBytesArithmetic) {
             1088u);
 }
 
-TEST(GemmF32Source, SourceHasKernelSignatureAndBakedConstants) {
+TEST(GemmF32Source, SourceDefinesTheTilingAndIncludesTheKernelFile) {
   const GemmTiling t{.bm = 128, .bn = 64, .tm = 8, .tn = 4, .bk = 32, .vec = 2, .stages = 1, .pad = 4, .group_m = 8};
   const std::string src = gemm_f32_source(t);
-  EXPECT_TRUE(contains(src, "extern \"C\""));
-  EXPECT_TRUE(contains(src, std::string(kGemmKernelName) + "("));
-  EXPECT_TRUE(contains(src, "__launch_bounds__(kThreads"));
-  EXPECT_TRUE(contains(src, "extern __shared__"));
-  EXPECT_TRUE(contains(src, "constexpr int kBM = 128;"));
-  EXPECT_TRUE(contains(src, "constexpr int kBN = 64;"));
-  EXPECT_TRUE(contains(src, "constexpr int kTM = 8;"));
-  EXPECT_TRUE(contains(src, "constexpr int kTN = 4;"));
-  EXPECT_TRUE(contains(src, "constexpr int kBK = 32;"));
-  EXPECT_TRUE(contains(src, "constexpr int kVec = 2;"));
-  EXPECT_TRUE(contains(src, "constexpr int kStages = 1;"));
-  EXPECT_TRUE(contains(src, "constexpr int kPad = 4;"));
-  EXPECT_TRUE(contains(src, "constexpr int kGroupM = 8;"));
-  // Self-contained: no includes, no placeholders left, no static shared arrays.
-  EXPECT_FALSE(contains(src, "#include"));
-  EXPECT_FALSE(contains(src, "@"));
-  EXPECT_FALSE(contains(src, "__shared__ float "));
+  for (const char* d : {"#define BM 128\n", "#define BN 64\n", "#define TM 8\n", "#define TN 4\n", "#define BK 32\n",
+                        "#define VEC 2\n", "#define STAGES 1\n", "#define PAD 4\n", "#define GROUP_M 8\n",
+                        "#define BATCHED 0\n", "#include \"gemm_f32.cuh\"\n"})
+    EXPECT_TRUE(contains(src, d)) << d;
+  // What NVRTC compiles, as one text: the kernel file with its constants taken from the macros.
+  const std::string all = expand_kernel_files(src);
+  EXPECT_TRUE(contains(all, "extern \"C\""));
+  EXPECT_TRUE(contains(all, "#define GEMM_F32_KERNEL " + std::string(kGemmKernelName) + "\n"));
+  EXPECT_TRUE(contains(all, "__launch_bounds__(kThreads"));
+  EXPECT_TRUE(contains(all, "extern __shared__"));
+  EXPECT_TRUE(contains(all, "constexpr int kBM = BM;"));
+  EXPECT_TRUE(contains(all, "constexpr int kGroupM = GROUP_M;"));
+  EXPECT_TRUE(contains(all, "raster_block"));  // output_tile.cuh
+  EXPECT_FALSE(contains(all, "#include \""));
+  EXPECT_FALSE(contains(all, "@BM@")) << "no placeholders of the old string generator";
+  EXPECT_FALSE(contains(all, "__shared__ float "));
 }
 
 TEST(GemmF32Source, DifferentTilingsGiveDifferentSources) {
@@ -84,22 +85,21 @@ TEST(GemmF32Source, DifferentTilingsGiveDifferentSources) {
 TEST(GemmF32Source, TemplateTextIndependentOfTiling) {
   const std::string text = gemm_f32_template_text();
   EXPECT_EQ(text, gemm_f32_template_text());
-  EXPECT_TRUE(contains(text, "@BM@"));
-  EXPECT_TRUE(contains(text, "@GROUP_M@"));
-  // The template text is the source with its values not yet filled in, so
-  // every fixed piece of a generated source appears in it.
-  const std::string src = gemm_f32_source(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8});
+  EXPECT_TRUE(contains(text, "constexpr int kBM = BM;"));
+  EXPECT_TRUE(contains(text, "constexpr int kGroupM = GROUP_M;"));
+  // The template text is the kernel files' text, so every fixed piece of a compiled source appears in it.
+  const std::string src = expand_kernel_files(gemm_f32_source(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8}));
   const size_t body_at = src.find("constexpr int kThreadsN");
   ASSERT_NE(body_at, std::string::npos);
   EXPECT_TRUE(contains(text, src.substr(body_at)));
 }
 
 TEST(GemmF32Source, ReferenceSource) {
-  const std::string ref = gemm_f32_reference_source();
+  const std::string ref = expand_kernel_files(gemm_f32_reference_source());
   EXPECT_TRUE(contains(ref, "extern \"C\""));
-  EXPECT_TRUE(contains(ref, std::string(kGemmReferenceKernelName) + "("));
+  EXPECT_TRUE(contains(ref, "#define GEMM_F32_REFERENCE " + std::string(kGemmReferenceKernelName) + "\n"));
   EXPECT_TRUE(contains(ref, "double acc"));
-  EXPECT_FALSE(contains(ref, "#include"));
+  EXPECT_FALSE(contains(ref, "#include \""));
   EXPECT_FALSE(contains(gemm_f32_template_text(), kGemmReferenceKernelName));
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "templates/batched_gemm_f32.h"
+#include "templates/kernel_files.h"
 #include "templates/registry.h"
 #include "template_checks.h"
 
@@ -85,8 +86,10 @@ TEST(BatchedGemmF32Template, ReusesTheGemmGeneratorWithTheBatchInZ) {
   EXPECT_EQ(k.launch.grid[0], 4u);  // 2 x 2 tiles per batch
   EXPECT_EQ(k.launch.grid[2], 5u);
   EXPECT_EQ(k.buffers[0].elements, 5 * 100 * 33);
-  EXPECT_NE(k.source.find("A += static_cast<size_t>(blockIdx.z) * M * K;"), std::string::npos);
-  EXPECT_NE(k.reference_source.find("gemm_f32_batched_reference"), std::string::npos);
+  EXPECT_NE(k.source.find("#define BATCHED 1\n"), std::string::npos);
+  EXPECT_NE(expand_kernel_files(k.source).find("A += static_cast<size_t>(blockIdx.z) * M * K;"), std::string::npos);
+  EXPECT_NE(expand_kernel_files(k.reference_source).find("#define GEMM_F32_REFERENCE gemm_f32_batched_reference"),
+            std::string::npos);
   EXPECT_DOUBLE_EQ(k.flops, 5 * 2.0 * 100 * 70 * 33);
   EXPECT_EQ(k.profile.blocks, 20);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "templates/kernel_files.h"
 #include "templates/registry.h"
 #include "template_checks.h"
 
@@ -97,9 +98,12 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
     EXPECT_EQ(k.buffers[2].dtype, tl.out_f32 ? DType::kF32 : DType::kBF16);
     EXPECT_TRUE(k.profile.tensor_cores && k.profile.async_mma);
     // The kernel and the reference take the maps between the pointers and the scalars.
-    EXPECT_NE(k.source.find("const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M"),
+    EXPECT_NE(expand_kernel_files(k.source).find(
+                  "const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M"),
               std::string::npos);
-    EXPECT_NE(k.reference_source.find("const TensorMap tmap_a, const TensorMap tmap_b"), std::string::npos);
+    EXPECT_NE(k.reference_source.find("#define TENSOR_MAP_ARGS 1\n"), std::string::npos);
+    EXPECT_NE(expand_kernel_files(k.reference_source).find("const TensorMap tmap_a, const TensorMap tmap_b"),
+              std::string::npos);
   }
 }
 
@@ -110,9 +114,14 @@ TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
     t.bm = 64;
     t.bn = bn;
     t.consumers = 1;
-    const std::string src = gemm_wgmma_source(t);
-    const std::string type = bn == 192 ? "bf16" : "f16";
-    EXPECT_NE(src.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32." + type + "." + type),
+    const std::string config = gemm_wgmma_source(t);
+    const std::string src = expand_kernel_files(config);
+    // wgmma_tile.cuh picks the asm of BN, its operand type by the element define (f16 or bf16).
+    EXPECT_NE(config.find("#define BN " + std::to_string(bn) + "\n"), std::string::npos);
+    EXPECT_EQ(config.find("#define ELEM_BF16 1\n") != std::string::npos, bn == 192);
+    EXPECT_NE(src.find("#if defined(ELEM_BF16)\n#define WGMMA_AB \"bf16\"\n#else\n#define WGMMA_AB \"f16\""),
+              std::string::npos);
+    EXPECT_NE(src.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(bn) + "k16.f32.\" WGMMA_AB \".\" WGMMA_AB"),
               std::string::npos);
     // bn/2 accumulator operands, then the two descriptors and the scale-d predicate's source.
     const std::string last = "%" + std::to_string(bn / 2 - 1) + "}, %" + std::to_string(bn / 2) + ", %" +
@@ -194,12 +203,11 @@ TEST(GemmWgmmaLayout, DescriptorsReadBackWhatTheTmaBoxesWrote) {
   }
   // The generated source carries exactly these strides.
   const std::string src = gemm_wgmma_source(WgmmaTiling{});
-  EXPECT_NE(src.find("kASbo = " + std::to_string(l.a_sbo) + ", kALbo = " + std::to_string(l.a_lbo) + ", kAK16Step = " +
-                     std::to_string(l.a_k16_step) + ", kAM64Step = " + std::to_string(l.a_m64_step)),
-            std::string::npos);
-  EXPECT_NE(src.find("kBSbo = " + std::to_string(l.b_sbo) + ", kBLbo = " + std::to_string(l.b_lbo) +
-                     ", kBK16Step = " + std::to_string(l.b_k16_step)),
-            std::string::npos);
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{
+           {"A_SBO", l.a_sbo}, {"A_LBO", l.a_lbo}, {"A_K16", l.a_k16_step}, {"A_M64", l.a_m64_step},
+           {"B_SBO", l.b_sbo}, {"B_LBO", l.b_lbo}, {"B_K16", l.b_k16_step}})
+    EXPECT_NE(src.find("#define " + name + " " + std::to_string(value) + "\n"), std::string::npos) << name;
+  EXPECT_NE(expand_kernel_files(src).find("constexpr unsigned kASbo = A_SBO, kALbo = A_LBO"), std::string::npos);
 }
 
 TEST(GemmWgmmaLayout, AWrongStrideIsCaught) {

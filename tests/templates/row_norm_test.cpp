@@ -41,7 +41,7 @@ TEST(RowNormTemplate, GeometryBuffersAndCompulsoryBytes) {
   // Compulsory: X read and Y written once (2 bytes each), gamma and beta once: 2*1000*1001*2 + 2*1001*2.
   EXPECT_DOUBLE_EQ(k.bytes, 2.0 * 1000 * 1001 * 2 + 2.0 * 1001 * 2);
   EXPECT_EQ(k.profile.vector_width, 1);  // 1001 % 8 != 0: the element-wise path
-  EXPECT_NE(k.source.find("kItems = 1;"), std::string::npos);  // ceil(1001 / (128*8)) = 1 vector per thread
+  EXPECT_NE(k.source.find("#define ITEMS 1\n"), std::string::npos);  // ceil(1001 / (128*8)) = 1 vector per thread
   EXPECT_EQ(k.reference_launch.grid[0], 1000u);
   EXPECT_DOUBLE_EQ(k.tolerance, 2e-3);
   // A cached row is read once, an uncached two-pass one three times: more L2 traffic.
