@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       if (outcomes.back().ok && (best == 0 || outcomes.back().time_ms < best)) best = outcomes.back().time_ms;
     }
     t0 = std::chrono::steady_clock::now();
-    strategy->update(batch, outcomes);
+    strategy->observe(batch, outcomes);
     const double refit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int history = (round + 1) * 64;
     std::printf("  %8d %12.3f %12.3f %14.4f\n", history, refit_s, propose_s, best);
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     std::vector<search::TrialOutcome> outcomes;
     for (const auto& c : batch) outcomes.push_back(objective(c));
     t0 = std::chrono::steady_clock::now();
-    big_search.update(batch, outcomes);
+    big_search.observe(batch, outcomes);
     const double refit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int history = (round + 1) * 64;
     worst = std::max(worst, refit_s + propose_s);

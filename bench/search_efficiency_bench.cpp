@@ -127,13 +127,13 @@ int64_t trials_to_95(search::SearchStrategy& s, const OracleT& o, int64_t cap, s
       ++trials;
       if (outcomes.back().ok && o.good_enough(outcomes.back().time_ms)) return trials;
     }
-    s.update(configs, outcomes);
+    s.observe(configs, outcomes);
   }
   return cap;
 }
 
 /// Feeds `per_workload` random records of each oracle in `sources` to the strategy as transfer rows.
-void add_transfer(search::ModelGuidedStrategy& s, const templates::GemmF32Template& tmpl,
+void add_transfer(search::TransferLearner& s, const templates::GemmF32Template& tmpl,
                   const std::vector<const Oracle*>& sources, int per_workload, uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (const Oracle* o : sources) {
@@ -399,9 +399,8 @@ int main(int argc, char** argv) {
         auto c = build_strategy("xgb", o.space, static_cast<uint64_t>(seed), tmpl, o.workload, o.device.gpu);
         cold.push_back(static_cast<double>(trials_to_95(*c, o, max_trials, kBatch)));
         auto w = build_strategy("xgb", o.space, static_cast<uint64_t>(seed), tmpl, o.workload, o.device.gpu);
-        auto* guided = dynamic_cast<search::ModelGuidedStrategy*>(w.get());
-        add_transfer(*guided, tmpl, sources, history, static_cast<uint64_t>(seed));
-        guided->update({}, {});
+        add_transfer(*w->transfer_learner(), tmpl, sources, history, static_cast<uint64_t>(seed));
+        w->observe({}, {});
         warm.push_back(static_cast<double>(trials_to_95(*w, o, max_trials, kBatch)));
       }
       cold_all.insert(cold_all.end(), cold.begin(), cold.end());

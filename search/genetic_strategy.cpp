@@ -4,18 +4,9 @@
 
 namespace tuner::search {
 
-void GeneticStrategy::add_history(const Config& c, const TrialOutcome& outcome) {
-  if (!seen_.insert(c)) return;
-  update({c}, {outcome});
-}
-
-void GeneticStrategy::add_result(const Config& c, const TrialOutcome& outcome) {
-  seen_.insert(c);
-  update({c}, {outcome});
-}
-
-void GeneticStrategy::update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
+void GeneticStrategy::observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
   for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) {
+    seen_.insert(configs[i]);
     const double speed = outcomes[i].ok && outcomes[i].time_ms > 0 ? 1.0 / outcomes[i].time_ms : 0.0;
     measured_.emplace_back(speed, configs[i]);
   }

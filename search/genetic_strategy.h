@@ -24,13 +24,9 @@ class GeneticStrategy final : public SearchStrategy {
   GeneticStrategy(const ConfigSpace& space, uint64_t seed, GeneticParams params = {})
       : space_(space), seen_(space), rng_(seed), params_(params) {}
   std::string name() const override { return "ga"; }
-  void mark_measured(const Config& c) override { seen_.insert(c); }
-  /// Records an earlier result (resume): never proposed, and a parent candidate.
-  void add_history(const Config& c, const TrialOutcome& outcome);
-  /// A result measured elsewhere: never proposed, and a parent candidate (even when proposed here).
-  void add_result(const Config& c, const TrialOutcome& outcome) override;
   std::vector<Config> propose(size_t n) override;
-  void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
+  /// Measured configs (own or from elsewhere): never proposed again, and parent candidates.
+  void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
 
  private:
   const Config& select(const std::vector<std::pair<double, Config>>& parents);

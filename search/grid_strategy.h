@@ -9,10 +9,12 @@ class GridStrategy final : public SearchStrategy {
  public:
   explicit GridStrategy(const ConfigSpace& space) : space_(space), seen_(space) {}
   std::string name() const override { return "grid"; }
-  void mark_measured(const Config& c) override { seen_.insert(c); }
   std::vector<Config> propose(size_t n) override;
+  /// Marks the configs seen (skipped when the grid reaches them).
+  void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>&) override {
+    for (const auto& c : configs) seen_.insert(c);
+  }
   bool independent_of_results() const override { return true; }
-  void update(const std::vector<Config>&, const std::vector<TrialOutcome>&) override {}
 
  private:
   const ConfigSpace& space_;

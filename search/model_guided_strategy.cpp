@@ -29,16 +29,6 @@ void ModelGuidedStrategy::add_row(const Config& c, const TrialOutcome& outcome) 
   }
 }
 
-void ModelGuidedStrategy::add_history(const Config& c, const TrialOutcome& outcome) {
-  if (!seen_.insert(c)) return;
-  add_row(c, outcome);
-}
-
-void ModelGuidedStrategy::add_result(const Config& c, const TrialOutcome& outcome) {
-  seen_.insert(c);
-  add_row(c, outcome);
-}
-
 void ModelGuidedStrategy::add_transfer(std::vector<float> features, float relative_speed) {
   transfer_rows_.add_row(features);
   transfer_targets_.push_back(relative_speed);
@@ -115,8 +105,11 @@ void ModelGuidedStrategy::refit() {
   }
 }
 
-void ModelGuidedStrategy::update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
-  for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) add_row(configs[i], outcomes[i]);
+void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
+  for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) {
+    seen_.insert(configs[i]);
+    add_row(configs[i], outcomes[i]);
+  }
   refit();
 }
 

@@ -36,32 +36,27 @@ struct AnnealingParams {
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
 };
 
-class ModelGuidedStrategy final : public SearchStrategy {
+class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner {
  public:
   ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed, std::unique_ptr<costmodel::CostModel> model,
                       Featurizer featurize, AnnealingParams params = {});
   std::string name() const override { return "xgb"; }
-  void mark_measured(const Config& c) override { seen_.insert(c); }
-  /// Records an earlier result (resume): it is never proposed and it trains the model.
-  void add_history(const Config& c, const TrialOutcome& outcome);
-  /// A result measured elsewhere: never proposed, and a training row at the next fit (even when this
-  /// strategy had proposed the config itself).
-  void add_result(const Config& c, const TrialOutcome& outcome) override;
+  std::vector<Config> propose(size_t n) override;
+  /// Measured configs (own proposals, resumed history, other processes' results): never proposed again,
+  /// training rows from now on; then refits the model on every row (own + transferred), even when
+  /// `configs` is empty.
+  void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
+  TransferLearner* transfer_learner() override { return this; }
+
   /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
   /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
   /// weight min(1, h / transferred rows) / (1 + own rows / h), h = transfer_half_life: together at most
   /// h own rows' worth, and less as the session's own data arrives. No minimum record count.
-  void add_transfer(std::vector<float> features, float relative_speed);
-  size_t transfer_rows() const { return transfer_targets_.size(); }
-  std::vector<Config> propose(size_t n) override;
-  void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
-  /// Starts from a model saved by an earlier session (CostModel::save): it scores proposals until this
-  /// session has rows to refit on. False with *error set when the bytes do not load.
-  bool start_from_saved(const std::string& bytes, std::string* error);
-  /// The model as bytes when it was fitted in this session (empty otherwise), for the next session.
-  std::string saved_model() const { return fitted_here_ ? model_->save() : std::string(); }
-  /// Rows (own + transferred) the model was last fitted on.
-  size_t fitted_rows() const { return fitted_rows_; }
+  void add_transfer(std::vector<float> features, float relative_speed) override;
+  size_t transfer_rows() const override { return transfer_targets_.size(); }
+  bool start_from_saved(const std::string& bytes, std::string* error) override;
+  std::string saved_model() const override { return fitted_here_ ? model_->save() : std::string(); }
+  size_t fitted_rows() const override { return fitted_rows_; }
   /// Why the last refit failed (empty when it worked).
   const std::string& model_error() const { return model_error_; }
 

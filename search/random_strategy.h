@@ -9,10 +9,12 @@ class RandomStrategy final : public SearchStrategy {
  public:
   RandomStrategy(const ConfigSpace& space, uint64_t seed) : space_(space), seen_(space), rng_(seed) {}
   std::string name() const override { return "random"; }
-  void mark_measured(const Config& c) override { seen_.insert(c); }
   std::vector<Config> propose(size_t n) override;
+  /// Marks the configs seen; the draw does not depend on their results.
+  void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>&) override {
+    for (const auto& c : configs) seen_.insert(c);
+  }
   bool independent_of_results() const override { return true; }
-  void update(const std::vector<Config>&, const std::vector<TrialOutcome>&) override {}
 
  private:
   const ConfigSpace& space_;

@@ -1,15 +1,17 @@
 // The kernel search-strategy interface, and the factory that builds one by name.
 //
-// Lifecycle, each step only after the one before:
+// Lifecycle (TVM's Tuner: next_batch / update), each step only after the one before:
 //   1. construction with the space and a seed (the strategy owns its Rng);
-//   2. mark_measured(c) or add_result(c, outcome) for every config already in the database (resume);
-//   3. propose(n) -> up to n configs never proposed or measured before (empty: the space is exhausted);
-//   4. update(configs, outcomes) with the results of exactly the configs of the last proposal;
-//   then 3 and 4 again, with add_result() for configs that other processes measured meanwhile. A config
-//   proposed but not measured here (another process had claimed it) may be left out of update().
-//   Measurement failures reach update() as outcomes with ok == false.
+//   2. optionally, through transfer_learner(), knowledge from outside this workload (a model-based
+//      strategy only: other workloads' records, a model saved by an earlier session);
+//   3. observe(configs, outcomes) with every config already in the database (resume; possibly none);
+//   4. propose(n) -> up to n configs never proposed or observed before (empty: the space is exhausted);
+//   5. observe(configs, outcomes) with the results of the last proposal;
+//   then 4 and 5 again, with observe() also for configs that other processes measured meanwhile. A config
+//   proposed but not measured here (another process had claimed it) may be left out of observe().
+//   Measurement failures reach observe() as outcomes with ok == false.
 //   A strategy whose independent_of_results() is true may be asked for its next proposal before
-//   update() of the previous one (the loop then compiles one batch ahead of measurement).
+//   observe() of the previous one (the loop then compiles one batch ahead of measurement).
 // Under the same seed, space and history a strategy proposes the same configs in the same order.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "search/config_space.h"
+#include "search/transfer_learner.h"
 
 namespace tuner::search {
 
@@ -32,21 +35,22 @@ class SearchStrategy {
  public:
   virtual ~SearchStrategy() = default;
   virtual std::string name() const = 0;
-  /// Records a config measured earlier, so it is never proposed.
-  virtual void mark_measured(const Config& c) = 0;
-  /// A result measured elsewhere (an earlier session, or another process sharing the database, possibly of a
-  /// config this strategy proposed but did not get to measure): never proposed from now on, and learned
-  /// from as the strategy learns (a model-guided strategy at its next fit). Default: mark_measured.
-  virtual void add_result(const Config& c, const TrialOutcome& outcome) {
-    (void)outcome;
-    mark_measured(c);
-  }
   /// Up to n new configs; empty when nothing is left to propose.
   virtual std::vector<Config> propose(size_t n) = 0;
+  /// Results of measured configs (same order in both vectors), whoever measured them: this strategy's last
+  /// proposal, the database's records on resume, another process sharing the database. An observed config
+  /// is never proposed from then on. A learning strategy learns from them at once (the model-guided one
+  /// refits its model on everything it has observed at every call, an empty one included).
+  virtual void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) = 0;
   /// True when proposals never depend on results (grid, random).
   virtual bool independent_of_results() const { return false; }
-  /// Results of the last proposal (same order).
-  virtual void update(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) = 0;
+  /// The relative speed-up over the best config observed so far that the last proposal is expected to
+  /// bring, as the strategy's own model sees it (0.05: 5% faster); negative when the strategy has no such
+  /// estimate (the default; early stopping on expected improvement then never triggers).
+  virtual double expected_improvement() const { return -1; }
+  /// The strategy's side that learns from other workloads and saved models; nullptr (the default) for a
+  /// strategy that learns nothing from them.
+  virtual TransferLearner* transfer_learner() { return nullptr; }
 };
 
 /// Strategy names the factory knows, comma separated.

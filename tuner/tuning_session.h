@@ -1,9 +1,13 @@
 // The tuning loop: one session of `tuner tune` from a workload, a device and
-// a budget to trials in the database.
+// a budget to trials in the database, as named stages (tuning_session.cpp
+// runs them; each lives in a tuner/session_*.h file of its own):
 //
-//   strategy.propose(batch) -> compile on the NVRTC pool (ahead of measurement, through the
-//   on-disk cache) -> measure each config in the worker process -> one transaction per batch
-//   -> strategy.update(results)
+//   resume -> transfer -> { propose -> compile -> measure -> commit } per batch -> finish
+//
+// propose claims the strategy's configs in the database, compile queues them
+// on the NVRTC pool (ahead of measurement, through the on-disk cache), measure
+// checks and times each in a worker process, commit stores the batch in one
+// transaction and lets the strategy observe() the results.
 //
 // `trials` is the budget for (workload, device, template version) in that
 // database: a rerun continues to the budget and never re-measures a config the
@@ -57,6 +61,9 @@ struct TuneOptions {
   double run_timeout_s = 10;       ///< Seconds a measurement may take beyond its timing budget.
   bool transfer = true;            ///< xgb: also train on this template's records of other shapes and GPUs.
   int64_t early_stop = 0;          ///< Stop after this many trials of the session without a better time (0: off).
+  /// Stop when the strategy expects less than this relative speed-up from its next batch (0.01: 1%;
+  /// 0: off). Only strategies that estimate it (bo, xgb) can trigger it.
+  double min_expected_improvement = 0;
   int remeasure_top = 5;           ///< Measure the best K configs once more at the end (0: off).
   MeasureSettings settings;
   /// Injected faults by valid-config index of the space (tests of the isolation path).
@@ -119,7 +126,10 @@ struct TuneSummary {
   int64_t measured_by_others = 0;  ///< Search trials other processes sharing the database stored meanwhile.
   bool interrupted = false;
   int stop_signal = 0;             ///< SIGINT or SIGTERM when interrupted by one (the CLI exits 128 + it).
-  bool early_stopped = false;      ///< Ended by --early-stop before the budget.
+  bool early_stopped = false;      ///< Ended by --early-stop or --min-improvement before the budget.
+  /// Why the session ended: "budget of N trials reached", "space exhausted", "early stop: ...",
+  /// "expected improvement ...", "stopped by signal ..." (also the session's reason in the database).
+  std::string stop_reason;
   std::string template_name;
   std::string template_hash;
   std::optional<db::ResultRow> best;  ///< Best ok record for this workload/device/template.

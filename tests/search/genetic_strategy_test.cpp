@@ -30,7 +30,7 @@ double best_after(SearchStrategy& s, int rounds, size_t batch) {
       outs.push_back(outcome(c));
       best = std::min(best, distance(c));
     }
-    s.update(b, outs);
+    s.observe(b, outs);
   }
   return best;
 }
@@ -51,7 +51,7 @@ TEST(GeneticStrategy, NeverProposesAConfigTwiceAndExhaustsTheSpace) {
       EXPECT_TRUE(space.is_valid(c));
       outs.push_back({true, 1.0 + static_cast<double>(c[0])});
     }
-    s.update(b, outs);
+    s.observe(b, outs);
   }
   EXPECT_EQ(seen.size(), space.size());
 }

@@ -57,7 +57,7 @@ TEST(ModelGuidedStrategy, AnnealingFindsTheOptimumOfAKnownFunction) {
   auto space = big_space();
   ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity());
   auto first = s.propose(16);  // random: the model has no rows yet
-  s.update(first, outcomes_of(first));
+  s.observe(first, outcomes_of(first));
   auto second = s.propose(16);
   ASSERT_EQ(second.size(), 16u);
   EXPECT_NE(std::find(second.begin(), second.end(), kPeak), second.end())
@@ -83,7 +83,7 @@ TEST(ModelGuidedStrategy, NeverProposesAConfigTwice) {
     if (batch.empty()) break;
     for (const auto& c : batch) EXPECT_TRUE(seen.insert(c).second) << "proposed twice";
     total += batch.size();
-    s.update(batch, std::vector<TrialOutcome>(batch.size(), TrialOutcome{true, 1.0}));
+    s.observe(batch, std::vector<TrialOutcome>(batch.size(), TrialOutcome{true, 1.0}));
   }
   EXPECT_EQ(total, 64u);
 }
@@ -95,7 +95,7 @@ TEST(ModelGuidedStrategy, ReplaysExactlyUnderASeed) {
     std::vector<Config> all;
     for (int round = 0; round < 3; ++round) {
       auto b = s.propose(12);
-      s.update(b, outcomes_of(b));
+      s.observe(b, outcomes_of(b));
       all.insert(all.end(), b.begin(), b.end());
     }
     return all;
@@ -109,9 +109,13 @@ TEST(ModelGuidedStrategy, HistoryIsNeverProposedAndTrainsTheModel) {
   auto model = std::make_unique<KnownFunction>();
   auto* raw = model.get();
   ModelGuidedStrategy s(space, 2, std::move(model), identity());
-  s.add_history(kPeak, {true, 0.05});
-  for (int i = 0; i < 9; ++i) s.add_history(space.at(static_cast<uint64_t>(i) * 1000), {false, 0});
-  s.update({}, {});
+  std::vector<Config> history{kPeak};
+  std::vector<TrialOutcome> outcomes{{true, 0.05}};
+  for (int i = 0; i < 9; ++i) {
+    history.push_back(space.at(static_cast<uint64_t>(i) * 1000));
+    outcomes.push_back({false, 0});
+  }
+  s.observe(history, outcomes);
   EXPECT_EQ(raw->rows_seen, 10u);
   auto batch = s.propose(16);
   EXPECT_EQ(std::find(batch.begin(), batch.end(), kPeak), batch.end());
@@ -127,7 +131,7 @@ TEST(ModelGuidedStrategy, TransferredRowsAloneMakeTheFirstBatchModelGuided) {
     Config c = space.at(static_cast<uint64_t>(i) * 7919);
     s.add_transfer(std::vector<float>(c.begin(), c.end()), static_cast<float>(i) / 10.0f);
   }
-  s.update({}, {});
+  s.observe({}, {});
   EXPECT_EQ(raw->rows_seen, 10u);
   auto batch = s.propose(16);
   EXPECT_NE(std::find(batch.begin(), batch.end(), kPeak), batch.end()) << "the first batch was not model-guided";
@@ -145,7 +149,7 @@ TEST(ModelGuidedStrategy, TransferOfZeroOneAndManyRecords) {
       Config c = space.at(static_cast<uint64_t>(i) * 523 % space.size());
       s.add_transfer(std::vector<float>(c.begin(), c.end()), 0.5f);
     }
-    s.update({}, {});
+    s.observe({}, {});
     EXPECT_EQ(s.transfer_rows(), static_cast<size_t>(records));
     // A ranking needs two rows: many records train the model at once; one waits for a single own row.
     EXPECT_EQ(raw->rows_seen, records >= 2 ? static_cast<size_t>(records) : 0u) << records << " records";
@@ -154,7 +158,7 @@ TEST(ModelGuidedStrategy, TransferOfZeroOneAndManyRecords) {
     const bool guided = std::find(batch.begin(), batch.end(), kPeak) != batch.end();
     EXPECT_EQ(guided, records >= 2) << records << " records";
     std::vector<Config> one(batch.begin(), batch.begin() + 1);
-    s.update(one, outcomes_of(one));
+    s.observe(one, outcomes_of(one));
     const size_t rows = static_cast<size_t>(records) + 1;
     EXPECT_EQ(raw->rows_seen, rows >= 2 ? rows : 0u) << records << " records and one own row";
   }
@@ -167,7 +171,7 @@ TEST(ModelGuidedStrategy, ATransferOnlyFirstBatchHedgesWithWellScoredRandomPicks
     Config c = space.at(static_cast<uint64_t>(i) * 7919);
     s.add_transfer(std::vector<float>(c.begin(), c.end()), 0.5f);
   }
-  s.update({}, {});
+  s.observe({}, {});
   auto batch = s.propose(32);
   ASSERT_EQ(batch.size(), 32u);
   // Model picks (even positions) sit near the model's optimum; hedge picks (odd positions) are spread
@@ -182,7 +186,7 @@ TEST(ModelGuidedStrategy, ATransferOnlyFirstBatchHedgesWithWellScoredRandomPicks
   EXPECT_EQ(std::set<Config>(batch.begin(), batch.end()).size(), batch.size());
 
   // Once the session has its own rows, the batch is the model's again (5% random).
-  s.update(batch, outcomes_of(batch));
+  s.observe(batch, outcomes_of(batch));
   auto next = s.propose(32);
   double next_d = 0;
   for (const auto& c : next) next_d += -truth(c) / 32.0;
@@ -197,7 +201,7 @@ TEST(ModelGuidedStrategy, DiversityWidensTheBatchWithoutLeavingTheGoodRegion) {
     p.epsilon = 0;
     ModelGuidedStrategy s(space, 21, std::make_unique<KnownFunction>(), identity(), p);
     auto first = s.propose(16);
-    s.update(first, outcomes_of(first));
+    s.observe(first, outcomes_of(first));
     return s.propose(16);
   };
   auto distinct_values = [](const std::vector<Config>& batch) {

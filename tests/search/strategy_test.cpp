@@ -20,7 +20,7 @@ std::vector<Config> drain(SearchStrategy& s, size_t batch) {
     auto got = s.propose(batch);
     if (got.empty()) break;
     std::vector<TrialOutcome> outcomes(got.size(), TrialOutcome{true, 1.0});
-    s.update(got, outcomes);
+    s.observe(got, outcomes);
     all.insert(all.end(), got.begin(), got.end());
   }
   return all;
@@ -52,11 +52,11 @@ TEST(RandomStrategy, ReplaysExactlyUnderASeed) {
   EXPECT_NE(pa, pc);
 }
 
-TEST(Strategies, SkipConfigsMarkedAsMeasured) {
+TEST(Strategies, NeverProposeConfigsAlreadyObserved) {
   auto space = space_of(4, 4);
-  for (const char* name : {"grid", "random"}) {
+  for (const char* name : {"grid", "random", "ga"}) {
     auto s = make_strategy(name, space, 3);
-    for (uint64_t i = 0; i < space.size(); i += 2) s->mark_measured(space.at(i));
+    for (uint64_t i = 0; i < space.size(); i += 2) s->observe({space.at(i)}, {TrialOutcome{true, 1.0}});
     auto all = drain(*s, 3);
     EXPECT_EQ(all.size(), 8u) << name;
     for (const auto& c : all) EXPECT_EQ(*space.index_of(c) % 2, 1u) << name;

@@ -1,0 +1,101 @@
+#include "tuner/session_finish.h"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <stdexcept>
+
+#include "templates/registry.h"
+#include "tuner/session_commit.h"
+#include "tuner/session_measure.h"
+#include "tuner/session_transfer.h"
+#include "tuner/stop_signals.h"
+
+namespace tuner {
+
+namespace {
+
+/// The top configs by time that have one measurement only (a config re-measured by an earlier session
+/// is not measured again), best first.
+std::vector<std::string> finalists(const Session& s) {
+  std::map<std::string, std::pair<double, int>> by_config;  // config_json -> (first time, measurements)
+  db::QueryFilter ok = s.records;
+  ok.ok_only = true;
+  for (const auto& row : s.db.history(ok)) {
+    auto [it, fresh] = by_config.try_emplace(row.trial.config_json, row.trial.time_ms, 0);
+    ++it->second.second;
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [config, tm] : by_config) ranked.emplace_back(tm.first, config);
+  std::sort(ranked.begin(), ranked.end());
+  if (ranked.size() > static_cast<size_t>(s.opt.remeasure_top)) ranked.resize(s.opt.remeasure_top);
+  std::vector<std::string> out;
+  for (const auto& [time_ms, config_json] : ranked)
+    if (by_config[config_json].second == 1) out.push_back(config_json);
+  return out;
+}
+
+/// Measures the finalists once more; both measurements stay and best() ranks a config by their mean.
+int64_t remeasure_finalists(Session& s) {
+  std::vector<db::TrialRecord> records;
+  for (const std::string& config_json : finalists(s)) {
+    if (stop_requested()) continue;
+    const search::Config c = s.space.from_json(nlohmann::json::parse(config_json));
+    const auto inst = s.tmpl.instantiate(s.space, c, s.opt.workload);
+    auto job = s.pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, s.device.limits), {}});
+    const auto tc = std::chrono::steady_clock::now();
+    CompileResult cr = job.get();
+    s.sum.phases.compile_wait_s += seconds_since(tc);
+    std::optional<db::TrialRecord> rec = measure_one(s, 0, c, inst, std::move(cr), InjectedFault::kNone);
+    if (!rec) break;
+    rec->purpose = "remeasure";
+    records.push_back(std::move(*rec));
+  }
+  const auto tw = std::chrono::steady_clock::now();
+  store_records(s, records, s.progress.measured_now);
+  s.sum.phases.commit_s += seconds_since(tw);
+  if (!s.infrastructure_error.empty()) throw std::runtime_error(s.infrastructure_error);
+  return static_cast<int64_t>(records.size());
+}
+
+/// The reason stored with a finished session: a signal's, or an early stop's (a session that ran to its
+/// budget or through the space has none stored; sum.stop_reason still says which).
+std::string end_reason(const Session& s) {
+  if (s.sum.interrupted)
+    return "stopped by signal " + std::to_string(s.sum.stop_signal) +
+           (s.sum.stop_signal == SIGINT ? " (SIGINT)" : s.sum.stop_signal == SIGTERM ? " (SIGTERM)" : "");
+  if (s.sum.early_stopped) return s.sum.stop_reason;
+  return "";
+}
+
+}  // namespace
+
+void finish(Session& s) {
+  // A replay answers the same again: nothing to confirm.
+  if (!stop_requested() && s.opt.remeasure_top > 0 && !s.device.replay) s.sum.remeasured = remeasure_finalists(s);
+  const auto tsave = std::chrono::steady_clock::now();
+  save_model(s);
+  s.sum.interrupted = stop_requested();
+  s.sum.stop_signal = stop_signal();
+  if (s.sum.interrupted) s.sum.stop_reason = end_reason(s);
+  s.db.end_session(s.sum.session_id, s.sum.interrupted ? "interrupted" : "finished", end_reason(s));
+  s.sum.phases.commit_s += seconds_since(tsave);
+  s.sum.measured_now = s.progress.measured_now;
+  s.sum.errors_now = s.progress.errors_now;
+  for (const auto& w : s.workers) s.sum.worker_starts += w->starts();
+  s.sum.best = s.db.best(s.records);
+  s.sum.wall_s = seconds_since(s.t0);
+}
+
+void fail(Session& s, const std::string& reason, bool database_busy) {
+  // A database still locked would keep the mark waiting as long again: try it briefly (a session left
+  // running is marked killed by the next run that sees its process gone).
+  if (database_busy) s.db.set_write_patience(2);
+  try {
+    s.db.end_session(s.sum.session_id, "failed", reason);
+  } catch (const std::exception&) {
+    // The store itself is failing (full disk, lock): the next run marks the session killed.
+  }
+}
+
+}  // namespace tuner

@@ -1,0 +1,53 @@
+#include "tuner/session_propose.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tuner/session_resume.h"
+
+namespace tuner {
+
+namespace {
+
+/// True (with the reason set) when the strategy expects less than the threshold from its proposal.
+bool too_little_to_expect(Session& s) {
+  if (s.opt.min_expected_improvement <= 0) return false;
+  const double ei = s.strategy->expected_improvement();
+  if (ei < 0 || ei >= s.opt.min_expected_improvement) return false;
+  char text[160];
+  std::snprintf(text, sizeof text, "expected improvement of the next batch %.3g%% < %.3g%%", 100 * ei,
+                100 * s.opt.min_expected_improvement);
+  s.sum.early_stopped = true;
+  s.sum.stop_reason = text;
+  return true;
+}
+
+}  // namespace
+
+std::vector<search::Config> propose(Session& s) {
+  learn_from_others(s);
+  std::vector<search::Config> claimed;
+  while (claimed.empty()) {
+    const int64_t left = s.db.budget_left(s.sum.session_id, s.opt.trials);
+    if (left <= 0) {
+      s.sum.stop_reason = "budget of " + std::to_string(s.opt.trials) + " trials reached";
+      break;
+    }
+    std::vector<search::Config> proposed =
+        s.strategy->propose(std::min<size_t>(s.opt.batch_size, static_cast<size_t>(left)));
+    if (proposed.empty()) {
+      s.sum.stop_reason = "space exhausted";
+      break;
+    }
+    if (too_little_to_expect(s)) return {};
+    std::vector<std::string> configs;
+    for (const auto& c : proposed) configs.push_back(s.space.to_json_string(c));
+    const db::ClaimResult claim = s.db.claim_configs(s.sum.session_id, configs, s.opt.trials);
+    for (size_t i = 0; i < proposed.size(); ++i)
+      if (claim.claimed[i]) claimed.push_back(std::move(proposed[i]));
+    if (claimed.empty()) learn_from_others(s);  // all taken: learn what the others found, then propose again
+  }
+  return claimed;
+}
+
+}  // namespace tuner

@@ -1,0 +1,37 @@
+// SIGINT and SIGTERM during a tuning session: the loop polls stop_requested()
+// between configs and ends the session after the current one (what was
+// measured is committed; the session is marked interrupted with the signal).
+//
+// StopSignals lives as long as the session: it blocks both signals in every
+// thread (the compile pool inherits the mask, and NVRTC installs handlers of
+// its own that would exit the process) and one thread of its own waits for
+// them. Not responsible for what the loop does once asked to stop.
+#pragma once
+
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+namespace tuner {
+
+/// True once SIGINT or SIGTERM arrived while a StopSignals was alive (reset by each new one).
+bool stop_requested();
+/// The signal that asked the loop to stop (0: none).
+int stop_signal();
+
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  sigset_t set_{};
+  sigset_t old_mask_{};
+  std::atomic<bool> closing_{false};
+  std::thread waiter_;
+};
+
+}  // namespace tuner
