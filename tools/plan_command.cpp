@@ -54,8 +54,8 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
   std::cout << "model " << model.name << " (" << fixed(par::model_params(model) / 1e9, 2) << "B parameters, seq "
             << model.seq << ") on " << cluster.name << " (" << cluster.total_gpus() << " x " << cluster.gpu.key
             << "), global batch " << global_batch << "\n\n";
-  print_table({"tp", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
-              {{std::to_string(c.tp), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
+  print_table({"tp", "cp", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
+              {{std::to_string(c.tp), std::to_string(c.cp), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
                 std::to_string(c.num_micro_batches),
                 par::to_string(c.schedule) +
                     (c.schedule == par::Schedule::kInterleaved ? " v=" + std::to_string(c.virtual_stages) : ""),
@@ -120,7 +120,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("model", po::value(&model_spec)->required(), "preset (gpt3-175b, llama3-70b, ...), family form (gpt:layers=..,hidden=..,heads=..), or model.json")
       ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
       ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
-      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
+      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,cp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
       ("attention", po::value(&attention_name)->default_value("auto"), "how attention cores run: flash (fused), unfused (Megatron-LM before flash attention), or auto (the model's recipe: unfused for gpt, flash otherwise)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
@@ -164,9 +164,7 @@ int plan_command(const std::vector<std::string>& args) {
   opts.global_batch = global_batch;
   // An export plans for its engine: the ZeRO stages it runs and the bytes per parameter it keeps.
   if (format) opts.engine = par::engine_of(*format);
-  opts.cost.attention = attention ? *attention
-                                  : (model.flash_attention ? par::AttentionKernel::kFlash
-                                                           : par::AttentionKernel::kUnfused);
+  opts.attention = attention;  // unset ("auto"): the model's recipe
 
   // Read tuned records from an existing database; never create one before a plan exists.
   std::shared_ptr<db::TuningDb> reader;
@@ -194,7 +192,7 @@ int plan_command(const std::vector<std::string>& args) {
   rec.cluster = cluster_spec;
   rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch},
                                             {"fix", par::to_string(opts.pins)},
-                                            {"attention", par::to_string(opts.cost.attention)},
+                                            {"attention", par::to_string(plan.attention)},
                                             {"engine", par::to_string(opts.engine)}}
                          .dump();
   rec.plan_json = plan_json.dump();

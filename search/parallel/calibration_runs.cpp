@@ -50,7 +50,7 @@ RunPrediction predict_run(const PublishedRun& run, const CostParams& params) {
   o.global_batch = run.global_batch;
   o.pins = parse_pins(run.fix);
   o.cost = params;
-  o.cost.attention = run.attention;
+  o.attention = run.attention;
   const Plan plan = Planner(parse_model_spec(run.model), parse_cluster_spec(run.cluster), o).plan();
   RunPrediction p;
   p.predicted_s = plan.iteration_time_s;

@@ -77,6 +77,7 @@ struct Ctx {
   int b;
   OpCostModel& costs;
   int dsize;
+  int cp = 1;  ///< Context-parallel degree; g.seq is the local share of the sequence.
 };
 
 /// Fills a strategy's costs; false when the split does not divide what it must.
@@ -105,6 +106,19 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
       if (x.b % fB != 0 || op.heads % fac('H') != 0) return false;
       s.fwd = x.costs.attention(x.b / fB, op.heads / fac('H'), x.g.seq, op.out_features / op.heads, dt, op.causal,
                                 op.dropout);
+      if (x.cp > 1) {
+        // Ring attention: the local queries meet all cp chunks of keys (cp x the local work); K and V travel the
+        // ring forward, their gradients backward, hidden behind the attention kernels where they can be.
+        const double work = s.fwd.seconds * x.cp;
+        s.fwd.memory_s *= x.cp;
+        s.fwd.seconds = work;
+        const int per_node = std::max(1, x.c.gpus_per_node / std::max(1, x.mesh.size()));
+        const CommGroup ring{x.cp, std::min(x.cp, per_node)};
+        const double kv = static_cast<double>(x.b / fB) * x.g.seq * 2.0 * op.kv_heads / fac('H') *
+                          (op.out_features / op.heads) * x.dsize * x.cp;
+        s.fwd_comm_s += std::max(0.0, all_gather_s(x.c, ring, kv) - work);
+        s.bwd_comm_s += std::max(0.0, reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv) - 2 * work);
+      }
       break;
     }
     case OpType::kLayerNorm: s.fwd = x.costs.layernorm(rows_local, op.in_features, dt); break;
@@ -271,8 +285,8 @@ struct Built {
 };
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
-            OpCostModel& costs, double memory_budget, double state_bytes_per_param) {
-  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype)};
+            OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp) {
+  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1)};
   Built out;
   out.ops = enumerate(x, layer);
   out.req.memory_budget = memory_budget;
@@ -332,14 +346,14 @@ Mesh tensor_mesh(const ClusterSpec& c, int tp) {
 
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param) {
-  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param).req;
+                                    double state_bytes_per_param, int cp) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp).req;
 }
 
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param) {
-  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param);
+                              double state_bytes_per_param, int cp) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp);
   LayerPlan lp;
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;

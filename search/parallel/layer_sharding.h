@@ -73,12 +73,14 @@ struct LayerPlan {
 /// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
 /// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;
 /// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
+/// Under context parallelism (cp > 1) g.seq is the tokens each GPU holds (seq / cp): attention computes them
+/// against all cp x g.seq keys, passing K/V around the cp group overlapped with its kernels (only the excess counts).
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param = 16);
+                                    double state_bytes_per_param = 16, int cp = 1);
 /// Solves the layer's sharding with CBC and reads the result back.
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param = 16);
+                              double state_bytes_per_param = 16, int cp = 1);
 
 }  // namespace tuner::parallel

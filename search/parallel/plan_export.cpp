@@ -69,7 +69,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
     arg("--num-layers-per-virtual-pipeline-stage", std::to_string(transformer_blocks(model) / (c.pp * c.virtual_stages)));
   if (c.schedule == Schedule::kGpipe) warn(warnings, "Megatron-LM runs 1F1B, not GPipe: the schedule is its own");
   if (plan.sequence_parallel) arg("--sequence-parallel");
-  arg("--context-parallel-size", "1");
+  arg("--context-parallel-size", std::to_string(c.cp));
   if (model.experts > 0) {
     const int ep = expert_parallel_degree(plan);
     arg("--expert-model-parallel-size", std::to_string(ep));
@@ -139,6 +139,10 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
   j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
   if (j["train_batch_size"].get<int64_t>() != global_batch)
     warn(warnings, "train_batch_size differs from --global-batch " + std::to_string(global_batch));
+  if (c.cp > 1)
+    warn(warnings, "DeepSpeed has no context parallelism (its Ulysses sequence parallelism is another scheme); cp=" +
+                       std::to_string(c.cp) + " is not expressed and its world size is " + std::to_string(c.cp) +
+                       "x what this config describes");
   j["train_micro_batch_size_per_gpu"] = c.micro_batch;
   j["gradient_accumulation_steps"] = c.num_micro_batches;
   j["bf16"] = {{"enabled", model.dtype == "bf16"}};
@@ -195,7 +199,7 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     const int v = c.schedule == Schedule::kInterleaved ? c.virtual_stages : 1;
     out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
   }
-  out += "context_parallel_degree = 1\n";
+  out += "context_parallel_degree = " + std::to_string(c.cp) + "\n";
   out += "\n[training]\n";
   // With a pipeline the local batch is split into micro-batches; without, it is one micro-batch and the rest of the
   // global batch comes from gradient accumulation (global = local x dp x steps).

@@ -42,6 +42,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["tp"] = c.tp;
   j["pp"] = c.pp;
   j["dp"] = c.dp;
+  j["cp"] = c.cp;
   j["micro_batch_size"] = c.micro_batch;
   j["num_micro_batches"] = c.num_micro_batches;
   j["schedule"] = to_string(c.schedule);

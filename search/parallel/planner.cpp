@@ -41,7 +41,7 @@ std::vector<int> divisors(int n) {
 
 double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd,
                              int layers) const {
-  if (c.dp <= 1) return 0;
+  if (dp_group.size <= 1) return 0;
   // Gradients leave in buckets as the last micro-batch's backward produces them; the last bucket (one layer's
   // share) cannot overlap, and what the backward cannot hide stays exposed.
   const double bucket_share = 1.0 / std::max(layers, 1);
@@ -65,7 +65,7 @@ void check_global_batch(int64_t global_batch) {
 }
 
 bool PlanPins::empty() const {
-  return !tp && !pp && !dp && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
+  return !tp && !pp && !dp && !cp && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
 }
 
 PlanPins parse_pins(const std::string& text) {
@@ -80,6 +80,7 @@ PlanPins parse_pins(const std::string& text) {
     if (k == "tp") p.tp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "pp") p.pp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "dp") p.dp = parse_pin_int(k, v, 1, 1 << 20);
+    else if (k == "cp") p.cp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "mbs") p.micro_batch = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "zero") p.zero = parse_pin_int(k, v, 0, 3);
     else if (k == "v") p.virtual_stages = parse_pin_int(k, v, 1, 64);
@@ -94,7 +95,7 @@ PlanPins parse_pins(const std::string& text) {
       else if (v == "full") p.recompute = Recompute::kFull;
       else throw SpecError("--fix recompute=" + v + " is unknown; allowed: none, selective, full");
     } else {
-      throw SpecError("--fix key '" + k + "' is unknown; allowed: tp, pp, dp, mbs, schedule, v, recompute, zero");
+      throw SpecError("--fix key '" + k + "' is unknown; allowed: tp, pp, dp, cp, mbs, schedule, v, recompute, zero");
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -110,6 +111,7 @@ std::string to_string(const PlanPins& p) {
   if (p.tp) add("tp=" + std::to_string(*p.tp));
   if (p.pp) add("pp=" + std::to_string(*p.pp));
   if (p.dp) add("dp=" + std::to_string(*p.dp));
+  if (p.cp) add("cp=" + std::to_string(*p.cp));
   if (p.micro_batch) add("mbs=" + std::to_string(*p.micro_batch));
   if (p.schedule) add("schedule=" + to_string(*p.schedule));
   if (p.virtual_stages) add("v=" + std::to_string(*p.virtual_stages));
@@ -120,6 +122,7 @@ std::string to_string(const PlanPins& p) {
 
 std::string describe(const ParallelConfig& c) {
   std::string s = "tp=" + std::to_string(c.tp) + " pp=" + std::to_string(c.pp) + " dp=" + std::to_string(c.dp) +
+                  (c.cp > 1 ? " cp=" + std::to_string(c.cp) : "") +
                   " mbs=" + std::to_string(c.micro_batch) + " m=" + std::to_string(c.num_micro_batches) + " " +
                   to_string(c.schedule);
   if (c.schedule == Schedule::kInterleaved) s += "(v=" + std::to_string(c.virtual_stages) + ")";
@@ -150,6 +153,8 @@ std::vector<int> uniform_partition(const ModelGraph& g, int stages) {
 
 Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOptions opts)
     : model_(model), cluster_(cluster), opts_(std::move(opts)) {
+  opts_.cost.attention = opts_.attention ? *opts_.attention
+                                         : (model_.flash_attention ? AttentionKernel::kFlash : AttentionKernel::kUnfused);
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
   for (size_t l = 0; l < model_.layers.size(); ++l) {
     const std::string sig = model_.layers[l].signature();
@@ -169,17 +174,26 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
 
 Planner::~Planner() = default;
 
-const LayerPlan& Planner::layer_plan(size_t sig, int tp, int mbs, double budget, double state_bytes_per_param) {
+const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int mbs, double budget,
+                                     double state_bytes_per_param) {
   // Without a budget the state bytes do not matter: one solution serves every ZeRO stage.
-  const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(mbs) + "|" +
+  const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
+                          std::to_string(mbs) + "|" +
                           (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
                                                        std::to_string(state_bytes_per_param)
                                                  : "inf");
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   ++ilp_solves_;
-  LayerPlan lp = plan_layer_sharding(model_.layers[sig_example_[sig]], model_, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, *costs_, budget, state_bytes_per_param);
+  // Under context parallelism each GPU holds seq / cp tokens of every sequence.
+  auto m = by_cp_.find(cp);
+  if (m == by_cp_.end()) {
+    ModelGraph local = model_;
+    local.seq = model_.seq / cp;
+    m = by_cp_.emplace(cp, std::move(local)).first;
+  }
+  LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
+                                     mbs, *costs_, budget, state_bytes_per_param, cp);
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -197,9 +211,11 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   ParallelConfig c = cfg;
   const int N = cluster_.total_gpus(), gpn = cluster_.gpus_per_node;
   const int L = static_cast<int>(model_.layers.size());
-  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.micro_batch < 1) return reject("degrees must be positive");
-  if (static_cast<int64_t>(c.tp) * c.pp * c.dp != N)
-    return reject("tp*pp*dp = " + std::to_string(static_cast<int64_t>(c.tp) * c.pp * c.dp) + " is not the " +
+  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.micro_batch < 1) return reject("degrees must be positive");
+  if (model_.seq % c.cp != 0)
+    return reject("cp=" + std::to_string(c.cp) + " does not divide the sequence of " + std::to_string(model_.seq));
+  if (static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp != N)
+    return reject("tp*cp*pp*dp = " + std::to_string(static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp) + " is not the " +
                   std::to_string(N) + " GPUs of the cluster");
   if (c.tp > gpn && c.tp % gpn != 0)
     return reject("tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn));
@@ -234,13 +250,16 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const double usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
 
   // Data-parallel group: replicas are tp ranks apart, so a node holds gpn / tp of them.
-  const CommGroup dp_group{c.dp, std::clamp(gpn / c.tp, 1, c.dp)};
-  const bool stage_cross_node = static_cast<int64_t>(c.tp) * c.dp >= gpn;
+  // Gradients are reduced (and ZeRO-sharded) over dp x cp: every context-parallel rank holds all the weights.
+  const int dpc = c.dp * c.cp;
+  const CommGroup dp_group{dpc, std::clamp(gpn / c.tp, 1, dpc)};
+  const bool stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= gpn;
+  const int64_t seq = model_.seq / c.cp;  // tokens per GPU
 
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp.
   {
     const double min_params = static_cast<double>(model_params_) / (static_cast<double>(c.tp) * c.pp);
-    if (model_state_bytes(min_params, c.zero, c.dp, bytes).total() > usable)
+    if (model_state_bytes(min_params, c.zero, dpc, bytes).total() > usable)
       return reject("model states alone need more than the " + std::to_string(usable / 1e9) + " GB per GPU");
   }
 
@@ -252,10 +271,10 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   auto fill_layers = [&](double budget) -> bool {
     // One sharding per distinct layer: identical layers share it.
-    const double state_bytes_pp = model_state_bytes(1, c.zero, c.dp, bytes).total();
+    const double state_bytes_pp = model_state_bytes(1, c.zero, dpc, bytes).total();
     std::vector<const LayerPlan*> by_sig(signatures_.size());
     for (size_t sig = 0; sig < signatures_.size(); ++sig) {
-      by_sig[sig] = &layer_plan(sig, c.tp, c.micro_batch, budget, state_bytes_pp);
+      by_sig[sig] = &layer_plan(sig, c.tp, c.cp, c.micro_batch, budget, state_bytes_pp);
       if (by_sig[sig]->ops.empty()) return false;
     }
     for (int l = 0; l < L; ++l) lp[l] = by_sig[layer_sig_[l]];
@@ -270,8 +289,8 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       // ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers weights forward and backward.
       const double w_bytes = x.params_per_device * dsize;
       double zc = 0;
-      if (c.dp > 1 && c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes);
-      if (c.dp > 1 && c.zero >= 3) zc += 2 * all_gather_s(cluster_, dp_group, w_bytes);
+      if (dpc > 1 && c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes);
+      if (dpc > 1 && c.zero >= 3) zc += 2 * all_gather_s(cluster_, dp_group, w_bytes);
       comp[l] = x.compute_s;
       mem[l] = x.memory_bound_s;
       comm[l] = x.comm_s;
@@ -282,13 +301,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       params[l] = x.params_per_device;
       sp_any = sp_any || x.sequence_parallel;
       if (layer.kind == LayerKind::kTransformer) {
-        act[l] = transformer_activation_bytes(model_.seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
+        act[l] = transformer_activation_bytes(seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
                                               x.sequence_parallel, c.recompute);
-        full_act[l] = transformer_activation_bytes(model_.seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
+        full_act[l] = transformer_activation_bytes(seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
                                                    x.sequence_parallel, Recompute::kNone);
       } else {
         full_act[l] = x.activation_bytes;
-        const double input = static_cast<double>(model_.seq) * c.micro_batch * model_.hidden * dsize /
+        const double input = static_cast<double>(seq) * c.micro_batch * model_.hidden * dsize /
                              (x.sequence_parallel ? c.tp : 1);
         act[l] = c.recompute == Recompute::kFull ? std::min(input, x.activation_bytes) : x.activation_bytes;
       }
@@ -312,7 +331,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     }
   };
   auto stage_memory = [&](int stage, int i, int j) {
-    MemoryBreakdown mb = model_state_bytes(pre_p[j] - pre_p[i], c.zero, c.dp, bytes);
+    MemoryBreakdown mb = model_state_bytes(pre_p[j] - pre_p[i], c.zero, dpc, bytes);
     mb.activations = in_flight_micro_batches(c.schedule, p, stage, m, v) * (pre_a[j] - pre_a[i]);
     if (c.recompute == Recompute::kFull) {
       // The layer being recomputed holds its full activations: the largest in [i, j), from a sparse table.
@@ -324,7 +343,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   };
 
   // p2p per stage boundary: activation forward + gradient backward, b*s*h/tp (scatter-gather), per chunk.
-  const double p2p_bytes = static_cast<double>(c.micro_batch) * model_.seq * model_.hidden * dsize / c.tp;
+  const double p2p_bytes = static_cast<double>(c.micro_batch) * seq * model_.hidden * dsize / c.tp;
   const double p2p = p > 1 ? 2 * v * p2p_s(cluster_, stage_cross_node, p2p_bytes) : 0;
 
   StageDpRequest req;
@@ -408,7 +427,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * bytes.gradient_reduce, last_bwd, j - i);
     dp_exposed = std::max(dp_exposed, stage_dp[s]);
     // Adam step: fp32 master, momentum, variance read and written, bf16 grads read, weights written.
-    const double local = sp.params_per_device / (c.zero >= 1 ? c.dp : 1);
+    const double local = sp.params_per_device / (c.zero >= 1 ? dpc : 1);
     stage_opt[s] = costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds;
     opt = std::max(opt, stage_opt[s]);
     if (sp.memory.total() > plan.peak_memory_bytes) {
@@ -454,6 +473,9 @@ Plan Planner::plan() {
     if (pin.tp ? d == *pin.tp : d <= max_tp) tps.push_back(d);
   if (pin.tp && tps.empty())
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs");
+  if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
+                    ") and the " + std::to_string(N) + " GPUs");
   std::vector<int> mbss = opts_.micro_batch_sizes;
   if (pin.micro_batch) mbss = {*pin.micro_batch};
   std::vector<std::pair<Schedule, int>> schedules;
@@ -494,30 +516,40 @@ Plan Planner::plan() {
          cand->peak_memory_bytes < best->peak_memory_bytes))
       best = std::move(cand);
   };
+  auto try_config = [&](const ParallelConfig& c) {
+    ++tried;
+    const bool interleaved = c.schedule != Schedule::k1F1B && c.schedule != Schedule::kGpipe;
+    std::string why;
+    consider(evaluate_impl(c, interleaved, best ? best->iteration_time_s : kInf, &why));
+    if (!why.empty() && why != "cannot beat the best plan found") last_reason = describe(c) + ": " + why;
+    // Hand-written configurations split layers evenly: try that too, so the plan is never worse.
+    if (!interleaved) {
+      why.clear();
+      consider(evaluate_impl(c, true, best ? best->iteration_time_s : kInf, &why));
+    }
+  };
+  // Context parallelism only pays for long sequences: searched from long_sequence tokens on, else pinned.
+  std::vector<int> cps = {1};
+  if (pin.cp) cps = {*pin.cp};
+  else if (model_.seq >= opts_.long_sequence) cps = opts_.context_parallel;
   for (int tp : tps)
-    for (int pp : divisors(N / tp)) {
-      if (pin.pp && pp != *pin.pp) continue;
-      if (pp > L) continue;
-      const int dp = N / tp / pp;
-      if (pin.dp && dp != *pin.dp) continue;
-      for (int mbs : mbss)
-        for (auto [sched, v] : schedules)
-          for (Recompute rc : recomputes)
-            for (int zero : zeros) {
-              ParallelConfig c;
-              c.tp = tp, c.pp = pp, c.dp = dp, c.micro_batch = mbs;
-              c.schedule = sched, c.virtual_stages = v, c.recompute = rc, c.zero = zero;
-              ++tried;
-              const double bound = best ? best->iteration_time_s : kInf;
-              std::string why;
-              consider(evaluate_impl(c, sched != Schedule::k1F1B && sched != Schedule::kGpipe, bound, &why));
-              if (!why.empty() && why != "cannot beat the best plan found") last_reason = describe(c) + ": " + why;
-              // Hand-written configurations split layers evenly: try that too, so the plan is never worse.
-              if (sched == Schedule::k1F1B || sched == Schedule::kGpipe) {
-                why.clear();
-                consider(evaluate_impl(c, true, best ? best->iteration_time_s : kInf, &why));
+    for (int cp : cps) {
+      if ((N / tp) % cp != 0 || model_.seq % cp != 0) continue;
+      for (int pp : divisors(N / tp / cp)) {
+        if (pin.pp && pp != *pin.pp) continue;
+        if (pp > L) continue;
+        const int dp = N / tp / cp / pp;
+        if (pin.dp && dp != *pin.dp) continue;
+        for (int mbs : mbss)
+          for (auto [sched, v] : schedules)
+            for (Recompute rc : recomputes)
+              for (int zero : zeros) {
+                ParallelConfig c;
+                c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp, c.micro_batch = mbs;
+                c.schedule = sched, c.virtual_stages = v, c.recompute = rc, c.zero = zero;
+                try_config(c);
               }
-            }
+      }
     }
   if (!best) {
     if (!pin.empty())

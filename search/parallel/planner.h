@@ -13,6 +13,10 @@
 //   planner.h (this)             the search over configurations and the iteration-time model
 //   plan_json.h, plan_export.h   what users read: JSON, Megatron/DeepSpeed/torchtitan
 //
+// Context parallelism (cp) splits each sequence over cp GPUs: every operator sees seq / cp tokens, attention
+// computes its query chunk against all keys (ring attention, K/V passed around the cp group, overlapped with
+// the attention kernels), gradients are reduced and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
+//
 // Iteration time of a configuration (what the search minimises):
 //   t_l   = layer forward + backward (+ recomputation) per micro-batch, collectives of its sharding
 //           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (only the excess counts)
@@ -48,30 +52,36 @@ void check_global_batch(int64_t global_batch);
 
 /// Choices a user pins with --fix; unset ones are planned.
 struct PlanPins {
-  std::optional<int> tp, pp, dp, micro_batch, zero, virtual_stages;
+  std::optional<int> tp, pp, dp, cp, micro_batch, zero, virtual_stages;
   std::optional<Schedule> schedule;
   std::optional<Recompute> recompute;
   bool empty() const;
 };
-/// "tp=8,pp=8,dp=16,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
-/// tp, pp, dp and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
+/// "tp=8,pp=8,dp=16,cp=2,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
+/// tp, pp, dp, cp and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
 PlanPins parse_pins(const std::string& text);
 std::string to_string(const PlanPins& p);
 
 struct PlannerOptions {
   int64_t global_batch = 1024;            ///< Sequences per iteration.
   PlanPins pins;                          ///< Pinned choices.
-  CostParams cost;                        ///< Analytic efficiency factors.
+  CostParams cost;                        ///< Analytic efficiency factors (cost.attention is set from `attention`).
+  /// How attention cores run; unset: the model's recipe (ModelGraph::flash_attention: unfused for the GPT family).
+  std::optional<AttentionKernel> attention;
   TunedLookup lookup;                     ///< Tuned kernel times; empty: analytic only.
   double memory_reserve_bytes = 2e9;      ///< Kept free per GPU (CUDA context, workspaces, fragmentation).
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  ///< Tried unless pinned.
   std::vector<int> virtual_stages = {2, 4};           ///< Interleaved chunks per device tried.
+  /// Context-parallel degrees tried when the sequence is at least long_sequence tokens (else cp = 1 unless pinned).
+  std::vector<int> context_parallel = {1, 2, 4, 8, 16};
+  int64_t long_sequence = 32768;          ///< Tokens from which context parallelism is searched.
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
   Engine engine = Engine::kGeneric;       ///< Engine the plan is for: its ZeRO stages and bytes per parameter.
 };
 
 struct ParallelConfig {
   int tp = 1, pp = 1, dp = 1;
+  int cp = 1;                             ///< Context parallelism: each sequence split over cp GPUs (ring attention).
   int micro_batch = 1;                    ///< Sequences per micro-batch.
   int num_micro_batches = 1;              ///< Per data-parallel replica per iteration.
   int virtual_stages = 1;                 ///< Chunks per device (interleaved; 1 otherwise).
@@ -138,7 +148,8 @@ class Planner {
   int64_t ilp_solves() const { return ilp_solves_; }
 
  private:
-  const LayerPlan& layer_plan(size_t signature_index, int tp, int mbs, double budget, double state_bytes_per_param);
+  const LayerPlan& layer_plan(size_t signature_index, int tp, int cp, int mbs, double budget,
+                              double state_bytes_per_param);
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
   /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers.
   double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers) const;
@@ -151,6 +162,7 @@ class Planner {
   std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
   std::vector<int> sig_example_;          ///< Per signature: one layer index.
   std::map<std::string, LayerPlan> cache_;
+  std::map<int, ModelGraph> by_cp_;       ///< The model with seq / cp tokens per GPU, per context-parallel degree.
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).

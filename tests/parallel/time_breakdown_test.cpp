@@ -16,7 +16,7 @@ Plan plan_of(const std::string& model, const std::string& cluster, int64_t batch
   PlannerOptions o;
   o.global_batch = batch;
   o.pins = parse_pins(fix);
-  o.cost.attention = attention;
+  o.attention = attention;
   return Planner(parse_model_spec(model), parse_cluster_spec(cluster), o).plan();
 }
 
