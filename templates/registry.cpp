@@ -14,7 +14,9 @@
 
 namespace tuner::templates {
 
-const std::vector<const KernelTemplate*>& all_templates() {
+namespace {
+
+std::vector<const KernelTemplate*>& registered() {
   static const GemmF32Template gemm_f32;
   static const RowNormTemplate softmax(RowOp::kSoftmax);
   static const RowNormTemplate layernorm(RowOp::kLayernorm);
@@ -27,10 +29,25 @@ const std::vector<const KernelTemplate*>& all_templates() {
   static const GemmWgmmaTemplate batched_wgmma(true);
   // Registration order is preference order: the first template of an op and dtype that runs on the
   // device is the default. gemm_tc_wgmma stays behind gemm_tc_mma until a GPU has checked it.
-  static const std::vector<const KernelTemplate*> all = {&gemm_f32,  &gemm_tc,   &gemm_wgmma, &batched_f32,
+  static std::vector<const KernelTemplate*> all = {&gemm_f32,  &gemm_tc,   &gemm_wgmma, &batched_f32,
                                                          &batched_tc, &batched_wgmma, &softmax, &layernorm,
                                                          &conv2d,    &conv2d_tc};
   return all;
+}
+
+}  // namespace
+
+const std::vector<const KernelTemplate*>& all_templates() { return registered(); }
+
+const KernelTemplate& register_template(std::unique_ptr<const KernelTemplate> t) {
+  static std::vector<std::unique_ptr<const KernelTemplate>> owned;
+  for (const auto* existing : registered())
+    if (existing->name() == t->name())
+      throw std::invalid_argument("template name '" + t->name() + "' is taken; allowed: a name other than " +
+                                  [] { std::string n; for (const auto* e : registered()) n += (n.empty() ? "" : ", ") + e->name(); return n; }());
+  owned.push_back(std::move(t));
+  registered().push_back(owned.back().get());
+  return *owned.back();
 }
 
 std::string tunable_ops() {

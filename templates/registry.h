@@ -1,7 +1,10 @@
 // The template registry: which kernel template tunes which (op, dtype).
 // One place to add a template; the tuner and the CLI look templates up here.
+// Templates built at run time (a user kernel: user_kernel.h) join with
+// register_template before any session starts.
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -9,8 +12,11 @@
 
 namespace tuner::templates {
 
-/// Every registered template.
+/// Every registered template: the built-in ones, then those added by register_template.
 const std::vector<const KernelTemplate*>& all_templates();
+/// Adds a template built at run time (the registry owns it from now on) and returns it. Throws
+/// std::invalid_argument when its name is taken. Not thread-safe: call it before tuning starts.
+const KernelTemplate& register_template(std::unique_ptr<const KernelTemplate> t);
 /// The template for an op and dtype: `name` when it is given (it must implement that op and dtype),
 /// else the first registered one that does and, when `limits` is given, runs on that device
 /// (unsupported_on). Throws std::invalid_argument naming what exists when none fits.

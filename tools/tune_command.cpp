@@ -6,6 +6,7 @@
 
 #include "search/strategy.h"
 #include "templates/registry.h"
+#include "templates/user_kernel.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tuner/device_registry.h"
@@ -68,6 +69,7 @@ std::string phases_line(const TunePhases& p) {
 int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string op, shape, dtype, device_spec, strategy, db_path, faults_text, trials_text, replay_out, template_name;
+  std::string kernel_path, spec_path;
   int64_t trials = 0, early_stop = 0;
   int remeasure = 5;
   std::string seed_text, transfer;
@@ -80,8 +82,10 @@ int tune_command(const std::vector<std::string>& args) {
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
   desc.add_options()
       ("help,h", "show this help")
-      ("op", po::value(&op)->required(), "operator: gemm, batched_gemm, conv2d, softmax, layernorm")
-      ("shape", po::value(&shape)->required(), "named dimensions, e.g. M=4096,N=4096,K=4096")
+      ("op", po::value(&op)->default_value(""), "operator: gemm, batched_gemm, conv2d, softmax, layernorm (required unless --kernel)")
+      ("shape", po::value(&shape)->default_value(""), "named dimensions, e.g. M=4096,N=4096,K=4096 (with --kernel: overrides the spec's sizes)")
+      ("kernel", po::value(&kernel_path)->default_value(""), "a CUDA file of your own to tune, with --spec (see README: user kernels)")
+      ("spec", po::value(&spec_path)->default_value(""), "the JSON spec of --kernel: knobs, constraints, launch, buffers, reference")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
       ("template", po::value(&template_name)->default_value(""), "kernel template, e.g. gemm_tc_wgmma (default: the op's first template that runs on the device; see README)")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N, cuda:all, cuda:N,M,.. (identical GPUs measured in parallel), sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
@@ -123,7 +127,19 @@ int tune_command(const std::vector<std::string>& args) {
   TuneOptions opt;
   const templates::KernelTemplate* tmpl = nullptr;
   try {
-    opt.workload = templates::parse_workload(op, shape, dtype);
+    if (!kernel_path.empty() || !spec_path.empty()) {
+      // A user kernel: registered as a template named by its spec, then tuned like any other.
+      if (kernel_path.empty() || spec_path.empty()) throw std::invalid_argument("--kernel and --spec go together");
+      if (!op.empty() || !template_name.empty() || !vm["dtype"].defaulted())
+        throw std::invalid_argument("--op, --template and --dtype come from the spec with --kernel; leave them out");
+      const auto& user = templates::register_user_kernel(kernel_path, spec_path, shape);
+      op = user.op();
+      template_name = user.name();
+      opt.workload = user.workload();
+    } else {
+      if (op.empty() || shape.empty()) throw std::invalid_argument("--op and --shape are required (or --kernel and --spec)");
+      opt.workload = templates::parse_workload(op, shape, dtype);
+    }
     tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
     search::check_strategy_name(strategy);
   } catch (const std::invalid_argument& e) {

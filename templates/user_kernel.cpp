@@ -1,0 +1,195 @@
+#include "templates/user_kernel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+
+#include "templates/registry.h"
+
+namespace tuner::templates {
+namespace {
+
+std::string read_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (path.empty() || !in) throw SpecError(flag + " '" + path + "': cannot read the file; allowed: a readable file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().size() > (size_t{1} << 24)) throw SpecError(flag + " '" + path + "': larger than 16 MiB");
+  return s.str();
+}
+
+int64_t product(const std::array<unsigned, 3>& v) { return int64_t{v[0]} * v[1] * v[2]; }
+
+/// A formula's value as a launch dimension (1 .. 2^31-1), or 0 when it is out of that range.
+unsigned dim_value(const std::optional<Expr>& e, const ExprScope& scope) {
+  if (!e) return 1;
+  const int64_t v = e->eval(scope);
+  return v >= 1 && v <= 2147483647 ? static_cast<unsigned>(v) : 0;
+}
+
+}  // namespace
+
+std::string UserKernelTemplate::source_text() const {
+  // The kernel's text and every formula: a change to either is a new template version.
+  nlohmann::json f;
+  f["kernel"] = spec_.kernel;
+  f["reference"] = spec_.reference_kernel;
+  for (const auto& k : spec_.knobs) f["knobs"][k.name] = k.values;
+  for (const auto& c : spec_.constraints) f["constraints"].push_back(c.text());
+  for (int i = 0; i < 3; ++i) {
+    f["grid"].push_back(spec_.launch.grid[i] ? spec_.launch.grid[i]->text() : "1");
+    f["block"].push_back(spec_.launch.block[i] ? spec_.launch.block[i]->text() : "1");
+  }
+  if (spec_.shared_bytes) f["shared_bytes"] = spec_.shared_bytes->text();
+  for (const auto& b : spec_.buffers) f["buffers"].push_back({b.name, to_string(b.dtype), b.elements.text(), b.role});
+  for (const auto& s : spec_.scalars) f["scalars"].push_back(s.text());
+  for (const auto& [k, v] : spec_.reference_config) f["reference_config"][k] = v;
+  f["tolerance"] = spec_.tolerance;
+  return spec_.kernel_text + "\n// spec: " + f.dump() + "\n";
+}
+
+Workload UserKernelTemplate::workload() const { return Workload{spec_.name, spec_.sizes, spec_.dtype}; }
+
+std::optional<std::string> UserKernelTemplate::unsupported(const Workload& w) const {
+  if (w.dims.size() != spec_.sizes.size()) return "the workload's sizes are not the spec's";
+  for (size_t i = 0; i < w.dims.size(); ++i)
+    if (w.dims[i].first != spec_.sizes[i].first) return "the workload's sizes are not the spec's";
+  const ExprScope s = scope({}, w);
+  try {
+    for (const auto& e : spec_.scalars) {
+      const int64_t v = e.eval(s);
+      if (v < INT32_MIN || v > INT32_MAX)
+        return "scalar '" + e.text() + "' = " + std::to_string(v) + " does not fit an int; allowed: -2^31 .. 2^31-1";
+    }
+    for (const auto& b : spec_.buffers)
+      if (b.elements.eval(s) < 1 || b.elements.eval(s) > (int64_t{1} << 36))
+        return "buffer " + b.name + " has " + std::to_string(b.elements.eval(s)) + " elements; allowed: 1 .. 2^36";
+  } catch (const ExprError& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
+
+ExprScope UserKernelTemplate::scope(const ExprScope& knobs, const Workload& w) const {
+  ExprScope s = knobs;
+  for (const auto& [name, value] : w.dims) s[name] = value;
+  return s;
+}
+
+search::ConfigSpace UserKernelTemplate::space(const Workload& w, const DeviceLimits& limits) const {
+  std::vector<search::Constraint> cs;
+  // Knob values of a config as a scope (the sizes added).
+  auto scope_of = [this, w](const search::ConfigView& v) {
+    ExprScope knobs;
+    for (const auto& k : spec_.knobs) knobs[k.name] = v[k.name];
+    return scope(knobs, w);
+  };
+  for (const auto& c : spec_.constraints)
+    cs.push_back({c.text(), [c, scope_of](const search::ConfigView& v) {
+                    try {
+                      return c.eval(scope_of(v)) != 0;
+                    } catch (const ExprError&) {
+                      return false;  // e.g. a division by zero: the config is not valid
+                    }
+                  }});
+  cs.push_back({"block and grid within the device's limits, shared memory <= " +
+                    std::to_string(limits.max_shared_per_block_bytes) + " bytes",
+                [this, scope_of, limits](const search::ConfigView& v) {
+                  try {
+                    const ExprScope s = scope_of(v);
+                    const LaunchGeometry g = launch_for(spec_.launch, s);
+                    for (int i = 0; i < 3; ++i)
+                      if (g.grid[i] == 0 || g.block[i] == 0 || g.grid[i] > limits.max_grid[i] ||
+                          g.block[i] > limits.max_block[i])
+                        return false;
+                    return product(g.block) <= limits.max_threads_per_block && g.dynamic_shared_bytes >= 0 &&
+                           g.dynamic_shared_bytes <= limits.max_shared_per_block_bytes;
+                  } catch (const ExprError&) {
+                    return false;
+                  }
+                }});
+  return search::ConfigSpace(spec_.knobs, std::move(cs));
+}
+
+LaunchGeometry UserKernelTemplate::launch_for(const UserLaunch& l, const ExprScope& s) const {
+  LaunchGeometry g;
+  for (int i = 0; i < 3; ++i) {
+    g.grid[i] = dim_value(l.grid[i], s);
+    g.block[i] = dim_value(l.block[i], s);
+  }
+  if (spec_.shared_bytes) {
+    const int64_t b = spec_.shared_bytes->eval(s);
+    g.dynamic_shared_bytes = b >= 0 && b <= (int64_t{1} << 30) ? static_cast<int>(b) : -1;
+  }
+  return g;
+}
+
+costmodel::KernelProfile UserKernelTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
+                                                     const Workload& w) const {
+  const search::ConfigView v(space, c);
+  ExprScope knobs;
+  for (const auto& k : spec_.knobs) knobs[k.name] = v[k.name];
+  const ExprScope s = scope(knobs, w);
+  const LaunchGeometry g = launch_for(spec_.launch, s);
+  double buffer_bytes = 0;
+  for (const auto& b : spec_.buffers)
+    if (b.role != "workspace") buffer_bytes += static_cast<double>(b.elements.eval(s)) * dtype_bytes(b.dtype);
+  costmodel::KernelProfile p;
+  p.flops = spec_.flops ? static_cast<double>(spec_.flops->eval(s)) : 0.0;
+  p.dram_bytes = spec_.bytes ? static_cast<double>(spec_.bytes->eval(s)) : buffer_bytes;
+  p.global_bytes = p.dram_bytes;
+  p.blocks = product(g.grid);
+  p.threads_per_block = static_cast<int>(product(g.block));
+  p.dynamic_shared_bytes = g.dynamic_shared_bytes;
+  p.ilp = spec_.ilp ? static_cast<int>(std::max<int64_t>(1, spec_.ilp->eval(s))) : 1;
+  p.vector_width = spec_.vector_width ? static_cast<int>(std::max<int64_t>(1, spec_.vector_width->eval(s))) : 1;
+  return p;
+}
+
+std::string UserKernelTemplate::source_for(const ExprScope& knobs) const {
+  std::string out = "// user kernel " + spec_.name + " (" + spec_.kernel_path + ")\n";
+  for (const auto& k : spec_.knobs) out += "#define " + k.name + " " + std::to_string(knobs.at(k.name)) + "\n";
+  out += "#line 1 \"" + spec_.kernel_path + "\"\n";
+  return out + spec_.kernel_text;
+}
+
+KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
+                                               const Workload& w) const {
+  const search::ConfigView v(space, c);
+  ExprScope knobs;
+  for (const auto& k : spec_.knobs) knobs[k.name] = v[k.name];
+  const ExprScope s = scope(knobs, w);
+  KernelInstance k;
+  k.profile = profile(space, c, w);
+  k.source = source_for(knobs);
+  k.kernel_name = spec_.kernel;
+  k.launch = launch_for(spec_.launch, s);
+  for (const auto& b : spec_.buffers)
+    k.buffers.push_back({b.name, b.elements.eval(s), b.dtype, b.role == "output", b.role == "workspace"});
+  for (const auto& e : spec_.scalars) k.scalar_args.push_back(static_cast<int32_t>(e.eval(s)));
+  k.flops = k.profile.flops;
+  k.bytes = k.profile.dram_bytes;
+  // The reference: the second kernel, or this kernel at the reference config, compiled with that config.
+  const ExprScope ref_scope = scope(spec_.reference_config, w);
+  k.reference_source = source_for(spec_.reference_config);
+  k.reference_kernel_name = spec_.reference_kernel.empty() ? spec_.kernel : spec_.reference_kernel;
+  k.reference_launch = launch_for(spec_.reference_launch ? *spec_.reference_launch : spec_.launch, ref_scope);
+  k.tolerance = spec_.tolerance;
+  return k;
+}
+
+const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
+                                               const std::string& shape) {
+  const std::string kernel = read_file(kernel_path, "--kernel");
+  const std::string spec = read_file(spec_path, "--spec");
+  auto t = std::make_unique<UserKernelTemplate>(parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape));
+  try {
+    return static_cast<const UserKernelTemplate&>(register_template(std::move(t)));
+  } catch (const std::invalid_argument& e) {
+    throw SpecError("spec " + spec_path + ": name: " + e.what());
+  }
+}
+
+}  // namespace tuner::templates

@@ -1,0 +1,54 @@
+// A user-written kernel as a KernelTemplate: `tuner tune --kernel FILE.cu --spec FILE.json` builds one
+// from a UserKernelSpec (user_kernel_spec.h) and registers it (registry.h), so the tuning loop compiles,
+// measures, checks and stores it exactly as it does the built-in templates.
+//
+// The source of a config is the kernel file's text after one #define per knob and a #line directive
+// (NVRTC's errors name the user's file and line); sizes are not macros (they are formulas' names and
+// reach the kernel as scalar arguments). The template's op and name are the spec's name; its version
+// text is the kernel file's text plus the spec's formulas, so a changed kernel is a new version. On sim
+// devices the analytic model estimates a config from the spec's flops and bytes, the launch geometry,
+// the optional ilp and vector_width, and the cubin's registers: a roofline with occupancy, no more.
+#pragma once
+
+#include "templates/kernel_template.h"
+#include "templates/user_kernel_spec.h"
+
+namespace tuner::templates {
+
+class UserKernelTemplate final : public KernelTemplate {
+ public:
+  explicit UserKernelTemplate(UserKernelSpec spec) : spec_(std::move(spec)) {}
+
+  std::string name() const override { return spec_.name; }
+  std::string op() const override { return spec_.name; }
+  std::vector<DType> dtypes() const override { return {spec_.dtype}; }
+  std::string source_text() const override;
+  std::optional<std::string> unsupported(const Workload& w) const override;
+  search::ConfigSpace space(const Workload& w, const DeviceLimits& limits) const override;
+  search::ConfigSpace reduced_space(const Workload& w, const DeviceLimits& limits) const override {
+    return space(w, limits);
+  }
+  costmodel::KernelProfile profile(const search::ConfigSpace& space, const search::Config& c,
+                                   const Workload& w) const override;
+  KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
+                             const Workload& w) const override;
+
+  /// The workload of the spec's sizes (op = name, dims = sizes, dtype).
+  Workload workload() const;
+  const UserKernelSpec& spec() const { return spec_; }
+
+ private:
+  /// Knob values and sizes: what the formulas read.
+  ExprScope scope(const ExprScope& knobs, const Workload& w) const;
+  std::string source_for(const ExprScope& knobs) const;
+  LaunchGeometry launch_for(const UserLaunch& l, const ExprScope& scope) const;
+
+  UserKernelSpec spec_;
+};
+
+/// Reads the kernel file and the spec (sizes overridden by `shape`, "N=4096,..." or empty), builds the
+/// template and registers it (registry.h). Throws SpecError with one line on a bad or unreadable file.
+const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
+                                               const std::string& shape);
+
+}  // namespace tuner::templates

@@ -1,0 +1,111 @@
+// `tuner tune --kernel FILE.cu --spec FILE.json`: the example of examples/user_kernel/ tunes end to end
+// on sim:h100-sxm through the same loop as the built-in templates (NVRTC, worker, database), `query`
+// shows its records under the spec's name, a changed kernel is a new template version, and each kind
+// of bad spec is one line on stderr, exit code 2, with the database untouched.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cli_fixture.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+using tuner_cli_test::slurp;
+
+const std::string kExample = std::string(TUNER_SOURCE_DIR) + "/examples/user_kernel/";
+
+class UserKernelCli : public Cli {
+ protected:
+  /// The example's spec with `from` replaced by `to`, written to the scratch directory; its path.
+  std::string spec_with(const std::string& from, const std::string& to) const {
+    std::string s = slurp(kExample + "saxpy.json");
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    const std::string path = (dir_ / "bad.json").string();
+    std::ofstream(path) << s;
+    return path;
+  }
+  std::string tune(const std::string& kernel, const std::string& spec, const std::string& extra = "",
+                   int trials = 8) const {
+    return "tune --kernel " + kernel + " --spec " + spec + " --device sim:h100-sxm --seed 1 --db " + db() +
+           " --trials " + std::to_string(trials) + " --batch 4 --remeasure 1 --quiet --compile-threads 2 " + extra;
+  }
+  /// Exit code 2, exactly one line on stderr holding `want`, and nothing in the database.
+  void expect_bad(const std::string& spec, const std::string& want) const {
+    const auto r = run(tune(kExample + "saxpy.cu", spec));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(db())) << "a bad spec must not create or touch the database";
+  }
+};
+
+TEST_F(UserKernelCli, ExampleTunesOnSimAndQueryShowsIt) {
+  const auto r = run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["template"], "saxpy_user");
+  ASSERT_TRUE(j.contains("best")) << r.out;
+  EXPECT_EQ(j["best"]["status"], "ok") << r.out;
+  EXPECT_GT(j["best"]["time_ms"].get<double>(), 0);
+  EXPECT_TRUE(j["best"]["config"].contains("BLOCK") && j["best"]["config"].contains("ITEMS")) << r.out;
+
+  const auto h = run("query --db " + db() + " --history --all-versions --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  const auto rows = nlohmann::json::parse(h.out);
+  ASSERT_GE(rows.size(), 8u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["op"], "saxpy_user");
+    EXPECT_EQ(row["shape"], "N=1048576");
+    EXPECT_EQ(row["status"], "ok") << row.dump();
+    EXPECT_GT(row["registers"].get<int>(), 0) << "compiled with NVRTC: resources from the cubin";
+  }
+  // The same command again continues to the same budget: nothing new is measured.
+  const auto again = run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--json"));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(run("query --db " + db() + " --history --all-versions --json").out).size(),
+            rows.size());
+}
+
+TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
+  const std::string edited = (dir_ / "saxpy.cu").string();
+  std::ofstream(edited) << slurp(kExample + "saxpy.cu") << "\n// an edit\n";
+  const auto r = run(tune(edited, kExample + "saxpy.json", "--json", 2));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = nlohmann::json::parse(run("query --db " + db() + " --history --all-versions --json").out);
+  std::set<std::string> versions;
+  for (const auto& row : rows) versions.insert(row["template_version"].get<std::string>());
+  EXPECT_EQ(versions.size(), 2u) << "two kernel texts, two versions";
+}
+
+TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
+  expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK * ITEM <= 4096\""),
+             "constraints[0]: unknown name 'ITEM' in 'BLOCK * ITEM <= 4096'; allowed: BLOCK, ITEMS, N");
+}
+
+TEST_F(UserKernelCli, BadDtype) {
+  expect_bad(spec_with("{\"name\": \"x\", \"dtype\": \"f32\"", "{\"name\": \"x\", \"dtype\": \"f64\""),
+             "buffers[0].dtype: 'f64' is not a dtype; allowed: f32, f16, bf16");
+}
+
+TEST_F(UserKernelCli, MissingField) {
+  expect_bad(spec_with("\"block\": [\"BLOCK\"],", ""), "block: missing (required)");
+}
+
+TEST_F(UserKernelCli, ExpressionSyntaxError) {
+  expect_bad(spec_with("\"ceil_div(N, BLOCK * ITEMS)\"", "\"ceil_div(N, BLOCK * * ITEMS)\""),
+             "grid[0]: expression 'ceil_div(N, BLOCK * * ITEMS)': unexpected '*' at column 21");
+}
+
+TEST_F(UserKernelCli, UnknownKeyAndUnreadableFiles) {
+  expect_bad(spec_with("\"flops\"", "\"flopz\""), "flopz: unknown key; allowed:");
+  const auto r = run(tune((dir_ / "missing.cu").string(), kExample + "saxpy.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--kernel"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot read the file"), std::string::npos) << r.err;
+}
+
+}  // namespace
