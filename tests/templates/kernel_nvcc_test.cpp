@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -113,8 +115,10 @@ void compile_all(const char* gpu, bool every_file) {
   }
   fs::remove_all(dir);
   // Every kernel file was compiled, as an entry or through one (sm_90: the wgmma files too).
-  if (every_file)
-    for (const auto& f : templates::kernel_files()) EXPECT_TRUE(entries.count(f.name)) << f.name << " never compiled";
+  if (!every_file) return;
+  for (const auto& f : templates::kernel_files()) {
+    EXPECT_TRUE(entries.count(f.name)) << f.name << " never compiled";
+  }
 }
 
 TEST(KernelFilesNvcc, EveryKernelFileCompilesForSm80) { compile_all("a100-sxm4-80gb", false); }
