@@ -559,6 +559,21 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
   return run_result_query(impl_->conn, query, where);
 }
 
+std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
+  sql::Statement stmt(impl_->conn,
+                      "SELECT name, hash FROM templates t WHERE id = (SELECT max(id) FROM templates u WHERE u.name = t.name) "
+                      "ORDER BY name");
+  std::vector<TemplateVersion> out;
+  while (stmt.step()) out.push_back({stmt.column_text(0), stmt.column_text(1)});
+  return out;
+}
+
+bool TuningDb::has_op(const std::string& op) const {
+  sql::Statement stmt(impl_->conn, "SELECT 1 FROM workloads WHERE op = ? LIMIT 1");
+  stmt.bind(1, op);
+  return stmt.step();
+}
+
 std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
   const Where where = build_where(f, FilterColumns{"s.id", nullptr, nullptr}, /*force_ok=*/false);
   const std::string query =

@@ -133,6 +133,28 @@ void match_device(const std::string& spec, const db::TuningDb& db, RecordFilter&
 
 }  // namespace
 
+namespace {
+
+bool is_builtin_op(const std::string& op) {
+  try {
+    templates::op_dimensions(op);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::vector<db::TemplateVersion> current_template_versions(const db::TuningDb& db) {
+  std::vector<db::TemplateVersion> out;
+  for (const auto* t : templates::all_templates()) out.push_back({t->name(), template_hash(*t)});
+  for (const auto& t : db.latest_template_versions())
+    if (std::none_of(out.begin(), out.end(), [&](const db::TemplateVersion& b) { return b.name == t.name; }))
+      out.push_back(t);
+  return out;
+}
+
 RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningDb& db) {
   RecordFilter out;
   auto& f = out.filter;
@@ -140,17 +162,21 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
   try {
     if (!o.shape.empty() && o.op.empty()) throw std::invalid_argument("--shape needs --op to name its dimensions");
     if (!o.op.empty()) {
-      templates::op_dimensions(o.op);  // validates the op
       f.op = o.op;
-      if (!o.shape.empty())
-        f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
+      if (db.has_op(o.op) && !is_builtin_op(o.op)) {
+        f.shape = o.shape;  // a user kernel's op: its shape string as recorded (its sizes in spec order)
+      } else {
+        templates::op_dimensions(o.op);  // validates the op
+        if (!o.shape.empty())
+          f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
+      }
     }
     if (!o.dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(o.dtype));
     if (!o.template_name.empty()) {
       std::string names;
-      for (const auto* t : templates::all_templates()) {
-        if (t->name() == o.template_name) f.template_name = o.template_name;
-        names += (names.empty() ? "" : ", ") + t->name();
+      for (const auto& t : current_template_versions(db)) {
+        if (t.name == o.template_name) f.template_name = o.template_name;
+        names += (names.empty() ? "" : ", ") + t.name;
       }
       if (f.template_name.empty())
         throw std::invalid_argument("--template '" + o.template_name + "' is not a template; allowed: " + names);
@@ -163,7 +189,7 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
     out.single_device = true;
   }
   if (!o.all_versions)
-    for (const auto* t : templates::all_templates()) f.template_hashes.push_back(template_hash(*t));
+    for (const auto& t : current_template_versions(db)) f.template_hashes.push_back(t.hash);
   return out;
 }
 

@@ -59,6 +59,11 @@ struct RecordFilter {
 /// Device names recorded in a database (those of its sessions; every trial belongs to one), sorted.
 std::vector<std::string> recorded_device_names(const db::TuningDb& db);
 
+/// The versions records are shown for without --all-versions: each built-in template's current one, and
+/// for a template this build does not know (a user kernel, registered only while it is tuned) the newest
+/// version recorded in the database.
+std::vector<db::TemplateVersion> current_template_versions(const db::TuningDb& db);
+
 /// Validates the options and builds the filter. --device is matched, in order: a name recorded in the
 /// database exactly ("NVIDIA H100 80GB HBM3", "replay:NVIDIA H100 80GB HBM3", "sim:h100-sxm"); a bare GPU
 /// name also matches the records replayed from recordings of that GPU ("replay:" + name); then sim:<gpu>,

@@ -79,6 +79,18 @@ TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
   std::set<std::string> versions;
   for (const auto& row : rows) versions.insert(row["template_version"].get<std::string>());
   EXPECT_EQ(versions.size(), 2u) << "two kernel texts, two versions";
+  // A plain query (no --all-versions) shows the newest version's records, by the user kernel's op and shape.
+  const auto plain = run("query --db " + db() + " --op saxpy_user --shape N=1048576 --history --json");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const auto newest = nlohmann::json::parse(plain.out);
+  ASSERT_FALSE(newest.empty());
+  for (const auto& row : newest) EXPECT_EQ(row["template_version"], rows.back()["template_version"]) << row.dump();
+  EXPECT_LT(newest.size(), rows.size());
+  const auto best = run("query --db " + db() + " --op saxpy_user --best --template saxpy_user --json");
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_EQ(nlohmann::json::parse(best.out).size(), 1u) << best.out;
+  // An op neither built in nor recorded is still refused.
+  EXPECT_EQ(run("query --db " + db() + " --op saxpy_nobody").code, 2);
 }
 
 TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
