@@ -13,9 +13,9 @@ constexpr size_t kKeptBest = 16;  // measured configs that seed annealing chains
 
 ModelGuidedStrategy::ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed,
                                          std::unique_ptr<costmodel::CostModel> model, Featurizer featurize,
-                                         AnnealingParams params)
+                                         AnnealingParams params, Prior prior)
     : space_(space), seen_(space), rng_(seed), model_(std::move(model)), featurize_(std::move(featurize)),
-      params_(params) {}
+      params_(params), prior_(std::move(prior)) {}
 
 void ModelGuidedStrategy::add_row(const Config& c, const TrialOutcome& outcome) {
   const double speed = outcome.ok && outcome.time_ms > 0 ? 1.0 / outcome.time_ms : 0.0;
@@ -179,10 +179,43 @@ std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
   return out;
 }
 
+std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
+  // The prior ranks every unseen config of a small space, or a uniform sample of a large one; the batch
+  // is the best of them, picked for diversity as the model's own picks are.
+  std::vector<uint64_t> pool;
+  if (space_.size() <= params_.prior_pool) {
+    for (uint64_t i = 0; i < space_.size(); ++i)
+      if (!seen_.contains(i)) pool.push_back(i);
+  } else {
+    SeenSet probe = seen_;
+    for (const auto& c : draw_unseen(space_, probe, rng_, params_.prior_pool)) pool.push_back(*space_.index_of(c));
+  }
+  std::vector<double> value(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) value[i] = prior_(space_.at(pool[i]));
+  std::vector<size_t> order(pool.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+  std::vector<uint64_t> ranked;
+  for (size_t i = 0; i < order.size() && ranked.size() < want * std::max<size_t>(1, params_.diversity_pool); ++i)
+    ranked.push_back(pool[order[i]]);
+  std::vector<Config> out;
+  for (uint64_t idx : diverse_pick(ranked, want))
+    if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
+  return out;
+}
+
 std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   std::vector<Config> out;
   const uint64_t total = space_.size();
   if (n == 0 || seen_.size() >= total) return out;
+  // Small batches while the model knows little of this workload, growing with its own rows.
+  if (params_.first_batch > 0) n = std::min(n, std::max(params_.first_batch, rows_.rows));
+  if (!model_ready_ && prior_) {
+    out = prior_pick(n);
+    auto rest = draw_unseen(space_, seen_, rng_, n - out.size());
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  }
   std::vector<uint64_t> picks;
   if (model_ready_) {
     // A model that has seen only other workloads' records hedges: half of its first batch is random.

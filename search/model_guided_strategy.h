@@ -6,8 +6,10 @@
 // configs and random ones; each step changes one knob (a valid neighbour) and
 // is accepted by the Metropolis rule at a temperature cooled linearly to 0;
 // the best-scored unseen configs become the batch, except an epsilon share
-// drawn uniformly at random. Until the model has enough rows it proposes at
-// random. Never proposes a config already proposed or measured. Deterministic
+// drawn uniformly at random. Until the model has enough rows it proposes the
+// configs a prior (the analytic model, when the tuner supplies one) ranks
+// best, with diversity, else at random; batches start small and grow with the
+// model's own rows. Never proposes a config already proposed or measured. Deterministic
 // under the seed (given a deterministic model).
 #pragma once
 
@@ -21,6 +23,9 @@ namespace tuner::search {
 
 /// The feature vector of a config (kernel_features of its profile); supplied by the tuner.
 using Featurizer = std::function<std::vector<float>(const Config&)>;
+/// What is known of a config before any measurement (e.g. minus the log of the analytic model's time):
+/// larger = expected faster. Ranks the first proposals while the model has nothing to learn from.
+using Prior = std::function<double(const Config&)>;
 
 struct AnnealingParams {
   int chains = 128;               ///< Parallel annealing chains.
@@ -34,12 +39,15 @@ struct AnnealingParams {
                                   ///< values (0: plain top of the ranking).
   size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
+  size_t first_batch = 16;        ///< Most configs per proposal until the model has seen this many of its own
+                                  ///< rows; then at most as many as it has seen (batches grow 16, 16, 32, 64...).
+  size_t prior_pool = 4096;       ///< With a prior: configs it ranks for the first batch (all of a smaller space).
 };
 
 class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner {
  public:
   ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed, std::unique_ptr<costmodel::CostModel> model,
-                      Featurizer featurize, AnnealingParams params = {});
+                      Featurizer featurize, AnnealingParams params = {}, Prior prior = {});
   std::string name() const override { return "xgb"; }
   std::vector<Config> propose(size_t n) override;
   /// Measured configs (own proposals, resumed history, other processes' results): never proposed again,
@@ -66,6 +74,7 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   std::vector<uint64_t> anneal(size_t want);
   std::vector<uint64_t> diverse_pick(const std::vector<uint64_t>& ranked, size_t want) const;
   std::vector<float> score(const std::vector<Config>& configs) const;
+  std::vector<Config> prior_pick(size_t want);
 
   const ConfigSpace& space_;
   SeenSet seen_;
@@ -73,6 +82,7 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   std::unique_ptr<costmodel::CostModel> model_;
   Featurizer featurize_;
   AnnealingParams params_;
+  Prior prior_;
   bool model_ready_ = false;
   bool fitted_here_ = false;
   size_t fitted_rows_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "search/bayes_opt_strategy.h"
 #include "search/genetic_strategy.h"
 #include "search/grid_strategy.h"
 #include "search/random_strategy.h"
@@ -15,10 +16,10 @@ bool SeenSet::insert(const Config& c) {
   return seen_.insert(*idx).second;
 }
 
-std::string strategy_names() { return "xgb, ga, random, grid"; }
+std::string strategy_names() { return "xgb, bo, ga, random, grid"; }
 
 void check_strategy_name(const std::string& name) {
-  if (name != "grid" && name != "random" && name != "xgb" && name != "ga")
+  if (name != "grid" && name != "random" && name != "xgb" && name != "ga" && name != "bo")
     throw std::invalid_argument("unknown strategy '" + name + "'; allowed: " + strategy_names());
 }
 
@@ -27,6 +28,7 @@ std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const Con
   if (name == "grid") return std::make_unique<GridStrategy>(space);
   if (name == "random") return std::make_unique<RandomStrategy>(space, seed);
   if (name == "ga") return std::make_unique<GeneticStrategy>(space, seed);
+  if (name == "bo") return std::make_unique<BayesOptStrategy>(space, seed);
   throw std::invalid_argument("strategy 'xgb' needs a cost model and a featurizer: build ModelGuidedStrategy");
 }
 

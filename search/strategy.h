@@ -57,7 +57,7 @@ class SearchStrategy {
 std::string strategy_names();
 /// Throws std::invalid_argument naming the allowed names when `name` is not a strategy.
 void check_strategy_name(const std::string& name);
-/// Builds "grid", "random" or "ga"; throws std::invalid_argument naming the allowed names otherwise ("xgb" is
+/// Builds "grid", "random", "ga" or "bo"; throws std::invalid_argument naming the allowed names otherwise ("xgb" is
 /// a ModelGuidedStrategy, which the tuner builds with its cost model and featurizer).
 /// The space must outlive the strategy.
 std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ConfigSpace& space, uint64_t seed);

@@ -1,5 +1,8 @@
 #include "tuner/strategy_factory.h"
 
+#include <cmath>
+
+#include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
 #include "costmodel/xgboost_model.h"
 #include "search/model_guided_strategy.h"
@@ -9,7 +12,7 @@ namespace tuner {
 std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, const search::ConfigSpace& space,
                                                        uint64_t seed, const templates::KernelTemplate& tmpl,
                                                        const templates::Workload& workload,
-                                                       const costmodel::GpuSpec& gpu) {
+                                                       const costmodel::GpuSpec& gpu, const StrategyOptions& options) {
   if (name != "xgb") return search::make_strategy(name, space, seed);
   std::vector<int64_t> dims;
   for (const auto& [n, v] : workload.dims) dims.push_back(v);
@@ -17,10 +20,18 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
   search::Featurizer featurize = [&space, &tmpl, workload, dims, dtype_bytes, gpu](const search::Config& c) {
     return costmodel::kernel_features(c, tmpl.profile(space, c, workload), dims, dtype_bytes, gpu);
   };
+  search::Prior prior;
+  if (options.analytic_prior)
+    prior = [&space, &tmpl, workload, gpu](const search::Config& c) {
+      const auto p = tmpl.profile(space, c, workload);
+      const auto e = costmodel::estimate(p, {costmodel::estimated_registers(p), 0, 0}, gpu);
+      return e.launchable && e.time_ms > 0 ? -std::log(e.time_ms) : -1e30;
+    };
   costmodel::XgbParams params;
   params.seed = seed;
   return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::make_unique<costmodel::XgbModel>(params),
-                                                       std::move(featurize));
+                                                       std::move(featurize), search::AnnealingParams{},
+                                                       std::move(prior));
 }
 
 }  // namespace tuner

@@ -62,7 +62,7 @@ struct TuneOptions {
   bool transfer = true;            ///< xgb: also train on this template's records of other shapes and GPUs.
   int64_t early_stop = 0;          ///< Stop after this many trials of the session without a better time (0: off).
   /// Stop when the strategy expects less than this relative speed-up from its next batch (0.01: 1%;
-  /// 0: off). Only strategies that estimate it (bo, xgb) can trigger it.
+  /// 0: off). Only a strategy that estimates it (bo) can trigger it.
   double min_expected_improvement = 0;
   int remeasure_top = 5;           ///< Measure the best K configs once more at the end (0: off).
   MeasureSettings settings;

@@ -90,7 +90,7 @@ class SessionStages : public ::testing::Test {
 
 TEST_F(SessionStages, EachStrategyProposesWhatAPlainLoopOverItProposes) {
   const auto device = resolve_device("sim:h100-sxm");
-  for (const char* name : {"xgb", "ga", "random"}) {
+  for (const char* name : {"xgb", "bo", "ga", "random"}) {
     db::TuningDb db((dir_ / (std::string(name) + ".db")).string());
     const TuneSummary sum = run_tuning(options(name, 24), device, db);
     EXPECT_EQ(sum.stop_reason, "budget of 24 trials reached") << name;
@@ -110,6 +110,21 @@ TEST_F(SessionStages, AResumedSessionObservesTheRecordsFirst) {
   const auto rows = search_rows(db);
   ASSERT_EQ(rows.size(), 32u);
   expect_same_as_plain_loop(options("xgb", 32), rows, 16, 8);
+}
+
+TEST_F(SessionStages, AStrategyThatExpectsTooLittleStopsTheSessionAndSaysWhy) {
+  const auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db((dir_ / "ei.db").string());
+  TuneOptions o = options("bo", 64);
+  // bo's first batch is random (no estimate); its second proposal expects far less than a 10x speed-up.
+  o.min_expected_improvement = 10.0;
+  const TuneSummary sum = run_tuning(o, device, db);
+  EXPECT_TRUE(sum.early_stopped);
+  EXPECT_EQ(sum.stop_reason.rfind("expected improvement of the next batch", 0), 0u) << sum.stop_reason;
+  EXPECT_EQ(search_rows(db).size(), 8u) << "only bo's first (random) batch is measured";
+  // Without the threshold the same session runs to its budget.
+  db::TuningDb full((dir_ / "full.db").string());
+  EXPECT_EQ(run_tuning(options("bo", 24), device, full).stop_reason, "budget of 24 trials reached");
 }
 
 }  // namespace
