@@ -368,42 +368,24 @@ struct CudaRunner::Impl {
     return states.front();
   }
 
-  MeasureResult run(const MeasureRequest& r, const std::function<void()>& on_ready, bool& launched) {
-    MeasureResult res;
-    auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<Module> mod;
-    CUfunction fn = nullptr;
-    const bool vendor = !r.vendor.empty();
-    if (!vendor) {
-      mod = std::make_unique<Module>(r.cubin);
-      fn = mod->function(r.kernel_name);
-    } else if ((r.vendor == "cublas_gemm_ex" || r.vendor == "cublas_sgemm") && !cublas) {
-      std::string err;
-      cublas = CublasSgemm::create(&err);
-      if (!cublas) throw CudaFailure(err, "unknown", false);
-    }
-    res.phases.module_load_s = seconds_since(t0);
-
-    State& st = state_for(r, res.phases);
-    t0 = std::chrono::steady_clock::now();
-    encode_tensor_maps(r, st);  // per config: boxes differ with the tile
-    std::vector<CUdeviceptr> ptrs;
-    for (auto& b : st.buffers) ptrs.push_back(b.get());
-    std::vector<int32_t> scalars;
-    std::function<void()> launch_once;
+  /// The call that runs the config once on the state's buffers: the kernel, or a vendor baseline (cuBLAS,
+  /// cuDNN). The returned function refers to r, ptrs and scalars, which must outlive it.
+  std::function<void()> launcher(const MeasureRequest& r, CUfunction fn, std::vector<CUdeviceptr>& ptrs,
+                                 std::vector<int32_t>& scalars) {
     if (r.vendor == "cublas_gemm_ex") {
       // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K; the batch count from A's size.
       if (ptrs.size() < 3 || r.scalar_args.size() != 3)
         throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K", "unknown", false);
       const int64_t mk = int64_t{r.scalar_args[0]} * r.scalar_args[2];
       const int batch = static_cast<int>(mk > 0 ? r.buffers[0].elements / mk : 1);
-      launch_once = [&, batch] {
+      return [this, &r, &ptrs, batch] {
         std::string e;
         if (!cublas->run_ex(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], batch,
                             r.buffers[0].dtype, r.buffers[2].dtype, &e))
           throw CudaFailure(e, "launch_error", false);
       };
-    } else if (r.vendor == "cudnn_conv") {
+    }
+    if (r.vendor == "cudnn_conv") {
       // Buffers X, F, Y and the conv2d templates' scalars N, H, W, C, K, R, S, stride, pad, dilation, P, Q.
       if (ptrs.size() < 3 || r.scalar_args.size() < 12)
         throw CudaFailure("cudnn_conv needs buffers X, F, Y and the conv2d scalars through P and Q", "unknown", false);
@@ -415,34 +397,30 @@ struct CudaRunner::Impl {
       size_t need = 0;
       if (!cudnn->plan(shape, &need, &err)) throw CudaFailure(err, "launch_error", false);
       if (need > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(need);
-      launch_once = [&] {  // only the forward call: planning happened once, above
+      return [this, &ptrs] {  // only the forward call: planning happened once, above
         std::string e;
         if (!cudnn->run(ptrs[0], ptrs[1], ptrs[2], cudnn_workspace.get(), cudnn_workspace.bytes(), &e))
           throw CudaFailure(e, "launch_error", false);
       };
-    } else if (r.vendor == "cublas_sgemm") {
+    }
+    if (r.vendor == "cublas_sgemm") {
       if (ptrs.size() != 3 || r.scalar_args.size() != 3)
         throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K", "unknown", false);
-      launch_once = [&] {
+      return [this, &r, &ptrs] {
         std::string e;
         if (!cublas->run(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], &e))
           throw CudaFailure(e, "launch_error", false);
       };
-    } else if (vendor) {
-      throw CudaFailure("unknown vendor baseline '" + r.vendor + "'", "unknown", false);
-    } else {
-      prepare_launch(fn, r.launch);
-      launch_once = [&] { launch(fn, r.launch, r.scalar_args, nullptr, ptrs, scalars); };
     }
-    res.phases.module_load_s += seconds_since(t0);
-    // From here on only the config runs: the client's timeout for it starts now.
-    if (on_ready) on_ready();
+    if (!r.vendor.empty()) throw CudaFailure("unknown vendor baseline '" + r.vendor + "'", "unknown", false);
+    prepare_launch(fn, r.launch);
+    return [this, fn, &r, &ptrs, &scalars] { launch(fn, r.launch, r.scalar_args, nullptr, ptrs, scalars); };
+  }
 
-    // Checked run: poison outputs (NaN), zero workspaces, run once, compare with the reference on the GPU,
-    // and check that nothing outside the outputs changed (inputs, guards, reference copies).
-    t0 = std::chrono::steady_clock::now();
+  /// Checked run: poison outputs (NaN), zero workspaces, run once, compare with the reference on the GPU,
+  /// and check that nothing outside the outputs changed (inputs, guards, reference copies).
+  void checked_run(const MeasureRequest& r, State& st, const std::function<void()>& launch_once, MeasureResult& res) {
     poison_outputs(r, st);
-    launched = true;
     launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
     for (size_t i = 0; i < st.buffers.size() && res.status == "ok"; ++i) {
@@ -461,12 +439,12 @@ struct CudaRunner::Impl {
                     "the kernel wrote outside its output buffers (an input, a guard region or the reference changed)";
       states.remove_if([&](const State& s) { return &s == &st; });  // made afresh for the next config
     }
-    res.phases.check_s = seconds_since(t0);
-    if (res.status != "ok") return res;
+  }
 
-    // Timed runs: warm up, then batches of runs, each after an L2 flush and timed with its own events,
-    // until the stopping rule (timing_stop.h) says the median is known.
-    t0 = std::chrono::steady_clock::now();
+  /// Timed runs: warm up, then batches of runs, each after an L2 flush and timed with its own events,
+  /// until the stopping rule (timing_stop.h) says the median is known.
+  void timed_runs(const MeasureRequest& r, const std::function<void()>& launch_once, MeasureResult& res) {
+    const auto t0 = std::chrono::steady_clock::now();
     for (int w = 0; w < r.settings.warmup_runs; ++w) launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (warm-up)");
     const double per_run_ms = std::max(1e-3, 1e3 * seconds_since(t0) / std::max(1, r.settings.warmup_runs));
@@ -497,8 +475,43 @@ struct CudaRunner::Impl {
     res.time_ms = percentile(times, 0.5);
     res.spread_ms = percentile(times, 0.75) - percentile(times, 0.25);
     res.phases.timed_s = seconds_since(t0);
+  }
+
+  /// One config: module, state, launcher, then the checked run and (when right) the timed runs.
+  MeasureResult run(const MeasureRequest& r, const std::function<void()>& on_ready, bool& launched) {
+    MeasureResult res;
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<Module> mod;
+    CUfunction fn = nullptr;
+    if (r.vendor.empty()) {
+      mod = std::make_unique<Module>(r.cubin);
+      fn = mod->function(r.kernel_name);
+    } else if ((r.vendor == "cublas_gemm_ex" || r.vendor == "cublas_sgemm") && !cublas) {
+      std::string err;
+      cublas = CublasSgemm::create(&err);
+      if (!cublas) throw CudaFailure(err, "unknown", false);
+    }
+    res.phases.module_load_s = seconds_since(t0);
+
+    State& st = state_for(r, res.phases);
+    t0 = std::chrono::steady_clock::now();
+    encode_tensor_maps(r, st);  // per config: boxes differ with the tile
+    std::vector<CUdeviceptr> ptrs;
+    for (auto& b : st.buffers) ptrs.push_back(b.get());
+    std::vector<int32_t> scalars;
+    const std::function<void()> launch_once = launcher(r, fn, ptrs, scalars);
+    res.phases.module_load_s += seconds_since(t0);
+    // From here on only the config runs: the client's timeout for it starts now.
+    if (on_ready) on_ready();
+
+    t0 = std::chrono::steady_clock::now();
+    launched = true;
+    checked_run(r, st, launch_once, res);
+    res.phases.check_s = seconds_since(t0);
+    if (res.status == "ok") timed_runs(r, launch_once, res);
     return res;
   }
+
 };
 
 CudaRunner::CudaRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
