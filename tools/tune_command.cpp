@@ -75,7 +75,7 @@ int tune_command(const std::vector<std::string>& args) {
   std::string seed_text, transfer;
   uint64_t seed = 1;
   int64_t batch = 64;
-  double db_timeout_s = 60, sim_delay_ms = 0;
+  double db_timeout_s = 60, sim_delay_ms = 0, min_improvement_pct = 0;
   int workers = 1;
   unsigned threads = 0;
   double timeout_s = 10, min_time_ms = 1, max_time_ms = 100, max_noise_pct = 1;
@@ -91,11 +91,12 @@ int tune_command(const std::vector<std::string>& args) {
       ("device", po::value(&device_spec)->default_value(""), "cuda:N, cuda:all, cuda:N,M,.. (identical GPUs measured in parallel), sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
       ("workers", po::value(&workers)->default_value(1), "sim and replay devices: measure with this many workers in parallel, 1 .. 64 (cuda: one per listed GPU)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
-      ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), ga, random, grid")
+      ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), bo (Bayesian optimisation, a Gaussian process), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
       ("replay-out", po::value(&replay_out)->default_value(""), "write the measured space as replay data to this file (default with --trials all: <op>_<shape>_<device>.replay.json)")
       ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
+      ("min-improvement", po::value(&min_improvement_pct)->default_value(0), "stop when the strategy expects less than this % speed-up from its next batch (bo estimates it; 0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
       ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each), 1 .. 65536")
@@ -166,6 +167,8 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError("--db-timeout " + std::to_string(db_timeout_s) + " is out of range; allowed: 0 .. 86400 seconds");
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
+  if (!(min_improvement_pct >= 0 && min_improvement_pct <= 1000))
+    throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");
   if (!(timeout_s > 0 && timeout_s <= 3600))
     throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))
@@ -237,6 +240,7 @@ int tune_command(const std::vector<std::string>& args) {
   opt.compile_threads = threads;
   opt.run_timeout_s = timeout_s;
   opt.early_stop = early_stop;
+  opt.min_expected_improvement = min_improvement_pct / 100.0;
   opt.transfer = transfer == "auto";
   opt.settings.min_time_ms = min_time_ms;
   opt.settings.max_time_ms = max_time_ms;
@@ -321,6 +325,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["interrupted"] = sum.interrupted;
     j["stop_signal"] = sum.stop_signal;
     j["early_stopped"] = sum.early_stopped;
+    j["stop_reason"] = sum.stop_reason;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
     std::cout << j.dump(2) << "\n";
   } else {
@@ -332,7 +337,8 @@ int tune_command(const std::vector<std::string>& args) {
               << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
               << fixed(sum.wall_s, 1) << " s"
-              << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "") << "\n";
+              << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "")
+              << (sum.stop_reason.empty() ? "" : " (" + sum.stop_reason + ")") << "\n";
     for (const auto& l : sum.lanes)
       if (l.lost) std::cout << "  " << l.where << " stopped answering; its config in flight went to another lane\n";
     if (sum.measured_by_others > 0)
