@@ -4,6 +4,7 @@
 // a Status plus the thread's last_error() line.
 #include "tuner/runtime.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -139,12 +140,10 @@ void Runtime::Impl::find_device() {
   has_gpu = have;
   if (!options.device_name.empty()) {
     match.name = options.device_name;
-    // Limits of the named device: the spec table's entry for sim:<key>, else for its recorded cc and SMs.
-    std::optional<costmodel::GpuSpec> spec;
-    if (match.name.rfind("sim:", 0) == 0) spec = costmodel::find_gpu_spec(match.name.substr(4));
-    for (const auto& r : tuned.records)
-      if (!spec && r.device_name == match.name) spec = costmodel::find_gpu_spec(r.cc_major, r.cc_minor, r.sm_count);
-    if (spec) limits = limits_of(*spec);
+    const auto r = std::find_if(tuned.records.begin(), tuned.records.end(),
+                                [&](const runtime::TunedRecord& t) { return t.device_name == match.name; });
+    limits = r == tuned.records.end() ? limits_of_recorded(match.name, 0, 0, 0)
+                                      : limits_of_recorded(match.name, r->cc_major, r->cc_minor, r->sm_count);
     return;
   }
   if (!have)

@@ -12,15 +12,14 @@
 
 #include "db/tuning_db.h"
 #include "templates/registry.h"
-#include "tuner/compile_cache.h"
+#include "tuner/template_version.h"
 
 namespace tuner::runtime {
 
 std::string current_template_version(const std::string& template_name) {
-  // As tuner::template_hash (tuner/tuning_session.h) versions every record a template produces.
   static const std::map<std::string, std::string> versions = [] {
     std::map<std::string, std::string> v;
-    for (const auto* t : templates::all_templates()) v[t->name()] = sha256_hex(t->source_text()).substr(0, 16);
+    for (const auto* t : templates::all_templates()) v[t->name()] = template_hash(*t);
     return v;
   }();
   auto it = versions.find(template_name);

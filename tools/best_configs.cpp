@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "costmodel/gpu_spec.h"
 #include "templates/registry.h"
 #include "tuner/device_limits.h"
 
@@ -37,13 +36,7 @@ class OutputDtypes {
 
  private:
   static templates::DeviceLimits limits(const db::ResultRow& r) {
-    std::optional<costmodel::GpuSpec> g;
-    if (r.device_name.rfind("sim:", 0) == 0) g = costmodel::find_gpu_spec(r.device_name.substr(4));
-    if (!g) g = costmodel::find_gpu_spec(r.device_cc_major, r.device_cc_minor, r.device_sm_count);
-    if (g) return limits_of(*g);
-    templates::DeviceLimits l;
-    l.arch = "sm_" + std::to_string(r.device_cc_major * 10 + r.device_cc_minor);
-    return l;
+    return limits_of_recorded(r.device_name, r.device_cc_major, r.device_cc_minor, r.device_sm_count);
   }
   std::map<std::string, search::ConfigSpace> spaces_;
 };

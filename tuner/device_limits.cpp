@@ -1,6 +1,7 @@
 #include "tuner/device_limits.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace tuner {
@@ -20,6 +21,16 @@ templates::DeviceLimits limits_of(const CudaDeviceInfo& info) {
   l.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
   l.max_threads_per_block = info.max_threads_per_block;
   l.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+  return l;
+}
+
+templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {
+  std::optional<costmodel::GpuSpec> g;
+  if (name.rfind("sim:", 0) == 0) g = costmodel::find_gpu_spec(name.substr(4));
+  if (!g) g = costmodel::find_gpu_spec(cc_major, cc_minor, sm_count);
+  if (g) return limits_of(*g);
+  templates::DeviceLimits l;
+  if (cc_major > 0) l.arch = "sm_" + std::to_string(cc_major * 10 + cc_minor);
   return l;
 }
 

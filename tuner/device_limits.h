@@ -3,6 +3,8 @@
 // and by the runtime library, which must judge a tuned config valid exactly as the tuner did.
 #pragma once
 
+#include <string>
+
 #include "costmodel/gpu_spec.h"
 #include "templates/kernel_template.h"
 #include "tuner/cuda_devices.h"
@@ -15,5 +17,10 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
 /// The limits on a GPU the driver reports: the architecture, threads per block and opt-in shared memory
 /// as the driver reads them; the register limits of sm_80 and sm_90 (DeviceLimits' defaults).
 templates::DeviceLimits limits_of(const CudaDeviceInfo& info);
+
+/// The limits of a device known only from its records (no GPU needed): the spec-table entry of a
+/// "sim:<key>" name, else the entry matching compute capability and SM count, else DeviceLimits'
+/// defaults with the architecture of the compute capability (when known).
+templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count);
 
 }  // namespace tuner

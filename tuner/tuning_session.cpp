@@ -88,6 +88,4 @@ nlohmann::ordered_json to_json(const TunePhases& p) {
   return j;
 }
 
-std::string template_hash(const templates::KernelTemplate& t) { return sha256_hex(t.source_text()).substr(0, 16); }
-
 }  // namespace tuner

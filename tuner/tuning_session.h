@@ -33,6 +33,7 @@
 #include "templates/kernel_template.h"
 #include "tuner/device_registry.h"
 #include "tuner/measure_protocol.h"
+#include "tuner/template_version.h"
 #include "tuner/worker.h"
 
 namespace tuner {
@@ -134,9 +135,6 @@ struct TuneSummary {
   std::string template_hash;
   std::optional<db::ResultRow> best;  ///< Best ok record for this workload/device/template.
 };
-
-/// The version hash of a template (a prefix of the SHA-256 of its source text).
-std::string template_hash(const templates::KernelTemplate& t);
 
 /// Source of a kernel that faults ("crash") or spins forever ("hang") under a given name: what a
 /// real GPU runs in place of a config with an injected fault.
