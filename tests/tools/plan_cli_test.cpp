@@ -304,10 +304,6 @@ TEST_F(PlanCli, ExpertParallelIsPinnedListedAndRefusedWithItsAllowedValues) {
   const std::string table = run("query --plans --db " + db()).out;
   EXPECT_NE(table.find(" ep "), std::string::npos) << table;
   EXPECT_NE(table.find(" cp "), std::string::npos) << table;
-  // The Megatron export carries it.
-  auto m = run("plan " + moe + " --fix ep=4,mbs=1,recompute=none --export megatron --db " + db());
-  ASSERT_EQ(m.code, 0) << m.err;
-  EXPECT_NE(m.out.find("--expert-model-parallel-size 4\n"), std::string::npos) << m.out;
   // Bad values: one line naming the value and what is allowed, exit 2, nothing logged.
   const std::string before = run("query --plans --json --db " + db()).out;
   auto three = run("plan " + moe + " --fix ep=3 --db " + db());
