@@ -526,15 +526,17 @@ Plan Planner::plan() {
                       (model_experts_ == 0 ? "needs a mixture-of-experts model; '" + model_.name + "' has no experts"
                                            : "does not divide the " + std::to_string(model_experts_) + " experts") +
                       "; allowed: " + allowed);
-    // ep must divide dp x cp = N / (tp pp): with tp and pp pinned (or dp and cp) that is one number.
+    // ep must divide dp x cp = N / (tp pp): with tp and pp pinned (or dp and cp, cp being 1 for short sequences)
+    // that is one number; otherwise the GPUs bound it and the search refuses what does not divide.
+    const bool cp_known = pin.cp || model_.seq < opts_.long_sequence;
     const int dpc = pin.tp && pin.pp && N % (*pin.tp * *pin.pp) == 0 ? N / (*pin.tp * *pin.pp)
-                    : pin.dp ? *pin.dp * (pin.cp ? *pin.cp : 1)
-                             : N;
+                    : pin.dp && cp_known                              ? *pin.dp * (pin.cp ? *pin.cp : 1)
+                                                                      : N;
     if (dpc % *pin.ep != 0) {
       std::string ok;
       for (int e : expert_parallel_degrees(model_experts_, dpc)) ok += (ok.empty() ? "" : ", ") + std::to_string(e);
       throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " does not divide the data-parallel group (dp x cp = " +
-                      std::to_string(dpc) + (pin.dp || (pin.tp && pin.pp) ? "" : ", the GPUs") + "); allowed: " + ok);
+                      std::to_string(dpc) + (dpc == N && !(pin.tp && pin.pp) ? ", the GPUs" : "") + "); allowed: " + ok);
     }
   }
   std::vector<int> mbss = opts_.micro_batch_sizes;
