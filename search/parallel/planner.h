@@ -7,6 +7,7 @@
 //   cluster_spec.h               nodes, GPUs, links
 //   op_cost.h                    kernel times: tuned records or analytic
 //   collective_cost.h            alpha-beta collectives
+//   expert_parallel.h            MoE experts over the ep group: the rule, the groups, the load imbalance
 //   layer_sharding.h             intra-op sharding of a layer by ILP (sharding_ilp.h, cbc_solver.cpp)
 //   stage_dp.h                   inter-op stages by DP
 //   memory_model.h               bytes per device

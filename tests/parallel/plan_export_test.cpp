@@ -159,7 +159,7 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
       {"--num-layers", {"<int>"}}, {"--hidden-size", {"<int>"}}, {"--num-attention-heads", {"<int>"}},
       {"--group-query-attention", {}}, {"--num-query-groups", {"<int>"}}, {"--ffn-hidden-size", {"<int>"}},
       {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}},
-      {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}},
+      {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex", "alltoall_seq"}},
       {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
       {"--rotary-base", {"<num>"}}, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
       {"--untie-embeddings-and-output-weights", {}}, {"--attention-dropout", {"<num>"}},
