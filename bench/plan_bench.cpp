@@ -64,8 +64,9 @@ GridBest best_grid(Planner& planner) {
 }
 
 std::string short_config(const ParallelConfig& c) {
-  std::string s = "tp" + std::to_string(c.tp) + " pp" + std::to_string(c.pp) + " dp" + std::to_string(c.dp) + " mbs" +
-                  std::to_string(c.micro_batch) + " " + to_string(c.schedule);
+  std::string s = "tp" + std::to_string(c.tp) + (c.cp > 1 ? " cp" + std::to_string(c.cp) : "") +
+                  (c.ep > 1 ? " ep" + std::to_string(c.ep) : "") + " pp" + std::to_string(c.pp) + " dp" +
+                  std::to_string(c.dp) + " mbs" + std::to_string(c.micro_batch) + " " + to_string(c.schedule);
   if (c.schedule == Schedule::kInterleaved) s += std::to_string(c.virtual_stages);
   return s + " rc:" + to_string(c.recompute) + " z" + std::to_string(c.zero);
 }

@@ -144,9 +144,9 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
       }
     }
     conn.exec(R"sql(
-      INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, tflops_per_gpu, mfu,
-                         peak_memory_bytes, planning_s, created_at)
-        SELECT model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, tflops_per_gpu, mfu,
+      INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, cp, ep, iteration_time_s,
+                         tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at)
+        SELECT model, cluster, options_json, plan_json, tp, pp, dp, cp, ep, iteration_time_s, tflops_per_gpu, mfu,
                peak_memory_bytes, planning_s, created_at FROM src.plans s
         WHERE NOT EXISTS (SELECT 1 FROM main.plans p WHERE p.model = s.model AND p.cluster = s.cluster
                           AND p.options_json = s.options_json AND p.plan_json = s.plan_json);

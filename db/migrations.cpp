@@ -178,6 +178,18 @@ CREATE INDEX claims_by_session ON claims (session_id);
 CREATE INDEX trials_by_config ON trials (device_id, workload_id, template_id, config_json);
 )sql";
 
+// Version 5: the plans table gains the context-parallel (cp) and expert-parallel (ep) degrees beside tp, pp and dp.
+// Plans logged before carry cp in their plan JSON (ep did not exist: 1); a plan JSON without them, or one that is
+// not JSON, gets 1.
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE plans ADD COLUMN cp INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE plans ADD COLUMN ep INTEGER NOT NULL DEFAULT 1;
+UPDATE plans SET cp = json_extract(plan_json, '$.cp')
+  WHERE json_valid(plan_json) AND json_type(plan_json, '$.cp') = 'integer' AND json_extract(plan_json, '$.cp') >= 1;
+UPDATE plans SET ep = json_extract(plan_json, '$.ep')
+  WHERE json_valid(plan_json) AND json_type(plan_json, '$.ep') = 'integer' AND json_extract(plan_json, '$.ep') >= 1;
+)sql";
+
 struct Migration {
   int to_version;        ///< Version of the schema after this step.
   const char* sql;       ///< Statements of the step; the version row is updated after them.
@@ -190,6 +202,7 @@ constexpr Migration kMigrations[] = {
     {2, kSchemaV2},
     {3, kSchemaV3},
     {4, kSchemaV4, true},
+    {5, kSchemaV5},
 };
 static_assert(std::size(kMigrations) > 0 &&
                   kMigrations[std::size(kMigrations) - 1].to_version == TuningDb::kSchemaVersion,

@@ -654,7 +654,7 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
     sql::Statement same(conn,
                         "SELECT id, created_at FROM plans WHERE model = ? AND cluster = ? AND options_json = ? AND "
                         "tp = ? AND pp = ? AND dp = ? AND iteration_time_s = ? AND tflops_per_gpu = ? AND mfu = ? "
-                        "AND peak_memory_bytes = ? ORDER BY id LIMIT 1");
+                        "AND peak_memory_bytes = ? AND cp = ? AND ep = ? ORDER BY id LIMIT 1");
     same.bind(1, p.model)
         .bind(2, p.cluster)
         .bind(3, p.options_json)
@@ -664,7 +664,9 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
         .bind(7, p.iteration_time_s)
         .bind(8, p.tflops_per_gpu)
         .bind(9, p.mfu)
-        .bind(10, p.peak_memory_bytes);
+        .bind(10, p.peak_memory_bytes)
+        .bind(11, p.cp)
+        .bind(12, p.ep);
     if (same.step()) {
       p.id = same.column_int64(0);
       p.created_at = same.column_text(1);
@@ -676,8 +678,8 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
   const std::string now = now_iso8601();
   sql::Statement insert(conn,
                         "INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, "
-                        "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at, cp, ep) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   insert.bind(1, p.model)
       .bind(2, p.cluster)
       .bind(3, p.options_json)
@@ -690,7 +692,9 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
       .bind(10, p.mfu)
       .bind(11, p.peak_memory_bytes)
       .bind(12, p.planning_s)
-      .bind(13, now);
+      .bind(13, now)
+      .bind(14, p.cp)
+      .bind(15, p.ep);
   p.id = internal::retry_locked(conn, impl_->write_patience_s, [&] {
     insert.run();
     return conn.last_insert_rowid();
@@ -702,7 +706,7 @@ int64_t TuningDb::add_plan(PlanRecord& p) {
 std::vector<PlanRecord> TuningDb::plans(int limit) const {
   sql::Statement stmt(impl_->conn,
                       "SELECT id, model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, "
-                      "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at FROM plans ORDER BY id DESC" +
+                      "tflops_per_gpu, mfu, peak_memory_bytes, planning_s, created_at, cp, ep FROM plans ORDER BY id DESC" +
                           limit_clause(limit));
   std::vector<PlanRecord> rows;
   while (stmt.step()) {
@@ -721,6 +725,8 @@ std::vector<PlanRecord> TuningDb::plans(int limit) const {
     p.peak_memory_bytes = stmt.column_int64(11);
     p.planning_s = stmt.column_double(12);
     p.created_at = stmt.column_text(13);
+    p.cp = static_cast<int>(stmt.column_int64(14));
+    p.ep = static_cast<int>(stmt.column_int64(15));
     rows.push_back(std::move(p));
   }
   return rows;

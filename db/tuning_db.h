@@ -141,6 +141,8 @@ struct PlanRecord {
   std::string options_json;    ///< The planner's options (global batch, pins, ...).
   std::string plan_json;       ///< The whole plan with its predictions.
   int tp = 1, pp = 1, dp = 1;
+  int cp = 1;                  ///< Context-parallel degree (schema 5; older plans: from their plan JSON, else 1).
+  int ep = 1;                  ///< Expert-parallel degree (schema 5; older plans: 1).
   double iteration_time_s = 0;
   double tflops_per_gpu = 0;
   double mfu = 0;
@@ -190,7 +192,7 @@ struct MergeReport {
 class TuningDb {
  public:
   /// Current schema version written by this build.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   /// Opens (creating if absent) the database at path (":memory:" allowed); migrates older schemas.
   /// Throws DbError with one clear line when the path is unreadable or not a tuner database.

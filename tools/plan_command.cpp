@@ -54,8 +54,8 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
   std::cout << "model " << model.name << " (" << fixed(par::model_params(model) / 1e9, 2) << "B parameters, seq "
             << model.seq << ") on " << cluster.name << " (" << cluster.total_gpus() << " x " << cluster.gpu.key
             << "), global batch " << global_batch << "\n\n";
-  print_table({"tp", "cp", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
-              {{std::to_string(c.tp), std::to_string(c.cp), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
+  print_table({"tp", "cp", "ep", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
+              {{std::to_string(c.tp), std::to_string(c.cp), std::to_string(c.ep), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
                 std::to_string(c.num_micro_batches),
                 par::to_string(c.schedule) +
                     (c.schedule == par::Schedule::kInterleaved ? " v=" + std::to_string(c.virtual_stages) : ""),
@@ -78,7 +78,7 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                     gb(sp.memory.optimizer), gb(sp.memory.activations), gb(sp.memory.total()), shard});
   }
   print_table({"stage", "layers", "mesh", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
-               "sharding (R repl, B batch, C column, K reduction, H heads, F features, V vocab, E experts, P ffn)"},
+               "sharding (R repl, B batch, C column, K reduction, H heads, F features, V vocab, P inside experts)"},
               rows);
   std::cout << "\n";
   print_table({"iteration s", "tokens/s", "TFLOP/s/GPU", "MFU", "peak memory", "bubble", "dp exposed s", "optimizer s"},
@@ -93,10 +93,10 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
     const par::TimeBreakdown& t = plan.stages[s].time;
     trows.push_back({std::to_string(s) + (static_cast<int>(s) == plan.critical_stage ? "*" : ""), fixed(t.compute_s, 3),
                      fixed(t.memory_bound_s, 3), fixed(t.recompute_s, 3), fixed(t.tp_comm_s, 3),
-                     fixed(t.zero_comm_s, 3), fixed(t.pp_p2p_s, 3), fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3),
+                     fixed(t.ep_comm_s, 3), fixed(t.zero_comm_s, 3), fixed(t.pp_p2p_s, 3), fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3),
                      fixed(t.optimizer_s, 3), fixed(t.wait_s, 3), fixed(t.total(), 3)});
   }
-  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "zero comm", "pp p2p", "pp bubble",
+  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "ep a2a", "zero comm", "pp p2p", "pp bubble",
                "dp comm", "optimizer", "wait", "total"},
               trows);
   std::cout << "(* the critical stage: the slowest per micro-batch)\n";
@@ -120,7 +120,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("model", po::value(&model_spec)->required(), "preset (gpt3-175b, llama3-70b, ...), family form (gpt:layers=..,hidden=..,heads=..), or model.json")
       ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
       ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
-      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,cp=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
+      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,cp=..,ep=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
       ("attention", po::value(&attention_name)->default_value("auto"), "how attention cores run: flash (fused), unfused (Megatron-LM before flash attention), or auto (the model's recipe: unfused for gpt, flash otherwise)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
@@ -199,6 +199,8 @@ int plan_command(const std::vector<std::string>& args) {
   rec.tp = plan.config.tp;
   rec.pp = plan.config.pp;
   rec.dp = plan.config.dp;
+  rec.cp = plan.config.cp;
+  rec.ep = plan.config.ep;
   rec.iteration_time_s = plan.iteration_time_s;
   rec.tflops_per_gpu = plan.tflops_per_gpu;
   rec.mfu = plan.mfu;

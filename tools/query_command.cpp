@@ -57,8 +57,8 @@ int query_command(const std::vector<std::string>& args) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& p : rows)
         out.push_back({{"plan_id", p.id}, {"model", p.model}, {"cluster", p.cluster},
-                       {"options", nlohmann::ordered_json::parse(p.options_json)}, {"tp", p.tp}, {"pp", p.pp},
-                       {"dp", p.dp}, {"iteration_time_s", p.iteration_time_s}, {"tflops_per_gpu", p.tflops_per_gpu},
+                       {"options", nlohmann::ordered_json::parse(p.options_json)}, {"tp", p.tp}, {"cp", p.cp},
+                       {"ep", p.ep}, {"pp", p.pp}, {"dp", p.dp}, {"iteration_time_s", p.iteration_time_s}, {"tflops_per_gpu", p.tflops_per_gpu},
                        {"mfu", p.mfu}, {"peak_memory_bytes", p.peak_memory_bytes}, {"planning_s", p.planning_s},
                        {"created_at", p.created_at}, {"plan", nlohmann::ordered_json::parse(p.plan_json)}});
       std::cout << out.dump(2) << "\n";
@@ -66,11 +66,12 @@ int query_command(const std::vector<std::string>& args) {
     }
     std::vector<std::vector<std::string>> table;
     for (const auto& p : rows)
-      table.push_back({std::to_string(p.id), p.model, p.cluster, std::to_string(p.tp), std::to_string(p.pp),
+      table.push_back({std::to_string(p.id), p.model, p.cluster, std::to_string(p.tp), std::to_string(p.cp),
+                       std::to_string(p.ep), std::to_string(p.pp),
                        std::to_string(p.dp), fixed(p.iteration_time_s, 3), fixed(p.tflops_per_gpu, 1),
                        fixed(p.mfu * 100, 1) + "%", fixed(p.peak_memory_bytes / 1e9, 1), fixed(p.planning_s, 2),
                        p.created_at});
-    print_table({"plan", "model", "cluster", "tp", "pp", "dp", "iteration s", "TFLOP/s/GPU", "MFU", "peak GB",
+    print_table({"plan", "model", "cluster", "tp", "cp", "ep", "pp", "dp", "iteration s", "TFLOP/s/GPU", "MFU", "peak GB",
                  "planning s", "created"},
                 table);
     if (rows.empty()) std::cout << "(no plans logged)\n";

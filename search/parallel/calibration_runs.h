@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "search/parallel/memory_model.h"
 #include "search/parallel/op_cost.h"
 
 namespace tuner::parallel {
@@ -24,11 +25,13 @@ struct PublishedRun {
   int64_t global_batch = 0;     ///< Sequences per iteration.
   std::string fix;              ///< The run's configuration, as --fix pins.
   AttentionKernel attention = AttentionKernel::kFlash;
+  Engine engine = Engine::kGeneric;  ///< The engine that ran it, for its bytes per parameter (FSDP2: torchtitan's).
   double iteration_time_s = 0;  ///< Published (or derived from published throughput; see note).
   std::string note;             ///< How the figure was read; how sure we are of it.
 };
 
-/// The calibration set (A100, dense GPTs with Megatron-LM; see docs/calibration.md for why no others).
+/// The calibration set: dense GPTs on A100 with Megatron-LM (Korthikanti et al.), and on H100 a dense Llama and an
+/// MoE trained with FSDP2 (NeMo AutoModel); see docs/calibration.md for the sources and the runs left out.
 const std::vector<PublishedRun>& calibration_runs();
 
 struct RunPrediction {

@@ -59,6 +59,15 @@ double all_to_all_s(const ClusterSpec& c, CommGroup g, double bytes) {
   return alpha(l) + beta(l) * (n - 1) / (n * n) * bytes * n / 2;
 }
 
+double all_to_all_per_gpu_s(const ClusterSpec& c, CommGroup g, double bytes_per_gpu) {
+  g = normalise(g);
+  if (g.size <= 1) return 0;
+  const double n = g.size, k = g.per_node;
+  const double intra = beta(c.intra) * (k - 1) / n * bytes_per_gpu;
+  const double inter = beta(c.inter) * (n - k) / n * bytes_per_gpu;
+  return alpha(g.per_node >= g.size ? c.intra : c.inter) + std::max(intra, inter);
+}
+
 double p2p_s(const ClusterSpec& c, bool cross_node, double bytes) {
   const LinkSpec& l = cross_node ? c.inter : c.intra;
   return alpha(l) + beta(l) * bytes;

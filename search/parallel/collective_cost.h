@@ -10,6 +10,11 @@
 //   all-reduce      alpha + 2 beta (n-1)/n B
 //   all-to-all      alpha + beta (n-1)/n^2 B n/2  (Alpa's form; a spanning group pays the network link)
 //   p2p             alpha + beta B
+// and, for token dispatch in expert parallelism, an all-to-all in which each member
+// sends b bytes spread evenly over the n members, k of them in its node: the
+// (k-1)/n share goes over NVLink, the (n-k)/n share over the network, both at once:
+//   all-to-all (per GPU)  alpha + max(beta_intra (k-1)/n, beta_inter (n-k)/n) b
+// (alpha of the network once the group spans nodes).
 // This file is arithmetic only: which collectives a plan needs is decided by
 // the sharding and the planner.
 #pragma once
@@ -29,6 +34,8 @@ double all_gather_s(const ClusterSpec& c, CommGroup g, double bytes);
 double reduce_scatter_s(const ClusterSpec& c, CommGroup g, double bytes);
 double all_reduce_s(const ClusterSpec& c, CommGroup g, double bytes);
 double all_to_all_s(const ClusterSpec& c, CommGroup g, double bytes);
+/// All-to-all in which each member sends `bytes_per_gpu` spread evenly over the group (MoE dispatch/combine).
+double all_to_all_per_gpu_s(const ClusterSpec& c, CommGroup g, double bytes_per_gpu);
 /// One transfer of `bytes` between two GPUs, inside a node or across nodes.
 double p2p_s(const ClusterSpec& c, bool cross_node, double bytes);
 

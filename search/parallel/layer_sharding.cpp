@@ -1,9 +1,11 @@
 #include "search/parallel/layer_sharding.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "search/parallel/collective_cost.h"
+#include "search/parallel/expert_parallel.h"
 
 namespace tuner::parallel {
 
@@ -17,7 +19,9 @@ struct Strategy {
   char out_layout[2] = {'R', 'R'};
   OpTime fwd;                   ///< Forward kernels.
   double fwd_comm_s = 0, bwd_comm_s = 0;
+  double ep_comm_s = 0;         ///< Of fwd_comm_s + bwd_comm_s, the expert dispatch/combine all-to-alls.
   double params_local = 0;
+  double expert_params_local = 0;  ///< Of params_local, expert weights (divided by ep).
   double out_bytes_local = 0;
 };
 
@@ -35,14 +39,14 @@ std::string letters_for(OpType t) {
     case OpType::kElementwise: return "RBF";
     case OpType::kEmbedding: return "RBCV";
     case OpType::kCrossEntropy: return "RBF";
-    case OpType::kMoeFfn: return "RBEP";
+    case OpType::kMoeFfn: return "RBP";  // experts are divided over the ep group (its own degree), not the tensor mesh
   }
   return "R";
 }
 
 char in_layout_of(char c) {
   switch (c) {
-    case 'B': case 'E': return 'T';
+    case 'B': return 'T';
     case 'K': case 'H': case 'F': return 'F';
     default: return 'R';
   }
@@ -50,14 +54,14 @@ char in_layout_of(char c) {
 
 char out_layout_of(OpType t, char c) {
   switch (c) {
-    case 'B': case 'E': return 'T';
+    case 'B': return 'T';
     case 'H': case 'F': return 'F';
     case 'C': return t == OpType::kEmbedding || t == OpType::kLinear ? 'F' : 'R';
     default: return 'R';  // R, K and V (after their all-reduce), P
   }
 }
 
-bool splits_weights(char c) { return c == 'C' || c == 'K' || c == 'V' || c == 'E' || c == 'P'; }
+bool splits_weights(char c) { return c == 'C' || c == 'K' || c == 'V' || c == 'P'; }
 
 CommGroup group_of(const Mesh& m, int dim) {
   return dim == 1 ? CommGroup{m.d1, m.d1} : CommGroup{m.d0, 1};
@@ -78,12 +82,13 @@ struct Ctx {
   OpCostModel& costs;
   int dsize;
   int cp = 1;  ///< Context-parallel degree; g.seq is the local share of the sequence.
+  int ep = 1;  ///< Expert-parallel degree: MoE experts divided over ep data-parallel ranks.
 };
 
 /// Fills a strategy's costs; false when the split does not divide what it must.
 bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
   double f[128] = {};
-  for (char k : std::string("RBCKHFVEP")) f[static_cast<int>(k)] = 1;
+  for (char k : std::string("RBCKHFVP")) f[static_cast<int>(k)] = 1;
   for (int d = 0; d < 2; ++d) f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
   auto fac = [&](char k) { return static_cast<int64_t>(f[static_cast<int>(k)]); };
   const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
@@ -96,7 +101,9 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
   double weight_split = 1;
   for (int d = 0; d < 2; ++d)
     if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
-  s.params_local = params / weight_split;
+  const double expert_params = static_cast<double>(op_expert_params(op));
+  s.expert_params_local = expert_params / (weight_split * x.ep);
+  s.params_local = (params - expert_params) / weight_split + s.expert_params_local;
 
   switch (op.type) {
     case OpType::kLinear:
@@ -135,13 +142,25 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
       break;
     case OpType::kCrossEntropy: s.fwd = x.costs.softmax(rows_local, ceil_div(op.in_features, fac('F')), dt); break;
     case OpType::kMoeFfn: {
-      if (op.experts % fac('E') != 0) return false;
-      const int64_t e_local = op.experts / fac('E');
-      const int64_t per_expert = std::max<int64_t>(1, rows_local * op.top_k / op.experts);
+      // Experts over the ep group: this GPU holds experts / ep of them and receives, from the ep GPUs, the tokens
+      // routed to them: rows_local x top_k in balance, kMoeLoadImbalance times that on the busiest GPU.
+      if (op.experts % x.ep != 0) return false;
+      const int64_t e_local = op.experts / x.ep;
+      const double routed = static_cast<double>(rows_local) * op.top_k * kMoeLoadImbalance;
+      const int64_t per_expert = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / e_local)));
       const int64_t ffn_local = ceil_div(op.ffn, fac('P'));
-      s.fwd = x.costs.gemm(rows_local / fac('E'), op.experts, op.in_features, dt);  // router
+      s.fwd = x.costs.gemm(rows_local, op.experts, op.in_features, dt);  // router
       s.fwd += x.costs.gemm(per_expert, ffn_local * (op.gated ? 2 : 1), op.in_features, dt, e_local);
       s.fwd += x.costs.gemm(per_expert, op.in_features, ffn_local, dt, e_local);
+      if (x.ep > 1) {
+        // Dispatch and combine forward, their mirror images backward. Under an expert split of the ffn ('P', etp =
+        // tp) each tensor rank sends its own share of the tokens; the strategy's collectives gather the rest.
+        const double bytes = routed / fac('P') * op.in_features * x.dsize;
+        const double a2a = all_to_all_per_gpu_s(x.c, expert_group(x.c, x.mesh.size(), x.ep), bytes);
+        s.fwd_comm_s += 2 * a2a;
+        s.bwd_comm_s += 2 * a2a;
+        s.ep_comm_s = 4 * a2a;
+      }
       break;
     }
   }
@@ -181,13 +200,6 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
         if (op.type == OpType::kCrossEntropy)  // vocab-parallel loss: max and sum of exponentials per token
           s.fwd_comm_s += 2 * all_reduce_s(x.c, grp, static_cast<double>(rows) * 4);
         break;
-      case 'E': {
-        const double routed = static_cast<double>(rows) * op.top_k * op.in_features * x.dsize /
-                              other_split(x.mesh, d, s.in_layout[o]);
-        s.fwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
-        s.bwd_comm_s += 2 * all_to_all_s(x.c, grp, routed);
-        break;
-      }
       case 'B':
         if (params > 0) s.bwd_comm_s += all_reduce_s(x.c, grp, w_b);  // weight gradients of the replicas
         break;
@@ -285,8 +297,8 @@ struct Built {
 };
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
-            OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp) {
-  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1)};
+            OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp, int ep) {
+  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1)};
   Built out;
   out.ops = enumerate(x, layer);
   out.req.memory_budget = memory_budget;
@@ -346,14 +358,14 @@ Mesh tensor_mesh(const ClusterSpec& c, int tp) {
 
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param, int cp) {
-  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp).req;
+                                    double state_bytes_per_param, int cp, int ep) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep).req;
 }
 
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param, int cp) {
-  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp);
+                              double state_bytes_per_param, int cp, int ep) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep);
   LayerPlan lp;
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;
@@ -376,8 +388,10 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     lp.bwd_s += op.bwd_compute_s + op.bwd_comm_s;
     lp.compute_s += 3 * (s.fwd.seconds - s.fwd.memory_s);
     lp.memory_bound_s += 3 * s.fwd.memory_s;
-    lp.comm_s += s.fwd_comm_s + s.bwd_comm_s;
+    lp.comm_s += s.fwd_comm_s + s.bwd_comm_s - s.ep_comm_s;
+    lp.ep_comm_s += s.ep_comm_s;
     lp.params_per_device += s.params_local;
+    lp.expert_params_per_device += s.expert_params_local;
     lp.activation_bytes += s.out_bytes_local;
     lp.parts += s.fwd.parts;
     lp.tuned_parts += s.fwd.tuned_parts;

@@ -6,8 +6,10 @@
 //   R replicated            B batch (token) split      C column (output) split, all-reduce of the input
 //                                                       gradient in backward
 //   K reduction split,      H attention-head split     F feature split (elementwise, vocab-parallel loss)
-//     all-reduce of output  V vocabulary split of the   E expert split (2 all-to-alls forward, 2 backward)
-//                             embedding, all-reduce     P split inside experts (all-reduce fwd and bwd)
+//     all-reduce of output  V vocabulary split of the   P split inside experts (all-reduce fwd and bwd;
+//                             embedding, all-reduce       Megatron's expert tensor parallelism)
+// Experts themselves are divided over the expert-parallel group (ep data-parallel ranks, expert_parallel.h),
+// not over the tensor mesh: the MoE op's cost includes its dispatch and combine all-to-alls over that group.
 // An op's strategy is its letters on (d0, d1), e.g. "R,C"; on a (1, t) mesh just "C".
 // Activations are [tokens, features]; each strategy reads and writes a layout
 // per mesh dimension (R, T = token split, F = feature split); edges between
@@ -62,7 +64,9 @@ struct LayerPlan {
   double compute_s = 0;         ///< Forward + backward time of compute-bound kernels (matmuls, fused attention).
   double memory_bound_s = 0;    ///< Forward + backward time of memory-bound kernels (norms, softmax, elementwise).
   double comm_s = 0;            ///< Forward + backward collectives of the sharding and resharding between ops.
+  double ep_comm_s = 0;         ///< Forward + backward expert dispatch/combine all-to-alls (not in comm_s).
   double params_per_device = 0;
+  double expert_params_per_device = 0;  ///< Of params_per_device, expert weights (already divided by ep).
   double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).
   bool sequence_parallel = false;  ///< Norms split by tokens on a mesh dimension > 1.
   bool optimal = false;         ///< CBC proved the solution optimal.
@@ -75,12 +79,13 @@ struct LayerPlan {
 /// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
 /// Under context parallelism (cp > 1) g.seq is the tokens each GPU holds (seq / cp): attention computes them
 /// against all cp x g.seq keys, passing K/V around the cp group overlapped with its kernels (only the excess counts).
+/// Under expert parallelism (ep > 1) MoE experts are divided over ep data-parallel ranks (expert_parallel.h).
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param = 16, int cp = 1);
+                                    double state_bytes_per_param = 16, int cp = 1, int ep = 1);
 /// Solves the layer's sharding with CBC and reads the result back.
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param = 16, int cp = 1);
+                              double state_bytes_per_param = 16, int cp = 1, int ep = 1);
 
 }  // namespace tuner::parallel

@@ -144,7 +144,10 @@ ModelGraph parse_family_form(const std::string& spec) {
                      kv.count("seq") ? kv["seq"] : 2048);
   }
   std::set<std::string> allowed = {"layers", "hidden", "heads", "seq", "vocab", "ffn"};
-  if (family == "llama" || family == "moe") allowed.insert("kv_heads");
+  if (family == "llama" || family == "moe") {
+    allowed.insert("kv_heads");
+    allowed.insert("head_dim");
+  }
   if (family == "moe") {
     allowed.insert("experts");
     allowed.insert("top_k");
@@ -161,6 +164,7 @@ ModelGraph parse_family_form(const std::string& spec) {
   c.hidden = kv["hidden"];
   c.heads = static_cast<int>(kv["heads"]);
   c.kv_heads = kv.count("kv_heads") ? static_cast<int>(kv["kv_heads"]) : 0;
+  c.head_dim = kv.count("head_dim") ? kv["head_dim"] : 0;
   c.swiglu = family != "gpt";
   if (family != "gpt") llama_architecture(c, 10000);
   c.seq = kv.count("seq") ? kv["seq"] : (family == "gpt" ? 2048 : 4096);
@@ -171,7 +175,7 @@ ModelGraph parse_family_form(const std::string& spec) {
     c.experts = static_cast<int>(kv["experts"]);
     c.top_k = static_cast<int>(kv["top_k"]);
   }
-  if (c.hidden % c.heads != 0)
+  if (c.head_dim == 0 && c.hidden % c.heads != 0)
     throw SpecError("model '" + spec + "': hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +
                     std::to_string(c.heads));
   return build_transformer(c);
@@ -186,7 +190,10 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   if (c.heads % kv != 0)
     throw SpecError("model '" + c.name + "': heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
                     std::to_string(kv));
-  const int64_t h = c.hidden, hd = h / c.heads, ffn = c.ffn > 0 ? c.ffn : 4 * h;
+  const int64_t h = c.hidden, hd = c.head_dim > 0 ? c.head_dim : h / c.heads, ffn = c.ffn > 0 ? c.ffn : 4 * h;
+  if (hd <= 0 || hd * (c.heads + 2LL * kv) > kMaxFeatures)
+    throw SpecError("model '" + c.name + "': head width " + std::to_string(hd) + " x heads is out of range; allowed: 1.." +
+                    std::to_string(kMaxFeatures) + " features");
   ModelGraph g;
   g.name = c.name;
   g.seq = c.seq;
@@ -195,6 +202,7 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   g.hidden = h;
   g.heads = c.heads;
   g.kv_heads = kv < c.heads ? kv : 0;
+  g.head_dim = hd * c.heads != h ? hd : 0;
   g.ffn = ffn;
   g.swiglu = c.swiglu;
   g.experts = c.experts;

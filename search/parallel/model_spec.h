@@ -24,6 +24,7 @@ struct TransformerConfig {
   int64_t hidden = 0;
   int heads = 0;
   int kv_heads = 0;        ///< 0: same as heads (no GQA).
+  int64_t head_dim = 0;    ///< Width of each attention head; 0: hidden / heads (Qwen3 and others use wider ones).
   int64_t ffn = 0;         ///< 0: 4*hidden.
   bool swiglu = false;     ///< Gated MLP (Llama): 3 matrices, fc1 produces 2*ffn.
   int64_t seq = 2048;

@@ -20,7 +20,10 @@ std::string source_of(const OpTime& t) {
 }
 
 OpCostModel::OpCostModel(costmodel::GpuSpec gpu, CostParams params, TunedLookup lookup)
-    : gpu_(std::move(gpu)), params_(params), lookup_(std::move(lookup)) {}
+    : gpu_(std::move(gpu)), params_(std::move(params)), lookup_(std::move(lookup)) {
+  auto it = params_.tensor_throughput.find(gpu_.key);
+  if (it != params_.tensor_throughput.end() && it->second > 0) tensor_scale_ = it->second;
+}
 
 double OpCostModel::peak_flops(const std::string& dtype) const {
   if (dtype == "f32") return gpu_.peak_fp32_tflops * 1e12;
@@ -47,13 +50,13 @@ OpTime OpCostModel::memory_bound(double bytes) const {
 }
 
 OpTime OpCostModel::compute_bound(double flops, const std::string& dtype) const {
-  return {flops / (peak_flops(dtype) * params_.matmul_efficiency) + params_.kernel_overhead_s, 0, 1, 0};
+  return {flops / (peak_flops(dtype) * params_.matmul_efficiency * tensor_scale_) + params_.kernel_overhead_s, 0, 1, 0};
 }
 
 double OpCostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
   const double x0 = params_.matmul_half_dim;
   auto g = [x0](int64_t x) { return static_cast<double>(x) / (static_cast<double>(x) + x0); };
-  return params_.matmul_efficiency * g(m) * g(n) * g(k);
+  return params_.matmul_efficiency * tensor_scale_ * g(m) * g(n) * g(k);
 }
 
 OpTime OpCostModel::gemm(int64_t m, int64_t n, int64_t k, const std::string& dtype, int64_t batch) {
@@ -116,7 +119,8 @@ OpTime OpCostModel::attention(int64_t batch, int64_t heads, int64_t seq, int64_t
     return {*t_qk + *t_av + *t_sm + 3 * params_.kernel_overhead_s, *t_sm + params_.kernel_overhead_s, 3, 3};
   // One fused kernel: 4 b h s^2 d FLOPs (half of them skipped under a causal mask) at the attention efficiency.
   const double flops = 4.0 * scores * head_dim * (causal ? 0.5 : 1.0);
-  return {flops / (peak_flops(dtype) * params_.attention_efficiency) + params_.kernel_overhead_s, 0, 1, 0};
+  return {flops / (peak_flops(dtype) * params_.attention_efficiency * tensor_scale_) + params_.kernel_overhead_s, 0, 1,
+          0};
 }
 
 }  // namespace tuner::parallel

@@ -56,6 +56,11 @@ struct CostParams {
   double attention_efficiency = 0.55;  ///< Fused attention reaches this fraction of peak on the work it does.
   double memory_efficiency = 0.80;     ///< Streaming kernels reach this fraction of DRAM bandwidth.
   double kernel_overhead_s = 8e-6;     ///< Launch gap per kernel (seconds).
+  /// Tensor-core throughput a GPU sustains in training, relative to the A100 the efficiencies above were fitted on,
+  /// keyed by GpuSpec::key (unlisted GPUs: 1). An A100 holds its datasheet clock under load; an H100 SXM's 989
+  /// TFLOP/s (1.83 GHz) is not held at its 700 W cap with every SM busy. Scales matmuls and fused attention, not
+  /// memory-bound kernels. Fitted on the H100 runs of docs/calibration.md.
+  std::map<std::string, double> tensor_throughput = {{"h100-sxm", 0.78}};
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How attention cores run.
 };
 
@@ -110,6 +115,7 @@ class OpCostModel {
   TunedLookup lookup_;
   std::map<std::string, std::optional<double>> cache_;
   int64_t lookups_ = 0, hits_ = 0;
+  double tensor_scale_ = 1;  ///< params_.tensor_throughput of this GPU.
 };
 
 }  // namespace tuner::parallel

@@ -91,6 +91,7 @@ struct ModelGraph {
   int transformer_layers = 0;       ///< Number of kTransformer layers.
   // Transformer hyperparameters the exports need (0 / false where they do not apply).
   int kv_heads = 0;                 ///< Key/value heads when fewer than `heads` (grouped-query attention).
+  int64_t head_dim = 0;             ///< Width of each attention head when it is not hidden / heads (0: hidden / heads).
   int64_t ffn = 0;                  ///< MLP width.
   bool swiglu = false;              ///< Gated MLP (Llama).
   int experts = 0;                  ///< Experts per MoE layer.

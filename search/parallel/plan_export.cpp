@@ -40,19 +40,21 @@ Engine engine_of(ExportFormat f) {
   return Engine::kGeneric;
 }
 
-int expert_parallel_degree(const Plan& plan) {
-  int ep = 1;
+int expert_tensor_parallel_degree(const Plan& plan) {
+  int etp = 0;
   for (const auto& st : plan.stages)
     for (const auto& ls : st.sharding)
       for (const auto& op : ls.ops) {
-        // Strategy letters per mesh dimension: "E" on a 1 x t mesh, "E,R" / "R,E" on a 2-D one.
+        // Only MoE FFNs have the letter P (a split inside every expert): "P" on a 1 x t mesh, "P,R" / "R,P" / "P,P"
+        // on a 2-D one. The other MoE strategies (R, B) keep whole experts on each tensor rank.
         const std::string& s = op.strategy;
+        if (s.find('P') == std::string::npos) continue;
         int d = 1;
-        if (s.size() == 1 && s[0] == 'E') d = st.mesh.d1;
-        if (s.size() == 3) d = (s[0] == 'E' ? st.mesh.d0 : 1) * (s[2] == 'E' ? st.mesh.d1 : 1);
-        ep = std::max(ep, d);
+        if (s.size() == 1 && s[0] == 'P') d = st.mesh.d1;
+        if (s.size() == 3) d = (s[0] == 'P' ? st.mesh.d0 : 1) * (s[2] == 'P' ? st.mesh.d1 : 1);
+        etp = std::max(etp, d);
       }
-  return ep;
+  return std::max(etp, 1);
 }
 
 std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch,
@@ -70,10 +72,17 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   if (c.schedule == Schedule::kGpipe) warn(warnings, "Megatron-LM runs 1F1B, not GPipe: the schedule is its own");
   if (plan.sequence_parallel) arg("--sequence-parallel");
   arg("--context-parallel-size", std::to_string(c.cp));
-  if (model.experts > 0) {
-    const int ep = expert_parallel_degree(plan);
-    arg("--expert-model-parallel-size", std::to_string(ep));
-    arg("--expert-tensor-parallel-size", std::to_string(std::max(1, c.tp / ep)));
+  if (model.experts > 0 || c.ep > 1) {
+    // Megatron's rule: num_experts % ep == 0 and world % (etp x ep x pp) == 0; the planner keeps ep | dp x cp.
+    arg("--expert-model-parallel-size", std::to_string(c.ep));
+    arg("--expert-tensor-parallel-size", std::to_string(expert_tensor_parallel_degree(plan)));
+    // The cost model runs the experts as one grouped GEMM and dispatches tokens by all-to-all.
+    arg("--moe-grouped-gemm");
+    arg("--moe-token-dispatcher-type", "alltoall");
+    if (c.tp > 1 && !plan.sequence_parallel)
+      warn(warnings, "Megatron-LM requires sequence parallelism with MoE and tp > 1; the plan did not use it");
+    if (c.ep > 1 && model.dtype == "f16")
+      warn(warnings, "Megatron-LM runs expert parallelism in bf16 only; ep=" + std::to_string(c.ep) + " with fp16 fails");
   }
   arg("--micro-batch-size", std::to_string(c.micro_batch));
   arg("--global-batch-size", std::to_string(global_batch));
@@ -100,6 +109,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
       arg("--group-query-attention");
       arg("--num-query-groups", std::to_string(model.kv_heads));
     }
+    if (model.head_dim > 0) arg("--kv-channels", std::to_string(model.head_dim));
     if (model.ffn > 0) arg("--ffn-hidden-size", std::to_string(model.ffn));
     if (model.swiglu) arg("--swiglu");
     if (model.experts > 0) {
@@ -158,6 +168,13 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
     warn(warnings, "DeepSpeed's pipeline engine runs 1F1B only; the plan's " + to_string(c.schedule) +
                        " schedule is not expressed");
   if (c.tp > 1) j["tensor_parallel"] = {{"autotp_size", c.tp}};
+  if (model.experts > 0 || c.ep > 1) {
+    // DeepSpeed MoE reads its expert-parallel size from the model code, not from this file.
+    warn(warnings, "DeepSpeed takes expert parallelism from the model code, not this config: build each MoE layer as "
+                   "deepspeed.moe.layer.MoE(..., num_experts=" + std::to_string(model.experts) +
+                       ", ep_size=" + std::to_string(c.ep) + ", k=" + std::to_string(model.top_k) + ")");
+    if (c.zero >= 3) warn(warnings, "DeepSpeed MoE does not run with ZeRO-3; use zero=2 or lower");
+  }
   if (c.recompute != Recompute::kNone)
     j["activation_checkpointing"] = {{"partition_activations", plan.sequence_parallel},
                                      {"contiguous_memory_optimization", false},
@@ -200,6 +217,20 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
   }
   out += "context_parallel_degree = " + std::to_string(c.cp) + "\n";
+  if (c.ep > 1) {
+    // torchtitan borrows its experts' ranks from FSDP ("dp2ep"): cp <= ep <= data_parallel_shard_degree x cp, with
+    // the experts tensor-split as the dense layers are.
+    out += "expert_parallel_degree = " + std::to_string(c.ep) + "\n";
+    const int shard_cp = (shard ? c.dp : 1) * c.cp;
+    if (c.ep > shard_cp || c.ep < c.cp)
+      warn(warnings, "torchtitan takes ep from the sharded data-parallel ranks (cp <= ep <= dp_shard x cp = " +
+                         std::to_string(shard_cp) + "); ep=" + std::to_string(c.ep) + " is outside that: plan with zero=2 or 3");
+    if (expert_tensor_parallel_degree(plan) != c.tp)
+      warn(warnings, "torchtitan splits experts over the tensor-parallel ranks (etp = tp = " + std::to_string(c.tp) +
+                         "); the plan keeps whole experts per tensor rank");
+  } else if (model.experts > 0 && c.tp > 1 && expert_tensor_parallel_degree(plan) != c.tp) {
+    warn(warnings, "torchtitan splits experts over the tensor-parallel ranks; the plan keeps whole experts per rank");
+  }
   out += "\n[training]\n";
   // With a pipeline the local batch is split into micro-batches; without, it is one micro-batch and the rest of the
   // global batch comes from gradient accumulation (global = local x dp x steps).

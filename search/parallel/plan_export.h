@@ -38,7 +38,9 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
 std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch,
                         std::vector<std::string>* warnings = nullptr);
 
-/// Expert-parallel degree of the plan: the mesh dimensions its MoE layers split experts over (E); 1 without.
-int expert_parallel_degree(const Plan& plan);
+/// Expert tensor-parallel degree of the plan (Megatron's --expert-tensor-parallel-size): the tensor-mesh
+/// dimensions its MoE layers split every expert over (strategy P); 1 when experts stay whole on each tensor rank.
+/// The expert-parallel degree itself is plan.config.ep.
+int expert_tensor_parallel_degree(const Plan& plan);
 
 }  // namespace tuner::parallel

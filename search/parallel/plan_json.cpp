@@ -19,6 +19,7 @@ nlohmann::ordered_json time_json(const TimeBreakdown& t) {
           {"memory_bound_s", t.memory_bound_s},
           {"recompute_s", t.recompute_s},
           {"tp_comm_s", t.tp_comm_s},
+          {"ep_comm_s", t.ep_comm_s},
           {"zero_comm_s", t.zero_comm_s},
           {"pp_p2p_s", t.pp_p2p_s},
           {"pp_bubble_s", t.pp_bubble_s},
@@ -43,6 +44,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["pp"] = c.pp;
   j["dp"] = c.dp;
   j["cp"] = c.cp;
+  j["ep"] = c.ep;
   j["micro_batch_size"] = c.micro_batch;
   j["num_micro_batches"] = c.num_micro_batches;
   j["schedule"] = to_string(c.schedule);

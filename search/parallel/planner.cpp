@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "search/parallel/collective_cost.h"
+#include "search/parallel/expert_parallel.h"
 #include "search/parallel/stage_dp.h"
 
 namespace tuner::parallel {
@@ -40,21 +41,28 @@ std::vector<int> divisors(int n) {
 }  // namespace
 
 double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd,
-                             int layers) const {
+                             int layers, double expert_bytes, CommGroup expert_dp_group) const {
   if (dp_group.size <= 1) return 0;
+  // Expert gradients are reduced over the expert data-parallel group, the rest over dp x cp.
+  const double dense_bytes = g_bytes - expert_bytes;
+  auto rs = [&](double d, double e) {
+    return reduce_scatter_s(cluster_, dp_group, d) + (e > 0 ? reduce_scatter_s(cluster_, expert_dp_group, e) : 0);
+  };
   // Gradients leave in buckets as the last micro-batch's backward produces them; the last bucket (one layer's
   // share) cannot overlap, and what the backward cannot hide stays exposed.
   const double bucket_share = 1.0 / std::max(layers, 1);
   double exposed = 0;
   if (c.zero <= 1) {
-    const double sync = c.zero == 0 ? all_reduce_s(cluster_, dp_group, g_bytes)
-                                    : reduce_scatter_s(cluster_, dp_group, g_bytes);
+    const double sync =
+        c.zero == 0 ? all_reduce_s(cluster_, dp_group, dense_bytes) +
+                          (expert_bytes > 0 ? all_reduce_s(cluster_, expert_dp_group, expert_bytes) : 0)
+                    : rs(dense_bytes, expert_bytes);
     exposed = std::max(sync * bucket_share, sync - last_bwd);
   } else {
-    exposed = reduce_scatter_s(cluster_, dp_group, g_bytes) * bucket_share;
+    exposed = rs(dense_bytes, expert_bytes) * bucket_share;
   }
   // ZeRO-1/2: the updated weights are all-gathered after the step, not overlapped.
-  if (c.zero == 1 || c.zero == 2) exposed += all_gather_s(cluster_, dp_group, g_bytes);
+  if (c.zero == 1 || c.zero == 2) exposed += rs(dense_bytes, expert_bytes);  // all-gather: the same bytes
   return exposed;
 }
 
@@ -65,7 +73,7 @@ void check_global_batch(int64_t global_batch) {
 }
 
 bool PlanPins::empty() const {
-  return !tp && !pp && !dp && !cp && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
+  return !tp && !pp && !dp && !cp && !ep && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
 }
 
 PlanPins parse_pins(const std::string& text) {
@@ -81,6 +89,7 @@ PlanPins parse_pins(const std::string& text) {
     else if (k == "pp") p.pp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "dp") p.dp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "cp") p.cp = parse_pin_int(k, v, 1, 1 << 20);
+    else if (k == "ep") p.ep = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "mbs") p.micro_batch = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "zero") p.zero = parse_pin_int(k, v, 0, 3);
     else if (k == "v") p.virtual_stages = parse_pin_int(k, v, 1, 64);
@@ -95,7 +104,7 @@ PlanPins parse_pins(const std::string& text) {
       else if (v == "full") p.recompute = Recompute::kFull;
       else throw SpecError("--fix recompute=" + v + " is unknown; allowed: none, selective, full");
     } else {
-      throw SpecError("--fix key '" + k + "' is unknown; allowed: tp, pp, dp, cp, mbs, schedule, v, recompute, zero");
+      throw SpecError("--fix key '" + k + "' is unknown; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero");
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -112,6 +121,7 @@ std::string to_string(const PlanPins& p) {
   if (p.pp) add("pp=" + std::to_string(*p.pp));
   if (p.dp) add("dp=" + std::to_string(*p.dp));
   if (p.cp) add("cp=" + std::to_string(*p.cp));
+  if (p.ep) add("ep=" + std::to_string(*p.ep));
   if (p.micro_batch) add("mbs=" + std::to_string(*p.micro_batch));
   if (p.schedule) add("schedule=" + to_string(*p.schedule));
   if (p.virtual_stages) add("v=" + std::to_string(*p.virtual_stages));
@@ -122,7 +132,7 @@ std::string to_string(const PlanPins& p) {
 
 std::string describe(const ParallelConfig& c) {
   std::string s = "tp=" + std::to_string(c.tp) + " pp=" + std::to_string(c.pp) + " dp=" + std::to_string(c.dp) +
-                  (c.cp > 1 ? " cp=" + std::to_string(c.cp) : "") +
+                  (c.cp > 1 ? " cp=" + std::to_string(c.cp) : "") + (c.ep > 1 ? " ep=" + std::to_string(c.ep) : "") +
                   " mbs=" + std::to_string(c.micro_batch) + " m=" + std::to_string(c.num_micro_batches) + " " +
                   to_string(c.schedule);
   if (c.schedule == Schedule::kInterleaved) s += "(v=" + std::to_string(c.virtual_stages) + ")";
@@ -170,14 +180,22 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   check_global_batch(opts_.global_batch);
   model_params_ = model_params(model_);
   model_flops_ = model_forward_flops(model_);
+  model_experts_ = model_experts(model_);
+  model_expert_params_ = model_expert_params(model_);
 }
 
 Planner::~Planner() = default;
 
-const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int mbs, double budget,
+const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs, double budget,
                                      double state_bytes_per_param) {
   // Without a budget the state bytes do not matter: one solution serves every ZeRO stage.
+  // Layers without experts do not depend on ep: they share one solution.
+  const bool has_experts = std::any_of(model_.layers[sig_example_[sig]].ops.begin(),
+                                       model_.layers[sig_example_[sig]].ops.end(),
+                                       [](const Operator& op) { return op.type == OpType::kMoeFfn; });
+  if (!has_experts) ep = 1;
   const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
+                          (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") +
                           std::to_string(mbs) + "|" +
                           (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
                                                        std::to_string(state_bytes_per_param)
@@ -193,7 +211,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int mbs, double
     m = by_cp_.emplace(cp, std::move(local)).first;
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, *costs_, budget, state_bytes_per_param, cp);
+                                     mbs, *costs_, budget, state_bytes_per_param, cp, ep);
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -211,7 +229,9 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   ParallelConfig c = cfg;
   const int N = cluster_.total_gpus(), gpn = cluster_.gpus_per_node;
   const int L = static_cast<int>(model_.layers.size());
-  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.micro_batch < 1) return reject("degrees must be positive");
+  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.ep < 1 || c.micro_batch < 1)
+    return reject("degrees must be positive");
+  if (const std::string v = expert_parallel_violation(c.ep, model_experts_, c.dp * c.cp); !v.empty()) return reject(v);
   if (model_.seq % c.cp != 0)
     return reject("cp=" + std::to_string(c.cp) + " does not divide the sequence of " + std::to_string(model_.seq));
   if (static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp != N)
@@ -254,19 +274,32 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const int dpc = c.dp * c.cp;
   const CommGroup dp_group{dpc, std::clamp(gpn / c.tp, 1, dpc)};
   const bool stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= gpn;
+  // Expert gradients and ZeRO shards: over the expert data-parallel group (dp x cp / ep).
+  const int edp = dpc / c.ep;
+  const CommGroup edp_group = expert_data_group(cluster_, c.tp, c.ep, dpc);
+  auto states = [&](double p_all, double p_expert) {
+    MemoryBreakdown mb = model_state_bytes(p_all - p_expert, c.zero, dpc, bytes);
+    const MemoryBreakdown me = model_state_bytes(p_expert, c.zero, edp, bytes);
+    mb.weights += me.weights;
+    mb.gradients += me.gradients;
+    mb.optimizer += me.optimizer;
+    return mb;
+  };
   const int64_t seq = model_.seq / c.cp;  // tokens per GPU
 
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp.
   {
-    const double min_params = static_cast<double>(model_params_) / (static_cast<double>(c.tp) * c.pp);
-    if (model_state_bytes(min_params, c.zero, dpc, bytes).total() > usable)
+    const double split = static_cast<double>(c.tp) * c.pp;
+    const double min_expert = static_cast<double>(model_expert_params_) / (split * c.ep);
+    const double min_params = static_cast<double>(model_params_ - model_expert_params_) / split + min_expert;
+    if (states(min_params, min_expert).total() > usable)
       return reject("model states alone need more than the " + std::to_string(usable / 1e9) + " GB per GPU");
   }
 
   // Layer plans: unconstrained first; if no partition fits, re-solve with a per-layer memory cap.
   std::vector<const LayerPlan*> lp(L);
-  std::vector<double> t(L), params(L), act(L), full_act(L), bwd(L);
-  std::vector<double> comp(L), mem(L), comm(L), rec(L), zex(L);  // the terms of t, per micro-batch
+  std::vector<double> t(L), params(L), eparams(L), act(L), full_act(L), bwd(L);
+  std::vector<double> comp(L), mem(L), comm(L), epc(L), rec(L), zex(L);  // the terms of t, per micro-batch
   bool sp_any = false;
 
   auto fill_layers = [&](double budget) -> bool {
@@ -274,7 +307,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     const double state_bytes_pp = model_state_bytes(1, c.zero, dpc, bytes).total();
     std::vector<const LayerPlan*> by_sig(signatures_.size());
     for (size_t sig = 0; sig < signatures_.size(); ++sig) {
-      by_sig[sig] = &layer_plan(sig, c.tp, c.cp, c.micro_batch, budget, state_bytes_pp);
+      by_sig[sig] = &layer_plan(sig, c.tp, c.cp, c.ep, c.micro_batch, budget, state_bytes_pp);
       if (by_sig[sig]->ops.empty()) return false;
     }
     for (int l = 0; l < L; ++l) lp[l] = by_sig[layer_sig_[l]];
@@ -287,18 +320,21 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       else if (c.recompute == Recompute::kSelective) recompute = x.attention_fwd_s;
       double tl = x.fwd_s + x.bwd_s + recompute;
       // ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers weights forward and backward.
-      const double w_bytes = x.params_per_device * dsize;
+      const double w_bytes = (x.params_per_device - x.expert_params_per_device) * dsize;
+      const double e_bytes = x.expert_params_per_device * dsize;
       double zc = 0;
-      if (dpc > 1 && c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes);
-      if (dpc > 1 && c.zero >= 3) zc += 2 * all_gather_s(cluster_, dp_group, w_bytes);
+      if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + reduce_scatter_s(cluster_, edp_group, e_bytes);
+      if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + all_gather_s(cluster_, edp_group, e_bytes));
       comp[l] = x.compute_s;
       mem[l] = x.memory_bound_s;
       comm[l] = x.comm_s;
+      epc[l] = x.ep_comm_s;
       rec[l] = recompute;
       zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
       t[l] = tl + zex[l];
       bwd[l] = x.bwd_s;
       params[l] = x.params_per_device;
+      eparams[l] = x.expert_params_per_device;
       sp_any = sp_any || x.sequence_parallel;
       if (layer.kind == LayerKind::kTransformer) {
         act[l] = transformer_activation_bytes(seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
@@ -315,12 +351,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     return true;
   };
 
-  std::vector<double> pre_t(L + 1, 0), pre_p(L + 1, 0), pre_a(L + 1, 0);
+  std::vector<double> pre_t(L + 1, 0), pre_p(L + 1, 0), pre_e(L + 1, 0), pre_a(L + 1, 0);
   std::vector<std::vector<double>> max_full;  // max_full[k][i] = max of full_act[i, i + 2^k)
   auto prefixes = [&]() {
     for (int l = 0; l < L; ++l) {
       pre_t[l + 1] = pre_t[l] + t[l];
       pre_p[l + 1] = pre_p[l] + params[l];
+      pre_e[l + 1] = pre_e[l] + eparams[l];
       pre_a[l + 1] = pre_a[l] + act[l];
     }
     max_full.assign(1, full_act);
@@ -331,7 +368,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     }
   };
   auto stage_memory = [&](int stage, int i, int j) {
-    MemoryBreakdown mb = model_state_bytes(pre_p[j] - pre_p[i], c.zero, dpc, bytes);
+    MemoryBreakdown mb = states(pre_p[j] - pre_p[i], pre_e[j] - pre_e[i]);
     mb.activations = in_flight_micro_batches(c.schedule, p, stage, m, v) * (pre_a[j] - pre_a[i]);
     if (c.recompute == Recompute::kFull) {
       // The layer being recomputed holds its full activations: the largest in [i, j), from a sparse table.
@@ -405,6 +442,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       tb.compute_s += m * comp[l];
       tb.memory_bound_s += m * mem[l];
       tb.tp_comm_s += m * comm[l];
+      tb.ep_comm_s += m * epc[l];
       tb.recompute_s += m * rec[l];
       tb.zero_comm_s += m * zex[l];
     }
@@ -424,10 +462,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     t_max = std::max(t_max, sp.time_per_micro_batch_s);
     double last_bwd = 0;
     for (int l = i; l < j; ++l) last_bwd += bwd[l];
-    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * bytes.gradient_reduce, last_bwd, j - i);
+    const double stage_experts = pre_e[j] - pre_e[i];
+    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * bytes.gradient_reduce, last_bwd, j - i,
+                               stage_experts * bytes.gradient_reduce, edp_group);
     dp_exposed = std::max(dp_exposed, stage_dp[s]);
     // Adam step: fp32 master, momentum, variance read and written, bf16 grads read, weights written.
-    const double local = sp.params_per_device / (c.zero >= 1 ? dpc : 1);
+    const double local = (sp.params_per_device - stage_experts) / (c.zero >= 1 ? dpc : 1) +
+                         stage_experts / (c.zero >= 1 ? edp : 1);
     stage_opt[s] = costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds;
     opt = std::max(opt, stage_opt[s]);
     if (sp.memory.total() > plan.peak_memory_bytes) {
@@ -476,6 +517,28 @@ Plan Planner::plan() {
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs");
+  // Expert parallelism: MoE models search every ep that divides their experts and dp x cp; dense ones run ep = 1.
+  if (pin.ep && *pin.ep > 1) {
+    std::string allowed;
+    for (int e : expert_parallel_degrees(model_experts_, N)) allowed += (allowed.empty() ? "" : ", ") + std::to_string(e);
+    if (model_experts_ == 0 || model_experts_ % *pin.ep != 0)
+      throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " " +
+                      (model_experts_ == 0 ? "needs a mixture-of-experts model; '" + model_.name + "' has no experts"
+                                           : "does not divide the " + std::to_string(model_experts_) + " experts") +
+                      "; allowed: " + allowed);
+    // ep must divide dp x cp = N / (tp pp): with tp and pp pinned (or dp and cp, cp being 1 for short sequences)
+    // that is one number; otherwise the GPUs bound it and the search refuses what does not divide.
+    const bool cp_known = pin.cp || model_.seq < opts_.long_sequence;
+    const int dpc = pin.tp && pin.pp && N % (*pin.tp * *pin.pp) == 0 ? N / (*pin.tp * *pin.pp)
+                    : pin.dp && cp_known                              ? *pin.dp * (pin.cp ? *pin.cp : 1)
+                                                                      : N;
+    if (dpc % *pin.ep != 0) {
+      std::string ok;
+      for (int e : expert_parallel_degrees(model_experts_, dpc)) ok += (ok.empty() ? "" : ", ") + std::to_string(e);
+      throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " does not divide the data-parallel group (dp x cp = " +
+                      std::to_string(dpc) + (dpc == N && !(pin.tp && pin.pp) ? ", the GPUs" : "") + "); allowed: " + ok);
+    }
+  }
   std::vector<int> mbss = opts_.micro_batch_sizes;
   if (pin.micro_batch) mbss = {*pin.micro_batch};
   std::vector<std::pair<Schedule, int>> schedules;
@@ -540,12 +603,15 @@ Plan Planner::plan() {
         if (pp > L) continue;
         const int dp = N / tp / cp / pp;
         if (pin.dp && dp != *pin.dp) continue;
+        std::vector<int> eps = expert_parallel_degrees(model_experts_, dp * cp);
+        if (pin.ep) eps = {*pin.ep};
+        for (int ep : eps)  // (the loops below keep their indentation, so the other branches' edits merge)
         for (int mbs : mbss)
           for (auto [sched, v] : schedules)
             for (Recompute rc : recomputes)
               for (int zero : zeros) {
                 ParallelConfig c;
-                c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp, c.micro_batch = mbs;
+                c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp, c.ep = ep, c.micro_batch = mbs;
                 c.schedule = sched, c.virtual_stages = v, c.recompute = rc, c.zero = zero;
                 try_config(c);
               }

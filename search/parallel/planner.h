@@ -7,6 +7,7 @@
 //   cluster_spec.h               nodes, GPUs, links
 //   op_cost.h                    kernel times: tuned records or analytic
 //   collective_cost.h            alpha-beta collectives
+//   expert_parallel.h            MoE experts over the ep group: the rule, the groups, the load imbalance
 //   layer_sharding.h             intra-op sharding of a layer by ILP (sharding_ilp.h, cbc_solver.cpp)
 //   stage_dp.h                   inter-op stages by DP
 //   memory_model.h               bytes per device
@@ -16,6 +17,11 @@
 // Context parallelism (cp) splits each sequence over cp GPUs: every operator sees seq / cp tokens, attention
 // computes its query chunk against all keys (ring attention, K/V passed around the cp group, overlapped with
 // the attention kernels), gradients are reduced and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
+//
+// Expert parallelism (ep, MoE models only; expert_parallel.h) divides each MoE layer's experts over ep GPUs of the
+// dp x cp group (ep divides the experts and dp x cp): tokens go to their experts and back by all-to-all in the ep
+// group, expert states shrink by ep and expert gradients are reduced over dp x cp / ep. It adds no GPUs: N is still
+// tp x cp x pp x dp. Dense models are planned with ep = 1 only.
 //
 // Iteration time of a configuration (what the search minimises):
 //   t_l   = layer forward + backward (+ recomputation) per micro-batch, collectives of its sharding
@@ -52,13 +58,13 @@ void check_global_batch(int64_t global_batch);
 
 /// Choices a user pins with --fix; unset ones are planned.
 struct PlanPins {
-  std::optional<int> tp, pp, dp, cp, micro_batch, zero, virtual_stages;
+  std::optional<int> tp, pp, dp, cp, ep, micro_batch, zero, virtual_stages;
   std::optional<Schedule> schedule;
   std::optional<Recompute> recompute;
   bool empty() const;
 };
-/// "tp=8,pp=8,dp=16,cp=2,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
-/// tp, pp, dp, cp and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
+/// "tp=8,pp=8,dp=16,cp=2,ep=8,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
+/// tp, pp, dp, cp, ep and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
 PlanPins parse_pins(const std::string& text);
 std::string to_string(const PlanPins& p);
 
@@ -82,6 +88,7 @@ struct PlannerOptions {
 struct ParallelConfig {
   int tp = 1, pp = 1, dp = 1;
   int cp = 1;                             ///< Context parallelism: each sequence split over cp GPUs (ring attention).
+  int ep = 1;                             ///< Expert parallelism: MoE experts divided over ep of the dp x cp GPUs.
   int micro_batch = 1;                    ///< Sequences per micro-batch.
   int num_micro_batches = 1;              ///< Per data-parallel replica per iteration.
   int virtual_stages = 1;                 ///< Chunks per device (interleaved; 1 otherwise).
@@ -148,11 +155,13 @@ class Planner {
   int64_t ilp_solves() const { return ilp_solves_; }
 
  private:
-  const LayerPlan& layer_plan(size_t signature_index, int tp, int cp, int mbs, double budget,
+  const LayerPlan& layer_plan(size_t signature_index, int tp, int cp, int ep, int mbs, double budget,
                               double state_bytes_per_param);
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
-  /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers.
-  double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers) const;
+  /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers, of which
+  /// expert_bytes are expert gradients reduced over the expert data-parallel group instead.
+  double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers,
+                      double expert_bytes = 0, CommGroup expert_dp_group = {}) const;
 
   ModelGraph model_;
   ClusterSpec cluster_;
@@ -167,6 +176,8 @@ class Planner {
   int64_t evaluated_ = 0;
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
+  int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).
+  int64_t model_expert_params_ = 0;       ///< Expert parameters of the whole model.
 };
 
 /// Even split used by uniform plans: transformer blocks spread over stages (the first stages take the

@@ -19,6 +19,7 @@ CostParams plain() {
   p.attention_efficiency = 0.50;
   p.memory_efficiency = 0.80;
   p.kernel_overhead_s = 0;
+  p.tensor_throughput.clear();  // the datasheet peak, whatever the GPU
   return p;
 }
 

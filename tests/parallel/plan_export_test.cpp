@@ -159,6 +159,7 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
       {"--num-layers", {"<int>"}}, {"--hidden-size", {"<int>"}}, {"--num-attention-heads", {"<int>"}},
       {"--group-query-attention", {}}, {"--num-query-groups", {"<int>"}}, {"--ffn-hidden-size", {"<int>"}},
       {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}},
+      {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex", "alltoall_seq"}},
       {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
       {"--rotary-base", {"<num>"}}, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
       {"--untie-embeddings-and-output-weights", {}}, {"--attention-dropout", {"<num>"}},
@@ -308,7 +309,8 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
       {"parallelism",
        {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
         "tensor_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
-        "pipeline_parallel_microbatch_size", "pipeline_parallel_layers_per_stage", "context_parallel_degree"}},
+        "pipeline_parallel_microbatch_size", "pipeline_parallel_layers_per_stage", "context_parallel_degree",
+        "expert_parallel_degree"}},
       {"training", {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
                     "mixed_precision_reduce", "steps"}},
       {"activation_checkpoint", {"mode", "selective_ac_option"}}};

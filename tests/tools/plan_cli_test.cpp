@@ -284,3 +284,38 @@ TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(PlanCli, ExpertParallelIsPinnedListedAndRefusedWithItsAllowedValues) {
+  const std::string moe = "--model moe:layers=2,hidden=512,heads=8,experts=8,top_k=2,seq=512,vocab=8000 "
+                          "--cluster dgx-h100:1 --global-batch 16";
+  auto r = run("plan " + moe + " --fix ep=4,mbs=1,recompute=none --json --db " + db());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ep"], 4);
+  EXPECT_EQ(j["cp"], 1);
+  EXPECT_TRUE(j["time_breakdown"].contains("ep_comm_s"));
+  // The plans table has its own cp and ep columns, in JSON and in the table.
+  auto q = nlohmann::json::parse(run("query --plans --json --db " + db()).out);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0]["ep"], 4);
+  EXPECT_EQ(q[0]["cp"], 1);
+  const std::string table = run("query --plans --db " + db()).out;
+  EXPECT_NE(table.find(" ep "), std::string::npos) << table;
+  EXPECT_NE(table.find(" cp "), std::string::npos) << table;
+  // Bad values: one line naming the value and what is allowed, exit 2, nothing logged.
+  const std::string before = run("query --plans --json --db " + db()).out;
+  auto three = run("plan " + moe + " --fix ep=3 --db " + db());
+  EXPECT_EQ(three.code, 2);
+  EXPECT_NE(three.err.find("ep=3 does not divide the 8 experts; allowed: 1, 2, 4, 8"), std::string::npos) << three.err;
+  EXPECT_EQ(std::count(three.err.begin(), three.err.end(), '\n'), 1) << three.err;
+  auto wide = run("plan " + moe + " --fix tp=8,pp=1,ep=2 --db " + db());
+  EXPECT_EQ(wide.code, 2);
+  EXPECT_NE(wide.err.find("ep=2 does not divide the data-parallel group (dp x cp = 1); allowed: 1"),
+            std::string::npos)
+      << wide.err;
+  EXPECT_EQ(run("query --plans --json --db " + db()).out, before);
+}
+
+}  // namespace
