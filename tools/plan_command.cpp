@@ -172,7 +172,15 @@ int plan_command(const std::vector<std::string>& args) {
     try {
       reader = std::make_shared<db::TuningDb>(db::TuningDb::open_existing(db_path));
     } catch (const db::DbError& e) {
-      throw UsageError(e.what());
+      if (e.kind() != db::DbError::Kind::kReadOnly) throw UsageError(e.what());
+      // A database of an older schema is refused read-only; the plan is logged in it anyway, so migrate it
+      // now as tune does (every row kept) and read it. A file that cannot be written keeps the first error.
+      try {
+        { db::TuningDb migrate(db_path); }
+        reader = std::make_shared<db::TuningDb>(db::TuningDb::open_existing(db_path));
+      } catch (const db::DbError&) {
+        throw UsageError(e.what());
+      }
     }
     opts.lookup = db_lookup(reader, cluster.gpu);
   }

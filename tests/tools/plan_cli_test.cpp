@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/migrations.h"
+#include "db/tuning_db.h"
 #include "tests/tools/cli_fixture.h"
 
 namespace {
@@ -316,6 +318,25 @@ TEST_F(PlanCli, ExpertParallelIsPinnedListedAndRefusedWithItsAllowedValues) {
             std::string::npos)
       << wide.err;
   EXPECT_EQ(run("query --plans --json --db " + db()).out, before);
+}
+
+TEST_F(PlanCli, ADatabaseOfTheLastSchemaIsMigratedKeepingItsPlans) {
+  // A user upgrading tuner plans into the database the older one wrote: plan migrates it (as tune does)
+  // instead of refusing it read-only, and the plan logged before is kept beside the new one.
+  tuner::db::create_schema_at_version(db(), tuner::db::TuningDb::kSchemaVersion - 1);
+  tuner::db::exec_sql(db(), R"sql(
+    INSERT INTO plans (model, cluster, options_json, plan_json, tp, pp, dp, iteration_time_s, tflops_per_gpu, mfu,
+                       peak_memory_bytes, planning_s, created_at)
+    VALUES ('old-model', 'dgx-h100:1', '{}', '{"tp":8,"pp":1,"dp":1}', 8, 1, 1, 1.5, 300, 0.3, 1000, 0.1,
+            '2026-01-01T00:00:00.000Z');
+  )sql");
+  auto r = run(std::string("plan ") + kSmall + " --global-batch 64 --json --db " + db());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto plans = nlohmann::json::parse(run("query --plans --json --db " + db()).out);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[1]["model"], "old-model");
+  EXPECT_EQ(plans[1]["tp"], 8);
+  EXPECT_EQ(tuner::db::TuningDb::open_existing(db()).schema_version(), tuner::db::TuningDb::kSchemaVersion);
 }
 
 }  // namespace
