@@ -25,7 +25,7 @@
 
 #include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
-#include "costmodel/xgboost_model.h"
+#include "costmodel/xgb_ensemble.h"
 #include "search/bayes_opt_strategy.h"
 #include "search/model_guided_strategy.h"
 #include "templates/gemm_f32.h"
@@ -106,11 +106,11 @@ int main(int argc, char** argv) {
     }
     return search::TrialOutcome{true, 1.0 + d};
   };
-  costmodel::XgbParams xp;
-  xp.seed = 1;
+  costmodel::EnsembleParams xp;  // the model the tuner's xgb strategy uses (tuner/strategy_factory.cpp)
+  xp.member.seed = 1;
   search::AnnealingParams full_batches;
   full_batches.first_batch = 0;  // every proposal a full 64: the worst case of the annealing's cost
-  search::ModelGuidedStrategy big_search(big, 1, std::make_unique<costmodel::XgbModel>(xp), featurize, full_batches);
+  search::ModelGuidedStrategy big_search(big, 1, std::make_unique<costmodel::XgbEnsemble>(xp), featurize, full_batches);
   std::printf("\nThe same on a synthetic space of %llu configs (%zu features), batch 64\n",
               static_cast<unsigned long long>(big.size()), feature_count);
   std::printf("  %8s %12s %12s %12s\n", "history", "refit s", "propose s", "sum s");

@@ -96,6 +96,9 @@ void ModelGuidedStrategy::refit() {
   }
   std::string error;
   if (model_->fit(x, targets, weights, &error)) {
+    std::vector<float> mean, spread;
+    model_has_spread_ = model_->predict_spread(x, &mean, &spread) &&
+                        std::any_of(spread.begin(), spread.end(), [](float v) { return v > 0; });
     model_ready_ = true;
     fitted_here_ = true;
     fitted_rows_ = x.rows;
@@ -113,10 +116,15 @@ void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std:
   refit();
 }
 
-std::vector<float> ModelGuidedStrategy::score(const std::vector<Config>& configs) const {
+std::vector<float> ModelGuidedStrategy::score(const std::vector<Config>& configs) {
   costmodel::FeatureMatrix x;
   for (const auto& c : configs) x.add_row(featurize_(c));
-  return model_->predict(x);
+  std::vector<float> mean, spread;
+  if (!model_->predict_spread(x, &mean, &spread) || spread.size() != mean.size()) return {};
+  for (size_t i = 0; i < mean.size(); ++i) {
+    mean[i] += static_cast<float>(params_.ucb_kappa) * spread[i];
+  }
+  return mean;
 }
 
 std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
@@ -219,7 +227,9 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   std::vector<uint64_t> picks;
   if (model_ready_) {
     // A model that has seen only other workloads' records hedges: half of its first batch is random.
-    const double epsilon = rows_.rows == 0 ? std::max(params_.epsilon, params_.transfer_only_epsilon) : params_.epsilon;
+    // With a spread the confidence bound explores; without one, a fixed share is drawn at random.
+    const double own_epsilon = model_has_spread_ ? 0.0 : params_.epsilon;
+    const double epsilon = rows_.rows == 0 ? std::max(own_epsilon, params_.transfer_only_epsilon) : own_epsilon;
     const size_t random_share = static_cast<size_t>(std::floor(epsilon * static_cast<double>(n)));
     const size_t model_share = n - random_share;
     picks = diverse_pick(anneal(model_share * std::max<size_t>(1, params_.diversity_pool)), model_share);

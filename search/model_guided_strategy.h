@@ -5,8 +5,10 @@
 // Per proposal: parallel annealing chains start from the best measured
 // configs and random ones; each step changes one knob (a valid neighbour) and
 // is accepted by the Metropolis rule at a temperature cooled linearly to 0;
-// the best-scored unseen configs become the batch, except an epsilon share
-// drawn uniformly at random. Until the model has enough rows it proposes the
+// the best-scored unseen configs become the batch. A model that gives a
+// spread per candidate (an ensemble) is scored by an upper confidence bound,
+// mean + kappa x spread, so exploration shrinks as the members come to agree;
+// a model without one keeps an epsilon share drawn uniformly at random. Until the model has enough rows it proposes the
 // configs a prior (the analytic model, when the tuner supplies one) ranks
 // best, with diversity, else at random; batches start small and grow with the
 // model's own rows. Never proposes a config already proposed or measured. Deterministic
@@ -32,7 +34,10 @@ struct AnnealingParams {
   int steps = 500;                ///< Most steps per chain.
   int patience = 50;              ///< Stop when the candidate set has not improved for this many steps.
   double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
-  double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
+  double ucb_kappa = 1.0;         ///< Candidates are scored mean + ucb_kappa x spread (an upper confidence bound)
+                                  ///< when the model gives a spread (an ensemble); 0: the mean alone.
+  double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration), only while the
+                                  ///< model gives no spread; with one, the confidence bound explores instead.
   double transfer_only_epsilon = 0.5;  ///< Random share while the model knows only transferred records.
   size_t diversity_pool = 2;      ///< Annealing keeps this many times the batch's model share as candidates...
   double diversity = 0.5;         ///< ...and the batch is picked greedily for rank + this × share of new knob
@@ -73,7 +78,8 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   void refit();
   std::vector<uint64_t> anneal(size_t want);
   std::vector<uint64_t> diverse_pick(const std::vector<uint64_t>& ranked, size_t want) const;
-  std::vector<float> score(const std::vector<Config>& configs) const;
+  /// Acquisition score per config: mean + ucb_kappa x spread (empty when the model cannot predict).
+  std::vector<float> score(const std::vector<Config>& configs);
   std::vector<Config> prior_pick(size_t want);
 
   const ConfigSpace& space_;
@@ -85,6 +91,7 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   Prior prior_;
   bool model_ready_ = false;
   bool fitted_here_ = false;
+  bool model_has_spread_ = false;  ///< The last scoring saw a positive spread (exploration by the bound).
   size_t fitted_rows_ = 0;
   std::string model_error_;
   // Training data: one row per measured config.

@@ -19,6 +19,10 @@ struct StrategyOptions {
   /// at random. Off because on the one real recording (softmax f16 on an H100) the prior made xgb slower
   /// to reach 95% of the best (median 28.5 trials against 18 without; bench/search_efficiency_bench).
   bool analytic_prior = false;
+  /// xgb: boosted models in the cost model's ensemble. With more than one, candidates are picked by an
+  /// upper confidence bound on the members' mean and spread; 1 is a lone model with a fixed 5% share of
+  /// random picks (the strategy before ensembles).
+  int xgb_members = 5;
 };
 
 /// "xgb", "bo", "ga", "random" or "grid"; throws std::invalid_argument for other names. The space,
