@@ -132,6 +132,22 @@ int main(int argc, char** argv) {
   }
   std::printf("  worst refit + proposal: %.3f s (bound: 1 s)\n", worst);
 
+  // The lone model (before ensembles) on the same space and load, for comparison.
+  costmodel::XgbParams lone_params;
+  lone_params.seed = 1;
+  search::ModelGuidedStrategy lone_search(big, 1, std::make_unique<costmodel::XgbModel>(lone_params), featurize,
+                                          full_batches);
+  double lone_worst = 0;
+  for (int round = 0; round < 8; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto batch = lone_search.propose(64);
+    std::vector<search::TrialOutcome> outcomes;
+    for (const auto& c : batch) outcomes.push_back(objective(c));
+    lone_search.observe(batch, outcomes);
+    lone_worst = std::max(lone_worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("  a lone boosted model (no ensemble) on the same space: worst refit + proposal %.3f s\n", lone_worst);
+
   // bo on the same space: its batches grow (8, 8, 16, 32, 64, ...); the process is fitted on at most
   // 256 rows, so the cost stops growing once the history passes them.
   search::BayesOptStrategy bo(big, 1);
@@ -163,6 +179,7 @@ int main(int argc, char** argv) {
                                         {"big_space_size", big.size()},
                                         {"big_rounds", big_rows},
                                         {"big_worst_s", worst},
+                                        {"big_lone_model_worst_s", lone_worst},
                                         {"bo_rounds", bo_rows},
                                         {"bo_worst_64_s", bo_worst_64}}
                              .dump(2)

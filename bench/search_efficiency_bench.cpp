@@ -178,7 +178,28 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
   StrategyOptions options;
   options.analytic_prior = name == "xgb-prior";
   if (name == "xgb1") options.xgb_members = 1;  // a lone model and 5% random picks (before ensembles)
-  const bool xgb = name == "xgb-prior" || name == "xgb1";
+  bool xgb = name == "xgb-prior" || name == "xgb1";
+  // "xgb:key=value/key=value": xgb with some settings changed, for experiments (members, kappa, first,
+  // epsilon, objective, prior).
+  if (name.rfind("xgb:", 0) == 0) {
+    xgb = true;
+    for (size_t start = 4; start < name.size();) {
+      const size_t end = std::min(name.find('/', start), name.size());
+      const std::string kv = name.substr(start, end - start);
+      const size_t eq = kv.find('=');
+      const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      if (key == "members") options.xgb_members = std::atoi(value.c_str());
+      else if (key == "kappa") options.annealing.ucb_kappa = std::atof(value.c_str());
+      else if (key == "first") options.annealing.first_batch = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "epsilon") options.annealing.epsilon = std::atof(value.c_str());
+      else if (key == "objective") options.xgb_objective = value;
+      else if (key == "prior") options.analytic_prior = value == "1";
+      else if (key == "half_life") options.annealing.transfer_half_life = std::atof(value.c_str());
+      else if (key == "hedge") options.annealing.transfer_only_epsilon = std::atof(value.c_str());
+      else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
+      start = end + 1;
+    }
+  }
   return build_strategy(xgb ? "xgb" : name, space, seed, tmpl, w, gpu, options);
 }
 
@@ -383,6 +404,8 @@ int main(int argc, char** argv) {
   std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb1,bo,ga,random (xgb and random needed)
   std::string device_list;    // sim devices, comma separated; default sim:h100-sxm,sim:a100-sxm4-80gb
   bool no_transfer = false;
+  std::string transfer_variant = "xgb";  // the xgb variant of the transfer experiment
+  bool transfer_only = false;            // skip the sim table (transfer and replay only)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
@@ -397,6 +420,8 @@ int main(int argc, char** argv) {
     else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
     else if (a == "--strategies") strategy_list = argv[i + 1];
     else if (a == "--devices") device_list = argv[i + 1];
+    else if (a == "--transfer-variant") transfer_variant = argv[i + 1];
+    else if (a == "--transfer-only") transfer_only = std::string(argv[i + 1]) == "1";
     else if (a == "--sim-strategies") sim_strategy_list = argv[i + 1];
     else if (a == "--no-transfer") no_transfer = std::string(argv[i + 1]) == "1";
     else if (a == "--replay-batches") {
@@ -411,7 +436,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --transfer-variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -496,13 +521,15 @@ int main(int argc, char** argv) {
 
   std::printf("Trials to reach 95%% of the optimum (median over %d seeds; batch %zu; cap %lld)\n", seeds, kBatch,
               static_cast<long long>(max_trials));
+  for (size_t i = 0; i < strategies.size(); ++i) std::printf("  s%zu = %s\n", i, strategies[i].c_str());
   std::printf("%-20s %-22s %8s %8s", "device", "shape", "space", "good");
-  for (const auto& name : strategies) std::printf(" %8s", name.c_str());
+  for (size_t i = 0; i < strategies.size(); ++i) std::printf(" %8s", ("s" + std::to_string(i)).c_str());
   std::printf(" %10s\n", "rand/xgb");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<double> ratios;
   std::map<std::string, std::vector<double>> all;
   for (const Oracle& o : oracles) {
+    if (transfer_only) break;
     nlohmann::json row{{"device", o.device.spec}, {"shape", o.workload.shape_string()},
                        {"space_size", o.space.size()}, {"configs_within_95", o.within_95}, {"best_ms", o.best_ms}};
     std::printf("%-20s %-22s %8llu %8lld", o.device.spec.c_str(), o.workload.shape_string().c_str(),
@@ -554,9 +581,9 @@ int main(int argc, char** argv) {
         if (oracles[i].workload.shape_string() != o.workload.shape_string()) sources.push_back(&oracles[i]);
       std::vector<double> cold, warm;
       for (int seed = 1; seed <= seeds; ++seed) {
-        auto c = make_variant("xgb", o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+        auto c = make_variant(transfer_variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
         cold.push_back(static_cast<double>(trials_to_95(*c, o, max_trials, kBatch)));
-        auto w = make_variant("xgb", o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+        auto w = make_variant(transfer_variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
         add_transfer(*w->transfer_learner(), sources, history, static_cast<uint64_t>(seed));
         w->observe({}, {});
         warm.push_back(static_cast<double>(trials_to_95(*w, o, max_trials, kBatch)));

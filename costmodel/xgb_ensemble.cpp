@@ -83,8 +83,13 @@ bool XgbEnsemble::predict_spread(const FeatureMatrix& x, std::vector<float>* mea
   spread->clear();
   if (members_.empty() || x.rows == 0) return x.rows == 0 && !members_.empty();
   std::vector<double> sum(x.rows, 0.0), sq(x.rows, 0.0);
-  for (const Member& m : members_) {
-    const std::vector<float> s = m.model.predict(x);
+  std::vector<const XgbModel*> models;
+  for (const Member& m : members_) models.push_back(&m.model);
+  const std::vector<std::vector<float>> scores = XgbModel::predict_all(models, x);
+  if (scores.size() != members_.size()) return false;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Member& m = members_[i];
+    const std::vector<float>& s = scores[i];
     if (s.size() != x.rows) return false;
     for (size_t r = 0; r < x.rows; ++r) {
       const double z = (s[r] - m.mean) / m.sd;

@@ -33,14 +33,16 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
     costmodel::EnsembleParams params;
     params.members = options.xgb_members;
     params.member.seed = seed;
+    params.member.objective = options.xgb_objective;
     model = std::make_unique<costmodel::XgbEnsemble>(params);
   } else {
     costmodel::XgbParams params;
     params.seed = seed;
+    params.objective = options.xgb_objective;
     model = std::make_unique<costmodel::XgbModel>(params);
   }
   return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::move(model),
-                                                       std::move(featurize), search::AnnealingParams{},
+                                                       std::move(featurize), options.annealing,
                                                        std::move(prior));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "costmodel/gpu_spec.h"
+#include "search/model_guided_strategy.h"
 #include "search/strategy.h"
 #include "templates/kernel_template.h"
 
@@ -23,6 +24,11 @@ struct StrategyOptions {
   /// upper confidence bound on the members' mean and spread; 1 is a lone model with a fixed 5% share of
   /// random picks (the strategy before ensembles).
   int xgb_members = 5;
+  /// xgb: the search's parameters (batch growth, confidence bound, annealing); defaults as documented there.
+  search::AnnealingParams annealing;
+  /// xgb: the members' XGBoost objective ("rank:pairwise", AutoTVM's; or a pointwise one such as
+  /// "reg:squarederror" on the same targets).
+  std::string xgb_objective = "rank:pairwise";
 };
 
 /// "xgb", "bo", "ga", "random" or "grid"; throws std::invalid_argument for other names. The space,

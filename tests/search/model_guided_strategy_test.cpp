@@ -295,5 +295,49 @@ TEST(ModelGuidedStrategy, TheUpperConfidenceBoundPicksAnUnexploredHighMeanCandid
   EXPECT_NE(std::find(plain.begin(), plain.end(), kPeak), plain.end());
 }
 
+/// The known function, upside down while it was last fitted on 100 rows or more (the transferred records
+/// of a workload whose best configs are this one's worst).
+class MisledByManyRows final : public costmodel::CostModel {
+ public:
+  bool fit(const costmodel::FeatureMatrix& x, const std::vector<float>&, const std::vector<float>&, std::string*) override {
+    rows_seen = x.rows;
+    return true;
+  }
+  std::vector<float> predict(const costmodel::FeatureMatrix& x) const override {
+    std::vector<float> out = known_.predict(x);
+    if (rows_seen >= 100)
+      for (float& v : out) v = -v;
+    return out;
+  }
+  size_t rows_seen = 0;
+
+ private:
+  KnownFunction known_;
+};
+
+TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
+  auto space = big_space();
+  for (bool misled : {true, false}) {
+    std::unique_ptr<costmodel::CostModel> model;
+    if (misled) model = std::make_unique<MisledByManyRows>();
+    else model = std::make_unique<KnownFunction>();
+    auto* raw = model.get();
+    ModelGuidedStrategy s(space, 8, std::move(model), identity());
+    for (int i = 0; i < 100; ++i) {
+      Config c = space.at(static_cast<uint64_t>(i) * 2621);
+      s.add_transfer(std::vector<float>(c.begin(), c.end()), 0.5f);
+    }
+    s.observe({}, {});
+    auto first = s.propose(16);
+    std::vector<TrialOutcome> out;  // every config runs; the better by the known function, the faster
+    for (const auto& c : first) out.push_back({true, 50.0 - truth(c)});
+    s.observe(first, out);
+    EXPECT_EQ(s.transfer_dropped(), misled) << (misled ? "misled" : "helped");
+    const size_t rows = misled ? static_cast<MisledByManyRows*>(raw)->rows_seen
+                               : static_cast<KnownFunction*>(raw)->rows_seen;
+    EXPECT_EQ(rows, misled ? 16u : 116u) << "the refit after the check uses the transferred rows only if kept";
+  }
+}
+
 }  // namespace
 }  // namespace tuner::search
