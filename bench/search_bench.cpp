@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     }
     return search::TrialOutcome{true, 1.0 + d};
   };
-  costmodel::EnsembleParams xp;  // the model the tuner's xgb strategy uses (tuner/strategy_factory.cpp)
+  costmodel::EnsembleParams xp;  // the ensemble (StrategyOptions::xgb_members 5): the costlier model
   xp.member.seed = 1;
   search::AnnealingParams full_batches;
   full_batches.first_batch = 0;  // every proposal a full 64: the worst case of the annealing's cost
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   }
   std::printf("  worst refit + proposal: %.3f s (bound: 1 s)\n", worst);
 
-  // The lone model (before ensembles) on the same space and load, for comparison.
+  // The lone model (the default, StrategyOptions::xgb_members 1) on the same space and load.
   costmodel::XgbParams lone_params;
   lone_params.seed = 1;
   search::ModelGuidedStrategy lone_search(big, 1, std::make_unique<costmodel::XgbModel>(lone_params), featurize,

@@ -31,7 +31,8 @@
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
 //                                     [--replay-only 1] [--heldout SEEDS]
 //
-// --heldout SEEDS runs only the held-out check: workloads outside the development set above (other
+// --heldout SEEDS runs only the held-out check (of --variant, default xgb; xgb5 for the ensemble): workloads
+// outside the development set above (other
 // GEMM shapes, batched GEMM, conv2d, softmax and layernorm, on both sim GPUs); for N = 64 and 192, per
 // workload and seed, whether xgb's best after N trials is at least as fast as random's after 3N.
 //
@@ -170,15 +171,16 @@ void add_transfer(search::TransferLearner& s, const std::vector<const Oracle*>& 
 }
 
 /// A strategy by its bench name: "xgb-prior" (xgb with the analytic prior ranking its first batch), "xgb1"
-/// (a lone boosted model with a 5% random share instead of the ensemble's confidence bound), or any
+/// (a lone boosted model with a 5% random share), "xgb5" (an ensemble of 5 and its confidence bound), or any
 /// strategy name the factory knows ("xgb": the tuner's default, without the prior).
 std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, const search::ConfigSpace& space,
                                                      uint64_t seed, const templates::KernelTemplate& tmpl,
                                                      const templates::Workload& w, const costmodel::GpuSpec& gpu) {
   StrategyOptions options;
   options.analytic_prior = name == "xgb-prior";
-  if (name == "xgb1") options.xgb_members = 1;  // a lone model and 5% random picks (before ensembles)
-  bool xgb = name == "xgb-prior" || name == "xgb1";
+  if (name == "xgb1") options.xgb_members = 1;  // a lone model and 5% random picks (the default)
+  if (name == "xgb5") options.xgb_members = 5;  // the bootstrap ensemble of 5 and its confidence bound
+  bool xgb = name == "xgb-prior" || name == "xgb1" || name == "xgb5";
   // "xgb:key=value/key=value": xgb with some settings changed, for experiments (members, kappa, first,
   // epsilon, objective, prior).
   if (name.rfind("xgb:", 0) == 0) {
@@ -322,7 +324,7 @@ double best_within(search::SearchStrategy& s, const Oracle& o, int64_t n, size_t
 /// The held-out check: workloads outside the development set (other GEMM shapes, other ops and dtypes,
 /// both sim GPUs). Per workload, seed and N: is the best config xgb finds in N trials at least as fast as
 /// the best random search finds in 3N? Prints a table, returns its JSON.
-nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t batch) {
+nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t batch, const std::string& variant) {
   struct Held {
     std::string op, shape, dtype;
   };
@@ -334,10 +336,10 @@ nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t bat
       {"softmax", "rows=8192,cols=2048", "f16"}, {"layernorm", "rows=4096,cols=1024", "f32"},
   };
   const std::vector<std::string> devices = {"sim:h100-sxm", "sim:a100-sxm4-80gb"};
-  std::printf("\nHeld-out workloads (not in the development set): xgb with N trials against random with 3N, "
+  std::printf("\nHeld-out workloads (not in the development set): %s with N trials against random with 3N, "
               "%d seeds, batch %zu.\n'pass' counts the seeds where xgb's best is at least as fast as random's; "
               "ratio = random's best time / xgb's (>= 1: xgb at least as good), min and median over seeds\n",
-              seeds, batch);
+              variant.c_str(), seeds, batch);
   std::printf("%-10s %-44s %-20s %7s %5s %6s %7s %7s\n", "op", "shape", "device", "space", "N", "pass", "min",
               "median");
   nlohmann::json out = nlohmann::json::array();
@@ -356,7 +358,7 @@ nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t bat
         std::vector<double> ratios;
         int pass = 0;
         for (int seed = 1; seed <= seeds; ++seed) {
-          auto x = make_variant("xgb", o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+          auto x = make_variant(variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
           auto r = make_variant("random", o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
           const double xb = best_within(*x, o, n, batch), rb = best_within(*r, o, 3 * n, batch);
           const double ratio = std::isfinite(xb) ? rb / xb : 0.0;
@@ -401,10 +403,10 @@ int main(int argc, char** argv) {
   bool replay_only = false;
   int heldout_seeds = 0;
   std::string strategy_list;  // replay strategies, comma separated; default xgb,xgb-prior,bo,ga,random
-  std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb1,bo,ga,random (xgb and random needed)
+  std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb5,bo,ga,random (xgb and random needed)
   std::string device_list;    // sim devices, comma separated; default sim:h100-sxm,sim:a100-sxm4-80gb
   bool no_transfer = false;
-  std::string transfer_variant = "xgb";  // the xgb variant of the transfer experiment
+  std::string transfer_variant = "xgb";  // --variant: the xgb variant of the transfer and held-out runs
   bool transfer_only = false;            // skip the sim table (transfer and replay only)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -420,7 +422,7 @@ int main(int argc, char** argv) {
     else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
     else if (a == "--strategies") strategy_list = argv[i + 1];
     else if (a == "--devices") device_list = argv[i + 1];
-    else if (a == "--transfer-variant") transfer_variant = argv[i + 1];
+    else if (a == "--transfer-variant" || a == "--variant") transfer_variant = argv[i + 1];
     else if (a == "--transfer-only") transfer_only = std::string(argv[i + 1]) == "1";
     else if (a == "--sim-strategies") sim_strategy_list = argv[i + 1];
     else if (a == "--no-transfer") no_transfer = std::string(argv[i + 1]) == "1";
@@ -436,7 +438,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --transfer-variant, --transfer-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -471,13 +473,14 @@ int main(int argc, char** argv) {
       device_list.empty() ? std::vector<std::string>{"sim:h100-sxm", "sim:a100-sxm4-80gb"} : split(device_list);
   // On sim oracles xgb runs without its analytic prior (the prior would be the oracle itself).
   const std::vector<std::string> strategies =
-      sim_strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb1", "bo", "ga", "random"} : split(sim_strategy_list);
+      sim_strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "bo", "ga", "random"} : split(sim_strategy_list);
   const std::vector<std::string> replay_strategies =
-      strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb1", "xgb-prior", "bo", "ga", "random"} : split(strategy_list);
+      strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "xgb-prior", "bo", "ga", "random"} : split(strategy_list);
 
   if (heldout_seeds > 0) {
     write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
-                   {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch)}},
+                   {"heldout_variant", transfer_variant},
+                   {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant)}},
                   out_path);
     return 0;
   }
@@ -615,7 +618,7 @@ int main(int argc, char** argv) {
                         {"max_trials", max_trials},
                         {"workloads", rows},
                         {"median_xgb", overall_xgb},
-                        {"median_xgb1", median(all["xgb1"])},
+                        {"median_xgb5", median(all["xgb5"])},
                         {"median_ga", median(all["ga"])},
                         {"median_bo", median(all["bo"])},
                         {"median_random", overall_random},
