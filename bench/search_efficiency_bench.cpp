@@ -29,7 +29,12 @@
 //
 //   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
-//                                     [--replay-only 1]
+//                                     [--replay-only 1] [--heldout SEEDS]
+//
+// --heldout SEEDS runs only the held-out check (of --variant, default xgb; xgb5 for the ensemble): workloads
+// outside the development set above (other
+// GEMM shapes, batched GEMM, conv2d, softmax and layernorm, on both sim GPUs); for N = 64 and 192, per
+// workload and seed, whether xgb's best after N trials is at least as fast as random's after 3N.
 //
 // Prints tables and writes results/search_efficiency.json.
 #include <algorithm>
@@ -51,7 +56,7 @@
 #include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
 #include "search/model_guided_strategy.h"
-#include "templates/gemm_f32.h"
+#include "templates/registry.h"
 #include "tuner/device_registry.h"
 #include "tuner/replay_oracle.h"
 #include "tuner/strategy_factory.h"
@@ -62,6 +67,7 @@ namespace {
 
 /// One space enumerated once: the estimated time of every valid config (infinity: not launchable).
 struct Oracle {
+  const templates::KernelTemplate* tmpl = nullptr;
   templates::Workload workload;
   DeviceTarget device;
   search::ConfigSpace space;
@@ -76,8 +82,10 @@ struct Oracle {
   bool good_enough(double t) const { return t > 0 && best_ms / t >= 0.95; }
 };
 
-Oracle enumerate(const templates::GemmF32Template& tmpl, const std::string& shape, const std::string& device) {
-  Oracle o{templates::parse_workload("gemm", shape, "f32"), resolve_device(device), {}, {}, 0, 0};
+Oracle enumerate(const std::string& op, const std::string& shape, const std::string& dtype, const std::string& device) {
+  Oracle o{nullptr, templates::parse_workload(op, shape, dtype), resolve_device(device), {}, {}, 0, 0};
+  const templates::KernelTemplate& tmpl = templates::find_template(op, o.workload.dtype, &o.device.limits);
+  o.tmpl = &tmpl;
   o.best_ms = std::numeric_limits<double>::infinity();
   o.space = tmpl.space(o.workload, o.device.limits);
   o.time_ms.resize(o.space.size());
@@ -138,8 +146,8 @@ int64_t trials_to_95(search::SearchStrategy& s, const OracleT& o, int64_t cap, s
 }
 
 /// Feeds `per_workload` random records of each oracle in `sources` to the strategy as transfer rows.
-void add_transfer(search::TransferLearner& s, const templates::GemmF32Template& tmpl,
-                  const std::vector<const Oracle*>& sources, int per_workload, uint64_t seed) {
+void add_transfer(search::TransferLearner& s, const std::vector<const Oracle*>& sources, int per_workload,
+                  uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (const Oracle* o : sources) {
     std::vector<int64_t> dims;
@@ -155,21 +163,46 @@ void add_transfer(search::TransferLearner& s, const templates::GemmF32Template& 
       rows.emplace_back(std::move(c), speed);
     }
     for (const auto& [c, speed] : rows) {
-      s.add_transfer(costmodel::kernel_features(c, tmpl.profile(o->space, c, o->workload), dims,
+      s.add_transfer(costmodel::kernel_features(c, o->tmpl->profile(o->space, c, o->workload), dims,
                                                 templates::dtype_bytes(o->workload.dtype), o->device.gpu),
                      best_speed > 0 ? static_cast<float>(speed / best_speed) : 0.0f);
     }
   }
 }
 
-/// A strategy by its bench name: "xgb-prior" (xgb with the analytic prior ranking its first batch), or any
+/// A strategy by its bench name: "xgb-prior" (xgb with the analytic prior ranking its first batch), "xgb1"
+/// (a lone boosted model with a 5% random share), "xgb5" (an ensemble of 5 and its confidence bound), or any
 /// strategy name the factory knows ("xgb": the tuner's default, without the prior).
 std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, const search::ConfigSpace& space,
                                                      uint64_t seed, const templates::KernelTemplate& tmpl,
                                                      const templates::Workload& w, const costmodel::GpuSpec& gpu) {
   StrategyOptions options;
   options.analytic_prior = name == "xgb-prior";
-  return build_strategy(name == "xgb-prior" ? "xgb" : name, space, seed, tmpl, w, gpu, options);
+  if (name == "xgb1") options.xgb_members = 1;  // a lone model and 5% random picks (the default)
+  if (name == "xgb5") options.xgb_members = 5;  // the bootstrap ensemble of 5 and its confidence bound
+  bool xgb = name == "xgb-prior" || name == "xgb1" || name == "xgb5";
+  // "xgb:key=value/key=value": xgb with some settings changed, for experiments (members, kappa, first,
+  // epsilon, objective, prior).
+  if (name.rfind("xgb:", 0) == 0) {
+    xgb = true;
+    for (size_t start = 4; start < name.size();) {
+      const size_t end = std::min(name.find('/', start), name.size());
+      const std::string kv = name.substr(start, end - start);
+      const size_t eq = kv.find('=');
+      const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      if (key == "members") options.xgb_members = std::atoi(value.c_str());
+      else if (key == "kappa") options.annealing.ucb_kappa = std::atof(value.c_str());
+      else if (key == "first") options.annealing.first_batch = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "epsilon") options.annealing.epsilon = std::atof(value.c_str());
+      else if (key == "objective") options.xgb_objective = value;
+      else if (key == "prior") options.analytic_prior = value == "1";
+      else if (key == "half_life") options.annealing.transfer_half_life = std::atof(value.c_str());
+      else if (key == "hedge") options.annealing.transfer_only_epsilon = std::atof(value.c_str());
+      else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
+      start = end + 1;
+    }
+  }
+  return build_strategy(xgb ? "xgb" : name, space, seed, tmpl, w, gpu, options);
 }
 
 double median(std::vector<double> v) {
@@ -270,6 +303,84 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
   return out;
 }
 
+/// Best time (ms) measured within the first n trials (infinity when none succeeded).
+double best_within(search::SearchStrategy& s, const Oracle& o, int64_t n, size_t batch) {
+  double best = std::numeric_limits<double>::infinity();
+  int64_t trials = 0;
+  while (trials < n) {
+    auto configs = s.propose(std::min<size_t>(batch, static_cast<size_t>(n - trials)));
+    if (configs.empty()) break;
+    std::vector<search::TrialOutcome> outcomes;
+    for (const auto& c : configs) {
+      outcomes.push_back(o.measure(c));
+      if (outcomes.back().ok) best = std::min(best, outcomes.back().time_ms);
+    }
+    trials += static_cast<int64_t>(configs.size());
+    s.observe(configs, outcomes);
+  }
+  return best;
+}
+
+/// The held-out check: workloads outside the development set (other GEMM shapes, other ops and dtypes,
+/// both sim GPUs). Per workload, seed and N: is the best config xgb finds in N trials at least as fast as
+/// the best random search finds in 3N? Prints a table, returns its JSON.
+nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t batch, const std::string& variant) {
+  struct Held {
+    std::string op, shape, dtype;
+  };
+  const std::vector<Held> held = {
+      {"gemm", "M=2048,N=2048,K=2048", "f32"},  {"gemm", "M=4096,N=512,K=1024", "f32"},
+      {"gemm", "M=768,N=3072,K=768", "f32"},    {"gemm", "M=333,N=4000,K=1200", "f32"},
+      {"batched_gemm", "B=16,M=256,N=256,K=256", "f32"},
+      {"conv2d", "N=8,H=28,W=28,C=128,K=128,R=3,S=3,stride=1,pad=1", "f32"},
+      {"softmax", "rows=8192,cols=2048", "f16"}, {"layernorm", "rows=4096,cols=1024", "f32"},
+  };
+  const std::vector<std::string> devices = {"sim:h100-sxm", "sim:a100-sxm4-80gb"};
+  std::printf("\nHeld-out workloads (not in the development set): %s with N trials against random with 3N, "
+              "%d seeds, batch %zu.\n'pass' counts the seeds where xgb's best is at least as fast as random's; "
+              "ratio = random's best time / xgb's (>= 1: xgb at least as good), min and median over seeds\n",
+              variant.c_str(), seeds, batch);
+  std::printf("%-10s %-44s %-20s %7s %5s %6s %7s %7s\n", "op", "shape", "device", "space", "N", "pass", "min",
+              "median");
+  nlohmann::json out = nlohmann::json::array();
+  int passed = 0, cases = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& h : held)
+    for (const auto& d : devices) {
+      Oracle o;
+      try {
+        o = enumerate(h.op, h.shape, h.dtype, d);
+      } catch (const std::exception& e) {
+        std::printf("%-10s %-44s %-20s skipped: %s\n", h.op.c_str(), h.shape.c_str(), d.c_str(), e.what());
+        continue;
+      }
+      for (int64_t n : ns) {
+        std::vector<double> ratios;
+        int pass = 0;
+        for (int seed = 1; seed <= seeds; ++seed) {
+          auto x = make_variant(variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+          auto r = make_variant("random", o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+          const double xb = best_within(*x, o, n, batch), rb = best_within(*r, o, 3 * n, batch);
+          const double ratio = std::isfinite(xb) ? rb / xb : 0.0;
+          ratios.push_back(ratio);
+          pass += xb <= rb * (1 + 1e-12) ? 1 : 0;
+        }
+        passed += pass;
+        cases += seeds;
+        std::sort(ratios.begin(), ratios.end());
+        std::printf("%-10s %-44s %-20s %7llu %5lld %3d/%-2d %7.3f %7.3f\n", h.op.c_str(), h.shape.c_str(), d.c_str(),
+                    static_cast<unsigned long long>(o.space.size()), static_cast<long long>(n), pass, seeds,
+                    ratios.front(), median(ratios));
+        std::fflush(stdout);
+        out.push_back({{"op", h.op}, {"shape", h.shape}, {"dtype", h.dtype}, {"device", d},
+                       {"space_size", o.space.size()}, {"n", n}, {"pass", pass}, {"seeds", seeds},
+                       {"ratios", ratios}});
+      }
+    }
+  std::printf("  held-out: xgb(N) >= random(3N) in %d of %d cases (%.1f s)\n", passed, cases, seconds_since(t0));
+  return out;
+}
+
 void write_results(const nlohmann::json& result, const std::string& out_path) {
   std::filesystem::path path(out_path);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
@@ -285,11 +396,18 @@ int main(int argc, char** argv) {
   int history = 256;
   std::string out_path = "results/search_efficiency.json";
   std::string shape_list;
-  bool survey = false;
+  int survey_level = 0;  // 1: space sizes and good counts; 2: also each knob value's share among good configs
   std::string replay_dir = "data/replay";
   int replay_seeds = 20;
   std::vector<size_t> replay_batches = {64, 8};
   bool replay_only = false;
+  int heldout_seeds = 0;
+  std::string strategy_list;  // replay strategies, comma separated; default xgb,xgb-prior,bo,ga,random
+  std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb5,bo,ga,random (xgb and random needed)
+  std::string device_list;    // sim devices, comma separated; default sim:h100-sxm,sim:a100-sxm4-80gb
+  bool no_transfer = false;
+  std::string transfer_variant = "xgb";  // --variant: the xgb variant of the transfer and held-out runs
+  bool transfer_only = false;            // skip the sim table (transfer and replay only)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
@@ -297,10 +415,17 @@ int main(int argc, char** argv) {
     else if (a == "--history") history = std::atoi(argv[i + 1]);
     else if (a == "--out") out_path = argv[i + 1];
     else if (a == "--shapes") shape_list = argv[i + 1];
-    else if (a == "--survey") survey = std::string(argv[i + 1]) == "1";
+    else if (a == "--survey") survey_level = std::atoi(argv[i + 1]);
     else if (a == "--replay-dir") replay_dir = argv[i + 1];
     else if (a == "--replay-seeds") replay_seeds = std::atoi(argv[i + 1]);
     else if (a == "--replay-only") replay_only = std::string(argv[i + 1]) == "1";
+    else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
+    else if (a == "--strategies") strategy_list = argv[i + 1];
+    else if (a == "--devices") device_list = argv[i + 1];
+    else if (a == "--transfer-variant" || a == "--variant") transfer_variant = argv[i + 1];
+    else if (a == "--transfer-only") transfer_only = std::string(argv[i + 1]) == "1";
+    else if (a == "--sim-strategies") sim_strategy_list = argv[i + 1];
+    else if (a == "--no-transfer") no_transfer = std::string(argv[i + 1]) == "1";
     else if (a == "--replay-batches") {
       replay_batches.clear();
       for (size_t start = 0; start < std::strlen(argv[i + 1]);) {
@@ -313,7 +438,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -335,12 +460,30 @@ int main(int argc, char** argv) {
       start = end + 1;
     }
   }
-  const std::vector<std::string> devices = {"sim:h100-sxm", "sim:a100-sxm4-80gb"};
+  auto split = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      if (end > start) out.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> devices =
+      device_list.empty() ? std::vector<std::string>{"sim:h100-sxm", "sim:a100-sxm4-80gb"} : split(device_list);
   // On sim oracles xgb runs without its analytic prior (the prior would be the oracle itself).
-  const std::vector<std::string> strategies = {"xgb", "bo", "ga", "random"};
-  const std::vector<std::string> replay_strategies = {"xgb", "xgb-prior", "bo", "ga", "random"};
-  templates::GemmF32Template tmpl;
+  const std::vector<std::string> strategies =
+      sim_strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "bo", "ga", "random"} : split(sim_strategy_list);
+  const std::vector<std::string> replay_strategies =
+      strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "xgb-prior", "bo", "ga", "random"} : split(strategy_list);
 
+  if (heldout_seeds > 0) {
+    write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
+                   {"heldout_variant", transfer_variant},
+                   {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant)}},
+                  out_path);
+    return 0;
+  }
   if (replay_only) {
     nlohmann::json result{{"batch", kBatch},
                           {"replay_seeds", replay_seeds},
@@ -352,56 +495,73 @@ int main(int argc, char** argv) {
   const auto t_enum = std::chrono::steady_clock::now();
   std::vector<Oracle> oracles;
   for (const auto& d : devices)
-    for (const auto& s : shapes) oracles.push_back(enumerate(tmpl, s, d));
+    for (const auto& s : shapes) oracles.push_back(enumerate("gemm", s, "f32", d));
   std::printf("Enumerated %zu spaces in %.1f s (analytic model, registers estimated)\n\n", oracles.size(),
               seconds_since(t_enum));
-  if (survey) {
-    for (const Oracle& o : oracles)
+  if (survey_level > 0) {
+    for (const Oracle& o : oracles) {
       std::printf("%-20s %-24s space %6llu  within 95%%: %5lld (%.3f%%)\n", o.device.spec.c_str(),
                   o.workload.shape_string().c_str(), static_cast<unsigned long long>(o.space.size()),
                   static_cast<long long>(o.within_95), 100.0 * o.within_95 / o.space.size());
+      if (survey_level < 2) continue;
+      // Per knob value: its share of the space and of the good configs.
+      for (size_t k = 0; k < o.space.knobs().size(); ++k) {
+        std::map<int64_t, std::pair<int64_t, int64_t>> count;  // value -> (all, good)
+        for (uint64_t i = 0; i < o.space.size(); ++i) {
+          auto& c = count[o.space.at(i)[k]];
+          ++c.first;
+          c.second += o.good_enough(o.time_ms[i]) ? 1 : 0;
+        }
+        std::printf("    %-8s", o.space.knobs()[k].name.c_str());
+        for (const auto& [v, c] : count)
+          std::printf(" %lld:%.0f%%/%.0f%%", static_cast<long long>(v), 100.0 * c.first / o.space.size(),
+                      o.within_95 ? 100.0 * c.second / o.within_95 : 0.0);
+        std::printf("\n");
+      }
+    }
     return 0;
   }
 
   std::printf("Trials to reach 95%% of the optimum (median over %d seeds; batch %zu; cap %lld)\n", seeds, kBatch,
               static_cast<long long>(max_trials));
-  std::printf("%-20s %-22s %8s %8s %8s %8s %8s %8s %10s\n", "device", "shape", "space", "good", "xgb", "bo", "ga",
-              "random", "rand/xgb");
+  for (size_t i = 0; i < strategies.size(); ++i) std::printf("  s%zu = %s\n", i, strategies[i].c_str());
+  std::printf("%-20s %-22s %8s %8s", "device", "shape", "space", "good");
+  for (size_t i = 0; i < strategies.size(); ++i) std::printf(" %8s", ("s" + std::to_string(i)).c_str());
+  std::printf(" %10s\n", "rand/xgb");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<double> ratios;
-  std::vector<double> all_xgb, all_random, all_ga, all_bo;
+  std::map<std::string, std::vector<double>> all;
   for (const Oracle& o : oracles) {
+    if (transfer_only) break;
     nlohmann::json row{{"device", o.device.spec}, {"shape", o.workload.shape_string()},
                        {"space_size", o.space.size()}, {"configs_within_95", o.within_95}, {"best_ms", o.best_ms}};
-    std::vector<double> med;
+    std::printf("%-20s %-22s %8llu %8lld", o.device.spec.c_str(), o.workload.shape_string().c_str(),
+                static_cast<unsigned long long>(o.space.size()), static_cast<long long>(o.within_95));
+    std::map<std::string, double> med;
     for (const auto& name : strategies) {
       std::vector<double> trials;
       for (int seed = 1; seed <= seeds; ++seed) {
-        auto s = make_variant(name, o.space, static_cast<uint64_t>(seed), tmpl, o.workload, o.device.gpu);
+        auto s = make_variant(name, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
         trials.push_back(static_cast<double>(trials_to_95(*s, o, max_trials, kBatch)));
       }
       row[name] = trials;
-      med.push_back(median(trials));
-      for (double t : trials)
-        (name == "xgb" ? all_xgb : name == "ga" ? all_ga : name == "bo" ? all_bo : all_random).push_back(t);
+      row["median_" + name] = med[name] = median(trials);
+      all[name].insert(all[name].end(), trials.begin(), trials.end());
+      std::printf(" %8.1f", med[name]);
+      std::fflush(stdout);
     }
-    const double ratio = med[3] / med[0];
+    const double ratio = med["random"] / med["xgb"];
     ratios.push_back(ratio);
-    row["median_xgb"] = med[0];
-    row["median_bo"] = med[1];
-    row["median_ga"] = med[2];
-    row["median_random"] = med[3];
     row["random_over_xgb"] = ratio;
     rows.push_back(row);
-    std::printf("%-20s %-22s %8llu %8lld %8.0f %8.0f %8.0f %8.0f %10.2f\n", o.device.spec.c_str(),
-                o.workload.shape_string().c_str(), static_cast<unsigned long long>(o.space.size()),
-                static_cast<long long>(o.within_95), med[0], med[1], med[2], med[3], ratio);
+    std::printf(" %10.2f\n", ratio);
     std::fflush(stdout);
   }
-  const double overall_xgb = median(all_xgb), overall_random = median(all_random), overall_ga = median(all_ga);
-  std::printf("\nMedian over workloads and seeds: xgb %.0f, bo %.0f, ga %.0f, random %.0f trials; random/xgb %.2f "
-              "(median of per-workload ratios %.2f)\n",
-              overall_xgb, median(all_bo), overall_ga, overall_random, overall_random / overall_xgb, median(ratios));
+  const double overall_xgb = median(all["xgb"]), overall_random = median(all["random"]);
+  std::printf("\nMedian over workloads and seeds:");
+  for (const auto& name : strategies) std::printf(" %s %.1f", name.c_str(), median(all[name]));
+  std::printf("; random/xgb %.2f (median of per-workload ratios %.2f)\n", overall_random / overall_xgb,
+              median(ratios));
 
   // Transfer: workload B on the A100, cold or with the other workloads' records on the H100.
   // Transfer, leave one out: each workload B on the second GPU, cold, or with the records of the other
@@ -409,7 +569,7 @@ int main(int argc, char** argv) {
   const size_t half = oracles.size() / 2;
   nlohmann::json transfer_json = nlohmann::json::object();
   double cut = 0;
-  for (int same_gpu = 0; same_gpu <= 1; ++same_gpu) {
+  for (int same_gpu = 0; same_gpu <= 1 && devices.size() == 2 && !no_transfer; ++same_gpu) {
     const size_t src0 = same_gpu ? half : 0;
     std::printf("\nTransfer: workload B on %s with %d random records of each other workload on %s "
                 "(median trials to 95%% over %d seeds)\n",
@@ -424,10 +584,10 @@ int main(int argc, char** argv) {
         if (oracles[i].workload.shape_string() != o.workload.shape_string()) sources.push_back(&oracles[i]);
       std::vector<double> cold, warm;
       for (int seed = 1; seed <= seeds; ++seed) {
-        auto c = make_variant("xgb", o.space, static_cast<uint64_t>(seed), tmpl, o.workload, o.device.gpu);
+        auto c = make_variant(transfer_variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
         cold.push_back(static_cast<double>(trials_to_95(*c, o, max_trials, kBatch)));
-        auto w = make_variant("xgb", o.space, static_cast<uint64_t>(seed), tmpl, o.workload, o.device.gpu);
-        add_transfer(*w->transfer_learner(), tmpl, sources, history, static_cast<uint64_t>(seed));
+        auto w = make_variant(transfer_variant, o.space, static_cast<uint64_t>(seed), *o.tmpl, o.workload, o.device.gpu);
+        add_transfer(*w->transfer_learner(), sources, history, static_cast<uint64_t>(seed));
         w->observe({}, {});
         warm.push_back(static_cast<double>(trials_to_95(*w, o, max_trials, kBatch)));
       }
@@ -458,8 +618,9 @@ int main(int argc, char** argv) {
                         {"max_trials", max_trials},
                         {"workloads", rows},
                         {"median_xgb", overall_xgb},
-                        {"median_ga", overall_ga},
-                        {"median_bo", median(all_bo)},
+                        {"median_xgb5", median(all["xgb5"])},
+                        {"median_ga", median(all["ga"])},
+                        {"median_bo", median(all["bo"])},
                         {"median_random", overall_random},
                         {"random_over_xgb", overall_random / overall_xgb},
                         {"median_of_ratios", median(ratios)},

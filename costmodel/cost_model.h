@@ -35,6 +35,14 @@ class CostModel {
                    std::string* error) = 0;
   /// Scores, larger = predicted better; empty when the model has never been fitted.
   virtual std::vector<float> predict(const FeatureMatrix& x) const = 0;
+  /// Scores with their uncertainty: per row the mean score (larger = predicted better) and its spread
+  /// (a standard deviation in the same units, >= 0). A model without a notion of uncertainty (the
+  /// default) gives predict()'s scores and spread 0. False (outputs cleared) when predict() would be empty.
+  virtual bool predict_spread(const FeatureMatrix& x, std::vector<float>* mean, std::vector<float>* spread) const {
+    *mean = predict(x);
+    spread->assign(mean->size(), 0.0f);
+    return !mean->empty() || x.rows == 0;
+  }
   /// The trained model as bytes, so a later session can start from it; empty when not fitted or when
   /// the model cannot be saved.
   virtual std::string save() const { return {}; }

@@ -21,6 +21,16 @@ const std::vector<std::string>& derived_names() {
   return n;
 }
 
+// Device-relative figures: where a config sits against this GPU's balance points, so that records of one
+// GPU say something of another (an absolute traffic per FLOP means compute-bound on one GPU and
+// memory-bound on another).
+const std::vector<std::string>& relative_names() {
+  static const std::vector<std::string> n = {"log2_dram_over_compute", "log2_l2_over_compute",
+                                             "log2_shared_over_compute", "shared_fraction_of_sm",
+                                             "register_fraction_of_sm"};
+  return n;
+}
+
 const std::vector<std::string>& device_names() {
   static const std::vector<std::string> n = {"sm_count", "peak_fp32_tflops", "dram_tbps", "l2_mb",
                                              "shared_per_sm_kb"};
@@ -39,6 +49,7 @@ std::vector<std::string> feature_names(const std::vector<std::string>& knob_name
   std::vector<std::string> out;
   for (const auto& k : knob_names) out.push_back("knob_log2_" + k);
   out.insert(out.end(), derived_names().begin(), derived_names().end());
+  out.insert(out.end(), relative_names().begin(), relative_names().end());
   for (const auto& d : dim_names) out.push_back("log2_" + d);
   out.push_back("dtype_bytes");
   out.insert(out.end(), device_names().begin(), device_names().end());
@@ -76,6 +87,20 @@ std::vector<float> kernel_features(const std::vector<int64_t>& knob_values, cons
   f.push_back(static_cast<float>(p.shared_conflict_ways));
   f.push_back(log2p(static_cast<double>(p.main_loop_iterations)));
   f.push_back(static_cast<float>(p.l2_reuse));
+
+  // Time each level would take at its peak, over the time of the FLOPs at the compute peak (log2).
+  const double peak_tflops = p.tensor_cores ? std::max(gpu.peak_fp16_tflops, gpu.peak_fp32_tflops) : gpu.peak_fp32_tflops;
+  const double compute_s = flops / std::max(peak_tflops * 1e12, 1.0);
+  const double shared_gbps = static_cast<double>(gpu.sm_count) * gpu.shared_bank_bytes_per_clk * gpu.boost_clock_ghz;
+  auto log2_ratio = [compute_s](double bytes, double gbps) {
+    return static_cast<float>(std::log2(std::max(bytes / std::max(gbps * 1e9, 1.0) / compute_s, 1e-6)));
+  };
+  f.push_back(log2_ratio(p.dram_bytes, gpu.dram_bandwidth_gbps));
+  f.push_back(log2_ratio(p.global_bytes / std::max(p.l2_reuse, 1.0), gpu.l2_bandwidth_gbps));
+  f.push_back(log2_ratio(p.shared_bytes * std::max(p.shared_conflict_ways, 1.0), shared_gbps));
+  f.push_back(static_cast<float>(static_cast<double>(p.dynamic_shared_bytes) / std::max(gpu.shared_per_sm_bytes, 1)));
+  f.push_back(static_cast<float>(static_cast<double>(est_regs) * p.threads_per_block /
+                                 std::max(gpu.registers_per_sm, 1)));
 
   for (int64_t d : dims) f.push_back(log2p(static_cast<double>(d)));
   f.push_back(static_cast<float>(dtype_bytes));

@@ -333,6 +333,26 @@ std::vector<float> XgbModel::predict(const FeatureMatrix& x, std::string* error)
   }
 }
 
+std::vector<std::vector<float>> XgbModel::predict_all(const std::vector<const XgbModel*>& models,
+                                                      const FeatureMatrix& x, std::string* error) {
+  std::vector<std::vector<float>> out;
+  if (models.empty() || x.rows == 0) return out;
+  for (const XgbModel* m : models) {
+    if (!m->booster_ || m->num_features_ != x.cols || x.values.size() != x.rows * x.cols) {
+      fail(error, "XgbModel::predict_all: a model is not fitted or was trained on another feature count");
+      return {};
+    }
+  }
+  try {
+    DMatrix d = make_dmatrix(x.values.data(), x.rows, x.cols, models.front()->params_.threads);
+    for (const XgbModel* m : models) out.push_back(predict_scores(m->booster_.get(), d.get(), x.rows, false));
+    return out;
+  } catch (const XgbError& e) {
+    fail(error, std::string("XgbModel::predict_all: ") + e.what());
+    return {};
+  }
+}
+
 std::string XgbModel::save() const {
   if (!booster_) return {};
   bst_ulong len = 0;

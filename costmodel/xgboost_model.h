@@ -117,6 +117,11 @@ class XgbModel final : public CostModel {
 
   const XgbParams& params() const { return params_; }
 
+  /// Scores of several fitted models on the same rows, the rows copied into XGBoost once (an ensemble's
+  /// members): out[m] for models[m]. Empty, with *error set when non-null, when any prediction fails.
+  static std::vector<std::vector<float>> predict_all(const std::vector<const XgbModel*>& models,
+                                                     const FeatureMatrix& x, std::string* error = nullptr);
+
  private:
   /// Frees a BoosterHandle (void* in XGBoost's C API) with XGBoosterFree.
   struct BoosterDeleter {

@@ -9,7 +9,21 @@ namespace tuner::search {
 
 namespace {
 constexpr size_t kKeptBest = 16;  // measured configs that seed annealing chains
+
+// Share of the pairs of distinct speeds that the scores order the same way (ties in score count half);
+// 0.5 when no pair has distinct speeds.
+double concordance(const std::vector<std::pair<float, double>>& rows) {
+  double agree = 0, pairs = 0;
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      if (rows[i].second == rows[j].second) continue;
+      pairs += 1;
+      const double ds = static_cast<double>(rows[i].first) - rows[j].first, dt = rows[i].second - rows[j].second;
+      agree += ds == 0 ? 0.5 : (ds > 0) == (dt > 0) ? 1.0 : 0.0;
+    }
+  return pairs > 0 ? agree / pairs : 0.5;
 }
+}  // namespace
 
 ModelGuidedStrategy::ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed,
                                          std::unique_ptr<costmodel::CostModel> model, Featurizer featurize,
@@ -75,13 +89,14 @@ bool ModelGuidedStrategy::start_from_saved(const std::string& bytes, std::string
 }
 
 void ModelGuidedStrategy::refit() {
-  if (rows_.rows + transfer_rows_.rows < std::max<size_t>(params_.min_rows, 2)) return;
+  const size_t transferred = transfer_dropped_ ? 0 : transfer_rows_.rows;
+  if (rows_.rows + transferred < std::max<size_t>(params_.min_rows, 2)) return;
   const double best = best_measured_.empty() ? 1.0 : best_measured_.front().first;
   costmodel::FeatureMatrix x = rows_;
   std::vector<float> targets, weights;
   for (double s : speeds_) targets.push_back(static_cast<float>(s / best));  // failures stay 0
   weights.assign(rows_.rows, 1.0f);
-  if (transfer_rows_.rows > 0) {
+  if (transfer_rows_.rows > 0 && !transfer_dropped_) {
     if (x.rows == 0) x.cols = transfer_rows_.cols;
     x.values.insert(x.values.end(), transfer_rows_.values.begin(), transfer_rows_.values.end());
     x.rows += transfer_rows_.rows;
@@ -96,6 +111,9 @@ void ModelGuidedStrategy::refit() {
   }
   std::string error;
   if (model_->fit(x, targets, weights, &error)) {
+    std::vector<float> mean, spread;
+    model_has_spread_ = model_->predict_spread(x, &mean, &spread) &&
+                        std::any_of(spread.begin(), spread.end(), [](float v) { return v > 0; });
     model_ready_ = true;
     fitted_here_ = true;
     fitted_rows_ = x.rows;
@@ -106,6 +124,19 @@ void ModelGuidedStrategy::refit() {
 }
 
 void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) {
+  // While the model was fitted with transferred rows: how well did it foresee these results?
+  if (transfer_rows_.rows > 0 && !transfer_dropped_ && fitted_here_ && !configs.empty()) {
+    costmodel::FeatureMatrix x;
+    for (const auto& c : configs) x.add_row(featurize_(c));
+    const std::vector<float> predicted = model_->predict(x);
+    // Successful trials only: telling failures (unlaunchable configs) from the rest is easy, and would
+    // hide a model that orders the configs that run the wrong way round.
+    for (size_t i = 0; i < predicted.size() && i < outcomes.size(); ++i)
+      if (outcomes[i].ok && outcomes[i].time_ms > 0) transfer_checks_.emplace_back(predicted[i], 1.0 / outcomes[i].time_ms);
+    if (transfer_checks_.size() >= std::max<size_t>(params_.transfer_check_rows, 2) &&
+        concordance(transfer_checks_) <= 0.5)
+      transfer_dropped_ = true;
+  }
   for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) {
     seen_.insert(configs[i]);
     add_row(configs[i], outcomes[i]);
@@ -113,10 +144,15 @@ void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std:
   refit();
 }
 
-std::vector<float> ModelGuidedStrategy::score(const std::vector<Config>& configs) const {
+std::vector<float> ModelGuidedStrategy::score(const std::vector<Config>& configs) {
   costmodel::FeatureMatrix x;
   for (const auto& c : configs) x.add_row(featurize_(c));
-  return model_->predict(x);
+  std::vector<float> mean, spread;
+  if (!model_->predict_spread(x, &mean, &spread) || spread.size() != mean.size()) return {};
+  for (size_t i = 0; i < mean.size(); ++i) {
+    mean[i] += static_cast<float>(params_.ucb_kappa) * spread[i];
+  }
+  return mean;
 }
 
 std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
@@ -219,7 +255,9 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   std::vector<uint64_t> picks;
   if (model_ready_) {
     // A model that has seen only other workloads' records hedges: half of its first batch is random.
-    const double epsilon = rows_.rows == 0 ? std::max(params_.epsilon, params_.transfer_only_epsilon) : params_.epsilon;
+    // With a spread the confidence bound explores; without one, a fixed share is drawn at random.
+    const double own_epsilon = model_has_spread_ ? 0.0 : params_.epsilon;
+    const double epsilon = rows_.rows == 0 ? std::max(own_epsilon, params_.transfer_only_epsilon) : own_epsilon;
     const size_t random_share = static_cast<size_t>(std::floor(epsilon * static_cast<double>(n)));
     const size_t model_share = n - random_share;
     picks = diverse_pick(anneal(model_share * std::max<size_t>(1, params_.diversity_pool)), model_share);
@@ -228,7 +266,7 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
     if (out.size() >= n) break;
     if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
   }
-  if (model_ready_ && rows_.rows == 0 && transfer_rows_.rows > 0 && out.size() < n) {
+  if (model_ready_ && rows_.rows == 0 && transfer_rows_.rows > 0 && !transfer_dropped_ && out.size() < n) {
     // The hedge of a model that knows only other workloads (or GPUs): what it ranks best may not be
     // best here, but what it ranks poor seldom is good. Draw the random share from the best quarter
     // of a uniform sample, as the model scores them.

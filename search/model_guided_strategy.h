@@ -5,8 +5,10 @@
 // Per proposal: parallel annealing chains start from the best measured
 // configs and random ones; each step changes one knob (a valid neighbour) and
 // is accepted by the Metropolis rule at a temperature cooled linearly to 0;
-// the best-scored unseen configs become the batch, except an epsilon share
-// drawn uniformly at random. Until the model has enough rows it proposes the
+// the best-scored unseen configs become the batch. A model that gives a
+// spread per candidate (an ensemble) is scored by an upper confidence bound,
+// mean + kappa x spread, so exploration shrinks as the members come to agree;
+// a model without one keeps an epsilon share drawn uniformly at random. Until the model has enough rows it proposes the
 // configs a prior (the analytic model, when the tuner supplies one) ranks
 // best, with diversity, else at random; batches start small and grow with the
 // model's own rows. Never proposes a config already proposed or measured. Deterministic
@@ -32,13 +34,18 @@ struct AnnealingParams {
   int steps = 500;                ///< Most steps per chain.
   int patience = 50;              ///< Stop when the candidate set has not improved for this many steps.
   double start_temperature = 1.0; ///< Cooled linearly to 0 over `steps`.
-  double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration).
+  double ucb_kappa = 1.0;         ///< Candidates are scored mean + ucb_kappa x spread (an upper confidence bound)
+                                  ///< when the model gives a spread (an ensemble); 0: the mean alone.
+  double epsilon = 0.05;          ///< Share of each batch drawn uniformly at random (exploration), only while the
+                                  ///< model gives no spread; with one, the confidence bound explores instead.
   double transfer_only_epsilon = 0.5;  ///< Random share while the model knows only transferred records.
   size_t diversity_pool = 2;      ///< Annealing keeps this many times the batch's model share as candidates...
   double diversity = 0.5;         ///< ...and the batch is picked greedily for rank + this × share of new knob
                                   ///< values (0: plain top of the ranking).
   size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
+  size_t transfer_check_rows = 16;  ///< Successful own trials after which transferred rows are dropped when the
+                                    ///< model (trained with them) ordered their speeds no better than chance.
   size_t first_batch = 16;        ///< Most configs per proposal until the model has seen this many of its own
                                   ///< rows; then at most as many as it has seen (batches grow 16, 16, 32, 64...).
   size_t prior_pool = 4096;       ///< With a prior: configs it ranks for the first batch (all of a smaller space).
@@ -59,12 +66,16 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
   /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
   /// weight min(1, h / transferred rows) / (1 + own rows / h), h = transfer_half_life: together at most
-  /// h own rows' worth, and less as the session's own data arrives. No minimum record count.
+  /// h own rows' worth, and less as the session's own data arrives. No minimum record count. Once
+  /// transfer_check_rows own rows are measured, the transferred rows are dropped for good if the model's
+  /// scores (made before each measurement) order those rows no better than chance.
   void add_transfer(std::vector<float> features, float relative_speed) override;
   size_t transfer_rows() const override { return transfer_targets_.size(); }
   bool start_from_saved(const std::string& bytes, std::string* error) override;
   std::string saved_model() const override { return fitted_here_ ? model_->save() : std::string(); }
   size_t fitted_rows() const override { return fitted_rows_; }
+  /// True once the transferred rows were dropped (they did not predict this workload's results).
+  bool transfer_dropped() const { return transfer_dropped_; }
   /// Why the last refit failed (empty when it worked).
   const std::string& model_error() const { return model_error_; }
 
@@ -73,7 +84,8 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   void refit();
   std::vector<uint64_t> anneal(size_t want);
   std::vector<uint64_t> diverse_pick(const std::vector<uint64_t>& ranked, size_t want) const;
-  std::vector<float> score(const std::vector<Config>& configs) const;
+  /// Acquisition score per config: mean + ucb_kappa x spread (empty when the model cannot predict).
+  std::vector<float> score(const std::vector<Config>& configs);
   std::vector<Config> prior_pick(size_t want);
 
   const ConfigSpace& space_;
@@ -85,6 +97,10 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   Prior prior_;
   bool model_ready_ = false;
   bool fitted_here_ = false;
+  bool model_has_spread_ = false;
+  bool transfer_dropped_ = false;
+  /// Per successful own trial while the model knew transferred rows: (its score before measurement, speed).
+  std::vector<std::pair<float, double>> transfer_checks_;  ///< The last scoring saw a positive spread (exploration by the bound).
   size_t fitted_rows_ = 0;
   std::string model_error_;
   // Training data: one row per measured config.

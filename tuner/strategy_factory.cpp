@@ -4,6 +4,7 @@
 
 #include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
+#include "costmodel/xgb_ensemble.h"
 #include "costmodel/xgboost_model.h"
 #include "search/model_guided_strategy.h"
 
@@ -27,10 +28,21 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
       const auto e = costmodel::estimate(p, {costmodel::estimated_registers(p), 0, 0}, gpu);
       return e.launchable && e.time_ms > 0 ? -std::log(e.time_ms) : -1e30;
     };
-  costmodel::XgbParams params;
-  params.seed = seed;
-  return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::make_unique<costmodel::XgbModel>(params),
-                                                       std::move(featurize), search::AnnealingParams{},
+  std::unique_ptr<costmodel::CostModel> model;
+  if (options.xgb_members > 1) {
+    costmodel::EnsembleParams params;
+    params.members = options.xgb_members;
+    params.member.seed = seed;
+    params.member.objective = options.xgb_objective;
+    model = std::make_unique<costmodel::XgbEnsemble>(params);
+  } else {
+    costmodel::XgbParams params;
+    params.seed = seed;
+    params.objective = options.xgb_objective;
+    model = std::make_unique<costmodel::XgbModel>(params);
+  }
+  return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::move(model),
+                                                       std::move(featurize), options.annealing,
                                                        std::move(prior));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "costmodel/gpu_spec.h"
+#include "search/model_guided_strategy.h"
 #include "search/strategy.h"
 #include "templates/kernel_template.h"
 
@@ -19,6 +20,17 @@ struct StrategyOptions {
   /// at random. Off because on the one real recording (softmax f16 on an H100) the prior made xgb slower
   /// to reach 95% of the best (median 28.5 trials against 18 without; bench/search_efficiency_bench).
   bool analytic_prior = false;
+  /// xgb: boosted models in the cost model. With more than one (an XgbEnsemble of bootstrap members),
+  /// candidates are picked by an upper confidence bound on the members' mean and spread; 1 (the default)
+  /// is a lone model with a fixed 5% share of random picks. 1 because the ensemble of 5 measured no
+  /// better: held-out workloads 63 of 96 cases (xgb N >= random 3N) against 73 for the lone model, and
+  /// median trials to 95% over the sim workloads 66.5 against 64 (bench/search_efficiency_bench).
+  int xgb_members = 1;
+  /// xgb: the search's parameters (batch growth, confidence bound, annealing); defaults as documented there.
+  search::AnnealingParams annealing;
+  /// xgb: the members' XGBoost objective ("rank:pairwise", AutoTVM's; or a pointwise one such as
+  /// "reg:squarederror" on the same targets).
+  std::string xgb_objective = "rank:pairwise";
 };
 
 /// "xgb", "bo", "ga", "random" or "grid"; throws std::invalid_argument for other names. The space,

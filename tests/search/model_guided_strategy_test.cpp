@@ -44,6 +44,26 @@ class KnownFunction final : public costmodel::CostModel {
   size_t rows_seen = 0;
 };
 
+/// Mean = the known function; spread 8 on configs whose knob a is 0 (a region the data never reached), 0
+/// elsewhere, as an ensemble whose members disagree only there.
+class UncertainFunction final : public costmodel::CostModel {
+ public:
+  bool fit(const costmodel::FeatureMatrix&, const std::vector<float>&, const std::vector<float>&, std::string*) override {
+    return true;
+  }
+  std::vector<float> predict(const costmodel::FeatureMatrix& x) const override { return known_.predict(x); }
+  bool predict_spread(const costmodel::FeatureMatrix& x, std::vector<float>* mean,
+                      std::vector<float>* spread) const override {
+    *mean = known_.predict(x);
+    spread->clear();
+    for (size_t r = 0; r < x.rows; ++r) spread->push_back(x.values[r * x.cols] == 0 ? 8.0f : 0.0f);
+    return true;
+  }
+
+ private:
+  KnownFunction known_;
+};
+
 Featurizer identity() {
   return [](const Config& c) { return std::vector<float>(c.begin(), c.end()); };
 }
@@ -250,6 +270,73 @@ TEST(ModelGuidedStrategy, APriorRanksTheFirstBatchWhichStartsSmallAndGrows) {
   EXPECT_EQ(second.size(), 16u);
   s.observe(second, std::vector<TrialOutcome>(second.size(), TrialOutcome{true, 1.0}));
   EXPECT_EQ(s.propose(64).size(), 32u);
+}
+
+TEST(ModelGuidedStrategy, TheUpperConfidenceBoundPicksAnUnexploredHighMeanCandidate) {
+  auto space = big_space();
+  auto batch_of = [&space](double kappa) {
+    AnnealingParams p;
+    p.ucb_kappa = kappa;
+    ModelGuidedStrategy s(space, 5, std::make_unique<UncertainFunction>(), identity(), p);
+    auto first = s.propose(16);
+    s.observe(first, outcomes_of(first));
+    return s.propose(16);
+  };
+  // (0,2,7,1,4,6): mean -5 (five steps from the peak), spread 8: bound 3, above the peak's 0.
+  const Config unexplored{0, 2, 7, 1, 4, 6};
+  const auto bold = batch_of(1.0), plain = batch_of(0.0);
+  ASSERT_FALSE(bold.empty());
+  EXPECT_EQ(bold.front(), unexplored) << "the best bound comes first";
+  size_t bold_a0 = 0, plain_a0 = 0;
+  for (const auto& c : bold) bold_a0 += c[0] == 0;
+  for (const auto& c : plain) plain_a0 += c[0] == 0;
+  EXPECT_GE(bold_a0, 8u) << "most of the batch explores the uncertain region";
+  EXPECT_EQ(plain_a0, 0u) << "by the mean alone the region is poor";
+  EXPECT_NE(std::find(plain.begin(), plain.end(), kPeak), plain.end());
+}
+
+/// The known function, upside down while it was last fitted on 100 rows or more (the transferred records
+/// of a workload whose best configs are this one's worst).
+class MisledByManyRows final : public costmodel::CostModel {
+ public:
+  bool fit(const costmodel::FeatureMatrix& x, const std::vector<float>&, const std::vector<float>&, std::string*) override {
+    rows_seen = x.rows;
+    return true;
+  }
+  std::vector<float> predict(const costmodel::FeatureMatrix& x) const override {
+    std::vector<float> out = known_.predict(x);
+    if (rows_seen >= 100)
+      for (float& v : out) v = -v;
+    return out;
+  }
+  size_t rows_seen = 0;
+
+ private:
+  KnownFunction known_;
+};
+
+TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
+  auto space = big_space();
+  for (bool misled : {true, false}) {
+    std::unique_ptr<costmodel::CostModel> model;
+    if (misled) model = std::make_unique<MisledByManyRows>();
+    else model = std::make_unique<KnownFunction>();
+    auto* raw = model.get();
+    ModelGuidedStrategy s(space, 8, std::move(model), identity());
+    for (int i = 0; i < 100; ++i) {
+      Config c = space.at(static_cast<uint64_t>(i) * 2621);
+      s.add_transfer(std::vector<float>(c.begin(), c.end()), 0.5f);
+    }
+    s.observe({}, {});
+    auto first = s.propose(16);
+    std::vector<TrialOutcome> out;  // every config runs; the better by the known function, the faster
+    for (const auto& c : first) out.push_back({true, 50.0 - truth(c)});
+    s.observe(first, out);
+    EXPECT_EQ(s.transfer_dropped(), misled) << (misled ? "misled" : "helped");
+    const size_t rows = misled ? static_cast<MisledByManyRows*>(raw)->rows_seen
+                               : static_cast<KnownFunction*>(raw)->rows_seen;
+    EXPECT_EQ(rows, misled ? 16u : 116u) << "the refit after the check uses the transferred rows only if kept";
+  }
 }
 
 }  // namespace
