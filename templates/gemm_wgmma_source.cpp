@@ -36,7 +36,8 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   s.element(t.dtype);
   s.define("BM", t.bm).define("BN", t.bn).define("CONSUMERS", t.consumers).define("STAGES", t.stages);
   s.define("GROUP_M", t.group_m).define("OUT_F32", t.out_f32 ? 1 : 0).define("SPLIT_K", t.split_k);
-  // persistent_ctas changes only the launch grid: the kernel loops over its units either way.
+  // The kernel loops over its units either way; PERSISTENT only says whether the grid strides them.
+  s.define("PERSISTENT", t.persistent_ctas);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout();
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

@@ -1,7 +1,7 @@
 // gemm_wgmma.cuh: the Hopper GEMM (sm_90a): TMA bulk tensor copies into an mbarrier-guarded ring,
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
-// GROUP_M, OUT_F32, SPLIT_K, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
+// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
 // descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
 // Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
 // when the grid is persistent; the ring's phases run on across units.
@@ -14,6 +14,7 @@ constexpr int kConsumers = CONSUMERS;         // consumer warpgroups
 constexpr int kStages = STAGES;               // shared-buffer ring depth
 constexpr int kGroupM = GROUP_M;              // block-rows swept together
 constexpr int kSplitK = SPLIT_K;              // K splits, reduced in fp32 through the workspace
+constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a persistent grid's CTAs
 constexpr int kConsumerRegs = CONSUMER_REGS;  // setmaxnreg.inc of the consumers
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
@@ -74,7 +75,9 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   const int batch = static_cast<int>(blockIdx.z);
   const WgmmaGrid grid = wgmma_grid(M, N, K, kBM, kBN, kBK, kSplitK, kGroupM);
   const int units = wgmma_units(grid);
-  const int first_unit = static_cast<int>(blockIdx.x), unit_step = static_cast<int>(gridDim.x);
+  // A persistent CTA strides the units by the grid; otherwise the grid has a CTA per unit (one pass).
+  const int first_unit = static_cast<int>(blockIdx.x);
+  const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
 
   if (warpgroup == 0) {
     // Producer: one thread keeps the ring full over all the CTA's units (the next unit's k-tiles load

@@ -111,28 +111,29 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
 }
 
 // A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
-// offered): 12 distinct sources (PERSISTENT changes only the grid, so the sample takes PERSISTENT=0),
-// every 1/12th of the enumeration plus one config of each SPLIT_K value. Each compiles for sm_90a with
-// no spills, leaves the setmaxnreg pool enough registers, and passes the launch check.
+// offered): 13 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value and
+// the first persistent one not already taken. Each compiles for sm_90a with no spills, leaves the
+// setmaxnreg pool enough registers, and passes the launch check.
 TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   const auto gpu = *costmodel::find_gpu_spec("h100-sxm");
   const auto limits = limits_of(gpu);
   const auto w = templates::parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   const auto& tmpl = templates::find_template(w.op, w.dtype, &limits, "gemm_tc_wgmma");
   auto space = tmpl.space(w, limits);
-  std::vector<search::Config> all;
-  for (const auto& c : space.enumerate())
-    if (search::ConfigView(space, c)["PERSISTENT"] == 0) all.push_back(c);
+  const std::vector<search::Config> all = space.enumerate();
   ASSERT_GT(all.size(), 100u);
   std::vector<search::Config> sample;
   for (size_t i = 0; i < all.size() && sample.size() < 8; i += all.size() / 8) sample.push_back(all[i]);
-  for (int64_t split : {1, 2, 4, 8})
+  auto take_first = [&](const char* knob, int64_t value) {
     for (const auto& c : all)
-      if (search::ConfigView(space, c)["SPLIT_K"] == split && std::find(sample.begin(), sample.end(), c) == sample.end()) {
+      if (search::ConfigView(space, c)[knob] == value && std::find(sample.begin(), sample.end(), c) == sample.end()) {
         sample.push_back(c);
-        break;
+        return;
       }
-  ASSERT_EQ(sample.size(), 12u);
+  };
+  for (int64_t split : {1, 2, 4, 8}) take_first("SPLIT_K", split);
+  take_first("PERSISTENT", limits.sm_count);
+  ASSERT_EQ(sample.size(), 13u);
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);
   CompilePool pool(builder, 0);
