@@ -136,7 +136,12 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
     const double exposed_per_iter =
         p.stages >= 2 ? std::max(0.0, kGlobalLatencyCycles - per_iter_work) : kGlobalLatencyCycles;
     // Latency and barrier stalls of one block are filled by the other resident blocks' work.
-    const double latency = iterations * (exposed_per_iter + kBarrierCycles) / resident;
+    // A fresh block of a producer-ring kernel (async_mma) also waits for its ring's first slab and
+    // stores its epilogue with nothing in flight: one global latency per block. A persistent grid's
+    // producer fills the next unit's ring while the previous unit's epilogue runs, so it pays that
+    // only for its first unit (the tail of whole units stays: a static schedule does not split them).
+    const double fill = p.async_mma && !p.persistent ? kGlobalLatencyCycles : 0.0;
+    const double latency = (iterations * (exposed_per_iter + kBarrierCycles) + fill) / resident;
     sm_cycles += rounds * (busy + latency);
     compute_c += rounds * compute;
     shared_c += rounds * shared;

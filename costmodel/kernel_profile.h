@@ -46,6 +46,9 @@ struct KernelProfile {
   /// Tensor-core work issued as warpgroup-wide asynchronous MMAs (Hopper wgmma) reading their operands
   /// from shared memory, rather than warp-wide mma.sync fed by ldmatrix.
   bool async_mma = false;
+  /// A persistent grid (about one CTA per SM looping over the `blocks` work units): a unit's shared
+  /// ring fills while the previous unit's epilogue runs, rather than after a fresh CTA starts.
+  bool persistent = false;
   RowOpProfile row;                ///< Set by row-wise templates only.
 };
 
@@ -61,7 +64,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_b
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, vector_width, coalescing, stages,
-                                                main_loop_iterations, l2_reuse, tensor_cores, async_mma, row)
+                                                main_loop_iterations, l2_reuse, tensor_cores, async_mma, persistent,
+                                                row)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)
 
 }  // namespace tuner::costmodel

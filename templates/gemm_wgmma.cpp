@@ -9,7 +9,11 @@ namespace tuner::templates {
 
 namespace {
 
-std::vector<search::Knob> wgmma_knobs(bool reduced) {
+std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
+  const search::Knob split{"SPLIT_K", reduced ? std::vector<int64_t>{1, 4} : std::vector<int64_t>{1, 2, 4, 8},
+                           "K splits reduced in fp32 (the CTA of the last split to finish sums them)"};
+  const search::Knob persistent{"PERSISTENT", {0, std::max<int64_t>(sm_count, 1)},
+                                "0: a CTA per work unit; else the CTAs of a persistent grid (the SM count)"};
   if (reduced) {
     return {
         {"BM", {64, 128, 256}, "block tile rows"},
@@ -18,6 +22,8 @@ std::vector<search::Knob> wgmma_knobs(bool reduced) {
         {"STAGES", {2, 3, 4, 5}, "shared-buffer ring depth"},
         {"GROUP_M", {1, 8}, "block-rows rasterized together"},
         {"OUT_F32", {0, 1}, "1: C in fp32"},
+        split,
+        persistent,
     };
   }
   return {
@@ -27,6 +33,8 @@ std::vector<search::Knob> wgmma_knobs(bool reduced) {
       {"STAGES", {2, 3, 4, 5, 6}, "shared-buffer ring depth"},
       {"GROUP_M", {1, 8}, "block-rows rasterized together"},
       {"OUT_F32", {0, 1}, "1: C in fp32"},
+      split,
+      persistent,
   };
 }
 
@@ -39,11 +47,22 @@ WgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
   t.stages = static_cast<int>(v["STAGES"]);
   t.group_m = static_cast<int>(v["GROUP_M"]);
   t.out_f32 = static_cast<int>(v["OUT_F32"]);
+  t.split_k = static_cast<int>(v["SPLIT_K"]);
+  t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
   return t;
 }
 
-std::vector<search::Constraint> wgmma_constraints(const DeviceLimits& limits) {
+/// Whether split-K may be offered at all: the workspace holds partials for batch*M*N <= 2^21 outputs.
+bool wgmma_split_possible(const GemmDims& d) { return d.batch * d.m * d.n <= kTcMaxSplitOutputElements; }
+
+std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const DeviceLimits& limits) {
+  const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
+  const bool split_possible = wgmma_split_possible(d);
   return {
+      {"SPLIT_K == 1, or batch*M*N <= 2^21 (the workspace's partials) and SPLIT_K <= ceil(K/64) (no empty split)",
+       [split_possible, k_tiles](const search::ConfigView& v) {
+         return v["SPLIT_K"] == 1 || (split_possible && v["SPLIT_K"] <= k_tiles);
+       }},
       {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
        [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0 && v["BM"] % v["CONSUMERS"] == 0; }},
       // 128 fp32 accumulators per consumer thread leave room for addresses within 232 registers.
@@ -79,21 +98,32 @@ std::optional<std::string> GemmWgmmaTemplate::unsupported_on(const DeviceLimits&
   return std::nullopt;
 }
 
-search::ConfigSpace GemmWgmmaTemplate::space(const Workload&, const DeviceLimits& limits) const {
-  return search::ConfigSpace(wgmma_knobs(false), wgmma_constraints(limits));
+search::ConfigSpace GemmWgmmaTemplate::space(const Workload& w, const DeviceLimits& limits) const {
+  return search::ConfigSpace(wgmma_knobs(false, limits.sm_count), wgmma_constraints(gemm_dims(w, batched_), limits));
 }
 
-search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload&, const DeviceLimits& limits) const {
-  auto cs = wgmma_constraints(limits);
-  // 22 configs that cover every value: the ring depth tied to the tile size, GROUP_M to OUT_F32.
+search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
+  const GemmDims d = gemm_dims(w, batched_);
+  auto cs = wgmma_constraints(d, limits);
+  auto knobs = wgmma_knobs(true, limits.sm_count);
+  const bool split_possible = wgmma_split_possible(d) && d.k >= 4 * kWgmmaBk;
+  if (!split_possible) knobs[6].values = {1};  // SPLIT_K
+  // 22 configs that cover every value: the ring depth tied to the tile size, GROUP_M to OUT_F32, split-K
+  // (where the workload allows it) to OUT_F32 too, and the persistent grid to BN == 128 (so neither adds
+  // configs: the reduced space compiles as many sources as before).
   cs.push_back({"reduced: STAGES == 2 + (BM+BN <= 320) + (BM+BN <= 256) + (BM+BN <= 128)",
                 [](const search::ConfigView& v) {
                   const int64_t sum = v["BM"] + v["BN"];
                   return v["STAGES"] == 2 + (sum <= 320) + (sum <= 256) + (sum <= 128);
                 }});
-  cs.push_back({"reduced: GROUP_M == 1 iff OUT_F32 == 1",
-                [](const search::ConfigView& v) { return (v["GROUP_M"] == 1) == (v["OUT_F32"] == 1); }});
-  return search::ConfigSpace(wgmma_knobs(true), std::move(cs));
+  cs.push_back({"reduced: GROUP_M == 1 iff OUT_F32 == 1 (iff SPLIT_K == 4 where split-K is possible)",
+                [split_possible](const search::ConfigView& v) {
+                  return (v["GROUP_M"] == 1) == (v["OUT_F32"] == 1) &&
+                         (!split_possible || (v["SPLIT_K"] == 4) == (v["OUT_F32"] == 1));
+                }});
+  cs.push_back({"reduced: PERSISTENT != 0 iff BN == 128",
+                [](const search::ConfigView& v) { return (v["PERSISTENT"] != 0) == (v["BN"] == 128); }});
+  return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
 
 WgmmaTiling GemmWgmmaTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
@@ -106,9 +136,12 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   const GemmDims d = gemm_dims(w, batched_);
   const int64_t grid_m = (d.m + t.bm - 1) / t.bm, grid_n = (d.n + t.bn - 1) / t.bn;
   const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
+  const int64_t per_split = (k_tiles + t.split_k - 1) / t.split_k;  // the longest split's k-tiles
   const double tiles = static_cast<double>(d.batch * grid_m * grid_n);
   const double out_bytes = t.out_f32 ? 4.0 : 2.0;
   const double outputs = static_cast<double>(d.batch * d.m * d.n);
+  // Split-K: every split writes its fp32 partial and the last one reads them all back.
+  const double split_bytes = t.split_k > 1 ? 2.0 * 4.0 * outputs * t.split_k : 0.0;
 
   costmodel::KernelProfile p;
   p.flops = 2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
@@ -116,19 +149,22 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.dram_bytes = 2.0 * static_cast<double>(d.batch * (d.m * d.k + d.k * d.n)) + out_bytes * outputs;
   // TMA fetches whole boxes: every (tile, k-tile) once, out-of-bounds parts included.
   const double tile_bytes = static_cast<double>(t.bm + t.bn) * kWgmmaBk * 2.0;
-  p.global_bytes = tiles * static_cast<double>(k_tiles) * tile_bytes + out_bytes * outputs;
+  p.global_bytes = tiles * static_cast<double>(k_tiles) * tile_bytes + out_bytes * outputs + split_bytes;
   // Shared traffic: the TMA writes, then each consumer's wgmma reads its A rows and all of B.
   const double reads = static_cast<double>(t.bm + t.consumers * t.bn) * kWgmmaBk * 2.0;
   p.shared_bytes = tiles * static_cast<double>(k_tiles) * (tile_bytes + reads);
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both sides
-  p.blocks = d.batch * grid_m * grid_n;
+  // Work units (tile, split); a persistent grid runs them in rounds of its CTAs just as the hardware
+  // would run one CTA per unit, but fills each unit's ring while the previous unit's epilogue runs.
+  p.blocks = d.batch * grid_m * grid_n * t.split_k;
+  p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = wgmma_threads(t);
   p.dynamic_shared_bytes = static_cast<int>(wgmma_shared_bytes(t));
   p.ilp = (t.bm / t.consumers / 64) * (t.bn / 8);  // m16n8 tiles in flight per consumer warp per k16
   p.vector_width = 8;
   p.coalescing = 1.0;
   p.stages = t.stages;
-  p.main_loop_iterations = k_tiles;
+  p.main_loop_iterations = per_split;
   p.l2_reuse = 1.0 + std::log2(static_cast<double>(std::min<int64_t>(t.group_m, grid_m))) / 2.0;
   p.tensor_cores = true;
   p.async_mma = true;
@@ -144,14 +180,14 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
   k.source = gemm_wgmma_source(t);
   k.kernel_name = kWgmmaKernelName;
   k.arch_specific = true;
-  const int64_t tiles = ((d.m + t.bm - 1) / t.bm) * ((d.n + t.bn - 1) / t.bn);
-  k.launch.grid = {static_cast<unsigned>(tiles), 1, static_cast<unsigned>(d.batch)};
+  k.launch.grid = {static_cast<unsigned>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch)), 1, static_cast<unsigned>(d.batch)};
   k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
   k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
   const DType out = t.out_f32 ? DType::kF32 : w.dtype;
   k.buffers = {{"A", d.batch * d.m * d.k, w.dtype, false, false},
                {"B", d.batch * d.k * d.n, w.dtype, false, false},
-               {"C", d.batch * d.m * d.n, out, true, false}};
+               {"C", d.batch * d.m * d.n, out, true, false},
+               {"workspace", tc_workspace_floats(d.batch, d.m, d.n), DType::kF32, false, true}};
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   // A as {K, M, batch}, box {64, BM, 1}; B as {N, K, batch}, box {64, 64, 1}; 2-byte elements.
   k.tensor_maps = {{0, {u(d.k), u(d.m), u(d.batch)}, {u(d.k * 2), u(d.m * d.k * 2)},

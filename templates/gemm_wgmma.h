@@ -6,7 +6,11 @@
 //
 // Knobs: BM x BN block tile (BN is the wgmma n), CONSUMERS warpgroups sharing
 // BM, STAGES ring depth (2–6), GROUP_M block rasterization, OUT_F32 (C in
-// fp32 rather than the input type). The k-tile is fixed at 64 (the 128-byte
+// fp32 rather than the input type), SPLIT_K (1, 2, 4, 8: K splits reduced in
+// fp32 through gemm_tc's workspace by the CTA of the last split to finish;
+// offered when batch·M·N <= 2^21 and every split has a k-tile), PERSISTENT (0,
+// or the device's SM count: a persistent grid of about that many CTAs looping
+// over the work units, the ring's phases running on across them). The k-tile is fixed at 64 (the 128-byte
 // swizzle span of f16/bf16). N and K must be multiples of 8 (TMA strides are
 // multiples of 16 bytes); gemm_tc_mma takes any shape.
 #pragma once

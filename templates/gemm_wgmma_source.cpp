@@ -1,5 +1,7 @@
 #include "templates/gemm_wgmma_source.h"
 
+#include <algorithm>
+
 #include "templates/kernel_files.h"
 
 namespace tuner::templates {
@@ -21,11 +23,21 @@ int wgmma_consumer_registers(const WgmmaTiling& t) {
   return t.consumers == 1 ? 240 : 232;
 }
 
+int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  (void)k;
+  const int64_t units = ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn) * t.split_k;
+  if (t.persistent_ctas <= 0) return units;
+  const int64_t per_batch = (t.persistent_ctas + batch - 1) / batch;
+  return std::max<int64_t>(1, std::min(units, per_batch));
+}
+
 std::string gemm_wgmma_source(const WgmmaTiling& t) {
   KernelSource s("gemm_wgmma.cuh", "gemm_tc_wgmma: Hopper GEMM (TMA + wgmma, warp-specialised); one tiling.");
   s.element(t.dtype);
   s.define("BM", t.bm).define("BN", t.bn).define("CONSUMERS", t.consumers).define("STAGES", t.stages);
-  s.define("GROUP_M", t.group_m).define("OUT_F32", t.out_f32 ? 1 : 0);
+  s.define("GROUP_M", t.group_m).define("OUT_F32", t.out_f32 ? 1 : 0).define("SPLIT_K", t.split_k);
+  // The kernel loops over its units either way; PERSISTENT only says whether the grid strides them.
+  s.define("PERSISTENT", t.persistent_ctas);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout();
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

@@ -17,6 +17,17 @@
 // released when the wgmmas that read it have completed. B boxes wholly past N
 // are not fetched (the stage's expected bytes shrink to match).
 //
+// Work units (templates/kernels/wgmma_schedule.cuh, host and device code):
+// a batch's work is ceil(M/bm) * ceil(N/bn) tiles times split_k K splits.
+// Without persistence the grid has one CTA per unit; with it (persistent_ctas
+// = the device's SM count) each batch gets about persistent_ctas / batch CTAs
+// that loop over units u = blockIdx.x, + gridDim.x, ...; the producer runs
+// ahead into the next unit while the consumers store the previous one, and
+// the ring's mbarrier phases continue across units (the k-tile count `it`
+// runs over all the CTA's units). Split-K (split_k > 1) is gemm_tc's: each
+// split writes an fp32 partial to the workspace and the CTA whose split
+// arrives last at the tile's counter sums them in split order and stores C.
+//
 // Shared layouts are the ones TMA's 128-byte swizzle writes and wgmma's
 // 128-byte-swizzle descriptors read: A is K-major (row r of the tile at r*128
 // bytes, 16-byte chunks XOR-ed with r % 8), descriptor SBO 1024 (8-row
@@ -27,16 +38,19 @@
 // every 1024 bytes of address).
 //
 // Kernel contract:
-//   gemm_tc_wgmma(const elem_t* A, const elem_t* B, out_t* C, TensorMap tmap_a, TensorMap tmap_b,
-//                 int M, int N, int K)
+//   gemm_tc_wgmma(const elem_t* A, const elem_t* B, out_t* C, float* workspace, TensorMap tmap_a,
+//                 TensorMap tmap_b, int M, int N, int K)
 //   tmap_a: A as a 3-D tensor {K, M, batch}, box {64, bm, 1}; tmap_b: B as {N, K, batch}, box
 //   {64, 64, 1}; both 128-byte swizzle, out-of-bounds elements zero-filled (this is what makes any
 //   M and any N, K that are multiples of 8 correct: TMA strides must be 16-byte multiples).
-//   grid = (ceil(M/bm) * ceil(N/bn), 1, batch); block = 128 * (1 + consumers) threads;
+//   grid = (wgmma_grid_x(t, M, N, batch), 1, batch); block = 128 * (1 + consumers) threads;
+//   workspace: gemm_tc's (tc_workspace_floats: split-K partials, then tile counters; zero before the
+//   first launch, left zero), used only when split_k > 1;
 //   dynamic shared memory = stages * (bm*64 + 64*bn) * 2 + 1024 bytes (the 1024 aligns the ring).
 // The epilogue stores each consumer's accumulators straight to C with bounds checks.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "templates/workload.h"
@@ -50,6 +64,8 @@ struct WgmmaTiling {
   int stages = 4;             ///< Shared-buffer ring depth (2..6).
   int group_m = 8;            ///< Block rasterization.
   int out_f32 = 0;            ///< 1: C is fp32; 0: C in the input type.
+  int split_k = 1;            ///< K splits reduced in fp32 through the workspace (1: none; <= 8).
+  int persistent_ctas = 0;    ///< 0: one CTA per work unit; else about this many CTAs (the SM count) in all.
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
@@ -77,6 +93,10 @@ size_t wgmma_shared_bytes(const WgmmaTiling& t);
 int wgmma_accumulators(const WgmmaTiling& t);
 /// Registers a consumer thread gets with setmaxnreg.inc (the producer keeps 40).
 int wgmma_consumer_registers(const WgmmaTiling& t);
+
+/// CTAs per batch along the grid's x: one per work unit (tiles * split_k), or, persistent, about
+/// persistent_ctas / batch of them (at least 1, at most one per unit).
+int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch);
 
 std::string gemm_wgmma_source(const WgmmaTiling& t);
 /// The reference kernel (gemm_tc's, double accumulation) with this kernel's arguments.

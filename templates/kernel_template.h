@@ -31,6 +31,8 @@ struct DeviceLimits {
   int registers_per_block = 64 * 1024;          ///< 32-bit registers a block may hold (sm_80, sm_90).
   std::array<unsigned, 3> max_grid{2147483647u, 65535u, 65535u};
   std::array<unsigned, 3> max_block{1024u, 1024u, 64u};
+  /// Streaming multiprocessors: the CTAs of a persistent grid (the H100 SXM's 132 unless known).
+  int sm_count = 132;
 };
 
 struct LaunchGeometry {

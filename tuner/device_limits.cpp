@@ -12,6 +12,7 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g) {
   l.max_threads_per_block = g.max_threads_per_block;
   l.max_shared_per_block_bytes = g.shared_per_block_bytes;
   l.max_registers_per_thread = g.max_registers_per_thread;
+  if (g.sm_count > 0) l.sm_count = g.sm_count;
   if (g.registers_per_sm > 0) l.registers_per_block = std::min(l.registers_per_block, g.registers_per_sm);
   return l;
 }
@@ -21,6 +22,7 @@ templates::DeviceLimits limits_of(const CudaDeviceInfo& info) {
   l.arch = "sm_" + std::to_string(info.cc_major * 10 + info.cc_minor);
   l.max_threads_per_block = info.max_threads_per_block;
   l.max_shared_per_block_bytes = info.max_shared_per_block_optin;
+  if (info.sm_count > 0) l.sm_count = info.sm_count;
   return l;
 }
 
@@ -30,6 +32,7 @@ templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major
   if (!g) g = costmodel::find_gpu_spec(cc_major, cc_minor, sm_count);
   if (g) return limits_of(*g);
   templates::DeviceLimits l;
+  if (sm_count > 0) l.sm_count = sm_count;
   if (cc_major > 0) l.arch = "sm_" + std::to_string(cc_major * 10 + cc_minor);
   return l;
 }

@@ -1,6 +1,6 @@
 // gemm_tc_reference.cuh: the naive GEMM that checks gemm_tc.cuh and gemm_wgmma.cuh: one thread per C
 // element, batch blockIdx.z, double accumulation. Defines: ELEM_F16 or ELEM_BF16, OUT_F32, and
-// TENSOR_MAP_ARGS (1: the two tensor maps of gemm_wgmma take the place of the workspace argument).
+// TENSOR_MAP_ARGS (1: gemm_wgmma's arguments: the two tensor maps follow the workspace pointer).
 #pragma once
 #include "element.cuh"
 
@@ -18,7 +18,8 @@ typedef elem_t out_t;
 
 // gemm_tc_reference: naive C = A*B per batch (blockIdx.z), one thread per C element, double accumulation.
 #if TENSOR_MAP_ARGS
-extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, const TensorMap tmap_a, const TensorMap tmap_b,
+extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, float* workspace,
+                                             const TensorMap tmap_a, const TensorMap tmap_b,
                                              int M, int N, int K) {
 #else
 extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, float* workspace,

@@ -1,8 +1,10 @@
 // gemm_wgmma.cuh: the Hopper GEMM (sm_90a): TMA bulk tensor copies into an mbarrier-guarded ring,
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
-// GROUP_M, OUT_F32, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory descriptor
-// geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
+// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
+// descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
+// Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
+// when the grid is persistent; the ring's phases run on across units.
 #pragma once
 #include "element.cuh"
 
@@ -11,6 +13,8 @@ constexpr int kBM = BM, kBN = BN, kBK = 64;   // block tile; k-tile = the 128-by
 constexpr int kConsumers = CONSUMERS;         // consumer warpgroups
 constexpr int kStages = STAGES;               // shared-buffer ring depth
 constexpr int kGroupM = GROUP_M;              // block-rows swept together
+constexpr int kSplitK = SPLIT_K;              // K splits, reduced in fp32 through the workspace
+constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a persistent grid's CTAs
 constexpr int kConsumerRegs = CONSUMER_REGS;  // setmaxnreg.inc of the consumers
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
@@ -28,6 +32,7 @@ __device__ __forceinline__ out_t to_out(float v) {
 }
 #include "wgmma_tile.cuh"
 #include "output_tile.cuh"
+#include "wgmma_schedule.cuh"
 
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kRowsPerConsumer = kBM / kConsumers;
@@ -42,10 +47,13 @@ static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
 static_assert(kBN % 64 == 0 && kBN <= 256, "bn: 64-column boxes, wgmma n <= 256");
 static_assert(kBM <= 256, "TMA box rows <= 256");
 static_assert(kStages >= 2 && kStages <= 6, "stages 2..6");
+static_assert(kSplitK >= 1 && kSplitK <= 8, "split_k 1..8 (the workspace holds 8 partial outputs)");
+constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
+constexpr int kMaxSplit = 8;                        // partial outputs the workspace holds
 static_assert(kABytes % 1024 == 0 && kBBoxBytes % 1024 == 0, "swizzle patterns stay 1024-byte aligned");
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C,
+gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, float* workspace,
               const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
@@ -65,32 +73,36 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   __syncthreads();
 
   const int batch = static_cast<int>(blockIdx.z);
-  const int grid_m = (M + kBM - 1) / kBM;
-  const int grid_n = (N + kBN - 1) / kBN;
-  const int bid = static_cast<int>(blockIdx.x);
-  int block_row, block_col;
-  raster_block<kGroupM>(bid, grid_m, grid_n, block_row, block_col);
-  const int row0 = block_row * kBM, col0 = block_col * kBN;
-  const int k_tiles = (K + kBK - 1) / kBK;
+  const WgmmaGrid grid = wgmma_grid(M, N, K, kBM, kBN, kBK, kSplitK, kGroupM);
+  const int units = wgmma_units(grid);
+  // A persistent CTA strides the units by the grid; otherwise the grid has a CTA per unit (one pass).
+  const int first_unit = static_cast<int>(blockIdx.x);
+  const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
 
   if (warpgroup == 0) {
-    // Producer: one thread keeps the ring full; the rest of the warpgroup idles with few registers.
+    // Producer: one thread keeps the ring full over all the CTA's units (the next unit's k-tiles load
+    // while the consumers store the previous one); the rest of the warpgroup idles with few registers.
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
-      // documented for boxes that overlap the tensor, not for boxes entirely outside it.
-      const int b_boxes_left = (N - col0 + 63) / 64;
-      const int b_boxes = b_boxes_left < kBN / 64 ? b_boxes_left : kBN / 64;
-      const unsigned stage_tx = static_cast<unsigned>(kABytes + b_boxes * kBBoxBytes);
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % kStages;
-        if (kt >= kStages) mbar_wait(smem_u32(&empty_bar[s]), static_cast<unsigned>((kt / kStages - 1) & 1));
-        const unsigned bar = smem_u32(&full_bar[s]);
-        const unsigned a_dst = ring + static_cast<unsigned>(s * kStageBytes);
-        mbar_arrive_expect_tx(bar, stage_tx);  // out-of-bounds parts of a box count too (zero-filled)
-        tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
-        for (int j = 0; j < b_boxes; ++j)
-          tma_load_3d(a_dst + kABytes + j * kBLbo, &tmap_b, bar, col0 + j * 64, kt * kBK, batch);
+      int it = 0;  // k-tiles issued so far by this CTA: the ring position
+      for (int u = first_unit; u < units; u += unit_step) {
+        const WgmmaUnit w = wgmma_unit(grid, u);
+        const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
+        // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
+        // documented for boxes that overlap the tensor, not for boxes entirely outside it.
+        const int b_boxes_left = (N - col0 + 63) / 64;
+        const int b_boxes = b_boxes_left < kBN / 64 ? b_boxes_left : kBN / 64;
+        const unsigned stage_tx = static_cast<unsigned>(kABytes + b_boxes * kBBoxBytes);
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++it) {
+          const WgmmaSlot slot = wgmma_slot(it, kStages);
+          if (slot.reuse) mbar_wait(smem_u32(&empty_bar[slot.stage]), slot.empty_parity);
+          const unsigned bar = smem_u32(&full_bar[slot.stage]);
+          const unsigned a_dst = ring + static_cast<unsigned>(slot.stage * kStageBytes);
+          mbar_arrive_expect_tx(bar, stage_tx);  // out-of-bounds parts of a box count too (zero-filled)
+          tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
+          for (int j = 0; j < b_boxes; ++j)
+            tma_load_3d(a_dst + kABytes + j * kBLbo, &tmap_b, bar, col0 + j * 64, kt * kBK, batch);
+        }
       }
     }
     return;
@@ -100,54 +112,114 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   const int consumer = warpgroup - 1;
   const int ctid = tid % 128;
   const int warp = ctid / 32, lane = ctid % 32;
+  const bool pair_ok = N % 2 == 0;
+  int it = 0;  // k-tiles consumed so far by this CTA: follows the producer's count
   float acc[kMSub][kAcc];
+  for (int u = first_unit; u < units; u += unit_step) {
+    const WgmmaUnit w = wgmma_unit(grid, u);
+    const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
 #pragma unroll
-  for (int i = 0; i < kMSub; ++i)
+    for (int i = 0; i < kMSub; ++i)
 #pragma unroll
-    for (int e = 0; e < kAcc; ++e) acc[i][e] = 0.0f;
+      for (int e = 0; e < kAcc; ++e) acc[i][e] = 0.0f;
 
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int s = kt % kStages;
-    mbar_wait(smem_u32(&full_bar[s]), static_cast<unsigned>((kt / kStages) & 1));
-    const unsigned a_base = ring + static_cast<unsigned>(s * kStageBytes + consumer * kRowsPerConsumer * 128);
-    const unsigned b_base = ring + static_cast<unsigned>(s * kStageBytes + kABytes);
-    wgmma_fence();
+    int prev_stage = -1;  // the stage of this unit's previous k-tile, released one k-tile late
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++it) {
+      const WgmmaSlot slot = wgmma_slot(it, kStages);
+      mbar_wait(smem_u32(&full_bar[slot.stage]), slot.full_parity);
+      const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
+      const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
+      const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
+      wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
-      // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
-      const unsigned long long db = smem_desc(b_base + kk * kBK16Step, kBLbo, kBSbo);
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
+        // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
+        const unsigned long long db = smem_desc(b_base + kk * kBK16Step, kBLbo, kBSbo);
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+          wgmma_tile(acc[i], smem_desc(a_base + i * kAM64Step + kk * kAK16Step, kALbo, kASbo), db);
+      }
+      wgmma_commit();
+      // Keep this k-tile's wgmmas in flight; once the previous tile's have finished, release its stage.
+      wgmma_wait<1>();
 #pragma unroll
       for (int i = 0; i < kMSub; ++i)
-        wgmma_tile(acc[i], smem_desc(a_base + i * kAM64Step + kk * kAK16Step, kALbo, kASbo), db);
+#pragma unroll
+        for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+      if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+      prev_stage = slot.stage;
     }
-    wgmma_commit();
-    // Keep this k-tile's wgmmas in flight; once the previous tile's have finished, release its stage.
-    wgmma_wait<1>();
+    wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
-    if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[(kt - 1) % kStages]));
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-    for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+    // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
+    if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
 
-  // Accumulator e of m64 tile i: row warp*16 + lane/4 + 8*((e/2)%2), column 8*(e/4) + 2*(lane%4) + e%2.
-  const bool pair_ok = N % 2 == 0;
+    // Accumulator e of m64 tile i: row warp*16 + lane/4 + 8*((e/2)%2), column 8*(e/4) + 2*(lane%4) + e%2.
+    if constexpr (kSplitK > 1) {
+      // Every split writes its fp32 partial to workspace[split][batch][M][N]; the CTA whose split
+      // arrives last at the tile's counter sums the partials in split order (deterministic), stores C
+      // and resets the counter. No CTA waits for another, so no scheduling order can deadlock.
+      const int batches = static_cast<int>(gridDim.z);
+      const long long outputs = static_cast<long long>(batches) * M * N;
+      float* partial = workspace + (static_cast<size_t>(w.split) * batches + batch) * M * N;
 #pragma unroll
-  for (int i = 0; i < kMSub; ++i)
+      for (int i = 0; i < kMSub; ++i)
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j)
+        for (int j = 0; j < kBN / 8; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
-        const int c = col0 + j * 8 + (lane % 4) * 2;
-        if (r >= M) continue;
-        store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
-                   to_out(acc[i][j * 4 + h * 2]), to_out(acc[i][j * 4 + h * 2 + 1]), c, N, pair_ok);
-      }
+          for (int h = 0; h < 2; ++h) {
+            const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
+            const int c = col0 + j * 8 + (lane % 4) * 2;
+            if (r >= M) continue;
+            store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1], c,
+                       N, pair_ok);
+          }
+      __threadfence();
+      named_barrier_sync<128 * kConsumers>();  // every consumer thread's partial is written and fenced
+      __shared__ unsigned arrived;
+      unsigned* counters =
+          reinterpret_cast<unsigned*>(workspace + (outputs <= kMaxSplitOutputs ? kMaxSplit * outputs : 0));
+      const int tile = (batch * grid.grid_m + w.block_row) * grid.grid_n + w.block_col;
+      if (tid == 128) arrived = atomicAdd(&counters[tile], 1u);
+      named_barrier_sync<128 * kConsumers>();  // the next unit writes `arrived` only after its first barrier
+      if (arrived != kSplitK - 1) continue;
+      __threadfence();
+#pragma unroll
+      for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
+            const int c = col0 + j * 8 + (lane % 4) * 2;
+            if (r >= M) continue;
+            float s0 = 0.0f, s1 = 0.0f;
+            for (int s2 = 0; s2 < kSplitK; ++s2) {
+              const float* p = workspace + (static_cast<size_t>(s2) * batches + batch) * M * N + static_cast<size_t>(r) * N + c;
+              if (c < N) s0 += ld_cg_f32(p);
+              if (c + 1 < N) s1 += ld_cg_f32(p + 1);
+            }
+            acc[i][j * 4 + h * 2] = s0;
+            acc[i][j * 4 + h * 2 + 1] = s1;
+          }
+      if (tid == 128) counters[tile] = 0u;  // ready for the next launch
+    }
+
+#pragma unroll
+    for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
+          const int c = col0 + j * 8 + (lane % 4) * 2;
+          if (r >= M) continue;
+          store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
+                     to_out(acc[i][j * 4 + h * 2]), to_out(acc[i][j * 4 + h * 2 + 1]), c, N, pair_ok);
+        }
+  }
 }

@@ -52,3 +52,15 @@ __device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned 
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16) |
          (static_cast<unsigned long long>(sbo >> 4) << 32) | (1ull << 62);
 }
+
+// Named barrier 1 over kCount threads (the consumer warpgroups, while the producer's have left).
+template <int kCount>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync 1, %0;" : : "n"(kCount) : "memory");
+}
+// A global load that bypasses L1: another CTA's split-K partial, written before its fence.
+__device__ __forceinline__ float ld_cg_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}

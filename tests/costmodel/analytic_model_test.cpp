@@ -92,7 +92,7 @@ TEST(AnalyticModel, WgmmaBeatsMmaSyncOnHopperOnly) {
   limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
   templates::GemmWgmmaTemplate wg(false);
   auto wspace = wg.space(w, limits);
-  search::Config wc{128, 256, 2, 4, 8, 0};
+  search::Config wc{128, 256, 2, 4, 8, 0, 1, 0};
   ASSERT_TRUE(wspace.is_valid(wc)) << wspace.violation(wc).value_or("");
   const auto async = estimate(wg.profile(wspace, wc, w), {168, 0, 0}, h100());
   templates::GemmTcTemplate mma(false);
@@ -110,6 +110,31 @@ TEST(AnalyticModel, WgmmaBeatsMmaSyncOnHopperOnly) {
   const GpuSpec a100 = *find_gpu_spec("a100-sxm4-80gb");
   const auto sync_a100 = estimate(sync_profile, {168, 0, 0}, a100);
   EXPECT_GT(flops / (sync_a100.time_ms * 1e-3) / 1e12, 0.7 * a100.peak_fp16_tflops) << "bound " << sync_a100.bound;
+}
+
+TEST(AnalyticModel, WgmmaSplitKFillsTheSmsOnDecodeAndPersistenceSavesTheRingFills) {
+  templates::DeviceLimits limits;
+  limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
+  limits.sm_count = h100().sm_count;
+  templates::GemmWgmmaTemplate wg(false);
+  const KernelResources res{168, 1024, 0};
+  // Decode M=16, N=K=4096 on 64x64 tiles: 64 CTAs leave half the SMs idle; 4 splits give 256 units,
+  // whose partials (16 x 4096 fp32, written and read back) cost less than the idle SMs.
+  auto decode = templates::parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
+  auto ds = wg.space(decode, limits);
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT
+  const auto one = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 1, 0}, decode), res, h100());
+  const auto four = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 4, 0}, decode), res, h100());
+  ASSERT_TRUE(one.launchable && four.launchable);
+  EXPECT_LT(four.time_ms, 0.8 * one.time_ms) << one.bound << " / " << four.bound;
+  // 4096 x 4096 x 512 on 128x128 tiles: 1024 units of 8 k-tiles; a persistent grid fills each unit's
+  // ring during the previous epilogue: faster, but by less than a fifth (the tail of whole units stays).
+  auto short_k = templates::parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
+  auto ss = wg.space(short_k, limits);
+  const auto fresh = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 0}, short_k), res, h100());
+  const auto persistent = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 132}, short_k), res, h100());
+  EXPECT_LT(persistent.time_ms, fresh.time_ms);
+  EXPECT_GT(persistent.time_ms, 0.8 * fresh.time_ms);
 }
 
 TEST(AnalyticModel, SpillingIsSlower) {

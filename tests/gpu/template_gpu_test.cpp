@@ -9,6 +9,9 @@
 #include <ostream>
 
 #include <future>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "templates/registry.h"
 #include "tuner/compile_pool.h"
@@ -107,6 +110,67 @@ INSTANTIATE_TEST_SUITE_P(
         if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return n;
     });
+
+/// A gemm_tc_wgmma config by its knobs; PERSISTENT 1 stands for the device's SM count.
+struct WgmmaCase {
+  const char* op;
+  const char* shape;
+  const char* dtype;
+  int bm, bn, consumers, stages, group_m, out_f32, split_k, persistent;
+};
+
+class GpuWgmmaKnobs : public GpuVendorBase {};
+
+// Split-K and the persistent grid of gemm_tc_wgmma against the reference: decode shapes (M 16..128,
+// N=K=4096 and a short K), every split count, persistent grids with several units per CTA (so the
+// ring's phases run on across tiles) with and without split-K, odd M and N, bf16, fp32 output, and
+// batches (a persistent grid per batch). Each config runs twice on the same workspace (the checked run
+// and the timed runs): split-K's tile counters must be left zero by the first launch.
+TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
+  const std::vector<WgmmaCase> cases = {
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 6, 8, 0, 1, 0},
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 6, 8, 0, 4, 1},
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 128, 1, 5, 8, 0, 8, 0},
+      {"gemm", "M=32,N=4096,K=4096", "bf16", 64, 64, 1, 6, 1, 0, 2, 1},
+      {"gemm", "M=64,N=4096,K=4096", "f16", 64, 128, 1, 5, 8, 1, 4, 1},
+      {"gemm", "M=128,N=4096,K=4096", "f16", 128, 64, 2, 5, 8, 0, 2, 1},
+      {"gemm", "M=128,N=4096,K=4096", "f16", 128, 128, 2, 4, 8, 0, 1, 1},
+      {"gemm", "M=4096,N=4096,K=512", "f16", 128, 256, 2, 4, 8, 0, 1, 1},
+      {"gemm", "M=4096,N=4096,K=512", "bf16", 128, 128, 2, 4, 1, 1, 1, 1},
+      {"gemm", "M=1000,N=2048,K=256", "f16", 64, 64, 1, 4, 8, 0, 2, 1},  // 1024 units on the SMs
+      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 3, 8, 0, 8, 1},     // odd M, N; 9 k-tiles / 8 splits
+      {"gemm", "M=777,N=1000,K=200", "f16", 128, 192, 2, 4, 8, 1, 2, 1},
+      {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 0, 2, 1},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1},
+  };
+  NvrtcBuilder builder(nullptr);
+  WorkerClient worker(TUNER_BIN);
+  for (const WgmmaCase& g : cases) {
+    const auto w = templates::parse_workload(g.op, g.shape, g.dtype);
+    const auto& tmpl = templates::find_template(w.op, w.dtype, &device_.limits,
+                                                w.op == "gemm" ? "gemm_tc_wgmma" : "batched_gemm_tc_wgmma");
+    auto space = tmpl.space(w, device_.limits);
+    const nlohmann::json j = {{"BM", g.bm},          {"BN", g.bn},           {"CONSUMERS", g.consumers},
+                              {"STAGES", g.stages},  {"GROUP_M", g.group_m}, {"OUT_F32", g.out_f32},
+                              {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0}};
+    const search::Config c = space.from_json(j);
+    const std::string cfg = w.to_string() + " " + j.dump();
+    ASSERT_TRUE(space.is_valid(c)) << cfg << ": " << space.violation(c).value_or("");
+    const auto k = tmpl.instantiate(space, c, w);
+    auto cr = builder.compile({k.source, k.kernel_name, templates::compile_arch(k, device_.limits), {}});
+    ASSERT_TRUE(cr.ok()) << cfg << "\n" << cr.log;
+    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+    ASSERT_TRUE(ref.ok()) << ref.log;
+    auto req = measure_request(device_.spec, k, cr.cubin,
+                               {cr.resources.registers, cr.resources.static_shared_bytes, cr.resources.local_bytes},
+                               ref.cubin);
+    req.settings.min_time_ms = 1;
+    req.settings.min_repeats = 2;
+    auto res = worker.measure(req, 60);
+    EXPECT_EQ(res.status, "ok") << cfg << ": " << res.message;
+    EXPECT_LE(res.max_error, k.tolerance) << cfg;
+  }
+}
 
 TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
   // A kernel that writes nothing leaves the 0x7E00 (f16) / 0x7FC0 (bf16) NaNs: never a pass.

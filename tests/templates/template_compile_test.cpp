@@ -8,9 +8,12 @@
 
 #include <ostream>
 
+#include <algorithm>
 #include <future>
+#include <vector>
 
 #include "costmodel/gpu_spec.h"
+#include "templates/gemm_wgmma.h"
 #include "templates/gemm_wgmma_source.h"
 #include "templates/launch_check.h"
 #include "templates/registry.h"
@@ -105,6 +108,60 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
     }
   }
   RecordProperty("configs", static_cast<int>(results.size()));
+}
+
+// A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
+// offered): 13 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value and
+// the first persistent one not already taken. Each compiles for sm_90a with no spills, leaves the
+// setmaxnreg pool enough registers, and passes the launch check.
+TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
+  const auto gpu = *costmodel::find_gpu_spec("h100-sxm");
+  const auto limits = limits_of(gpu);
+  const auto w = templates::parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
+  const auto& tmpl = templates::find_template(w.op, w.dtype, &limits, "gemm_tc_wgmma");
+  auto space = tmpl.space(w, limits);
+  const std::vector<search::Config> all = space.enumerate();
+  ASSERT_GT(all.size(), 100u);
+  std::vector<search::Config> sample;
+  for (size_t i = 0; i < all.size() && sample.size() < 8; i += all.size() / 8) sample.push_back(all[i]);
+  auto take_first = [&](const char* knob, int64_t value) {
+    for (const auto& c : all)
+      if (search::ConfigView(space, c)[knob] == value && std::find(sample.begin(), sample.end(), c) == sample.end()) {
+        sample.push_back(c);
+        return;
+      }
+  };
+  for (int64_t split : {1, 2, 4, 8}) take_first("SPLIT_K", split);
+  take_first("PERSISTENT", limits.sm_count);
+  ASSERT_EQ(sample.size(), 13u);
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, 0);
+  std::vector<templates::KernelInstance> instances;
+  std::vector<std::future<CompileResult>> results;
+  for (const auto& c : sample) {
+    instances.push_back(tmpl.instantiate(space, c, w));
+    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name,
+                                   templates::compile_arch(instances.back(), limits), {}}));
+  }
+  for (size_t i = 0; i < sample.size(); ++i) {
+    auto r = results[i].get();
+    const std::string cfg = space.to_json_string(sample[i]);
+    ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
+    const int threads = static_cast<int>(instances[i].launch.block[0]);
+    if (r.ptxas_spill_bytes >= 0) {
+      EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
+    }
+    EXPECT_LE(r.resources.local_bytes, 16) << cfg;
+    EXPECT_LE(r.resources.static_shared_bytes, 1024) << cfg;
+    EXPECT_FALSE(templates::launch_problem(instances[i].launch, r.resources.registers, r.resources.static_shared_bytes,
+                                           limits))
+        << cfg;
+    const templates::WgmmaTiling t = templates::GemmWgmmaTemplate::tiling(space, sample[i], w.dtype);
+    EXPECT_GE(r.resources.registers * threads, 128 * 40 + t.consumers * 128 * templates::wgmma_consumer_registers(t))
+        << cfg;
+  }
+  RecordProperty("configs", static_cast<int>(sample.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(

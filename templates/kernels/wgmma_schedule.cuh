@@ -1,0 +1,87 @@
+// wgmma_schedule.cuh: the work schedule of the Hopper GEMM (gemm_wgmma.cuh), as plain integer math that
+// compiles both as device code (NVRTC, nvcc) and as host C++ (the CPU tests include this file directly
+// and check that every (tile, k-range) is covered exactly once, and model the mbarrier ring with the
+// same stage and parity functions the kernel uses).
+//
+// A batch's work is `units` = grid_m * grid_n * split_k work units; unit u is split u % split_k of tile
+// u / split_k, and tiles are rasterized group_m block-rows at a time (as output_tile.cuh's
+// raster_block). Split s of k_tiles k-tiles covers [s*k_tiles/split_k, (s+1)*k_tiles/split_k): every
+// split is non-empty when split_k <= k_tiles. A CTA (blockIdx.z = batch) runs units blockIdx.x,
+// blockIdx.x + gridDim.x, ...: one unit when the grid has one CTA per unit, several when the grid is
+// persistent (about one CTA per SM). Across all of a CTA's units the ring's k-tile count `it` keeps
+// counting, so the mbarrier phases continue across tile boundaries (wgmma_slot).
+// Not responsible for the PTX (wgmma_ptx.cuh) nor the launch geometry (templates/gemm_wgmma_source.h).
+#pragma once
+
+#if defined(__CUDACC__)
+#define WGMMA_HD __host__ __device__ __forceinline__
+#else
+#define WGMMA_HD inline
+#endif
+
+struct WgmmaGrid {
+  int grid_m, grid_n;  // block tiles per batch along M and N
+  int split_k;         // K splits per tile
+  int k_tiles;         // 64-deep k-tiles of K
+  int group_m;         // block-rows rasterized together
+};
+
+struct WgmmaUnit {
+  int block_row, block_col;  // the tile
+  int split;                 // which K split of it
+  int kt_begin, kt_end;      // its k-tiles [kt_begin, kt_end)
+};
+
+WGMMA_HD WgmmaGrid wgmma_grid(int m, int n, int k, int bm, int bn, int bk, int split_k, int group_m) {
+  WgmmaGrid g;
+  g.grid_m = (m + bm - 1) / bm;
+  g.grid_n = (n + bn - 1) / bn;
+  g.split_k = split_k;
+  g.k_tiles = (k + bk - 1) / bk;
+  g.group_m = group_m;
+  return g;
+}
+
+WGMMA_HD int wgmma_units(const WgmmaGrid& g) { return g.grid_m * g.grid_n * g.split_k; }
+
+WGMMA_HD WgmmaUnit wgmma_unit(const WgmmaGrid& g, int u) {
+  WgmmaUnit w;
+  const int tile = u / g.split_k;
+  w.split = u % g.split_k;
+  if (g.group_m == 1) {
+    w.block_row = tile / g.grid_n;
+    w.block_col = tile % g.grid_n;
+  } else {
+    const int in_group = g.group_m * g.grid_n;
+    const int first_row = (tile / in_group) * g.group_m;
+    const int rows_left = g.grid_m - first_row;
+    const int group_rows = rows_left < g.group_m ? rows_left : g.group_m;
+    const int local = tile % in_group;
+    w.block_row = first_row + local % group_rows;
+    w.block_col = local / group_rows;
+  }
+  w.kt_begin = static_cast<int>(static_cast<long long>(w.split) * g.k_tiles / g.split_k);
+  w.kt_end = static_cast<int>(static_cast<long long>(w.split + 1) * g.k_tiles / g.split_k);
+  return w;
+}
+
+// The ring slot of a CTA's it-th k-tile (counted over all its units): the stage, the parity of the
+// full barrier's phase the consumers wait for (the stage's use it / stages), and whether the producer
+// must first wait for the consumers to release the stage's previous use (the empty barrier's phase
+// use - 1, of parity empty_parity).
+struct WgmmaSlot {
+  int stage;
+  unsigned full_parity;
+  bool reuse;
+  unsigned empty_parity;
+};
+
+WGMMA_HD WgmmaSlot wgmma_slot(int it, int stages) {
+  WgmmaSlot s;
+  const int use = it / stages;
+  s.stage = it % stages;
+  s.full_parity = static_cast<unsigned>(use & 1);
+  s.reuse = use > 0;
+  s.empty_parity = static_cast<unsigned>((use + 1) & 1);  // (use - 1) & 1
+  return s;
+}
