@@ -387,6 +387,17 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
         if (s.choice[d] == 'B' && dim_size(mesh, d) > 1) lp.sequence_parallel = true;
     lp.ops.push_back(op);
   }
+  {
+    const Strategy& in = b.ops[0].list[sol.choice[0]];
+    int out_idx = static_cast<int>(b.ops.size()) - 1;
+    for (size_t v = 1; v < b.ops.size(); ++v)
+      if (b.ops[v].op->name == layer.output) out_idx = static_cast<int>(v);
+    const Strategy& out = b.ops[out_idx].list[sol.choice[out_idx]];
+    for (int d = 0; d < 2; ++d) {
+      lp.in_layout[d] = in.out_layout[d];
+      lp.out_layout[d] = out.out_layout[d];
+    }
+  }
   lp.fwd_s += ev.resharding_cost / 2;
   lp.bwd_s += ev.resharding_cost / 2;
   lp.comm_s += ev.resharding_cost;

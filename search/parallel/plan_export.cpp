@@ -55,9 +55,25 @@ int expert_parallel_degree(const Plan& plan) {
   return ep;
 }
 
+std::string nonuniform_stages_warning(const Plan& plan, const std::string& engine) {
+  if (plan.uniform_stages) return "";
+  const ParallelConfig& c = plan.config;
+  std::string differ;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageShape& sh = plan.stages[s].shape;
+    if (sh.tp == c.tp && sh.dp == c.dp) continue;
+    differ += (differ.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) + " tp=" + std::to_string(sh.tp) +
+              " dp=" + std::to_string(sh.dp);
+  }
+  return engine + " runs one tp and dp on every pipeline stage; this plan's stages differ (" + differ +
+         "): exported tp=" + std::to_string(c.tp) + " dp=" + std::to_string(c.dp) +
+         " on all stages, the nearest uniform plan (plan with --export for its predicted time)";
+}
+
 std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                             std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "Megatron-LM"));
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -134,6 +150,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
 std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                              std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "DeepSpeed"));
   nlohmann::ordered_json j;
   // DeepSpeed's data-parallel size is world / (tp x pp): the product below is what it checks.
   j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
@@ -170,6 +187,7 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
 std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                               std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "torchtitan"));
   std::string schedule = "1F1B";
   if (c.schedule == Schedule::kGpipe) schedule = "GPipe";
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";

@@ -20,6 +20,7 @@ nlohmann::ordered_json time_json(const TimeBreakdown& t) {
           {"recompute_s", t.recompute_s},
           {"tp_comm_s", t.tp_comm_s},
           {"zero_comm_s", t.zero_comm_s},
+          {"reshard_s", t.reshard_s},
           {"pp_p2p_s", t.pp_p2p_s},
           {"pp_bubble_s", t.pp_bubble_s},
           {"dp_comm_s", t.dp_comm_s},
@@ -51,6 +52,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["zero_stage"] = c.zero;
   j["sequence_parallel"] = plan.sequence_parallel;
   j["partition"] = plan.partition;
+  j["uniform_stages"] = plan.uniform_stages;
   j["attention"] = to_string(plan.attention);
   j["iteration_time_s"] = plan.iteration_time_s;
   j["tokens_per_s"] = plan.tokens_per_s;
@@ -73,6 +75,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["ilp_optimal"] = plan.ilp_optimal;
   j["search"] = {{"configs_evaluated", plan.configs_evaluated},
                  {"ilp_solves", plan.ilp_solves},
+                 {"submesh_dp_cells", plan.submesh_dp_cells},
                  {"planning_s", plan.planning_s}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -83,7 +86,11 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
     js["last_layer"] = sp.end_layer - 1;
     js["layers"] = sp.end_layer - sp.first_layer;
     js["mesh"] = {sp.mesh.d0, sp.mesh.d1};
-    js["replicas"] = c.dp;
+    js["tp"] = sp.shape.tp;
+    js["dp"] = sp.shape.dp;
+    js["replicas"] = sp.shape.dp;
+    js["micro_batch_size"] = sp.shape.micro_batch;
+    js["memory_level"] = sp.memory_level;
     js["time_per_micro_batch_s"] = sp.time_per_micro_batch_s;
     js["params_per_device"] = sp.params_per_device;
     js["memory"] = memory_json(sp.memory);

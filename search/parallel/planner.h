@@ -8,7 +8,11 @@
 //   op_cost.h                    kernel times: tuned records or analytic
 //   collective_cost.h            alpha-beta collectives
 //   layer_sharding.h             intra-op sharding of a layer by ILP (sharding_ilp.h, cbc_solver.cpp)
-//   stage_dp.h                   inter-op stages by DP
+//   stage_dp.h                   inter-op stages by DP (one way to run every stage)
+//   submesh.h                    ... when stages differ: per-stage submesh shapes, memory levels
+//   layer_clustering.h           consecutive layers grouped into balanced units for that DP
+//   layer_table.h                per-layer costs of one stage shape, prefix sums for stage ranges
+//   resharding.h                 layout changes between layers of different kinds and between stages
 //   memory_model.h               bytes per device
 //   planner.h (this)             the search over configurations and the iteration-time model
 //   plan_json.h, plan_export.h   what users read: JSON, Megatron/DeepSpeed/torchtitan
@@ -27,6 +31,18 @@
 //   opt   = the Adam step streaming the local optimizer states through DRAM
 //   T     = pipe + max over stages of dp + max over stages of opt
 // GPipe costs the same time as 1F1B with more memory, so it is only planned when pinned.
+//
+// Per-stage submeshes (Alpa): every stage holds N / pp GPUs, but each may view them as its own tp_i x dp_i
+// (x cp) mesh: the pipeline's micro-batch of mbs x dp sequences is split over dp_i replicas, each stage's
+// layers are sharded by the ILP on tp_i, its gradients reduced over dp_i x cp, and a boundary between stages
+// of different shapes pays a resharding (resharding.h). After the uniform search, the best few configurations
+// (1F1B/GPipe, tp and dp not pinned) are re-solved with a shape per stage (submesh.h); the result replaces
+// the uniform plan only when faster. Memory: a stage's layer shardings are chosen under that stage's budget
+// inside the DP (memory levels, submesh.h) when the fastest shardings do not fit.
+//
+// Evaluating one configuration (evaluate_impl), step by step:
+//   check_config -> layer tables (fill_table) -> partition (stage DP, or memory levels) -> assemble (stages,
+//   breakdown, pipeline and iteration totals).
 #pragma once
 
 #include <map>
@@ -38,9 +54,11 @@
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/layer_sharding.h"
+#include "search/parallel/layer_table.h"
 #include "search/parallel/memory_model.h"
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
+#include "search/parallel/resharding.h"
 #include "search/parallel/time_breakdown.h"
 
 namespace tuner::parallel {
@@ -76,6 +94,14 @@ struct PlannerOptions {
   std::vector<int> context_parallel = {1, 2, 4, 8, 16};
   int64_t long_sequence = 32768;          ///< Tokens from which context parallelism is searched.
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
+  /// Let each pipeline stage run its own tp x dp view of its GPUs when faster (Alpa's per-stage submeshes).
+  /// Use false for plans whose every stage runs the configuration's tp and dp (what the engines run).
+  bool per_stage_submeshes = true;
+  int submesh_candidates = 4;             ///< Best uniform configurations re-solved with per-stage shapes.
+  /// Choose each stage's layer shardings under its own memory budget inside the DP when the fastest do not fit.
+  /// Use false for the old fallback: every layer capped at usable / ceil(L / pp), whatever its stage.
+  bool memory_levels_in_dp = true;
+  int cluster_units = 48;                 ///< Units the per-stage DP clusters layers into (at least 2 per stage).
   Engine engine = Engine::kGeneric;       ///< Engine the plan is for: its ZeRO stages and bytes per parameter.
 };
 
@@ -101,6 +127,8 @@ struct StageLayerSharding {
 struct StagePlan {
   int first_layer = 0, end_layer = 0;     ///< Layers [first, end) of the model's chain.
   Mesh mesh;                              ///< Tensor-parallel mesh of the stage (each of dp replicas).
+  StageShape shape;                       ///< The stage's own tp, dp and per-device micro-batch.
+  int memory_level = 0;                   ///< 0: fastest layer shardings; > 0: solved under a memory budget.
   double time_per_micro_batch_s = 0;      ///< t_i.
   double params_per_device = 0;
   MemoryBreakdown memory;                 ///< Peak per device.
@@ -111,7 +139,8 @@ struct StagePlan {
 struct Plan {
   ParallelConfig config;
   std::vector<StagePlan> stages;
-  std::string partition;                  ///< "dp" (stage DP) or "uniform".
+  std::string partition;                  ///< "dp" (stage DP), "uniform" or "submesh" (per-stage shapes).
+  bool uniform_stages = true;             ///< Every stage runs config.tp x config.dp (else see stages[i].shape).
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How the cost model ran attention cores.
   double iteration_time_s = 0;
@@ -127,6 +156,7 @@ struct Plan {
   // Search statistics.
   int64_t configs_evaluated = 0;
   int64_t ilp_solves = 0;
+  int64_t submesh_dp_cells = 0;           ///< Work of the per-stage DPs (submesh.h), over the whole search.
   double planning_s = 0;
 };
 
@@ -141,6 +171,11 @@ class Planner {
   /// One configuration by the same model: stage DP (uniform = false) or an even split of the layers
   /// (uniform = true, as hand-written configs do). nullopt with *why set when it is invalid or does not fit.
   std::optional<Plan> evaluate(const ParallelConfig& c, bool uniform, std::string* why = nullptr);
+  /// The configuration with a submesh shape per stage (all tp_i x dp_i = tp x dp, the pipeline micro-batch
+  /// mbs x dp split over dp_i); nullopt with *why when it is invalid, interleaved or does not fit.
+  std::optional<Plan> evaluate_submeshes(const ParallelConfig& c, std::string* why = nullptr);
+  /// The shapes a stage of this configuration may take (the configuration's own first).
+  std::vector<StageShape> stage_shapes(const ParallelConfig& c) const;
 
   const ModelGraph& model() const { return model_; }
   const ClusterSpec& cluster() const { return cluster_; }
@@ -150,7 +185,27 @@ class Planner {
  private:
   const LayerPlan& layer_plan(size_t signature_index, int tp, int cp, int mbs, double budget,
                               double state_bytes_per_param);
+  struct Eval;       // one configuration's derived quantities (planner.cpp)
+  struct Search;     // the choices plan() enumerates (planner.cpp)
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
+  /// Validates c, fills its micro-batch count and virtual stages; the reason it is invalid, or "".
+  std::string check_config(ParallelConfig& c, bool& uniform) const;
+  Eval make_eval(const ParallelConfig& c) const;
+  /// Per-layer costs of `shape` with the layer ILP's memory row  states + in_flight x outputs <= budget.
+  bool fill_table(const Eval& e, const StageShape& shape, double budget, double in_flight, LayerTable& out);
+  MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
+  double stage_p2p_s(const Eval& e, const StageShape& shape) const;
+  /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
+  std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;
+  /// When the fastest shardings fit no partition: each stage picks its memory level (tables[0] the fastest).
+  bool memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables, std::vector<int>& starts,
+                              std::vector<int>& level);
+  Plan assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
+                const std::string& partition, const std::vector<int>& level) const;
+  void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
+                     const std::vector<double>& stage_opt) const;
+  Search search_space() const;
+  void refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates);
   /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers.
   double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers) const;
 
@@ -165,6 +220,7 @@ class Planner {
   std::map<int, ModelGraph> by_cp_;       ///< The model with seq / cp tokens per GPU, per context-parallel degree.
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;
+  int64_t submesh_cells_ = 0;
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
 };
