@@ -376,23 +376,27 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
 bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables,
                                      std::vector<int>& starts, std::vector<int>& level) {
   const int p = e.p, L = e.L;
-  // Level k (k >= 1) caps each layer's ILP row at its share of the device, usable / ceil(L / p), with its
-  // outputs weighted by f_k micro-batches in flight: f = 1 (the old fallback, every stage), then the
-  // schedule's in-flight counts at the first stage, rounded up to powers of two, so the early stages of a
-  // 1F1B pipeline, which keep the most activations, get the leanest shardings and the late ones stay fast.
-  const double budget = e.usable / ((L + p - 1) / p);
-  std::vector<double> flights = {1};
+  // Level 1 caps each layer's ILP row at its share of the device, usable / ceil(L / p) (the old fallback, on
+  // every stage); level 2 at twice that share (faster shardings the late stages of a pipeline, which keep fewer
+  // activations, may still fit); level 3 at the share with the outputs weighted by the first stage's micro-
+  // batches in flight (leaner still, for the early stages of 1F1B). Each level costs a layer ILP per distinct
+  // layer, so there are only these.
+  const double share = e.usable / ((L + p - 1) / p);
   const double f0 = in_flight_micro_batches(e.c.schedule, p, 0, e.m, e.v);
-  for (double f = 2; f < 2 * f0; f *= 2) flights.push_back(std::min(f, f0));
-  for (double f : flights) {
+  std::vector<std::pair<double, double>> caps = {{share, 1.0}, {2 * share, 1.0}};
+  if (f0 > 1) caps.push_back({share, f0});
+  bool have_old = false;
+  for (size_t k = 0; k < caps.size(); ++k) {
     LayerTable t;
-    if (fill_table(e, e.shape, budget, f, t)) tables.push_back(std::move(t));
+    if (!fill_table(e, e.shape, caps[k].first, caps[k].second, t)) continue;
+    have_old = have_old || k == 0;
+    tables.push_back(std::move(t));
   }
   const int V = static_cast<int>(tables.size());
   if (V < 2) return false;
   auto fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
-  // The old fallback: level 1 (one capped sharding) on every stage.
-  std::vector<int> old = partition(e, tables[1], uniform);
+  // The old fallback: level 1 on every stage.
+  std::vector<int> old = have_old ? partition(e, tables[1], uniform) : std::vector<int>{};
   if (!opts_.memory_levels_in_dp) {
     starts = old, level.assign(p, 1);
     return !starts.empty();
@@ -466,9 +470,10 @@ std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
   const int devices = c.tp * c.dp;  // per stage, per context-parallel rank
   const int64_t pipeline_mb = static_cast<int64_t>(c.micro_batch) * c.dp;  // sequences per pipeline micro-batch
   std::vector<StageShape> out = {{c.tp, c.dp, c.micro_batch}};
-  // Alpa's submeshes: (1, 2^k) inside a node, whole nodes beyond; here as tensor-parallel degrees of the stage.
+  // Alpa's submeshes (1, 2^k) inside a node, as the stage's tensor-parallel degree: tensor parallelism across
+  // nodes never paid in the uniform search, and each shape costs a layer ILP per distinct layer.
   for (int tp : divisors(devices)) {
-    if (tp == c.tp || (tp > max_tp && !(tp > gpn && tp % gpn == 0)) || (tp <= gpn && (tp & (tp - 1)) != 0)) continue;
+    if (tp == c.tp || tp > std::min(max_tp, gpn) || (tp & (tp - 1)) != 0) continue;
     const int dp = devices / tp;
     if (pipeline_mb % dp != 0) continue;
     out.push_back({tp, dp, static_cast<int>(pipeline_mb / dp)});
@@ -656,7 +661,7 @@ void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<Para
     const std::string key = std::to_string(c.pp) + "|" + std::to_string(c.cp) + "|" +
                             std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp) + "|" + to_string(c.schedule) +
                             "|" + to_string(c.recompute) + "|" + std::to_string(c.zero);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    if (c.pp < 2 || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
     if (static_cast<int>(seen.size()) > opts_.submesh_candidates) break;
     std::optional<Plan> cand = evaluate_submeshes(c);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "search/parallel/cluster_spec.h"
@@ -102,6 +103,37 @@ TEST(VariantDp, StagesTakeTheVariantThatSuitsTheirLayers) {
   EXPECT_EQ(dp.starts, (std::vector<int>{0, 4, 5}));
   EXPECT_EQ(dp.variant, (std::vector<int>{0, 1}));
   EXPECT_NEAR(dp.objective, 132e-3, 1e-12);
+}
+
+TEST(VariantDp, MemoryLevelsPerStageBeatOneCapForAllStages) {
+  // The planner's memory levels: variant 0 is the fastest sharding (1 ms a layer, 10 GB of states), variant 1
+  // the capped one (1.5 ms, 6 GB). Under 1F1B stage s keeps 4 - s micro-batches of 4 GB a layer in flight;
+  // 80 GB per GPU. On variant 0 the stages hold at most 3, 3, 4, 5 layers (80 / 26, 80 / 22, 80 / 18, 80 / 14):
+  // 15 < 16, so some stage must take the capped sharding. The old fallback caps every stage.
+  VariantDpRequest r;
+  r.stages = 4, r.micro_batches = 32, r.units = every_layer(16), r.variants = 2;
+  r.cost = [](int v, int b, int e) { return (e - b) * (v == 0 ? 1e-3 : 1.5e-3); };
+  r.fits = [](int s, int v, int b, int e) { return (e - b) * ((v == 0 ? 10.0 : 6.0) + 4.0 * (4 - s)) <= 80; };
+  const VariantDpResult dp = solve_variant_dp(r);
+  ASSERT_TRUE(dp.feasible);
+  for (size_t s = 0; s < dp.variant.size(); ++s)
+    EXPECT_TRUE(r.fits(static_cast<int>(s), dp.variant[s], dp.starts[s], dp.starts[s + 1])) << "stage " << s;
+  EXPECT_NE(std::count(dp.variant.begin(), dp.variant.end(), 1), 0);  // some stage needs the lean sharding
+  EXPECT_NE(std::count(dp.variant.begin(), dp.variant.end(), 0), 0);  // and not every stage
+  EXPECT_NEAR(dp.objective, solve_variant_brute_force(r).objective, 1e-12);
+  // The best partition with the capped sharding on every stage (the old fallback) is slower.
+  VariantDpRequest one_cap = r;
+  one_cap.variants = 1;
+  one_cap.cost = [&r](int, int b, int e) { return r.cost(1, b, e); };
+  one_cap.fits = [&r](int s, int, int b, int e) { return r.fits(s, 1, b, e); };
+  const VariantDpResult old = solve_variant_dp(one_cap);
+  ASSERT_TRUE(old.feasible);
+  EXPECT_LT(dp.objective, old.objective);
+  // The fastest sharding on every stage fits no partition at all.
+  VariantDpRequest fastest = one_cap;
+  fastest.cost = [&r](int, int b, int e) { return r.cost(0, b, e); };
+  fastest.fits = [&r](int s, int, int b, int e) { return r.fits(s, 0, b, e); };
+  EXPECT_FALSE(solve_variant_dp(fastest).feasible);
 }
 
 TEST(LayerClustering, KeepsKindsApartAndBalancesRuns) {
