@@ -80,24 +80,25 @@ struct Ctx {
   int cp = 1;  ///< Context-parallel degree; g.seq is the local share of the sequence.
 };
 
-/// Fills a strategy's costs; false when the split does not divide what it must.
-bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
+/// Split factors of a strategy: f['B'] is how many ways it splits tokens, f['C'] output features, ...
+struct Factors {
   double f[128] = {};
-  for (char k : std::string("RBCKHFVEP")) f[static_cast<int>(k)] = 1;
-  for (int d = 0; d < 2; ++d) f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
-  auto fac = [&](char k) { return static_cast<int64_t>(f[static_cast<int>(k)]); };
-  const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
+  int64_t operator()(char k) const { return static_cast<int64_t>(f[static_cast<int>(k)]); }
+};
+
+Factors factors_of(const Ctx& x, const Strategy& s) {
+  Factors f;
+  for (char k : std::string("RBCKHFVEP")) f.f[static_cast<int>(k)] = 1;
+  for (int d = 0; d < 2; ++d) f.f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
+  return f;
+}
+
+/// The strategy's forward kernels; false when its split does not divide the heads or experts.
+bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy& s) {
   const int64_t fB = fac('B');
-  if (rows % fB != 0) return false;
-  const int64_t rows_local = rows / fB;
+  const int64_t rows_local = static_cast<int64_t>(x.b) * x.g.seq / fB;
   auto ceil_div = [](int64_t a, int64_t d) { return (a + d - 1) / d; };
   const std::string& dt = x.g.dtype;
-  const double params = static_cast<double>(op_params(op));
-  double weight_split = 1;
-  for (int d = 0; d < 2; ++d)
-    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
-  s.params_local = params / weight_split;
-
   switch (op.type) {
     case OpType::kLinear:
       s.fwd = x.costs.gemm(rows_local, ceil_div(op.out_features, fac('C')), ceil_div(op.in_features, fac('K')), dt);
@@ -146,17 +147,13 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
     }
   }
 
-  // Output layout and its bytes per device.
-  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
-  for (int d = 0; d < 2; ++d) {
-    s.in_layout[d] = in_layout_of(s.choice[d]);
-    s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
-    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
-    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
-  }
-  s.out_bytes_local = out_bytes;
+  return true;
+}
 
-  // The strategy's own collectives, per mesh dimension.
+/// The strategy's own collectives, per mesh dimension.
+void strategy_collectives(const Ctx& x, const Operator& op, Strategy& s) {
+  const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
+  const double params = static_cast<double>(op_params(op));
   const double full_out = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
   const double full_in = static_cast<double>(rows) * op.in_features * x.dsize;
   for (int d = 0; d < 2; ++d) {
@@ -194,6 +191,28 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
       default: break;
     }
   }
+}
+
+/// Fills a strategy's costs; false when the split does not divide what it must.
+bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
+  const Factors fac = factors_of(x, s);
+  if ((static_cast<int64_t>(x.b) * x.g.seq) % fac('B') != 0) return false;
+  double weight_split = 1;
+  for (int d = 0; d < 2; ++d)
+    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
+  s.params_local = static_cast<double>(op_params(op)) / weight_split;
+  if (!kernel_time(x, op, fac, s)) return false;
+  // Output layout and its bytes per device.
+  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
+  for (int d = 0; d < 2; ++d) {
+    s.in_layout[d] = in_layout_of(s.choice[d]);
+    s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
+    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
+    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
+  }
+  s.out_bytes_local = out_bytes;
+
+  strategy_collectives(x, op, s);
   return true;
 }
 

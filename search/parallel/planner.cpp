@@ -653,7 +653,7 @@ Planner::Search Planner::search_space() const {
   return s;
 }
 
-void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates) {
+void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit) {
   // Per-stage shapes keep each stage's GPUs and the pipeline's micro-batch: configurations that differ only in
   // how tp x dp splits them give the same search, so each (pp, cp, mbs x dp, schedule, recompute, zero) once.
   std::vector<std::string> seen;
@@ -663,7 +663,7 @@ void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<Para
                             "|" + to_string(c.recompute) + "|" + std::to_string(c.zero);
     if (c.pp < 2 || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
-    if (static_cast<int>(seen.size()) > opts_.submesh_candidates) break;
+    if (static_cast<int>(seen.size()) > limit) break;
     std::optional<Plan> cand = evaluate_submeshes(c);
     if (cand && !cand->uniform_stages && (!best || cand->iteration_time_s < best->iteration_time_s * (1 - 1e-9)))
       best = std::move(cand);
@@ -678,6 +678,7 @@ Plan Planner::plan() {
   const Search space = search_space();
   std::optional<Plan> best;
   std::vector<std::pair<double, ParallelConfig>> ranked;  // uniform 1F1B/GPipe plans, for the submesh search
+  std::vector<ParallelConfig> too_big;  // 1F1B/GPipe configurations no uniform partition fits: a shape per stage may
   std::string last_reason = "no configuration was tried";
   int64_t tried = 0;
   auto consider = [&](std::optional<Plan> cand) {
@@ -694,6 +695,7 @@ Plan Planner::plan() {
     std::string why;
     consider(evaluate_impl(c, interleaved, best ? best->iteration_time_s : kInf, &why));
     if (!why.empty() && why != "cannot beat the best plan found") last_reason = describe(c) + ": " + why;
+    if (!interleaved && why.rfind("no stage partition fits", 0) == 0) too_big.push_back(c);
     // Hand-written configurations split layers evenly: try that too, so the plan is never worse.
     if (!interleaved) {
       why.clear();
@@ -722,7 +724,8 @@ Plan Planner::plan() {
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<ParallelConfig> candidates;
     for (const auto& r : ranked) candidates.push_back(r.second);
-    refine_submeshes(best, candidates);
+    refine_submeshes(best, candidates, opts_.submesh_candidates);
+    refine_submeshes(best, too_big, opts_.submesh_candidates / 2);
   }
   if (!best) {
     if (!pin.empty())

@@ -97,7 +97,8 @@ struct PlannerOptions {
   /// Let each pipeline stage run its own tp x dp view of its GPUs when faster (Alpa's per-stage submeshes).
   /// Use false for plans whose every stage runs the configuration's tp and dp (what the engines run).
   bool per_stage_submeshes = true;
-  int submesh_candidates = 4;             ///< Best uniform configurations re-solved with per-stage shapes.
+  /// Best uniform configurations re-solved with per-stage shapes (and half as many that no uniform split fits).
+  int submesh_candidates = 4;
   /// Choose each stage's layer shardings under its own memory budget inside the DP when the fastest do not fit.
   /// Use false for the old fallback: every layer capped at usable / ceil(L / pp), whatever its stage.
   bool memory_levels_in_dp = true;
@@ -205,7 +206,8 @@ class Planner {
   void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
                      const std::vector<double>& stage_opt) const;
   Search search_space() const;
-  void refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates);
+  /// Re-solves up to `limit` distinct candidates with a shape per stage; keeps a faster plan in best.
+  void refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit);
   /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers.
   double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers) const;
 
