@@ -376,31 +376,27 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
 bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables,
                                      std::vector<int>& starts, std::vector<int>& level) {
   const int p = e.p, L = e.L;
-  // Level 1 caps each layer's ILP row at its share of the device, usable / ceil(L / p) (the old fallback, on
-  // every stage); level 2 at twice that share (faster shardings the late stages of a pipeline, which keep fewer
-  // activations, may still fit); level 3 at the share with the outputs weighted by the first stage's micro-
-  // batches in flight (leaner still, for the early stages of 1F1B). Each level costs a layer ILP per distinct
-  // layer, so there are only these.
+  // Level 0 is the fastest sharding (tables[0]), which may still fit the late stages of a 1F1B pipeline. Level 1
+  // caps each layer's ILP row at its share of the device, usable / ceil(L / p) (the old fallback, on every
+  // stage). Only when that fits no partition, level 2 caps it with the outputs weighted by the first stage's
+  // micro-batches in flight (leaner, for the early stages). Each level costs a layer ILP per distinct layer.
   const double share = e.usable / ((L + p - 1) / p);
-  const double f0 = in_flight_micro_batches(e.c.schedule, p, 0, e.m, e.v);
-  std::vector<std::pair<double, double>> caps = {{share, 1.0}, {2 * share, 1.0}};
-  if (f0 > 1) caps.push_back({share, f0});
-  bool have_old = false;
-  for (size_t k = 0; k < caps.size(); ++k) {
-    LayerTable t;
-    if (!fill_table(e, e.shape, caps[k].first, caps[k].second, t)) continue;
-    have_old = have_old || k == 0;
-    tables.push_back(std::move(t));
-  }
-  const int V = static_cast<int>(tables.size());
-  if (V < 2) return false;
+  LayerTable capped;
+  if (!fill_table(e, e.shape, share, 1.0, capped)) return false;
+  tables.push_back(std::move(capped));
   auto fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
   // The old fallback: level 1 on every stage.
-  std::vector<int> old = have_old ? partition(e, tables[1], uniform) : std::vector<int>{};
+  std::vector<int> old = partition(e, tables[1], uniform);
   if (!opts_.memory_levels_in_dp) {
     starts = old, level.assign(p, 1);
     return !starts.empty();
   }
+  const double f0 = in_flight_micro_batches(e.c.schedule, p, 0, e.m, e.v);
+  if (old.empty() && f0 > 1) {
+    LayerTable lean;
+    if (fill_table(e, e.shape, share, f0, lean)) tables.push_back(std::move(lean));
+  }
+  const int V = static_cast<int>(tables.size());
   if (uniform) {  // the stages are given: each takes the fastest level that fits it
     starts = uniform_partition(model_, p);
     level.assign(p, -1);

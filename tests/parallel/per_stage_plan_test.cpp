@@ -46,7 +46,9 @@ TEST(PerStagePlan, DifferentShapesPerStagePayForAHeavyVocabulary) {
   EXPECT_GE(shapes.size(), 2u);
   // A stage after one of another shape pays the resharding of the boundary activation; the breakdown shows it.
   for (size_t s = 1; s < per_stage.stages.size(); ++s)
-    if (per_stage.stages[s].shape != per_stage.stages[s - 1].shape) EXPECT_GT(per_stage.stages[s].time.reshard_s, 0);
+    if (per_stage.stages[s].shape != per_stage.stages[s - 1].shape) {
+      EXPECT_GT(per_stage.stages[s].time.reshard_s, 0) << "stage " << s;
+    }
   // The JSON carries each stage's own shape.
   const nlohmann::ordered_json j =
       plan_to_json(per_stage, parse_model_spec(kBigVocab), parse_cluster_spec("dgx-h100:2"), 256);
