@@ -285,17 +285,16 @@ Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
   return e;
 }
 
-bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, double in_flight, LayerTable& out) {
+bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out) {
   const ParallelConfig& c = e.c;
   const int L = e.L;
   const CommGroup dp_group = e.dp_group(shape);
   const int dpc = dp_group.size;
-  // One sharding per distinct layer: identical layers share it. The ILP's memory row counts one micro-batch of
-  // outputs: dividing the row by the stage's micro-batches in flight weighs them as the stage keeps them.
+  // One sharding per distinct layer: identical layers share it.
   const double state_bytes_pp = model_state_bytes(1, c.zero, dpc, e.bytes).total();
   std::vector<const LayerPlan*> by_sig(signatures_.size());
   for (size_t sig = 0; sig < signatures_.size(); ++sig) {
-    by_sig[sig] = &layer_plan(sig, shape.tp, c.cp, shape.micro_batch, budget / in_flight, state_bytes_pp / in_flight);
+    by_sig[sig] = &layer_plan(sig, shape.tp, c.cp, shape.micro_batch, budget, state_bytes_pp);
     if (by_sig[sig]->ops.empty()) return false;
   }
   out = LayerTable{};
@@ -376,13 +375,15 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
 bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables,
                                      std::vector<int>& starts, std::vector<int>& level) {
   const int p = e.p, L = e.L;
-  // Level 0 is the fastest sharding (tables[0]), which may still fit the late stages of a 1F1B pipeline. Level 1
-  // caps each layer's ILP row at its share of the device, usable / ceil(L / p) (the old fallback, on every
-  // stage). Only when that fits no partition, level 2 caps it with the outputs weighted by the first stage's
-  // micro-batches in flight (leaner, for the early stages). Each level costs a layer ILP per distinct layer.
+  // Level 0 is the fastest sharding (tables[0]), which may still fit the late stages of a 1F1B pipeline (they
+  // keep fewer micro-batches in flight); level 1 caps each layer's ILP row at its share of the device,
+  // usable / ceil(L / p) (the old fallback, which put it on every stage). The DP picks a level per stage, so
+  // only the stages that need the lean shardings pay for them. More levels (a row weighted by a stage's
+  // in-flight micro-batches) cost a layer ILP per distinct layer each and nearly
+  // doubled the solves of the 300-layer plans, so there are only these two.
   const double share = e.usable / ((L + p - 1) / p);
   LayerTable capped;
-  if (!fill_table(e, e.shape, share, 1.0, capped)) return false;
+  if (!fill_table(e, e.shape, share, capped)) return false;
   tables.push_back(std::move(capped));
   auto fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
   // The old fallback: level 1 on every stage.
@@ -390,11 +391,6 @@ bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<La
   if (!opts_.memory_levels_in_dp) {
     starts = old, level.assign(p, 1);
     return !starts.empty();
-  }
-  const double f0 = in_flight_micro_batches(e.c.schedule, p, 0, e.m, e.v);
-  if (old.empty() && f0 > 1) {
-    LayerTable lean;
-    if (fill_table(e, e.shape, share, f0, lean)) tables.push_back(std::move(lean));
   }
   const int V = static_cast<int>(tables.size());
   if (uniform) {  // the stages are given: each takes the fastest level that fits it
@@ -442,7 +438,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
 
   // Layer plans: the fastest shardings first; if no partition fits, memory levels per stage.
   std::vector<LayerTable> tables(1);
-  if (!fill_table(e, e.shape, kInf, 1, tables[0])) return reject("no layer sharding fits the per-layer memory share");
+  if (!fill_table(e, e.shape, kInf, tables[0])) return reject("no layer sharding fits the per-layer memory share");
   // Lower bound: the pipeline is at least m * (all work / p); skip configurations that cannot win.
   if (e.m * tables[0].time(0, e.L) / e.p >= best_time) return reject("cannot beat the best plan found");
   if (uniform && uniform_partition(model_, e.p).empty())
@@ -490,7 +486,7 @@ std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::
   std::vector<LayerTable> tables;
   for (const StageShape& s : stage_shapes(c)) {
     LayerTable t;
-    if (fill_table(e, s, kInf, 1, t)) tables.push_back(std::move(t));
+    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
   }
   const int p = e.p, V = static_cast<int>(tables.size());
   if (V < 2) return reject("one stage shape only");
@@ -721,6 +717,7 @@ Plan Planner::plan() {
     std::vector<ParallelConfig> candidates;
     for (const auto& r : ranked) candidates.push_back(r.second);
     refine_submeshes(best, candidates, opts_.submesh_candidates);
+
     refine_submeshes(best, too_big, opts_.submesh_candidates / 2);
   }
   if (!best) {

@@ -192,8 +192,8 @@ class Planner {
   /// Validates c, fills its micro-batch count and virtual stages; the reason it is invalid, or "".
   std::string check_config(ParallelConfig& c, bool& uniform) const;
   Eval make_eval(const ParallelConfig& c) const;
-  /// Per-layer costs of `shape` with the layer ILP's memory row  states + in_flight x outputs <= budget.
-  bool fill_table(const Eval& e, const StageShape& shape, double budget, double in_flight, LayerTable& out);
+  /// Per-layer costs of `shape` with the layer ILP's memory row (states + outputs per layer) capped at budget.
+  bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
   double stage_p2p_s(const Eval& e, const StageShape& shape) const;
   /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
