@@ -169,6 +169,59 @@ int main(int argc, char** argv) {
                      {"ilp_solves", plan.ilp_solves}});
   }
   results.push_back({{"label", "planner scale"}, {"cases", scale}});
+  // Per-stage submeshes: the same search with every stage on the configuration's tp x dp, and with a shape per
+  // stage (Alpa's submeshes), on models whose embedding or LM head weigh far more than a block, free and with the
+  // pipeline depth pinned as a user with a 4-stage pipeline would.
+  std::printf("\nper-stage submeshes (global batch 256)\n%-58s %-12s %-18s %8s %8s %9s %9s  %s\n", "model", "cluster",
+              "--fix", "plan s", "plan s", "iter s", "iter s", "stages (tp x dp, layers) with per-stage shapes");
+  std::printf("%-58s %-12s %-18s %8s %8s %9s %9s\n", "", "", "", "uniform", "per-stage", "uniform", "per-stage");
+  nlohmann::ordered_json sub = nlohmann::ordered_json::array();
+  struct SubCase {
+    std::string model, cluster, fix;
+  };
+  for (const SubCase& sc : std::vector<SubCase>{
+           {"gpt:layers=16,hidden=2048,heads=16,seq=2048,vocab=512000", "dgx-h100:2", ""},
+           {"gpt:layers=16,hidden=2048,heads=16,seq=2048,vocab=512000", "dgx-h100:2", "pp=4,schedule=1f1b"},
+           {"gpt:layers=24,hidden=2048,heads=16,seq=4096,vocab=1000000", "dgx-h100:2", "pp=4,schedule=1f1b"},
+           {"gpt:layers=32,hidden=4096,heads=32,seq=2048,vocab=256000", "dgx-h100:4", ""}}) {
+    const std::string& model_spec = sc.model;
+    const std::string& cluster_spec = sc.cluster;
+    const ModelGraph model = parse_model_spec(model_spec);
+    const ClusterSpec cluster = parse_cluster_spec(cluster_spec);
+    PlannerOptions opts;
+    opts.global_batch = 256;
+    opts.pins = parse_pins(sc.fix);
+    opts.per_stage_submeshes = false;
+    auto t0 = std::chrono::steady_clock::now();
+    const Plan uni = Planner(model, cluster, opts).plan();
+    const double uni_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    opts.per_stage_submeshes = true;
+    t0 = std::chrono::steady_clock::now();
+    const Plan per = Planner(model, cluster, opts).plan();
+    const double per_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string shapes;
+    nlohmann::ordered_json js = nlohmann::ordered_json::array();
+    for (const StagePlan& st : per.stages) {
+      shapes += (shapes.empty() ? "" : " | ") + std::to_string(st.shape.tp) + "x" + std::to_string(st.shape.dp) +
+                " L" + std::to_string(st.first_layer) + "-" + std::to_string(st.end_layer - 1);
+      js.push_back({{"tp", st.shape.tp}, {"dp", st.shape.dp}, {"micro_batch", st.shape.micro_batch},
+                    {"first_layer", st.first_layer}, {"end_layer", st.end_layer}});
+    }
+    std::printf("%-58s %-12s %-18s %8.2f %8.2f %9.4f %9.4f  %s\n", model_spec.c_str(), cluster_spec.c_str(),
+                sc.fix.empty() ? "-" : sc.fix.c_str(), uni_s, per_s, uni.iteration_time_s, per.iteration_time_s,
+                shapes.c_str());
+    std::printf("%-58s %-12s %-18s %8s %8s %9s %9s  uniform: %s; per-stage: %s\n", "", "", "", "", "", "", "",
+                short_config(uni.config).c_str(), short_config(per.config).c_str());
+    sub.push_back({{"model", model_spec},
+                   {"cluster", cluster_spec},
+                   {"fix", sc.fix},
+                   {"uniform", {{"config", describe(uni.config)}, {"planning_s", uni_s},
+                                {"iteration_time_s", uni.iteration_time_s}}},
+                   {"per_stage", {{"config", describe(per.config)}, {"planning_s", per_s},
+                                  {"iteration_time_s", per.iteration_time_s}, {"uniform_stages", per.uniform_stages},
+                                  {"stages", js}}}});
+  }
+  results.push_back({{"label", "per-stage submeshes"}, {"cases", sub}});
   // Calibration: the cost model against the published runs it was fitted to (docs/calibration.md).
   std::printf("\ncalibration (default cost parameters)\n%-30s %10s %10s %8s\n", "run", "published", "predicted",
               "error");

@@ -60,6 +60,10 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                 par::to_string(c.schedule) +
                     (c.schedule == par::Schedule::kInterleaved ? " v=" + std::to_string(c.virtual_stages) : ""),
                 par::to_string(c.recompute), std::to_string(c.zero), plan.sequence_parallel ? "yes" : "no"}});
+  if (!plan.uniform_stages)
+    std::cout << "\nper-stage submeshes: each stage runs its own tp x dp of its " << c.tp * c.dp
+              << " GPUs (per context-parallel rank); the pipeline micro-batch is " << c.micro_batch * c.dp
+              << " sequences (the table above gives the reference shape)\n";
   std::cout << "\n";
   std::vector<std::vector<std::string>> rows;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -74,10 +78,12 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
     }
     rows.push_back({std::to_string(s), std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1),
                     std::to_string(sp.mesh.d0) + "x" + std::to_string(sp.mesh.d1),
+                    std::to_string(sp.shape.tp) + "x" + std::to_string(sp.shape.dp) + " mbs " +
+                        std::to_string(sp.shape.micro_batch) + (sp.memory_level > 0 ? " lean" : ""),
                     fixed(sp.time_per_micro_batch_s * 1e3, 2), gb(sp.memory.weights), gb(sp.memory.gradients),
                     gb(sp.memory.optimizer), gb(sp.memory.activations), gb(sp.memory.total()), shard});
   }
-  print_table({"stage", "layers", "mesh", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
+  print_table({"stage", "layers", "mesh", "tp x dp", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
                "sharding (R repl, B batch, C column, K reduction, H heads, F features, V vocab, P inside experts)"},
               rows);
   std::cout << "\n";
@@ -93,10 +99,12 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
     const par::TimeBreakdown& t = plan.stages[s].time;
     trows.push_back({std::to_string(s) + (static_cast<int>(s) == plan.critical_stage ? "*" : ""), fixed(t.compute_s, 3),
                      fixed(t.memory_bound_s, 3), fixed(t.recompute_s, 3), fixed(t.tp_comm_s, 3),
-                     fixed(t.ep_comm_s, 3), fixed(t.zero_comm_s, 3), fixed(t.pp_p2p_s, 3), fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3),
-                     fixed(t.optimizer_s, 3), fixed(t.wait_s, 3), fixed(t.total(), 3)});
+                     fixed(t.ep_comm_s, 3), fixed(t.zero_comm_s, 3), fixed(t.reshard_s, 3), fixed(t.pp_p2p_s, 3),
+                     fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3), fixed(t.optimizer_s, 3), fixed(t.wait_s, 3),
+                     fixed(t.total(), 3)});
   }
-  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "ep a2a", "zero comm", "pp p2p", "pp bubble",
+  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "ep a2a", "zero comm", "reshard", "pp p2p",
+               "pp bubble",
                "dp comm", "optimizer", "wait", "total"},
               trows);
   std::cout << "(* the critical stage: the slowest per micro-batch)\n";
@@ -164,6 +172,8 @@ int plan_command(const std::vector<std::string>& args) {
   opts.global_batch = global_batch;
   // An export plans for its engine: the ZeRO stages it runs and the bytes per parameter it keeps.
   if (format) opts.engine = par::engine_of(*format);
+  // The engines run one tp and dp on every pipeline stage: an export plans uniform stages.
+  if (format) opts.per_stage_submeshes = false;
   opts.attention = attention;  // unset ("auto"): the model's recipe
 
   // Read tuned records from an existing database; never create one before a plan exists.

@@ -10,6 +10,7 @@
 // microseconds and memory to fractions of the budget, to keep coefficients near 1.
 #include <coin/Cbc_C_Interface.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -32,100 +33,78 @@ void check(int rc, const char* call) {
 
 constexpr double kTimeScale = 1e6;  // seconds -> microseconds
 
-}  // namespace
-
-ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions& opts) {
-  ShardingSolution sol;
-  for (const auto& n : req.nodes)
-    if (n.cost.empty()) {
-      sol.status = "infeasible: node " + n.name + " has no strategy";
-      return sol;
-    }
-  CbcModelPtr model(Cbc_newModel());
-  if (!model) throw std::runtime_error("CBC Cbc_newModel returned null");
-  Cbc_Model* m = model.get();
-  Cbc_setLogLevel(m, 0);
-  Cbc_setObjSense(m, 1);
-
-  // s variables.
+/// One binary column per strategy with its cost, and sum_p s_v[p] = 1 per node; the first column of each node.
+std::vector<int> add_strategy_columns(Cbc_Model* m, const ShardingRequest& req, int& cols) {
   std::vector<int> s_first(req.nodes.size());
-  int cols = 0;
   for (size_t v = 0; v < req.nodes.size(); ++v) {
     s_first[v] = cols;
-    for (size_t p = 0; p < req.nodes[v].cost.size(); ++p) {
-      Cbc_addCol(m, "", 0, 1, req.nodes[v].cost[p] * kTimeScale, 1, 0, nullptr, nullptr);
-      ++cols;
-    }
     std::vector<int> idx;
     std::vector<double> one;
     for (size_t p = 0; p < req.nodes[v].cost.size(); ++p) {
-      idx.push_back(s_first[v] + static_cast<int>(p));
+      Cbc_addCol(m, "", 0, 1, req.nodes[v].cost[p] * kTimeScale, 1, 0, nullptr, nullptr);
+      idx.push_back(cols++);
       one.push_back(1.0);
     }
     Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), one.data(), 'E', 1.0);
   }
+  return s_first;
+}
 
-  // e variables and their linking rows; edges whose matrix is all zero cost nothing and are left out.
-  for (const auto& e : req.edges) {
-    const int ns = static_cast<int>(req.nodes[e.src].cost.size()), nd = static_cast<int>(req.nodes[e.dst].cost.size());
-    if (static_cast<int>(e.resharding.size()) != ns * nd)
-      throw std::invalid_argument("sharding edge matrix has the wrong size");
-    bool any = false;
-    for (double r : e.resharding) any = any || r != 0;
-    if (!any) continue;
-    const int e_first = cols;
-    for (int k = 0; k < ns * nd; ++k) {
-      Cbc_addCol(m, "", 0, 1, e.resharding[k] * kTimeScale, 0, 0, nullptr, nullptr);
-      ++cols;
-    }
-    std::vector<int> idx;
-    std::vector<double> coef;
-    for (int p = 0; p < ns; ++p) {  // sum_q e[p][q] - s_src[p] <= 0
-      idx.clear();
-      coef.clear();
-      for (int q = 0; q < nd; ++q) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
-      idx.push_back(s_first[e.src] + p), coef.push_back(-1.0);
-      Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
-    }
-    for (int q = 0; q < nd; ++q) {  // sum_p e[p][q] - s_dst[q] <= 0
-      idx.clear();
-      coef.clear();
-      for (int p = 0; p < ns; ++p) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
-      idx.push_back(s_first[e.dst] + q), coef.push_back(-1.0);
-      Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
-    }
+/// The e variables of one edge and their linking rows (Alpa's linearisation of s_u^T R s_v).
+void add_edge(Cbc_Model* m, const ShardingRequest& req, const ShardingEdge& e, const std::vector<int>& s_first,
+              int& cols) {
+  const int ns = static_cast<int>(req.nodes[e.src].cost.size()), nd = static_cast<int>(req.nodes[e.dst].cost.size());
+  const int e_first = cols;
+  for (int k = 0; k < ns * nd; ++k) {
+    Cbc_addCol(m, "", 0, 1, e.resharding[k] * kTimeScale, 0, 0, nullptr, nullptr);
+    ++cols;
+  }
+  std::vector<int> idx;
+  std::vector<double> coef;
+  for (int p = 0; p < ns; ++p) {  // sum_q e[p][q] - s_src[p] <= 0
     idx.clear();
     coef.clear();
-    for (int k = 0; k < ns * nd; ++k) idx.push_back(e_first + k), coef.push_back(1.0);
-    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'E', 1.0);
+    for (int q = 0; q < nd; ++q) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
+    idx.push_back(s_first[e.src] + p), coef.push_back(-1.0);
+    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
   }
-
-  // Memory: sum_v s_v . m_v / budget <= 1.
-  if (std::isfinite(req.memory_budget)) {
-    std::vector<int> idx;
-    std::vector<double> coef;
-    for (size_t v = 0; v < req.nodes.size(); ++v)
-      for (size_t p = 0; p < req.nodes[v].memory.size() && p < req.nodes[v].cost.size(); ++p) {
-        if (req.nodes[v].memory[p] == 0) continue;
-        idx.push_back(s_first[v] + static_cast<int>(p));
-        coef.push_back(req.memory_budget > 0 ? req.nodes[v].memory[p] / req.memory_budget : 1e9);
-      }
-    if (!idx.empty()) Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 1.0);
+  for (int q = 0; q < nd; ++q) {  // sum_p e[p][q] - s_dst[q] <= 0
+    idx.clear();
+    coef.clear();
+    for (int p = 0; p < ns; ++p) idx.push_back(e_first + p * nd + q), coef.push_back(1.0);
+    idx.push_back(s_first[e.dst] + q), coef.push_back(-1.0);
+    Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 0.0);
   }
+  idx.clear();
+  coef.clear();
+  for (int k = 0; k < ns * nd; ++k) idx.push_back(e_first + k), coef.push_back(1.0);
+  Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'E', 1.0);
+}
 
-  Cbc_setMaximumSeconds(m, opts.time_limit_s);
-  Cbc_setAllowableGap(m, 0.0);
-  Cbc_setAllowableFractionGap(m, 0.0);
-  check(Cbc_solve(m), "Cbc_solve");
+/// Memory: sum_v s_v . m_v / budget <= 1 (no row without a finite budget).
+void add_memory_row(Cbc_Model* m, const ShardingRequest& req, const std::vector<int>& s_first) {
+  if (!std::isfinite(req.memory_budget)) return;
+  std::vector<int> idx;
+  std::vector<double> coef;
+  for (size_t v = 0; v < req.nodes.size(); ++v)
+    for (size_t p = 0; p < req.nodes[v].memory.size() && p < req.nodes[v].cost.size(); ++p) {
+      if (req.nodes[v].memory[p] == 0) continue;
+      idx.push_back(s_first[v] + static_cast<int>(p));
+      coef.push_back(req.memory_budget > 0 ? req.nodes[v].memory[p] / req.memory_budget : 1e9);
+    }
+  if (!idx.empty()) Cbc_addRow(m, "", static_cast<int>(idx.size()), idx.data(), coef.data(), 'L', 1.0);
+}
 
+/// Reads the solved model back: each node's strategy, the objective recomputed exactly, the status.
+void read_solution(Cbc_Model* m, const ShardingRequest& req, const std::vector<int>& s_first, ShardingSolution& sol) {
   if (Cbc_isProvenInfeasible(m)) {
     sol.status = "infeasible";
-    return sol;
+    return;
   }
   const double* x = Cbc_getColSolution(m);
   if (!x) {
     sol.status = "no solution";
-    return sol;
+    return;
   }
   sol.choice.assign(req.nodes.size(), 0);
   for (size_t v = 0; v < req.nodes.size(); ++v) {
@@ -140,6 +119,37 @@ ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions
   sol.objective = ev.total;
   sol.feasible = ev.violations.empty();
   if (!sol.feasible) sol.status = "infeasible";
+}
+
+}  // namespace
+
+ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions& opts) {
+  ShardingSolution sol;
+  for (const auto& n : req.nodes)
+    if (n.cost.empty()) {
+      sol.status = "infeasible: node " + n.name + " has no strategy";
+      return sol;
+    }
+  CbcModelPtr model(Cbc_newModel());
+  if (!model) throw std::runtime_error("CBC Cbc_newModel returned null");
+  Cbc_Model* m = model.get();
+  Cbc_setLogLevel(m, 0);
+  Cbc_setObjSense(m, 1);
+  int cols = 0;
+  const std::vector<int> s_first = add_strategy_columns(m, req, cols);
+  // Edges whose matrix is all zero cost nothing and are left out.
+  for (const auto& e : req.edges) {
+    if (e.resharding.size() != req.nodes[e.src].cost.size() * req.nodes[e.dst].cost.size())
+      throw std::invalid_argument("sharding edge matrix has the wrong size");
+    if (std::any_of(e.resharding.begin(), e.resharding.end(), [](double r) { return r != 0; }))
+      add_edge(m, req, e, s_first, cols);
+  }
+  add_memory_row(m, req, s_first);
+  Cbc_setMaximumSeconds(m, opts.time_limit_s);
+  Cbc_setAllowableGap(m, 0.0);
+  Cbc_setAllowableFractionGap(m, 0.0);
+  check(Cbc_solve(m), "Cbc_solve");
+  read_solution(m, req, s_first, sol);
   return sol;
 }
 

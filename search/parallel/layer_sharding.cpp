@@ -85,26 +85,25 @@ struct Ctx {
   int ep = 1;  ///< Expert-parallel degree: MoE experts divided over ep data-parallel ranks.
 };
 
-/// Fills a strategy's costs; false when the split does not divide what it must.
-bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
+/// Split factors of a strategy: f['B'] is how many ways it splits tokens, f['C'] output features, ...
+struct Factors {
   double f[128] = {};
-  for (char k : std::string("RBCKHFVP")) f[static_cast<int>(k)] = 1;
-  for (int d = 0; d < 2; ++d) f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
-  auto fac = [&](char k) { return static_cast<int64_t>(f[static_cast<int>(k)]); };
-  const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
+  int64_t operator()(char k) const { return static_cast<int64_t>(f[static_cast<int>(k)]); }
+};
+
+Factors factors_of(const Ctx& x, const Strategy& s) {
+  Factors f;
+  for (char k : std::string("RBCKHFVP")) f.f[static_cast<int>(k)] = 1;
+  for (int d = 0; d < 2; ++d) f.f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
+  return f;
+}
+
+/// The strategy's forward kernels; false when its split does not divide the heads or experts.
+bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy& s) {
   const int64_t fB = fac('B');
-  if (rows % fB != 0) return false;
-  const int64_t rows_local = rows / fB;
+  const int64_t rows_local = static_cast<int64_t>(x.b) * x.g.seq / fB;
   auto ceil_div = [](int64_t a, int64_t d) { return (a + d - 1) / d; };
   const std::string& dt = x.g.dtype;
-  const double params = static_cast<double>(op_params(op));
-  double weight_split = 1;
-  for (int d = 0; d < 2; ++d)
-    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
-  const double expert_params = static_cast<double>(op_expert_params(op));
-  s.expert_params_local = expert_params / (weight_split * x.ep);
-  s.params_local = (params - expert_params) / weight_split + s.expert_params_local;
-
   switch (op.type) {
     case OpType::kLinear:
       s.fwd = x.costs.gemm(rows_local, ceil_div(op.out_features, fac('C')), ceil_div(op.in_features, fac('K')), dt);
@@ -165,17 +164,13 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
     }
   }
 
-  // Output layout and its bytes per device.
-  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
-  for (int d = 0; d < 2; ++d) {
-    s.in_layout[d] = in_layout_of(s.choice[d]);
-    s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
-    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
-    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
-  }
-  s.out_bytes_local = out_bytes;
+  return true;
+}
 
-  // The strategy's own collectives, per mesh dimension.
+/// The strategy's own collectives, per mesh dimension.
+void strategy_collectives(const Ctx& x, const Operator& op, Strategy& s) {
+  const int64_t rows = static_cast<int64_t>(x.b) * x.g.seq;
+  const double params = static_cast<double>(op_params(op));
   const double full_out = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
   const double full_in = static_cast<double>(rows) * op.in_features * x.dsize;
   for (int d = 0; d < 2; ++d) {
@@ -206,6 +201,30 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
       default: break;
     }
   }
+}
+
+/// Fills a strategy's costs; false when the split does not divide what it must.
+bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
+  const Factors fac = factors_of(x, s);
+  if ((static_cast<int64_t>(x.b) * x.g.seq) % fac('B') != 0) return false;
+  double weight_split = 1;
+  for (int d = 0; d < 2; ++d)
+    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
+  const double expert_params = static_cast<double>(op_expert_params(op));
+  s.expert_params_local = expert_params / (weight_split * x.ep);
+  s.params_local = (static_cast<double>(op_params(op)) - expert_params) / weight_split + s.expert_params_local;
+  if (!kernel_time(x, op, fac, s)) return false;
+  // Output layout and its bytes per device.
+  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
+  for (int d = 0; d < 2; ++d) {
+    s.in_layout[d] = in_layout_of(s.choice[d]);
+    s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
+    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
+    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
+  }
+  s.out_bytes_local = out_bytes;
+
+  strategy_collectives(x, op, s);
   return true;
 }
 
@@ -400,6 +419,17 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
       for (int d = 0; d < 2; ++d)
         if (s.choice[d] == 'B' && dim_size(mesh, d) > 1) lp.sequence_parallel = true;
     lp.ops.push_back(op);
+  }
+  {
+    const Strategy& in = b.ops[0].list[sol.choice[0]];
+    int out_idx = static_cast<int>(b.ops.size()) - 1;
+    for (size_t v = 1; v < b.ops.size(); ++v)
+      if (b.ops[v].op->name == layer.output) out_idx = static_cast<int>(v);
+    const Strategy& out = b.ops[out_idx].list[sol.choice[out_idx]];
+    for (int d = 0; d < 2; ++d) {
+      lp.in_layout[d] = in.out_layout[d];
+      lp.out_layout[d] = out.out_layout[d];
+    }
   }
   lp.fwd_s += ev.resharding_cost / 2;
   lp.bwd_s += ev.resharding_cost / 2;

@@ -70,6 +70,10 @@ struct LayerPlan {
   double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).
   bool sequence_parallel = false;  ///< Norms split by tokens on a mesh dimension > 1.
   bool optimal = false;         ///< CBC proved the solution optimal.
+  /// Layout of the layer's input and output activation per mesh dimension (d0, d1): R replicated,
+  /// T token split, F feature split. Consecutive layers whose layouts differ pay a resharding (resharding.h).
+  char in_layout[2] = {'R', 'R'};
+  char out_layout[2] = {'R', 'R'};
   std::string status;
   int parts = 0, tuned_parts = 0;
 };

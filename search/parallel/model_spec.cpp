@@ -183,26 +183,19 @@ ModelGraph parse_family_form(const std::string& spec) {
 
 }  // namespace
 
-ModelGraph build_transformer(const TransformerConfig& c) {
-  if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.seq <= 0 || c.vocab <= 0)
-    throw SpecError("model '" + c.name + "': layers, hidden, heads, seq and vocab must be positive");
-  const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
-  if (c.heads % kv != 0)
-    throw SpecError("model '" + c.name + "': heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
-                    std::to_string(kv));
-  const int64_t h = c.hidden, hd = c.head_dim > 0 ? c.head_dim : h / c.heads, ffn = c.ffn > 0 ? c.ffn : 4 * h;
-  if (hd <= 0 || hd * (c.heads + 2LL * kv) > kMaxFeatures)
-    throw SpecError("model '" + c.name + "': head width " + std::to_string(hd) + " x heads is out of range; allowed: 1.." +
-                    std::to_string(kMaxFeatures) + " features");
+namespace {
+
+/// The model-wide fields of a transformer (its layers come after).
+ModelGraph graph_of(const TransformerConfig& c, int kv, int64_t hd, int64_t ffn) {
   ModelGraph g;
   g.name = c.name;
   g.seq = c.seq;
   g.dtype = c.dtype;
   g.vocab = c.vocab;
-  g.hidden = h;
+  g.hidden = c.hidden;
   g.heads = c.heads;
   g.kv_heads = kv < c.heads ? kv : 0;
-  g.head_dim = hd * c.heads != h ? hd : 0;
+  g.head_dim = hd * c.heads != c.hidden ? hd : 0;
   g.ffn = ffn;
   g.swiglu = c.swiglu;
   g.experts = c.experts;
@@ -214,6 +207,23 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   g.untied_embeddings = c.untied_embeddings;
   g.dropout = c.dropout;
   g.flash_attention = c.flash_attention;
+  return g;
+}
+
+}  // namespace
+
+ModelGraph build_transformer(const TransformerConfig& c) {
+  if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.seq <= 0 || c.vocab <= 0)
+    throw SpecError("model '" + c.name + "': layers, hidden, heads, seq and vocab must be positive");
+  const int kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
+  if (c.heads % kv != 0)
+    throw SpecError("model '" + c.name + "': heads " + std::to_string(c.heads) + " is not a multiple of kv_heads " +
+                    std::to_string(kv));
+  const int64_t h = c.hidden, hd = c.head_dim > 0 ? c.head_dim : h / c.heads, ffn = c.ffn > 0 ? c.ffn : 4 * h;
+  if (hd <= 0 || hd * (c.heads + 2LL * kv) > kMaxFeatures)
+    throw SpecError("model '" + c.name + "': head width " + std::to_string(hd) + " x heads is out of range; allowed: 1.." +
+                    std::to_string(kMaxFeatures) + " features");
+  ModelGraph g = graph_of(c, kv, hd, ffn);
 
   Layer emb;
   emb.name = "embedding";
@@ -293,20 +303,10 @@ std::vector<std::string> model_preset_names() {
   return names;
 }
 
-ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
-  const SpecFields f("model '" + name + "'");
-  if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
-    f.fail("", "expected an object with a \"layers\" array");
-  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "layers"});
-  ModelGraph g;
-  g.name = f.string(doc, "", "name", name);
-  g.seq = f.integer(doc, "", "seq", 1, kMaxSeq, 1);
-  g.vocab = f.integer(doc, "", "vocab", 0, kMaxFeatures, 0);
-  g.dtype = f.string(doc, "", "dtype", std::string("bf16"), "bf16, f16, f32");
-  if (g.dtype != "bf16" && g.dtype != "f16" && g.dtype != "f32")
-    f.fail("dtype", json_excerpt(g.dtype) + " is unknown; allowed: bf16, f16, f32");
-  const nlohmann::json& layers = doc["layers"];
-  // Repeats are counted before anything is copied: a chain longer than the limit is refused unbuilt.
+namespace {
+
+/// Repeats are counted before anything is copied: a chain longer than the limit is refused unbuilt.
+void check_chain_size(const SpecFields& f, const nlohmann::json& layers) {
   int64_t chain = 0, chain_ops = 0;
   for (size_t li = 0; li < layers.size(); ++li) {
     const std::string path = SpecFields::at("layers", li);
@@ -328,6 +328,58 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
                                                  " ops; allowed: at most " + with_commas(kMaxModelOps) +
                                                  " ops in a model, repeats counted");
   }
+}
+
+/// One operator object of a layer's "ops" (`op_path` names it in errors); `dtype` is the model's.
+Operator op_from_json(const SpecFields& f, const nlohmann::json& jo, const std::string& op_path,
+                      const std::string& dtype) {
+  Operator op;
+  op.name = f.string(jo, op_path, "name", std::nullopt, "a name unique in the layer, other than 'input'");
+  const std::string type = f.string(jo, op_path, "type", std::nullopt, op_type_names());
+  auto t = op_type_from_string(type);
+  if (!t) f.fail(SpecFields::at(op_path, "type"), "unknown operator type '" + type + "'; allowed: " + op_type_names());
+  op.type = *t;
+  if (jo.contains("dtype") && f.string(jo, op_path, "dtype", std::nullopt, "bf16, f16, f32") != dtype)
+    f.fail(SpecFields::at(op_path, "dtype"), jo["dtype"].dump() + " differs from the model's '" + dtype +
+                                                 "'; allowed: the model's dtype (one dtype per model)");
+  op.in_features = f.integer(jo, op_path, "in", 1, kMaxFeatures, std::nullopt);
+  op.out_features = f.integer(jo, op_path, "out", 1, kMaxFeatures, std::nullopt);
+  op.heads = static_cast<int>(f.integer(jo, op_path, "heads", 0, kMaxHeads, 0));
+  op.kv_heads = static_cast<int>(f.integer(jo, op_path, "kv_heads", 0, kMaxHeads, op.heads));
+  op.experts = static_cast<int>(f.integer(jo, op_path, "experts", 0, kMaxHeads, 0));
+  op.top_k = static_cast<int>(f.integer(jo, op_path, "top_k", 0, kMaxHeads, 0));
+  op.ffn = f.integer(jo, op_path, "ffn", 0, kMaxFeatures, 0);
+  op.gated = f.boolean(jo, op_path, "gated", false);
+  op.causal = f.boolean(jo, op_path, "causal", true);
+  if (jo.contains("inputs")) {
+    const std::string in_path = SpecFields::at(op_path, "inputs");
+    if (!jo["inputs"].is_array()) f.fail(in_path, json_excerpt(jo["inputs"]) + " is not an array of op names");
+    for (size_t k = 0; k < jo["inputs"].size(); ++k) {
+      const auto& in = jo["inputs"][k];
+      if (!in.is_string() || in.get<std::string>().size() > 256)
+        f.fail(SpecFields::at(in_path, k), json_excerpt(in) + " is not an op name (a string of at most 256 bytes)");
+      op.inputs.push_back(in.get<std::string>());
+    }
+  }
+  return op;
+}
+
+}  // namespace
+
+ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
+  const SpecFields f("model '" + name + "'");
+  if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
+    f.fail("", "expected an object with a \"layers\" array");
+  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "layers"});
+  ModelGraph g;
+  g.name = f.string(doc, "", "name", name);
+  g.seq = f.integer(doc, "", "seq", 1, kMaxSeq, 1);
+  g.vocab = f.integer(doc, "", "vocab", 0, kMaxFeatures, 0);
+  g.dtype = f.string(doc, "", "dtype", std::string("bf16"), "bf16, f16, f32");
+  if (g.dtype != "bf16" && g.dtype != "f16" && g.dtype != "f32")
+    f.fail("dtype", json_excerpt(g.dtype) + " is unknown; allowed: bf16, f16, f32");
+  const nlohmann::json& layers = doc["layers"];
+  check_chain_size(f, layers);
   for (size_t li = 0; li < layers.size(); ++li) {
     const auto& jl = layers[li];
     const std::string path = SpecFields::at("layers", li);
@@ -354,35 +406,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
       f.require_object(jo, op_path, "an operator object");
       f.only_keys(jo, op_path, {"name", "type", "in", "out", "inputs", "heads", "kv_heads", "experts", "top_k", "ffn",
                                 "gated", "causal", "dtype"});
-      Operator op;
-      op.name = f.string(jo, op_path, "name", std::nullopt, "a name unique in the layer, other than 'input'");
-      const std::string type = f.string(jo, op_path, "type", std::nullopt, op_type_names());
-      auto t = op_type_from_string(type);
-      if (!t) f.fail(SpecFields::at(op_path, "type"), "unknown operator type '" + type + "'; allowed: " + op_type_names());
-      op.type = *t;
-      if (jo.contains("dtype") && f.string(jo, op_path, "dtype", std::nullopt, "bf16, f16, f32") != g.dtype)
-        f.fail(SpecFields::at(op_path, "dtype"), jo["dtype"].dump() + " differs from the model's '" + g.dtype +
-                                                     "'; allowed: the model's dtype (one dtype per model)");
-      op.in_features = f.integer(jo, op_path, "in", 1, kMaxFeatures, std::nullopt);
-      op.out_features = f.integer(jo, op_path, "out", 1, kMaxFeatures, std::nullopt);
-      op.heads = static_cast<int>(f.integer(jo, op_path, "heads", 0, kMaxHeads, 0));
-      op.kv_heads = static_cast<int>(f.integer(jo, op_path, "kv_heads", 0, kMaxHeads, op.heads));
-      op.experts = static_cast<int>(f.integer(jo, op_path, "experts", 0, kMaxHeads, 0));
-      op.top_k = static_cast<int>(f.integer(jo, op_path, "top_k", 0, kMaxHeads, 0));
-      op.ffn = f.integer(jo, op_path, "ffn", 0, kMaxFeatures, 0);
-      op.gated = f.boolean(jo, op_path, "gated", false);
-      op.causal = f.boolean(jo, op_path, "causal", true);
-      if (jo.contains("inputs")) {
-        const std::string in_path = SpecFields::at(op_path, "inputs");
-        if (!jo["inputs"].is_array()) f.fail(in_path, json_excerpt(jo["inputs"]) + " is not an array of op names");
-        for (size_t k = 0; k < jo["inputs"].size(); ++k) {
-          const auto& in = jo["inputs"][k];
-          if (!in.is_string() || in.get<std::string>().size() > 256)
-            f.fail(SpecFields::at(in_path, k), json_excerpt(in) + " is not an op name (a string of at most 256 bytes)");
-          op.inputs.push_back(in.get<std::string>());
-        }
-      }
-      l.ops.push_back(op);
+      l.ops.push_back(op_from_json(f, jo, op_path, g.dtype));
     }
     const int64_t repeat = f.integer(jl, path, "repeat", 1, kMaxLayers, 1);
     for (int64_t r = 0; r < repeat; ++r) g.layers.push_back(l);

@@ -172,6 +172,45 @@ void order_layer(Layer& l, const std::string& where) {
   l.ops = std::move(ordered);
 }
 
+/// One operator's sizes and shape rules; `ow` names it in the error.
+void validate_op(const Operator& op, const std::string& ow) {
+  check_positive(ow, "in_features", op.in_features);
+  check_positive(ow, "out_features", op.out_features);
+  check_range(ow, "in_features", op.in_features, 1, kMaxFeatures);
+  check_range(ow, "out_features", op.out_features, 1, kMaxFeatures);
+  check_range(ow, "ffn", op.ffn, 0, kMaxFeatures);
+  check_range(ow, "heads", op.heads, 0, kMaxHeads);
+  check_range(ow, "kv_heads", op.kv_heads, 0, kMaxHeads);
+  check_range(ow, "experts", op.experts, 0, kMaxHeads);
+  check_range(ow, "top_k", op.top_k, 0, kMaxHeads);
+  if (op.type == OpType::kAttention) {
+    check_positive(ow, "heads", op.heads);
+    check_positive(ow, "kv_heads", op.kv_heads);
+    if (op.heads % op.kv_heads != 0)
+      throw SpecError(ow + ": heads " + std::to_string(op.heads) + " is not a multiple of kv_heads " +
+                      std::to_string(op.kv_heads));
+    if (op.out_features % op.heads != 0)
+      throw SpecError(ow + ": out_features " + std::to_string(op.out_features) + " is not a multiple of heads " +
+                      std::to_string(op.heads));
+    const int64_t hd = op.out_features / op.heads;
+    if (op.in_features != (op.heads + 2LL * op.kv_heads) * hd)
+      throw SpecError(ow + ": in_features must be (heads + 2*kv_heads)*head_dim = " +
+                      std::to_string((op.heads + 2LL * op.kv_heads) * hd) + ", got " +
+                      std::to_string(op.in_features));
+  }
+  if (op.type == OpType::kMoeFfn) {
+    check_positive(ow, "experts", op.experts);
+    check_positive(ow, "top_k", op.top_k);
+    check_positive(ow, "ffn", op.ffn);
+    if (op.top_k > op.experts) throw SpecError(ow + ": top_k exceeds experts");
+    if (op.in_features != op.out_features) throw SpecError(ow + ": moe_ffn needs in_features == out_features");
+  }
+  if (op.type == OpType::kLayerNorm && op.in_features != op.out_features)
+    throw SpecError(ow + ": layernorm needs in_features == out_features");
+  if (op.inputs.empty() && op.type != OpType::kEmbedding)
+    throw SpecError(ow + " has no inputs (use \"input\" for the layer's input)");
+}
+
 }  // namespace
 
 void validate(ModelGraph& g) {
@@ -201,45 +240,11 @@ void validate(ModelGraph& g) {
     if (l.kind == LayerKind::kTransformer) ++g.transformer_layers;
     for (const auto& op : l.ops) {
       const std::string ow = where + " op '" + op.name + "'";
-      check_positive(ow, "in_features", op.in_features);
-      check_positive(ow, "out_features", op.out_features);
-      check_range(ow, "in_features", op.in_features, 1, kMaxFeatures);
-      check_range(ow, "out_features", op.out_features, 1, kMaxFeatures);
-      check_range(ow, "ffn", op.ffn, 0, kMaxFeatures);
-      check_range(ow, "heads", op.heads, 0, kMaxHeads);
-      check_range(ow, "kv_heads", op.kv_heads, 0, kMaxHeads);
-      check_range(ow, "experts", op.experts, 0, kMaxHeads);
-      check_range(ow, "top_k", op.top_k, 0, kMaxHeads);
+      validate_op(op, ow);
       params += op_params_wide(op);
       if (params > static_cast<long double>(kMaxParams))
         throw SpecError("model '" + g.name + "' has more than 10^15 parameters (at " + ow +
                         "); allowed: at most 10^15");
-      if (op.type == OpType::kAttention) {
-        check_positive(ow, "heads", op.heads);
-        check_positive(ow, "kv_heads", op.kv_heads);
-        if (op.heads % op.kv_heads != 0)
-          throw SpecError(ow + ": heads " + std::to_string(op.heads) + " is not a multiple of kv_heads " +
-                          std::to_string(op.kv_heads));
-        if (op.out_features % op.heads != 0)
-          throw SpecError(ow + ": out_features " + std::to_string(op.out_features) + " is not a multiple of heads " +
-                          std::to_string(op.heads));
-        const int64_t hd = op.out_features / op.heads;
-        if (op.in_features != (op.heads + 2LL * op.kv_heads) * hd)
-          throw SpecError(ow + ": in_features must be (heads + 2*kv_heads)*head_dim = " +
-                          std::to_string((op.heads + 2LL * op.kv_heads) * hd) + ", got " +
-                          std::to_string(op.in_features));
-      }
-      if (op.type == OpType::kMoeFfn) {
-        check_positive(ow, "experts", op.experts);
-        check_positive(ow, "top_k", op.top_k);
-        check_positive(ow, "ffn", op.ffn);
-        if (op.top_k > op.experts) throw SpecError(ow + ": top_k exceeds experts");
-        if (op.in_features != op.out_features) throw SpecError(ow + ": moe_ffn needs in_features == out_features");
-      }
-      if (op.type == OpType::kLayerNorm && op.in_features != op.out_features)
-        throw SpecError(ow + ": layernorm needs in_features == out_features");
-      if (op.inputs.empty() && op.type != OpType::kEmbedding)
-        throw SpecError(ow + " has no inputs (use \"input\" for the layer's input)");
     }
     order_layer(l, where);
     if (l.output.empty()) l.output = l.ops.back().name;

@@ -57,9 +57,65 @@ int expert_tensor_parallel_degree(const Plan& plan) {
   return std::max(etp, 1);
 }
 
+std::string nonuniform_stages_warning(const Plan& plan, const std::string& engine) {
+  if (plan.uniform_stages) return "";
+  const ParallelConfig& c = plan.config;
+  std::string differ;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StageShape& sh = plan.stages[s].shape;
+    if (sh.tp == c.tp && sh.dp == c.dp) continue;
+    differ += (differ.empty() ? "" : ", ") + std::string("stage ") + std::to_string(s) + " tp=" + std::to_string(sh.tp) +
+              " dp=" + std::to_string(sh.dp);
+  }
+  return engine + " runs one tp and dp on every pipeline stage; this plan's stages differ (" + differ +
+         "): exported tp=" + std::to_string(c.tp) + " dp=" + std::to_string(c.dp) +
+         " on all stages, the nearest uniform plan (plan with --export for its predicted time)";
+}
+
+namespace {
+
+/// Megatron-LM's model arguments (the transformer's shape and recipe).
+std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::vector<std::string>* warnings) {
+  std::string out;
+  auto arg = [&](const std::string& flag, const std::string& value = "") {
+    out += flag + (value.empty() ? "" : " " + value) + "\n";
+  };
+  // The model.
+  if (model.transformer_layers > 0) {
+    arg("--num-layers", std::to_string(model.transformer_layers));
+    arg("--hidden-size", std::to_string(model.hidden));
+    arg("--num-attention-heads", std::to_string(model.heads));
+    if (model.kv_heads > 0) {
+      arg("--group-query-attention");
+      arg("--num-query-groups", std::to_string(model.kv_heads));
+    }
+    if (model.head_dim > 0) arg("--kv-channels", std::to_string(model.head_dim));
+    if (model.ffn > 0) arg("--ffn-hidden-size", std::to_string(model.ffn));
+    if (model.swiglu) arg("--swiglu");
+    if (model.experts > 0) {
+      arg("--num-experts", std::to_string(model.experts));
+      arg("--moe-router-topk", std::to_string(model.top_k));
+    }
+    arg("--position-embedding-type", model.rope ? "rope" : "learned_absolute");
+    if (model.rope) arg("--rotary-base", number(model.rope_base));
+    arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
+    if (!model.linear_bias) arg("--disable-bias-linear");
+    if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");
+    arg("--attention-dropout", number(model.dropout));
+    arg("--hidden-dropout", number(model.dropout));
+    arg("--attention-backend", plan.attention == AttentionKernel::kFlash ? "flash" : "unfused");
+  } else {
+    warn(warnings, "Megatron-LM trains transformers; this model's layers are not one, only the parallel arguments apply");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                             std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "Megatron-LM"));
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -100,33 +156,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
     arg("--recompute-method", "uniform");
     arg("--recompute-num-layers", "1");
   }
-  // The model.
-  if (model.transformer_layers > 0) {
-    arg("--num-layers", std::to_string(model.transformer_layers));
-    arg("--hidden-size", std::to_string(model.hidden));
-    arg("--num-attention-heads", std::to_string(model.heads));
-    if (model.kv_heads > 0) {
-      arg("--group-query-attention");
-      arg("--num-query-groups", std::to_string(model.kv_heads));
-    }
-    if (model.head_dim > 0) arg("--kv-channels", std::to_string(model.head_dim));
-    if (model.ffn > 0) arg("--ffn-hidden-size", std::to_string(model.ffn));
-    if (model.swiglu) arg("--swiglu");
-    if (model.experts > 0) {
-      arg("--num-experts", std::to_string(model.experts));
-      arg("--moe-router-topk", std::to_string(model.top_k));
-    }
-    arg("--position-embedding-type", model.rope ? "rope" : "learned_absolute");
-    if (model.rope) arg("--rotary-base", number(model.rope_base));
-    arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
-    if (!model.linear_bias) arg("--disable-bias-linear");
-    if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");
-    arg("--attention-dropout", number(model.dropout));
-    arg("--hidden-dropout", number(model.dropout));
-    arg("--attention-backend", plan.attention == AttentionKernel::kFlash ? "flash" : "unfused");
-  } else {
-    warn(warnings, "Megatron-LM trains transformers; this model's layers are not one, only the parallel arguments apply");
-  }
+  out += megatron_model_args(plan, model, warnings);
   arg("--seq-length", std::to_string(model.seq));
   arg("--max-position-embeddings", std::to_string(model.seq));
   if (model.dtype == "bf16") arg("--bf16");
@@ -144,6 +174,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
 std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                              std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "DeepSpeed"));
   nlohmann::ordered_json j;
   // DeepSpeed's data-parallel size is world / (tp x pp): the product below is what it checks.
   j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
@@ -187,6 +218,7 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
 std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                               std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
+  if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "torchtitan"));
   std::string schedule = "1F1B";
   if (c.schedule == Schedule::kGpipe) schedule = "GPipe";
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";

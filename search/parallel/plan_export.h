@@ -38,6 +38,12 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
 std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch,
                         std::vector<std::string>* warnings = nullptr);
 
+/// Megatron-LM, DeepSpeed and torchtitan run one tp and dp on every pipeline stage. For a plan whose stages
+/// differ (Plan::uniform_stages false) each export writes the configuration's reference tp and dp (the nearest
+/// uniform plan: plan it with PlannerOptions::per_stage_submeshes = false for its predicted time) and warns,
+/// naming the stages whose shape it drops.
+std::string nonuniform_stages_warning(const Plan& plan, const std::string& engine);
+
 /// Expert tensor-parallel degree of the plan (Megatron's --expert-tensor-parallel-size): the tensor-mesh
 /// dimensions its MoE layers split every expert over (strategy P); 1 when experts stay whole on each tensor rank.
 /// The expert-parallel degree itself is plan.config.ep.

@@ -21,6 +21,7 @@ nlohmann::ordered_json time_json(const TimeBreakdown& t) {
           {"tp_comm_s", t.tp_comm_s},
           {"ep_comm_s", t.ep_comm_s},
           {"zero_comm_s", t.zero_comm_s},
+          {"reshard_s", t.reshard_s},
           {"pp_p2p_s", t.pp_p2p_s},
           {"pp_bubble_s", t.pp_bubble_s},
           {"dp_comm_s", t.dp_comm_s},
@@ -28,6 +29,47 @@ nlohmann::ordered_json time_json(const TimeBreakdown& t) {
           {"wait_s", t.wait_s},
           {"total_s", t.total()}};
 }
+
+namespace {
+
+/// One stage: its layers, its own submesh shape, memory, time breakdown and per-operator sharding.
+nlohmann::ordered_json stage_json(const StagePlan& sp, size_t s) {
+  nlohmann::ordered_json js;
+  js["stage"] = s;
+  js["first_layer"] = sp.first_layer;
+  js["last_layer"] = sp.end_layer - 1;
+  js["layers"] = sp.end_layer - sp.first_layer;
+  js["mesh"] = {sp.mesh.d0, sp.mesh.d1};
+  js["tp"] = sp.shape.tp;
+  js["dp"] = sp.shape.dp;
+  js["replicas"] = sp.shape.dp;
+  js["micro_batch_size"] = sp.shape.micro_batch;
+  js["memory_level"] = sp.memory_level;
+  js["time_per_micro_batch_s"] = sp.time_per_micro_batch_s;
+  js["params_per_device"] = sp.params_per_device;
+  js["memory"] = memory_json(sp.memory);
+  js["time_breakdown"] = time_json(sp.time);
+  nlohmann::ordered_json sh = nlohmann::ordered_json::array();
+  for (const auto& ls : sp.sharding) {
+    nlohmann::ordered_json jl;
+    jl["layer"] = ls.layer;
+    jl["count"] = ls.count;
+    nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+    for (const auto& op : ls.ops)
+      ops.push_back({{"op", op.op},
+                     {"strategy", op.strategy},
+                     {"source", op.source},
+                     {"fwd_compute_s", op.fwd_compute_s},
+                     {"bwd_compute_s", op.bwd_compute_s},
+                     {"comm_s", op.fwd_comm_s + op.bwd_comm_s}});
+    jl["ops"] = ops;
+    sh.push_back(jl);
+  }
+  js["sharding"] = sh;
+  return js;
+}
+
+}  // namespace
 
 nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, const ClusterSpec& cluster,
                                     int64_t global_batch) {
@@ -53,6 +95,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["zero_stage"] = c.zero;
   j["sequence_parallel"] = plan.sequence_parallel;
   j["partition"] = plan.partition;
+  j["uniform_stages"] = plan.uniform_stages;
   j["attention"] = to_string(plan.attention);
   j["iteration_time_s"] = plan.iteration_time_s;
   j["tokens_per_s"] = plan.tokens_per_s;
@@ -75,40 +118,10 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["ilp_optimal"] = plan.ilp_optimal;
   j["search"] = {{"configs_evaluated", plan.configs_evaluated},
                  {"ilp_solves", plan.ilp_solves},
+                 {"submesh_dp_cells", plan.submesh_dp_cells},
                  {"planning_s", plan.planning_s}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (size_t s = 0; s < plan.stages.size(); ++s) {
-    const StagePlan& sp = plan.stages[s];
-    nlohmann::ordered_json js;
-    js["stage"] = s;
-    js["first_layer"] = sp.first_layer;
-    js["last_layer"] = sp.end_layer - 1;
-    js["layers"] = sp.end_layer - sp.first_layer;
-    js["mesh"] = {sp.mesh.d0, sp.mesh.d1};
-    js["replicas"] = c.dp;
-    js["time_per_micro_batch_s"] = sp.time_per_micro_batch_s;
-    js["params_per_device"] = sp.params_per_device;
-    js["memory"] = memory_json(sp.memory);
-    js["time_breakdown"] = time_json(sp.time);
-    nlohmann::ordered_json sh = nlohmann::ordered_json::array();
-    for (const auto& ls : sp.sharding) {
-      nlohmann::ordered_json jl;
-      jl["layer"] = ls.layer;
-      jl["count"] = ls.count;
-      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
-      for (const auto& op : ls.ops)
-        ops.push_back({{"op", op.op},
-                       {"strategy", op.strategy},
-                       {"source", op.source},
-                       {"fwd_compute_s", op.fwd_compute_s},
-                       {"bwd_compute_s", op.bwd_compute_s},
-                       {"comm_s", op.fwd_comm_s + op.bwd_comm_s}});
-      jl["ops"] = ops;
-      sh.push_back(jl);
-    }
-    js["sharding"] = sh;
-    stages.push_back(js);
-  }
+  for (size_t s = 0; s < plan.stages.size(); ++s) stages.push_back(stage_json(plan.stages[s], s));
   j["stages"] = stages;
   return j;
 }

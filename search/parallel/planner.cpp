@@ -8,7 +8,9 @@
 
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/expert_parallel.h"
+#include "search/parallel/layer_clustering.h"
 #include "search/parallel/stage_dp.h"
+#include "search/parallel/submesh.h"
 
 namespace tuner::parallel {
 
@@ -29,6 +31,19 @@ int parse_pin_int(const std::string& key, const std::string& v, int lo, int hi) 
     throw SpecError("--fix " + key + "=" + v + " is out of range; allowed: " + std::to_string(lo) + ".." +
                     std::to_string(hi));
   return out;
+}
+
+/// Unit starts for a per-stage DP over p stages and V variants whose p K^2 V^2 work per bound stays under a
+/// few million cells (layer_clustering.h); empty when even one unit per stage is too much.
+std::vector<int> dp_units(const std::vector<double>& cost, const std::vector<int>& kinds, int p, int V, int wanted) {
+  constexpr double kMaxWork = 4e6;
+  auto work = [&](double k) { return static_cast<double>(p) * k * k * V * V; };
+  int target = std::max(wanted, 2 * p);
+  while (target > p && work(target) > kMaxWork) target = std::max(p, target * 3 / 4);
+  std::vector<int> units = cluster_layers(cost, kinds, target);
+  const int K = static_cast<int>(units.size()) - 1;
+  if (K < p || work(K) > 4 * kMaxWork) return {};
+  return units;
 }
 
 std::vector<int> divisors(int n) {
@@ -215,8 +230,233 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
+struct Planner::Eval {
+  ParallelConfig c;           ///< Validated, with its micro-batch count and virtual stages.
+  int N = 0, gpn = 0, L = 0;
+  int m = 1, p = 1, v = 1;    ///< Micro-batches, stages, chunks per device.
+  int dsize = 2;
+  StateBytes bytes;
+  double usable = 0;          ///< Bytes per GPU the plan may use.
+  int64_t seq = 1;            ///< Tokens per GPU (seq / cp).
+  bool stage_cross_node = false;
+  StageShape shape;           ///< The configuration's own stage shape.
+  /// Data-parallel group of a stage shape: replicas are tp ranks apart, so a node holds gpn / tp of them;
+  /// gradients are reduced (and ZeRO-sharded) over dp x cp: every context-parallel rank holds all the weights.
+  CommGroup dp_group(const StageShape& s) const {
+    const int dpc = s.dp * c.cp;
+    return {dpc, std::clamp(gpn / s.tp, 1, dpc)};
+  }
+  const ClusterSpec* cluster = nullptr;
+  /// Expert data-parallel group of a stage shape: the dp x cp / ep GPUs that hold the same experts (ep divides
+  /// the shape's dp x cp: check_config for the configuration's own shape, stage_shapes for the others).
+  CommGroup edp_group(const StageShape& s) const { return expert_data_group(*cluster, s.tp, c.ep, s.dp * c.cp); }
+  /// Model states of p_all parameters per device, p_expert of them expert weights: the rest sharded (ZeRO) over
+  /// the shape's dp x cp, the experts over its expert data-parallel group.
+  MemoryBreakdown states(const StageShape& s, double p_all, double p_expert) const {
+    const int dpc = s.dp * c.cp;
+    MemoryBreakdown mb = model_state_bytes(p_all - p_expert, c.zero, dpc, bytes);
+    const MemoryBreakdown me = model_state_bytes(p_expert, c.zero, std::max(1, dpc / c.ep), bytes);
+    mb.weights += me.weights;
+    mb.gradients += me.gradients;
+    mb.optimizer += me.optimizer;
+    return mb;
+  }
+};
+
 std::optional<Plan> Planner::evaluate(const ParallelConfig& c, bool uniform, std::string* why) {
   return evaluate_impl(c, uniform, kInf, why);
+}
+
+std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
+  const int N = cluster_.total_gpus(), gpn = cluster_.gpus_per_node;
+  const int L = static_cast<int>(model_.layers.size());
+  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.ep < 1 || c.micro_batch < 1) return "degrees must be positive";
+  if (std::string v = expert_parallel_violation(c.ep, model_experts_, c.dp * c.cp); !v.empty()) return v;
+  if (model_.seq % c.cp != 0)
+    return "cp=" + std::to_string(c.cp) + " does not divide the sequence of " + std::to_string(model_.seq);
+  if (static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp != N)
+    return "tp*cp*pp*dp = " + std::to_string(static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp) + " is not the " +
+           std::to_string(N) + " GPUs of the cluster";
+  if (c.tp > gpn && c.tp % gpn != 0)
+    return "tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn);
+  if (c.pp > L) return "pp=" + std::to_string(c.pp) + " exceeds the " + std::to_string(L) + " layers";
+  if (opts_.global_batch % (static_cast<int64_t>(c.micro_batch) * c.dp) != 0)
+    return "global batch " + std::to_string(opts_.global_batch) + " is not a multiple of mbs*dp = " +
+           std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp);
+  c.num_micro_batches = static_cast<int>(opts_.global_batch / (static_cast<int64_t>(c.micro_batch) * c.dp));
+  const int m = c.num_micro_batches, p = c.pp;
+  if (c.schedule == Schedule::kInterleaved) {
+    const int v = c.virtual_stages;
+    const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : L;
+    if (v < 2) return "interleaved needs v >= 2 chunks per device";
+    if (p < 2) return "interleaved needs pp >= 2";
+    if (blocks % (p * v) != 0)
+      return std::to_string(blocks) + " layers do not split into pp*v = " + std::to_string(p * v) + " chunks";
+    if (m % p != 0) return "interleaved needs micro-batches (" + std::to_string(m) + ") divisible by pp";
+    uniform = true;
+  } else {
+    c.virtual_stages = 1;
+  }
+  const std::vector<int> stages = engine_zero_stages(opts_.engine);
+  if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
+    return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
+  if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only";
+  return "";
+}
+
+Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
+  Eval e;
+  e.c = c;
+  e.N = cluster_.total_gpus(), e.gpn = cluster_.gpus_per_node;
+  e.L = static_cast<int>(model_.layers.size());
+  e.m = c.num_micro_batches, e.p = c.pp, e.v = c.virtual_stages;
+  e.dsize = dtype_bytes(model_.dtype);
+  e.bytes = state_bytes(opts_.engine);
+  e.usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
+  e.seq = model_.seq / c.cp;
+  e.stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= e.gpn;
+  e.shape = {c.tp, c.dp, c.micro_batch};
+  e.cluster = &cluster_;
+  return e;
+}
+
+bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out) {
+  const ParallelConfig& c = e.c;
+  const int L = e.L;
+  const CommGroup dp_group = e.dp_group(shape), edp_group = e.edp_group(shape);
+  const int dpc = dp_group.size;
+  // One sharding per distinct layer: identical layers share it.
+  const double state_bytes_pp = model_state_bytes(1, c.zero, dpc, e.bytes).total();
+  std::vector<const LayerPlan*> by_sig(signatures_.size());
+  for (size_t sig = 0; sig < signatures_.size(); ++sig) {
+    by_sig[sig] = &layer_plan(sig, shape.tp, c.cp, c.ep, shape.micro_batch, budget, state_bytes_pp);
+    if (by_sig[sig]->ops.empty()) return false;
+  }
+  out = LayerTable{};
+  out.shape = shape;
+  for (auto* v : {&out.t, &out.comp, &out.mem, &out.comm, &out.epc, &out.rec, &out.zex, &out.reshard, &out.bwd,
+                  &out.params, &out.eparams, &out.act, &out.full_act})
+    v->assign(L, 0.0);
+  out.lp.assign(L, nullptr);
+  const Mesh mesh = tensor_mesh(cluster_, shape.tp);
+  const double boundary_bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize;
+  for (int l = 0; l < L; ++l) {
+    const Layer& layer = model_.layers[l];
+    const LayerPlan& x = *(out.lp[l] = by_sig[layer_sig_[l]]);
+    double recompute = 0;
+    if (c.recompute == Recompute::kFull) recompute = x.fwd_s;
+    else if (c.recompute == Recompute::kSelective) recompute = x.attention_fwd_s;
+    const double tl = x.fwd_s + x.bwd_s + recompute;
+    // ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers weights forward and backward.
+    // Expert weights over the expert data-parallel group, the rest over dp x cp.
+    const double w_bytes = (x.params_per_device - x.expert_params_per_device) * e.dsize;
+    const double e_bytes = x.expert_params_per_device * e.dsize;
+    double zc = 0;
+    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + reduce_scatter_s(cluster_, edp_group, e_bytes);
+    if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + all_gather_s(cluster_, edp_group, e_bytes));
+    // A layer of another kind than its predecessor may read its input in another layout.
+    if (l > 0 && layer_sig_[l] != layer_sig_[l - 1])
+      out.reshard[l] = layout_reshard_s(cluster_, mesh, out.lp[l - 1]->out_layout, x.in_layout, boundary_bytes);
+    out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
+    out.epc[l] = x.ep_comm_s;  // inside fwd_s + bwd_s
+    out.zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
+    out.t[l] = tl + out.zex[l] + out.reshard[l];
+    out.bwd[l] = x.bwd_s;
+    out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;
+    out.sequence_parallel = out.sequence_parallel || x.sequence_parallel;
+    if (layer.kind == LayerKind::kTransformer) {
+      out.act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
+                                                x.sequence_parallel, c.recompute);
+      out.full_act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
+                                                     x.sequence_parallel, Recompute::kNone);
+    } else {
+      out.full_act[l] = x.activation_bytes;
+      const double input = boundary_bytes / (x.sequence_parallel ? shape.tp : 1);
+      out.act[l] = c.recompute == Recompute::kFull ? std::min(input, x.activation_bytes) : x.activation_bytes;
+    }
+  }
+  out.finish();
+  return true;
+}
+
+MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const {
+  MemoryBreakdown mb = e.states(t.shape, t.params_of(i, j), t.eparams_of(i, j));
+  mb.activations = in_flight_micro_batches(e.c.schedule, e.p, stage, e.m, e.v) * t.act_of(i, j);
+  // The layer being recomputed holds its full activations: the largest in [i, j).
+  if (e.c.recompute == Recompute::kFull) mb.activations += t.max_full_of(i, j);
+  return mb;
+}
+
+double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {
+  // p2p per stage boundary: activation forward + gradient backward, b*s*h/tp (scatter-gather), per chunk.
+  const double bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize / shape.tp;
+  return e.p > 1 ? 2 * e.v * p2p_s(cluster_, e.stage_cross_node, bytes) : 0;
+}
+
+std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uniform) const {
+  StageDpRequest req;
+  req.stages = e.p;
+  req.micro_batches = static_cast<double>(e.m) * e.v;  // interleaving: (1/v)[sum t + (m v - 1) t_max]
+  req.stage_extra.assign(e.p, stage_p2p_s(e, t.shape));
+  req.stage_extra[e.p - 1] = 0;
+  req.layer_cost = t.t;
+  req.fits = [&](int stage, int i, int j) { return stage_memory(e, t, stage, i, j).total() <= e.usable; };
+  if (uniform) {
+    std::vector<int> starts = uniform_partition(model_, e.p);
+    if (!starts.empty() && !std::isfinite(pipeline_objective(req, starts))) starts.clear();
+    return starts;
+  }
+  StageDpResult r = solve_stage_dp(req);
+  return r.feasible ? r.starts : std::vector<int>{};
+}
+
+bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables,
+                                     std::vector<int>& starts, std::vector<int>& level) {
+  const int p = e.p, L = e.L;
+  // Level 0 is the fastest sharding (tables[0]), which may still fit the late stages of a 1F1B pipeline (they
+  // keep fewer micro-batches in flight); level 1 caps each layer's ILP row at its share of the device,
+  // usable / ceil(L / p) (the old fallback, which put it on every stage). The DP picks a level per stage, so
+  // only the stages that need the lean shardings pay for them. More levels (a row weighted by a stage's
+  // in-flight micro-batches) cost a layer ILP per distinct layer each and nearly
+  // doubled the solves of the 300-layer plans, so there are only these two.
+  const double share = e.usable / ((L + p - 1) / p);
+  LayerTable capped;
+  if (!fill_table(e, e.shape, share, capped)) return false;
+  tables.push_back(std::move(capped));
+  auto fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
+  // The old fallback: level 1 on every stage.
+  std::vector<int> old = partition(e, tables[1], uniform);
+  if (!opts_.memory_levels_in_dp) {
+    starts = old, level.assign(p, 1);
+    return !starts.empty();
+  }
+  const int V = static_cast<int>(tables.size());
+  if (uniform) {  // the stages are given: each takes the fastest level that fits it
+    starts = uniform_partition(model_, p);
+    level.assign(p, -1);
+    for (int s = 0; s < p; ++s)
+      for (int v = 0; v < V && level[s] < 0; ++v)
+        if (fits(s, v, starts[s], starts[s + 1])) level[s] = v;
+    return std::find(level.begin(), level.end(), -1) == level.end();
+  }
+  VariantDpRequest req;
+  req.stages = p;
+  req.micro_batches = static_cast<double>(e.m) * e.v;
+  req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, V, opts_.cluster_units);
+  req.variants = V;
+  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j); };
+  const double p2p = stage_p2p_s(e, e.shape);
+  req.extra = [&](int s, int) { return s + 1 < p ? p2p : 0.0; };
+  req.fits = fits;
+  VariantDpResult r;
+  if (!req.units.empty()) r = solve_variant_dp(req);
+  submesh_cells_ += r.cells;
+  // The old fallback is one of the assignments, at layer granularity: keep the better.
+  const double old_obj = old.empty() ? kInf : variant_objective(req, old, std::vector<int>(p, 1));
+  if (!r.feasible && old.empty()) return false;
+  if (!r.feasible || old_obj <= r.objective) starts = old, level.assign(p, 1);
+  else starts = r.starts, level = r.variant;
+  return true;
 }
 
 std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool uniform, double best_time,
@@ -227,256 +467,159 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   };
   ++evaluated_;
   ParallelConfig c = cfg;
-  const int N = cluster_.total_gpus(), gpn = cluster_.gpus_per_node;
-  const int L = static_cast<int>(model_.layers.size());
-  if (c.tp < 1 || c.pp < 1 || c.dp < 1 || c.cp < 1 || c.ep < 1 || c.micro_batch < 1)
-    return reject("degrees must be positive");
-  if (const std::string v = expert_parallel_violation(c.ep, model_experts_, c.dp * c.cp); !v.empty()) return reject(v);
-  if (model_.seq % c.cp != 0)
-    return reject("cp=" + std::to_string(c.cp) + " does not divide the sequence of " + std::to_string(model_.seq));
-  if (static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp != N)
-    return reject("tp*cp*pp*dp = " + std::to_string(static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp) + " is not the " +
-                  std::to_string(N) + " GPUs of the cluster");
-  if (c.tp > gpn && c.tp % gpn != 0)
-    return reject("tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn));
-  if (c.pp > L) return reject("pp=" + std::to_string(c.pp) + " exceeds the " + std::to_string(L) + " layers");
-  if (opts_.global_batch % (static_cast<int64_t>(c.micro_batch) * c.dp) != 0)
-    return reject("global batch " + std::to_string(opts_.global_batch) + " is not a multiple of mbs*dp = " +
-                  std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp));
-  c.num_micro_batches = static_cast<int>(opts_.global_batch / (static_cast<int64_t>(c.micro_batch) * c.dp));
-  const int m = c.num_micro_batches, p = c.pp;
-  int v = 1;
-  if (c.schedule == Schedule::kInterleaved) {
-    v = c.virtual_stages;
-    const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : L;
-    if (v < 2) return reject("interleaved needs v >= 2 chunks per device");
-    if (p < 2) return reject("interleaved needs pp >= 2");
-    if (blocks % (p * v) != 0)
-      return reject(std::to_string(blocks) + " layers do not split into pp*v = " + std::to_string(p * v) + " chunks");
-    if (m % p != 0) return reject("interleaved needs micro-batches (" + std::to_string(m) + ") divisible by pp");
-    uniform = true;
-  } else {
-    c.virtual_stages = 1;
-  }
-  const int dsize = dtype_bytes(model_.dtype);
-  const StateBytes bytes = state_bytes(opts_.engine);
-  {
-    const std::vector<int> stages = engine_zero_stages(opts_.engine);
-    if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
-      return reject("zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs");
-    if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2)
-      return reject("DeepSpeed's pipeline engine runs ZeRO 0 or 1 only");
-  }
-  const double usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
+  if (std::string bad = check_config(c, uniform); !bad.empty()) return reject(bad);
+  const Eval e = make_eval(c);
+  // Quick memory bound: the model states can never be smaller than all weights split by tp and pp (and the
+  // experts also by ep).
+  const double split = static_cast<double>(c.tp) * c.pp;
+  const double min_expert = static_cast<double>(model_expert_params_) / (split * c.ep);
+  const double min_params = static_cast<double>(model_params_ - model_expert_params_) / split + min_expert;
+  if (e.states(e.shape, min_params, min_expert).total() > e.usable)
+    return reject("model states alone need more than the " + std::to_string(e.usable / 1e9) + " GB per GPU");
 
-  // Data-parallel group: replicas are tp ranks apart, so a node holds gpn / tp of them.
-  // Gradients are reduced (and ZeRO-sharded) over dp x cp: every context-parallel rank holds all the weights.
-  const int dpc = c.dp * c.cp;
-  const CommGroup dp_group{dpc, std::clamp(gpn / c.tp, 1, dpc)};
-  const bool stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= gpn;
-  // Expert gradients and ZeRO shards: over the expert data-parallel group (dp x cp / ep).
-  const int edp = dpc / c.ep;
-  const CommGroup edp_group = expert_data_group(cluster_, c.tp, c.ep, dpc);
-  auto states = [&](double p_all, double p_expert) {
-    MemoryBreakdown mb = model_state_bytes(p_all - p_expert, c.zero, dpc, bytes);
-    const MemoryBreakdown me = model_state_bytes(p_expert, c.zero, edp, bytes);
-    mb.weights += me.weights;
-    mb.gradients += me.gradients;
-    mb.optimizer += me.optimizer;
-    return mb;
-  };
-  const int64_t seq = model_.seq / c.cp;  // tokens per GPU
-
-  // Quick memory bound: the model states can never be smaller than all weights split by tp and pp.
-  {
-    const double split = static_cast<double>(c.tp) * c.pp;
-    const double min_expert = static_cast<double>(model_expert_params_) / (split * c.ep);
-    const double min_params = static_cast<double>(model_params_ - model_expert_params_) / split + min_expert;
-    if (states(min_params, min_expert).total() > usable)
-      return reject("model states alone need more than the " + std::to_string(usable / 1e9) + " GB per GPU");
-  }
-
-  // Layer plans: unconstrained first; if no partition fits, re-solve with a per-layer memory cap.
-  std::vector<const LayerPlan*> lp(L);
-  std::vector<double> t(L), params(L), eparams(L), act(L), full_act(L), bwd(L);
-  std::vector<double> comp(L), mem(L), comm(L), epc(L), rec(L), zex(L);  // the terms of t, per micro-batch
-  bool sp_any = false;
-
-  auto fill_layers = [&](double budget) -> bool {
-    // One sharding per distinct layer: identical layers share it.
-    const double state_bytes_pp = model_state_bytes(1, c.zero, dpc, bytes).total();
-    std::vector<const LayerPlan*> by_sig(signatures_.size());
-    for (size_t sig = 0; sig < signatures_.size(); ++sig) {
-      by_sig[sig] = &layer_plan(sig, c.tp, c.cp, c.ep, c.micro_batch, budget, state_bytes_pp);
-      if (by_sig[sig]->ops.empty()) return false;
-    }
-    for (int l = 0; l < L; ++l) lp[l] = by_sig[layer_sig_[l]];
-    sp_any = false;
-    for (int l = 0; l < L; ++l) {
-      const Layer& layer = model_.layers[l];
-      const LayerPlan& x = *lp[l];
-      double recompute = 0;
-      if (c.recompute == Recompute::kFull) recompute = x.fwd_s;
-      else if (c.recompute == Recompute::kSelective) recompute = x.attention_fwd_s;
-      double tl = x.fwd_s + x.bwd_s + recompute;
-      // ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers weights forward and backward.
-      const double w_bytes = (x.params_per_device - x.expert_params_per_device) * dsize;
-      const double e_bytes = x.expert_params_per_device * dsize;
-      double zc = 0;
-      if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + reduce_scatter_s(cluster_, edp_group, e_bytes);
-      if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + all_gather_s(cluster_, edp_group, e_bytes));
-      comp[l] = x.compute_s;
-      mem[l] = x.memory_bound_s;
-      comm[l] = x.comm_s;
-      epc[l] = x.ep_comm_s;
-      rec[l] = recompute;
-      zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
-      t[l] = tl + zex[l];
-      bwd[l] = x.bwd_s;
-      params[l] = x.params_per_device;
-      eparams[l] = x.expert_params_per_device;
-      sp_any = sp_any || x.sequence_parallel;
-      if (layer.kind == LayerKind::kTransformer) {
-        act[l] = transformer_activation_bytes(seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
-                                              x.sequence_parallel, c.recompute);
-        full_act[l] = transformer_activation_bytes(seq, c.micro_batch, layer.hidden, layer.heads, c.tp,
-                                                   x.sequence_parallel, Recompute::kNone);
-      } else {
-        full_act[l] = x.activation_bytes;
-        const double input = static_cast<double>(seq) * c.micro_batch * model_.hidden * dsize /
-                             (x.sequence_parallel ? c.tp : 1);
-        act[l] = c.recompute == Recompute::kFull ? std::min(input, x.activation_bytes) : x.activation_bytes;
-      }
-    }
-    return true;
-  };
-
-  std::vector<double> pre_t(L + 1, 0), pre_p(L + 1, 0), pre_e(L + 1, 0), pre_a(L + 1, 0);
-  std::vector<std::vector<double>> max_full;  // max_full[k][i] = max of full_act[i, i + 2^k)
-  auto prefixes = [&]() {
-    for (int l = 0; l < L; ++l) {
-      pre_t[l + 1] = pre_t[l] + t[l];
-      pre_p[l + 1] = pre_p[l] + params[l];
-      pre_e[l + 1] = pre_e[l] + eparams[l];
-      pre_a[l + 1] = pre_a[l] + act[l];
-    }
-    max_full.assign(1, full_act);
-    for (int k = 1; (1 << k) <= L; ++k) {
-      max_full.emplace_back(L, 0.0);
-      for (int i = 0; i + (1 << k) <= L; ++i)
-        max_full[k][i] = std::max(max_full[k - 1][i], max_full[k - 1][i + (1 << (k - 1))]);
-    }
-  };
-  auto stage_memory = [&](int stage, int i, int j) {
-    MemoryBreakdown mb = states(pre_p[j] - pre_p[i], pre_e[j] - pre_e[i]);
-    mb.activations = in_flight_micro_batches(c.schedule, p, stage, m, v) * (pre_a[j] - pre_a[i]);
-    if (c.recompute == Recompute::kFull) {
-      // The layer being recomputed holds its full activations: the largest in [i, j), from a sparse table.
-      int k = 0;
-      while ((2 << k) <= j - i) ++k;
-      mb.activations += std::max(max_full[k][i], max_full[k][j - (1 << k)]);
-    }
-    return mb;
-  };
-
-  // p2p per stage boundary: activation forward + gradient backward, b*s*h/tp (scatter-gather), per chunk.
-  const double p2p_bytes = static_cast<double>(c.micro_batch) * seq * model_.hidden * dsize / c.tp;
-  const double p2p = p > 1 ? 2 * v * p2p_s(cluster_, stage_cross_node, p2p_bytes) : 0;
-
-  StageDpRequest req;
-  req.stages = p;
-  req.micro_batches = m * v;  // interleaving: (1/v)[sum t + (m v - 1) t_max]
-  req.stage_extra.assign(p, p2p);
-  req.stage_extra[p - 1] = 0;
-  req.fits = [&](int stage, int i, int j) { return stage_memory(stage, i, j).total() <= usable; };
-
-  std::vector<int> starts;
-  for (int attempt = 0; attempt < 2 && starts.empty(); ++attempt) {
-    double budget = kInf;
-    if (attempt == 1) {
-      // The fastest sharding does not fit: cap each layer's ILP memory at its share of the device.
-      const int per_stage = (L + p - 1) / p;
-      budget = usable / per_stage;
-    }
-    if (!fill_layers(budget)) return reject("no layer sharding fits the per-layer memory share");
-    prefixes();
-    req.layer_cost = t;
-    // Lower bound: the pipeline is at least m * (all work / p); skip configurations that cannot win.
-    if (attempt == 0 && m * pre_t[L] / p >= best_time) return reject("cannot beat the best plan found");
-    if (uniform) {
-      starts = uniform_partition(model_, p);
-      if (starts.empty()) return reject("pp=" + std::to_string(p) + " exceeds the layers to split");
-      if (!std::isfinite(pipeline_objective(req, starts))) starts.clear();
-    } else {
-      StageDpResult r = solve_stage_dp(req);
-      if (r.feasible) starts = r.starts;
-    }
-    if (!starts.empty() || attempt == 1) break;
+  // Layer plans: the fastest shardings first; if no partition fits, memory levels per stage.
+  std::vector<LayerTable> tables(1);
+  if (!fill_table(e, e.shape, kInf, tables[0])) return reject("no layer sharding fits the per-layer memory share");
+  // Lower bound: the pipeline is at least m * (all work / p); skip configurations that cannot win.
+  if (e.m * tables[0].time(0, e.L) / e.p >= best_time) return reject("cannot beat the best plan found");
+  if (uniform && uniform_partition(model_, e.p).empty())
+    return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
+  std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
+  if (starts.empty()) {
     // A capped re-solve can only help when some layer keeps weights it could split.
     bool lean = true;
-    for (int l = 0; l < L && lean; ++l)
-      lean = lp[l]->params_per_device <= 1.01 * static_cast<double>(layer_params(model_.layers[l])) / c.tp + 1;
-    if (lean) break;
+    for (int l = 0; l < e.L && lean; ++l)
+      lean = tables[0].lp[l]->params_per_device <= 1.01 * static_cast<double>(layer_params(model_.layers[l])) / c.tp + 1;
+    if (lean || !memory_level_partition(e, uniform, tables, starts, level))
+      return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
   }
-  if (starts.empty()) return reject("no stage partition fits in " + std::to_string(usable / 1e9) + " GB per GPU");
+  std::vector<const LayerTable*> per_stage;
+  for (int s = 0; s < e.p; ++s) per_stage.push_back(&tables[level[s]]);
+  return assemble(e, per_stage, starts, uniform ? "uniform" : "dp", level);
+}
 
+std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
+  const int gpn = cluster_.gpus_per_node, max_tp = opts_.max_tp > 0 ? opts_.max_tp : gpn;
+  const int devices = c.tp * c.dp;  // per stage, per context-parallel rank
+  const int64_t pipeline_mb = static_cast<int64_t>(c.micro_batch) * c.dp;  // sequences per pipeline micro-batch
+  std::vector<StageShape> out = {{c.tp, c.dp, c.micro_batch}};
+  // Alpa's submeshes (1, 2^k) inside a node, as the stage's tensor-parallel degree: tensor parallelism across
+  // nodes never paid in the uniform search, and each shape costs a layer ILP per distinct layer.
+  for (int tp : divisors(devices)) {
+    if (tp == c.tp || tp > std::min(max_tp, gpn) || (tp & (tp - 1)) != 0) continue;
+    const int dp = devices / tp;
+    // Each stage's experts are divided over ep of its own dp x cp ranks: ep must divide them.
+    if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;
+    out.push_back({tp, dp, static_cast<int>(pipeline_mb / dp)});
+  }
+  return out;
+}
+
+std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::string* why) {
+  auto reject = [&](const std::string& reason) -> std::optional<Plan> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  ParallelConfig c = cfg;
+  bool uniform = false;
+  if (std::string bad = check_config(c, uniform); !bad.empty()) return reject(bad);
+  if (uniform) return reject("interleaved stages keep one shape (chunks of every stage alternate on each device)");
+  const Eval e = make_eval(c);
+  std::vector<LayerTable> tables;
+  for (const StageShape& s : stage_shapes(c)) {
+    LayerTable t;
+    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
+  }
+  const int p = e.p, V = static_cast<int>(tables.size());
+  if (V < 2) return reject("one stage shape only");
+  VariantDpRequest req;
+  req.stages = p;
+  req.micro_batches = e.m;
+  req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, V, opts_.cluster_units);
+  if (req.units.empty()) return reject("too many stages for the per-stage submesh DP");
+  req.variants = V;
+  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j); };
+  std::vector<double> p2p(V);
+  for (int v = 0; v < V; ++v) p2p[v] = stage_p2p_s(e, tables[v].shape);
+  req.extra = [&](int s, int v) { return s + 1 < p ? p2p[v] : 0.0; };
+  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
+  req.boundary = [&](int a, int b) { return stage_reshard_s(cluster_, tables[a].shape, tables[b].shape, sample_bytes); };
+  req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
+  const VariantDpResult r = solve_variant_dp(req);
+  submesh_cells_ += r.cells;
+  if (!r.feasible) return reject("no per-stage submesh assignment fits");
+  std::vector<const LayerTable*> per_stage;
+  for (int v : r.variant) per_stage.push_back(&tables[v]);
+  return assemble(e, per_stage, r.starts, "submesh", std::vector<int>(p, 0));
+}
+
+Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
+                       const std::string& partition, const std::vector<int>& level) const {
+  const ParallelConfig& c = e.c;
+  const int p = e.p, m = e.m;
   Plan plan;
   plan.config = c;
-  plan.partition = uniform ? "uniform" : "dp";
-  plan.sequence_parallel = sp_any && c.tp > 1;
+  plan.partition = partition;
   plan.attention = opts_.cost.attention;
-  plan.memory_capacity_bytes = usable;
-  double sum_t = 0, t_max = 0, dp_exposed = 0, opt = 0;
+  plan.memory_capacity_bytes = e.usable;
+  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
   std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
   for (int s = 0; s < p; ++s) {
+    const LayerTable& t = *tables[s];
     const int i = starts[s], j = starts[s + 1];
     StagePlan sp;
-    sp.first_layer = i;
-    sp.end_layer = j;
-    sp.mesh = tensor_mesh(cluster_, c.tp);
-    sp.time_per_micro_batch_s = pre_t[j] - pre_t[i] + req.stage_extra[s];
-    sp.params_per_device = pre_p[j] - pre_p[i];
-    sp.memory = stage_memory(s, i, j);
+    sp.first_layer = i, sp.end_layer = j;
+    sp.shape = t.shape;
+    sp.mesh = tensor_mesh(cluster_, t.shape.tp);
+    sp.memory_level = level[s];
+    const double p2p = s + 1 < p ? stage_p2p_s(e, t.shape) : 0.0;
+    const double boundary = s > 0 ? stage_reshard_s(cluster_, tables[s - 1]->shape, t.shape, sample_bytes) : 0.0;
+    sp.time_per_micro_batch_s = t.time(i, j) + p2p + boundary;
+    sp.params_per_device = t.params_of(i, j);
+    sp.memory = stage_memory(e, t, s, i, j);
     TimeBreakdown& tb = sp.time;
     for (int l = i; l < j; ++l) {
-      tb.compute_s += m * comp[l];
-      tb.memory_bound_s += m * mem[l];
-      tb.tp_comm_s += m * comm[l];
-      tb.ep_comm_s += m * epc[l];
-      tb.recompute_s += m * rec[l];
-      tb.zero_comm_s += m * zex[l];
+      tb.compute_s += m * t.comp[l], tb.memory_bound_s += m * t.mem[l], tb.tp_comm_s += m * t.comm[l];
+      tb.ep_comm_s += m * t.epc[l], tb.recompute_s += m * t.rec[l], tb.zero_comm_s += m * t.zex[l];
+      tb.reshard_s += m * t.reshard[l];
     }
-    tb.pp_p2p_s = m * req.stage_extra[s];
+    tb.reshard_s += m * boundary;
+    tb.pp_p2p_s = m * p2p;
     for (int l = i; l < j; ++l) {
-      if (!sp.sharding.empty() && sp.sharding.back().layer == model_.layers[l].name &&
-          layer_sig_[l] == layer_sig_[l - 1]) {
+      if (!sp.sharding.empty() && sp.sharding.back().layer == model_.layers[l].name && layer_sig_[l] == layer_sig_[l - 1]) {
         ++sp.sharding.back().count;
         continue;
       }
-      sp.sharding.push_back({model_.layers[l].name, 1, lp[l]->ops});
-      plan.ilp_optimal = plan.ilp_optimal && lp[l]->optimal;
-      plan.kernel_estimates += lp[l]->parts;
-      plan.tuned_estimates += lp[l]->tuned_parts;
+      sp.sharding.push_back({model_.layers[l].name, 1, t.lp[l]->ops});
+      plan.ilp_optimal = plan.ilp_optimal && t.lp[l]->optimal;
+      plan.kernel_estimates += t.lp[l]->parts;
+      plan.tuned_estimates += t.lp[l]->tuned_parts;
     }
-    sum_t += sp.time_per_micro_batch_s;
-    t_max = std::max(t_max, sp.time_per_micro_batch_s);
-    double last_bwd = 0;
-    for (int l = i; l < j; ++l) last_bwd += bwd[l];
-    const double stage_experts = pre_e[j] - pre_e[i];
-    stage_dp[s] = dp_exposed_s(c, dp_group, sp.params_per_device * bytes.gradient_reduce, last_bwd, j - i,
-                               stage_experts * bytes.gradient_reduce, edp_group);
-    dp_exposed = std::max(dp_exposed, stage_dp[s]);
+    plan.sequence_parallel = plan.sequence_parallel || (t.sequence_parallel && t.shape.tp > 1);
+    plan.uniform_stages = plan.uniform_stages && t.shape == e.shape;
+    // Expert gradients are reduced (and ZeRO-sharded) over the stage's expert data-parallel group, the rest over
+    // its dp x cp group: both from the stage's own shape.
+    const CommGroup group = e.dp_group(t.shape), egroup = e.edp_group(t.shape);
+    const double experts = t.eparams_of(i, j);
+    stage_dp[s] = dp_exposed_s(c, group, sp.params_per_device * e.bytes.gradient_reduce, t.bwd_of(i, j), j - i,
+                               experts * e.bytes.gradient_reduce, egroup);
     // Adam step: fp32 master, momentum, variance read and written, bf16 grads read, weights written.
-    const double local = (sp.params_per_device - stage_experts) / (c.zero >= 1 ? dpc : 1) +
-                         stage_experts / (c.zero >= 1 ? edp : 1);
+    const double local = (sp.params_per_device - experts) / (c.zero >= 1 ? group.size : 1) +
+                         experts / (c.zero >= 1 ? egroup.size : 1);
     stage_opt[s] = costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds;
-    opt = std::max(opt, stage_opt[s]);
-    if (sp.memory.total() > plan.peak_memory_bytes) {
-      plan.peak_memory_bytes = sp.memory.total();
-      plan.peak_stage = s;
-    }
     plan.stages.push_back(std::move(sp));
   }
+  finish_totals(e, plan, stage_dp, stage_opt);
+  return plan;
+}
+
+void Planner::finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
+                            const std::vector<double>& stage_opt) const {
+  const int p = e.p, m = e.m, v = e.v;
+  double sum_t = 0, t_max = 0;
+  for (const StagePlan& sp : plan.stages) sum_t += sp.time_per_micro_batch_s, t_max = std::max(t_max, sp.time_per_micro_batch_s);
+  const double dp_exposed = *std::max_element(stage_dp.begin(), stage_dp.end());
+  const double opt = *std::max_element(stage_opt.begin(), stage_opt.end());
   plan.pipeline_s = m * t_max + (sum_t - t_max) / v;
   plan.bubble_fraction = plan.pipeline_s > 0 ? (plan.pipeline_s - m * sum_t / p) / plan.pipeline_s : 0;
   plan.dp_exposed_s = dp_exposed;
@@ -485,95 +628,129 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   // Each stage idles for what the schedule leaves it and waits for the slowest stage's reduction and step.
   double busiest = -1;
   for (int s = 0; s < p; ++s) {
-    TimeBreakdown& tb = plan.stages[s].time;
-    tb.pp_bubble_s = plan.pipeline_s - m * plan.stages[s].time_per_micro_batch_s;
+    StagePlan& sp = plan.stages[s];
+    TimeBreakdown& tb = sp.time;
+    tb.pp_bubble_s = plan.pipeline_s - m * sp.time_per_micro_batch_s;
     tb.dp_comm_s = stage_dp[s];
     tb.optimizer_s = stage_opt[s];
     tb.wait_s = (dp_exposed - stage_dp[s]) + (opt - stage_opt[s]);
-    if (plan.stages[s].time_per_micro_batch_s > busiest) {
-      busiest = plan.stages[s].time_per_micro_batch_s;
-      plan.critical_stage = s;
-    }
+    if (sp.time_per_micro_batch_s > busiest) busiest = sp.time_per_micro_batch_s, plan.critical_stage = s;
+    if (sp.memory.total() > plan.peak_memory_bytes) plan.peak_memory_bytes = sp.memory.total(), plan.peak_stage = s;
   }
   plan.model_flops_per_iteration = 3 * model_flops_ * opts_.global_batch;
   plan.tokens_per_s = static_cast<double>(opts_.global_batch) * model_.seq / plan.iteration_time_s;
-  plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / N / 1e12;
+  plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / e.N / 1e12;
   plan.mfu = plan.tflops_per_gpu * 1e12 / costs_->peak_flops(model_.dtype);
-  return plan;
 }
 
-Plan Planner::plan() {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int N = cluster_.total_gpus(), gpn = cluster_.gpus_per_node;
-  const int L = static_cast<int>(model_.layers.size());
+void Planner::check_ep_pin() const {
   const PlanPins& pin = opts_.pins;
-  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : gpn;
+  if (!pin.ep || *pin.ep <= 1) return;
+  const int N = cluster_.total_gpus();
+  // Expert parallelism: MoE models search every ep that divides their experts and dp x cp; dense ones run ep = 1.
+  std::string allowed;
+  for (int e : expert_parallel_degrees(model_experts_, N)) allowed += (allowed.empty() ? "" : ", ") + std::to_string(e);
+  if (model_experts_ == 0 || model_experts_ % *pin.ep != 0)
+    throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " " +
+                    (model_experts_ == 0 ? "needs a mixture-of-experts model; '" + model_.name + "' has no experts"
+                                         : "does not divide the " + std::to_string(model_experts_) + " experts") +
+                    "; allowed: " + allowed);
+  // ep must divide dp x cp = N / (tp pp): with tp and pp pinned (or dp and cp, cp being 1 for short sequences)
+  // that is one number; otherwise the GPUs bound it and the search refuses what does not divide.
+  const bool cp_known = pin.cp || model_.seq < opts_.long_sequence;
+  const int dpc = pin.tp && pin.pp && N % (*pin.tp * *pin.pp) == 0 ? N / (*pin.tp * *pin.pp)
+                  : pin.dp && cp_known                              ? *pin.dp * (pin.cp ? *pin.cp : 1)
+                                                                    : N;
+  if (dpc % *pin.ep != 0) {
+    std::string ok;
+    for (int e : expert_parallel_degrees(model_experts_, dpc)) ok += (ok.empty() ? "" : ", ") + std::to_string(e);
+    throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " does not divide the data-parallel group (dp x cp = " +
+                    std::to_string(dpc) + (dpc == N && !(pin.tp && pin.pp) ? ", the GPUs" : "") + "); allowed: " + ok);
+  }
+}
 
-  std::vector<int> tps;
+struct Planner::Search {
+  std::vector<int> tps, cps, mbss, zeros;
+  std::vector<std::pair<Schedule, int>> schedules;
+  std::vector<Recompute> recomputes;
+};
+
+Planner::Search Planner::search_space() const {
+  const int N = cluster_.total_gpus();
+  const PlanPins& pin = opts_.pins;
+  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
+  Search s;
   for (int d : divisors(N))
-    if (pin.tp ? d == *pin.tp : d <= max_tp) tps.push_back(d);
-  if (pin.tp && tps.empty())
+    if (pin.tp ? d == *pin.tp : d <= max_tp) s.tps.push_back(d);
+  if (pin.tp && s.tps.empty())
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs");
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs");
-  // Expert parallelism: MoE models search every ep that divides their experts and dp x cp; dense ones run ep = 1.
-  if (pin.ep && *pin.ep > 1) {
-    std::string allowed;
-    for (int e : expert_parallel_degrees(model_experts_, N)) allowed += (allowed.empty() ? "" : ", ") + std::to_string(e);
-    if (model_experts_ == 0 || model_experts_ % *pin.ep != 0)
-      throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " " +
-                      (model_experts_ == 0 ? "needs a mixture-of-experts model; '" + model_.name + "' has no experts"
-                                           : "does not divide the " + std::to_string(model_experts_) + " experts") +
-                      "; allowed: " + allowed);
-    // ep must divide dp x cp = N / (tp pp): with tp and pp pinned (or dp and cp, cp being 1 for short sequences)
-    // that is one number; otherwise the GPUs bound it and the search refuses what does not divide.
-    const bool cp_known = pin.cp || model_.seq < opts_.long_sequence;
-    const int dpc = pin.tp && pin.pp && N % (*pin.tp * *pin.pp) == 0 ? N / (*pin.tp * *pin.pp)
-                    : pin.dp && cp_known                              ? *pin.dp * (pin.cp ? *pin.cp : 1)
-                                                                      : N;
-    if (dpc % *pin.ep != 0) {
-      std::string ok;
-      for (int e : expert_parallel_degrees(model_experts_, dpc)) ok += (ok.empty() ? "" : ", ") + std::to_string(e);
-      throw SpecError("--fix ep=" + std::to_string(*pin.ep) + " does not divide the data-parallel group (dp x cp = " +
-                      std::to_string(dpc) + (dpc == N && !(pin.tp && pin.pp) ? ", the GPUs" : "") + "); allowed: " + ok);
-    }
-  }
-  std::vector<int> mbss = opts_.micro_batch_sizes;
-  if (pin.micro_batch) mbss = {*pin.micro_batch};
-  std::vector<std::pair<Schedule, int>> schedules;
-  if (pin.schedule) {
-    if (*pin.schedule == Schedule::kInterleaved) {
-      if (pin.virtual_stages) schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
-      else
-        for (int v : opts_.virtual_stages) schedules.push_back({Schedule::kInterleaved, v});
-    } else {
-      schedules.push_back({*pin.schedule, 1});
-    }
+  check_ep_pin();
+  s.mbss = pin.micro_batch ? std::vector<int>{*pin.micro_batch} : opts_.micro_batch_sizes;
+  if (pin.schedule && *pin.schedule == Schedule::kInterleaved) {
+    if (pin.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
+    else
+      for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
+  } else if (pin.schedule) {
+    s.schedules.push_back({*pin.schedule, 1});
   } else if (pin.virtual_stages && *pin.virtual_stages > 1) {
-    schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
+    s.schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
   } else {
-    schedules.push_back({Schedule::k1F1B, 1});
-    for (int v : opts_.virtual_stages) schedules.push_back({Schedule::kInterleaved, v});
+    s.schedules.push_back({Schedule::k1F1B, 1});
+    for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
   }
-  std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  if (pin.recompute) recomputes = {*pin.recompute};
-  std::vector<int> zeros = engine_zero_stages(opts_.engine);
+  s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  if (pin.recompute) s.recomputes = {*pin.recompute};
+  s.zeros = engine_zero_stages(opts_.engine);
   if (pin.zero) {
-    if (std::find(zeros.begin(), zeros.end(), *pin.zero) == zeros.end()) {
+    if (std::find(s.zeros.begin(), s.zeros.end(), *pin.zero) == s.zeros.end()) {
       std::string allowed;
-      for (int z : zeros) allowed += (allowed.empty() ? "" : ", ") + std::to_string(z);
+      for (int z : s.zeros) allowed += (allowed.empty() ? "" : ", ") + std::to_string(z);
       throw SpecError("--fix zero=" + std::to_string(*pin.zero) + " cannot run on " + to_string(opts_.engine) +
                       "; allowed: " + allowed);
     }
-    zeros = {*pin.zero};
+    s.zeros = {*pin.zero};
   }
+  // Context parallelism only pays for long sequences: searched from long_sequence tokens on, else pinned.
+  s.cps = {1};
+  if (pin.cp) s.cps = {*pin.cp};
+  else if (model_.seq >= opts_.long_sequence) s.cps = opts_.context_parallel;
+  return s;
+}
 
+void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit) {
+  // Per-stage shapes keep each stage's GPUs and the pipeline's micro-batch: configurations that differ only in
+  // how tp x dp splits them give the same search, so each (pp, cp, mbs x dp, schedule, recompute, zero, ep) once.
+  std::vector<std::string> seen;
+  for (const ParallelConfig& c : candidates) {
+    const std::string key = std::to_string(c.pp) + "|" + std::to_string(c.cp) + "|" +
+                            std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp) + "|" + to_string(c.schedule) +
+                            "|" + to_string(c.recompute) + "|" + std::to_string(c.zero) + "|" + std::to_string(c.ep);
+    if (c.pp < 2 || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (static_cast<int>(seen.size()) > limit) break;
+    std::optional<Plan> cand = evaluate_submeshes(c);
+    if (cand && !cand->uniform_stages && (!best || cand->iteration_time_s < best->iteration_time_s * (1 - 1e-9)))
+      best = std::move(cand);
+  }
+}
+
+Plan Planner::plan() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int N = cluster_.total_gpus();
+  const int L = static_cast<int>(model_.layers.size());
+  const PlanPins& pin = opts_.pins;
+  const Search space = search_space();
   std::optional<Plan> best;
+  std::vector<std::pair<double, ParallelConfig>> ranked;  // uniform 1F1B/GPipe plans, for the submesh search
+  std::vector<ParallelConfig> too_big;  // 1F1B/GPipe configurations no uniform partition fits: a shape per stage may
   std::string last_reason = "no configuration was tried";
   int64_t tried = 0;
   auto consider = [&](std::optional<Plan> cand) {
     if (!cand) return;
+    if (cand->config.schedule != Schedule::kInterleaved) ranked.push_back({cand->iteration_time_s, cand->config});
     if (!best || cand->iteration_time_s < best->iteration_time_s * (1 - 1e-12) ||
         (cand->iteration_time_s <= best->iteration_time_s * (1 + 1e-12) &&
          cand->peak_memory_bytes < best->peak_memory_bytes))
@@ -585,38 +762,42 @@ Plan Planner::plan() {
     std::string why;
     consider(evaluate_impl(c, interleaved, best ? best->iteration_time_s : kInf, &why));
     if (!why.empty() && why != "cannot beat the best plan found") last_reason = describe(c) + ": " + why;
+    if (!interleaved && why.rfind("no stage partition fits", 0) == 0) too_big.push_back(c);
     // Hand-written configurations split layers evenly: try that too, so the plan is never worse.
     if (!interleaved) {
       why.clear();
       consider(evaluate_impl(c, true, best ? best->iteration_time_s : kInf, &why));
     }
   };
-  // Context parallelism only pays for long sequences: searched from long_sequence tokens on, else pinned.
-  std::vector<int> cps = {1};
-  if (pin.cp) cps = {*pin.cp};
-  else if (model_.seq >= opts_.long_sequence) cps = opts_.context_parallel;
-  for (int tp : tps)
-    for (int cp : cps) {
+  for (int tp : space.tps)
+    for (int cp : space.cps) {
       if ((N / tp) % cp != 0 || model_.seq % cp != 0) continue;
       for (int pp : divisors(N / tp / cp)) {
-        if (pin.pp && pp != *pin.pp) continue;
-        if (pp > L) continue;
         const int dp = N / tp / cp / pp;
-        if (pin.dp && dp != *pin.dp) continue;
-        std::vector<int> eps = expert_parallel_degrees(model_experts_, dp * cp);
-        if (pin.ep) eps = {*pin.ep};
-        for (int ep : eps)  // (the loops below keep their indentation, so the other branches' edits merge)
-        for (int mbs : mbss)
-          for (auto [sched, v] : schedules)
-            for (Recompute rc : recomputes)
-              for (int zero : zeros) {
-                ParallelConfig c;
-                c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp, c.ep = ep, c.micro_batch = mbs;
-                c.schedule = sched, c.virtual_stages = v, c.recompute = rc, c.zero = zero;
-                try_config(c);
-              }
+        if ((pin.pp && pp != *pin.pp) || pp > L || (pin.dp && dp != *pin.dp)) continue;
+        // Expert parallelism: every ep that divides the experts and dp x cp (ep = 1 for dense models).
+        const std::vector<int> eps = pin.ep ? std::vector<int>{*pin.ep} : expert_parallel_degrees(model_experts_, dp * cp);
+        for (int ep : eps)
+          for (int mbs : space.mbss)
+            for (auto [sched, v] : space.schedules)
+              for (Recompute rc : space.recomputes)
+                for (int zero : space.zeros) {
+                  ParallelConfig c;
+                  c.tp = tp, c.cp = cp, c.pp = pp, c.dp = dp, c.ep = ep, c.micro_batch = mbs;
+                  c.schedule = sched, c.virtual_stages = v, c.recompute = rc, c.zero = zero;
+                  try_config(c);
+                }
       }
     }
+  // Per-stage submeshes: pinned tp or dp means every stage runs them.
+  if (best && opts_.per_stage_submeshes && !pin.tp && !pin.dp) {
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ParallelConfig> candidates;
+    for (const auto& r : ranked) candidates.push_back(r.second);
+    refine_submeshes(best, candidates, opts_.submesh_candidates);
+
+    refine_submeshes(best, too_big, opts_.submesh_candidates / 2);
+  }
   if (!best) {
     if (!pin.empty())
       throw SpecError("no configuration with --fix " + to_string(pin) + " is feasible on " + cluster_.name + " (" +
@@ -626,6 +807,7 @@ Plan Planner::plan() {
   }
   best->configs_evaluated = tried;
   best->ilp_solves = ilp_solves_;
+  best->submesh_dp_cells = submesh_cells_;
   best->planning_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return *best;
 }

@@ -9,7 +9,11 @@
 //   collective_cost.h            alpha-beta collectives
 //   expert_parallel.h            MoE experts over the ep group: the rule, the groups, the load imbalance
 //   layer_sharding.h             intra-op sharding of a layer by ILP (sharding_ilp.h, cbc_solver.cpp)
-//   stage_dp.h                   inter-op stages by DP
+//   stage_dp.h                   inter-op stages by DP (one way to run every stage)
+//   submesh.h                    ... when stages differ: per-stage submesh shapes, memory levels
+//   layer_clustering.h           consecutive layers grouped into balanced units for that DP
+//   layer_table.h                per-layer costs of one stage shape, prefix sums for stage ranges
+//   resharding.h                 layout changes between layers of different kinds and between stages
 //   memory_model.h               bytes per device
 //   planner.h (this)             the search over configurations and the iteration-time model
 //   plan_json.h, plan_export.h   what users read: JSON, Megatron/DeepSpeed/torchtitan
@@ -33,6 +37,20 @@
 //   opt   = the Adam step streaming the local optimizer states through DRAM
 //   T     = pipe + max over stages of dp + max over stages of opt
 // GPipe costs the same time as 1F1B with more memory, so it is only planned when pinned.
+//
+// Per-stage submeshes (Alpa): every stage holds N / pp GPUs, but each may view them as its own tp_i x dp_i
+// (x cp) mesh: the pipeline's micro-batch of mbs x dp sequences is split over dp_i replicas, each stage's
+// layers are sharded by the ILP on tp_i, its gradients reduced over dp_i x cp, and a boundary between stages
+// of different shapes pays a resharding (resharding.h). After the uniform search, the best few configurations
+// (1F1B/GPipe, tp and dp not pinned) are re-solved with a shape per stage (submesh.h); the result replaces
+// the uniform plan only when faster. Memory: a stage's layer shardings are chosen under that stage's budget
+// inside the DP (memory levels, submesh.h) when the fastest shardings do not fit. Under expert parallelism every
+// stage keeps the configuration's ep, its experts divided over ep of its own dp_i x cp ranks and their gradients
+// reduced over its own dp_i x cp / ep: only shapes whose dp_i x cp ep divides are offered.
+//
+// Evaluating one configuration (evaluate_impl), step by step:
+//   check_config -> layer tables (fill_table) -> partition (stage DP, or memory levels) -> assemble (stages,
+//   breakdown, pipeline and iteration totals).
 #pragma once
 
 #include <map>
@@ -44,9 +62,11 @@
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/layer_sharding.h"
+#include "search/parallel/layer_table.h"
 #include "search/parallel/memory_model.h"
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
+#include "search/parallel/resharding.h"
 #include "search/parallel/time_breakdown.h"
 
 namespace tuner::parallel {
@@ -82,6 +102,15 @@ struct PlannerOptions {
   std::vector<int> context_parallel = {1, 2, 4, 8, 16};
   int64_t long_sequence = 32768;          ///< Tokens from which context parallelism is searched.
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
+  /// Let each pipeline stage run its own tp x dp view of its GPUs when faster (Alpa's per-stage submeshes).
+  /// Use false for plans whose every stage runs the configuration's tp and dp (what the engines run).
+  bool per_stage_submeshes = true;
+  /// Best uniform configurations re-solved with per-stage shapes (and half as many that no uniform split fits).
+  int submesh_candidates = 4;
+  /// Choose each stage's layer shardings under its own memory budget inside the DP when the fastest do not fit.
+  /// Use false for the old fallback: every layer capped at usable / ceil(L / pp), whatever its stage.
+  bool memory_levels_in_dp = true;
+  int cluster_units = 48;                 ///< Units the per-stage DP clusters layers into (at least 2 per stage).
   Engine engine = Engine::kGeneric;       ///< Engine the plan is for: its ZeRO stages and bytes per parameter.
 };
 
@@ -108,6 +137,8 @@ struct StageLayerSharding {
 struct StagePlan {
   int first_layer = 0, end_layer = 0;     ///< Layers [first, end) of the model's chain.
   Mesh mesh;                              ///< Tensor-parallel mesh of the stage (each of dp replicas).
+  StageShape shape;                       ///< The stage's own tp, dp and per-device micro-batch.
+  int memory_level = 0;                   ///< 0: fastest layer shardings; > 0: solved under a memory budget.
   double time_per_micro_batch_s = 0;      ///< t_i.
   double params_per_device = 0;
   MemoryBreakdown memory;                 ///< Peak per device.
@@ -118,7 +149,8 @@ struct StagePlan {
 struct Plan {
   ParallelConfig config;
   std::vector<StagePlan> stages;
-  std::string partition;                  ///< "dp" (stage DP) or "uniform".
+  std::string partition;                  ///< "dp" (stage DP), "uniform" or "submesh" (per-stage shapes).
+  bool uniform_stages = true;             ///< Every stage runs config.tp x config.dp (else see stages[i].shape).
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How the cost model ran attention cores.
   double iteration_time_s = 0;
@@ -134,6 +166,7 @@ struct Plan {
   // Search statistics.
   int64_t configs_evaluated = 0;
   int64_t ilp_solves = 0;
+  int64_t submesh_dp_cells = 0;           ///< Work of the per-stage DPs (submesh.h), over the whole search.
   double planning_s = 0;
 };
 
@@ -148,6 +181,11 @@ class Planner {
   /// One configuration by the same model: stage DP (uniform = false) or an even split of the layers
   /// (uniform = true, as hand-written configs do). nullopt with *why set when it is invalid or does not fit.
   std::optional<Plan> evaluate(const ParallelConfig& c, bool uniform, std::string* why = nullptr);
+  /// The configuration with a submesh shape per stage (all tp_i x dp_i = tp x dp, the pipeline micro-batch
+  /// mbs x dp split over dp_i); nullopt with *why when it is invalid, interleaved or does not fit.
+  std::optional<Plan> evaluate_submeshes(const ParallelConfig& c, std::string* why = nullptr);
+  /// The shapes a stage of this configuration may take (the configuration's own first).
+  std::vector<StageShape> stage_shapes(const ParallelConfig& c) const;
 
   const ModelGraph& model() const { return model_; }
   const ClusterSpec& cluster() const { return cluster_; }
@@ -157,7 +195,30 @@ class Planner {
  private:
   const LayerPlan& layer_plan(size_t signature_index, int tp, int cp, int ep, int mbs, double budget,
                               double state_bytes_per_param);
+  struct Eval;       // one configuration's derived quantities (planner.cpp)
+  struct Search;     // the choices plan() enumerates (planner.cpp)
   std::optional<Plan> evaluate_impl(const ParallelConfig& c, bool uniform, double best_time, std::string* why);
+  /// Validates c, fills its micro-batch count and virtual stages; the reason it is invalid, or "".
+  std::string check_config(ParallelConfig& c, bool& uniform) const;
+  Eval make_eval(const ParallelConfig& c) const;
+  /// Per-layer costs of `shape` with the layer ILP's memory row (states + outputs per layer) capped at budget.
+  bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
+  MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
+  double stage_p2p_s(const Eval& e, const StageShape& shape) const;
+  /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
+  std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;
+  /// When the fastest shardings fit no partition: each stage picks its memory level (tables[0] the fastest).
+  bool memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables, std::vector<int>& starts,
+                              std::vector<int>& level);
+  Plan assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
+                const std::string& partition, const std::vector<int>& level) const;
+  void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
+                     const std::vector<double>& stage_opt) const;
+  Search search_space() const;
+  /// Throws SpecError when a pinned ep cannot run: no experts, or it does not divide them or dp x cp.
+  void check_ep_pin() const;
+  /// Re-solves up to `limit` distinct candidates with a shape per stage; keeps a faster plan in best.
+  void refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit);
   /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers, of which
   /// expert_bytes are expert gradients reduced over the expert data-parallel group instead.
   double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers,
@@ -174,6 +235,7 @@ class Planner {
   std::map<int, ModelGraph> by_cp_;       ///< The model with seq / cp tokens per GPU, per context-parallel degree.
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;
+  int64_t submesh_cells_ = 0;
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
   int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).

@@ -2,6 +2,7 @@
 // and the exports.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "search/parallel/cluster_spec.h"
@@ -142,6 +143,37 @@ TEST(ExpertParallel, FixEpIsHonouredAndBadValuesAreRefused) {
   const std::string dense = error_of("gpt:layers=4,hidden=1024,heads=16,seq=1024", "dgx-h100:1", "ep=2");
   EXPECT_NE(dense.find("--fix ep=2 needs a mixture-of-experts model"), std::string::npos) << dense;
   EXPECT_NE(dense.find("allowed: 1"), std::string::npos) << dense;
+}
+
+TEST(ExpertParallel, PerStageSubmeshesKeepEpAndDeriveTheExpertGroupFromTheirOwnShape) {
+  // Each stage divides its experts over ep of its own dp_i x cp ranks: a shape whose dp_i x cp ep does not divide
+  // is not offered (tp = 4 x dp = 1 under ep = 2), and every stage of a per-stage plan keeps the configuration's ep.
+  const std::string m = "moe:layers=8,hidden=1024,heads=16,experts=8,top_k=2,seq=1024,vocab=256000";
+  PlannerOptions o;
+  o.global_batch = 64;
+  Planner planner(parse_model_spec(m), parse_cluster_spec("dgx-h100:2"), o);
+  ParallelConfig c;
+  c.tp = 2, c.pp = 4, c.dp = 2, c.ep = 2, c.micro_batch = 2, c.zero = 1;
+  std::set<std::pair<int, int>> shapes;
+  for (const StageShape& s : planner.stage_shapes(c)) shapes.insert({s.tp, s.dp});
+  EXPECT_EQ(shapes, (std::set<std::pair<int, int>>{{2, 2}, {1, 4}}));
+  c.ep = 1;
+  EXPECT_EQ(planner.stage_shapes(c).size(), 3u);  // tp = 4 x dp = 1 too
+  c.ep = 2;
+  std::string why;
+  const std::optional<Plan> p = planner.evaluate_submeshes(c, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->config.ep, 2);
+  for (const StagePlan& st : p->stages) {
+    EXPECT_EQ(st.shape.dp * p->config.cp % 2, 0);
+    EXPECT_NEAR(st.time.total(), p->iteration_time_s, 1e-9 * p->iteration_time_s);
+    bool blocks = false;
+    for (int l = st.first_layer; l < st.end_layer; ++l)
+      blocks = blocks || planner.model().layers[l].kind == LayerKind::kTransformer;
+    if (blocks) {
+      EXPECT_GT(st.time.ep_comm_s, 0);
+    }
+  }
 }
 
 TEST(ExpertParallel, ExportsCarryEp) {

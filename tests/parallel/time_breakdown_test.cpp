@@ -25,8 +25,8 @@ void expect_terms_add_up(const Plan& plan) {
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const TimeBreakdown& t = plan.stages[s].time;
     EXPECT_NEAR(t.total(), plan.iteration_time_s, 1e-9 * plan.iteration_time_s) << "stage " << s;
-    for (double x : {t.compute_s, t.memory_bound_s, t.recompute_s, t.tp_comm_s, t.zero_comm_s, t.pp_p2p_s,
-                     t.pp_bubble_s, t.dp_comm_s, t.optimizer_s, t.wait_s})
+    for (double x : {t.compute_s, t.memory_bound_s, t.recompute_s, t.tp_comm_s, t.ep_comm_s, t.zero_comm_s,
+                     t.reshard_s, t.pp_p2p_s, t.pp_bubble_s, t.dp_comm_s, t.optimizer_s, t.wait_s})
       EXPECT_GE(x, -1e-12) << "stage " << s;
     EXPECT_GT(t.compute_s, 0);
     EXPECT_GT(t.memory_bound_s, 0);
@@ -44,10 +44,18 @@ TEST(TimeBreakdown, StageTermsAddUpToTheIterationTime) {
   EXPECT_GT(a.stages[0].time.recompute_s, 0);
   expect_terms_add_up(plan_of("gpt3-13b", "dgx-h100:4", 256, "tp=2,pp=4,schedule=interleaved,v=2,recompute=full"));
   expect_terms_add_up(plan_of("llama2-7b", "dgx-h100:2", 64, "tp=1,pp=1,zero=3,recompute=full"));
+  // An MoE pipeline under expert parallelism: the expert all-to-all is its own term, inside the total.
+  const Plan moe = plan_of("moe:layers=4,hidden=1024,heads=16,experts=8,top_k=2,seq=1024,vocab=32000", "dgx-h100:1",
+                           64, "pp=2,ep=2,zero=1");
+  expect_terms_add_up(moe);
+  EXPECT_EQ(moe.config.ep, 2);
+  EXPECT_GT(moe.stages[0].time.ep_comm_s, 0);
   // The critical stage is the slowest per micro-batch and the JSON carries its terms.
   const nlohmann::ordered_json j = plan_to_json(a, parse_model_spec("gpt3-13b"), parse_cluster_spec("dgx-h100:4"), 256);
   EXPECT_NEAR(j["time_breakdown"]["total_s"].get<double>(), a.iteration_time_s, 1e-9 * a.iteration_time_s);
   EXPECT_NEAR(j["stages"][0]["time_breakdown"]["total_s"].get<double>(), a.iteration_time_s, 1e-9);
+  EXPECT_TRUE(j["time_breakdown"].contains("ep_comm_s"));
+  EXPECT_TRUE(j["time_breakdown"].contains("reshard_s"));
 }
 
 TEST(TimeBreakdown, UnfusedAttentionAddsMemoryBoundTimeAndRecomputationShowsUp) {

@@ -298,6 +298,7 @@ TEST_F(PlanCli, ExpertParallelIsPinnedListedAndRefusedWithItsAllowedValues) {
   EXPECT_EQ(j["ep"], 4);
   EXPECT_EQ(j["cp"], 1);
   EXPECT_TRUE(j["time_breakdown"].contains("ep_comm_s"));
+  EXPECT_TRUE(j["time_breakdown"].contains("reshard_s"));  // both terms of the merged breakdown
   // The plans table has its own cp and ep columns, in JSON and in the table.
   auto q = nlohmann::json::parse(run("query --plans --json --db " + db()).out);
   ASSERT_EQ(q.size(), 1u);
@@ -318,6 +319,12 @@ TEST_F(PlanCli, ExpertParallelIsPinnedListedAndRefusedWithItsAllowedValues) {
             std::string::npos)
       << wide.err;
   EXPECT_EQ(run("query --plans --json --db " + db()).out, before);
+  // The table's breakdown has both columns too (expert all-to-all and resharding); letter E is gone.
+  const std::string text = run("plan " + moe + " --fix ep=4,mbs=1,recompute=none --db " + db()).out;
+  EXPECT_NE(text.find("ep a2a"), std::string::npos) << text;
+  EXPECT_NE(text.find("reshard"), std::string::npos) << text;
+  EXPECT_NE(text.find("P inside experts"), std::string::npos) << text;
+  EXPECT_EQ(text.find("E experts"), std::string::npos) << text;
 }
 
 TEST_F(PlanCli, ADatabaseOfTheLastSchemaIsMigratedKeepingItsPlans) {

@@ -1,0 +1,65 @@
+// What every layer of the chain costs when a stage runs it on one submesh shape
+// at one memory level of the layer ILP: the terms of its time per micro-batch,
+// its parameters and activations per device, and prefix sums so that a range of
+// layers (a stage) costs O(1). The planner fills one table per (shape, level) a
+// configuration needs; the stage DPs and the plan read them. Plain data: it does
+// not solve, plan or decide what fits.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "search/parallel/layer_sharding.h"
+#include "search/parallel/resharding.h"
+
+namespace tuner::parallel {
+
+struct LayerTable {
+  StageShape shape;                       ///< The submesh the layers run on.
+  std::vector<const LayerPlan*> lp;       ///< Per layer: its sharding (owned by the planner's cache).
+  // Per layer, per micro-batch (seconds): t = comp + mem + comm + epc + rec + zex + reshard (epc: the expert
+  // dispatch/combine all-to-alls).
+  std::vector<double> t, comp, mem, comm, epc, rec, zex, reshard, bwd;
+  std::vector<double> params;             ///< Parameters per device.
+  std::vector<double> eparams;            ///< Of params, expert weights (already divided by ep).
+  std::vector<double> act;                ///< Activation bytes kept per micro-batch (recomputation applied).
+  std::vector<double> full_act;           ///< ... without recomputation (what a recomputed layer holds).
+  bool sequence_parallel = false;         ///< Some layer's norms split by tokens.
+
+  /// Prefix sums and the sparse table of full_act; call after filling the per-layer vectors.
+  void finish() {
+    const int L = static_cast<int>(t.size());
+    pre_t_.assign(L + 1, 0), pre_p_.assign(L + 1, 0), pre_e_.assign(L + 1, 0), pre_a_.assign(L + 1, 0);
+    pre_b_.assign(L + 1, 0);
+    for (int l = 0; l < L; ++l) {
+      pre_t_[l + 1] = pre_t_[l] + t[l];
+      pre_p_[l + 1] = pre_p_[l] + params[l];
+      pre_e_[l + 1] = pre_e_[l] + eparams[l];
+      pre_a_[l + 1] = pre_a_[l] + act[l];
+      pre_b_[l + 1] = pre_b_[l] + bwd[l];
+    }
+    max_full_.assign(1, full_act);
+    for (int k = 1; (1 << k) <= L; ++k) {
+      max_full_.emplace_back(L, 0.0);
+      for (int i = 0; i + (1 << k) <= L; ++i)
+        max_full_[k][i] = std::max(max_full_[k - 1][i], max_full_[k - 1][i + (1 << (k - 1))]);
+    }
+  }
+  double time(int i, int j) const { return pre_t_[j] - pre_t_[i]; }
+  double params_of(int i, int j) const { return pre_p_[j] - pre_p_[i]; }
+  double eparams_of(int i, int j) const { return pre_e_[j] - pre_e_[i]; }
+  double act_of(int i, int j) const { return pre_a_[j] - pre_a_[i]; }
+  double bwd_of(int i, int j) const { return pre_b_[j] - pre_b_[i]; }
+  /// The largest full_act in [i, j) (i < j).
+  double max_full_of(int i, int j) const {
+    int k = 0;
+    while ((2 << k) <= j - i) ++k;
+    return std::max(max_full_[k][i], max_full_[k][j - (1 << k)]);
+  }
+
+ private:
+  std::vector<double> pre_t_, pre_p_, pre_e_, pre_a_, pre_b_;
+  std::vector<std::vector<double>> max_full_;  ///< max_full_[k][i] = max of full_act[i, i + 2^k).
+};
+
+}  // namespace tuner::parallel

@@ -1,0 +1,41 @@
+#include "search/parallel/resharding.h"
+
+#include <algorithm>
+
+#include "search/parallel/collective_cost.h"
+
+namespace tuner::parallel {
+
+namespace {
+
+CommGroup group_of(const Mesh& m, int dim) { return dim == 1 ? CommGroup{m.d1, m.d1} : CommGroup{m.d0, 1}; }
+int dim_size(const Mesh& m, int dim) { return dim == 0 ? m.d0 : m.d1; }
+
+CommGroup tensor_group(const ClusterSpec& c, int tp) { return {tp, std::clamp(c.gpus_per_node, 1, tp)}; }
+
+}  // namespace
+
+double layout_reshard_s(const ClusterSpec& c, const Mesh& mesh, const char from[2], const char to[2], double bytes) {
+  double s = 0;
+  for (int d = 0; d < 2; ++d) {
+    if (from[d] == to[d] || dim_size(mesh, d) == 1) continue;
+    // The tensor the collective moves is what one group along d holds: split by the other dimension's layout.
+    const char other = from[1 - d] != 'R' ? from[1 - d] : to[1 - d];
+    const double b = other == 'R' ? bytes : bytes / dim_size(mesh, 1 - d);
+    if (from[d] == 'R' || to[d] == 'R') s += all_gather_s(c, group_of(mesh, d), b);  // one direction gathers
+    else s += 2 * all_to_all_s(c, group_of(mesh, d), b);                            // T <-> F both ways
+  }
+  return s;
+}
+
+double stage_reshard_s(const ClusterSpec& c, const StageShape& from, const StageShape& to, double sample_bytes) {
+  if (from == to) return 0;
+  // Forward: each receiving replica gets its micro_batch sequences in pieces from the sending devices and
+  // all-gathers them over its tensor-parallel group; backward: the same for the sender's replicas and the
+  // gradient. A side without tensor parallelism receives whole sequences and gathers nothing.
+  const double fwd = to.tp > 1 ? all_gather_s(c, tensor_group(c, to.tp), sample_bytes * to.micro_batch) : 0.0;
+  const double bwd = from.tp > 1 ? all_gather_s(c, tensor_group(c, from.tp), sample_bytes * from.micro_batch) : 0.0;
+  return fwd + bwd;
+}
+
+}  // namespace tuner::parallel

@@ -1,0 +1,61 @@
+// Per-stage submeshes (Alpa's inter-op pass with its submesh choice): the stage
+// DP when each stage may run its layers one of several ways -- a variant is a
+// submesh shape (tp x dp of the stage's GPUs, its own per-device micro-batch and
+// layer shardings) or a memory level of the layer ILP (a sharding solved under a
+// tighter memory row, slower but leaner). A stage's time is its layers' cost under
+// its variant, plus a per-stage extra (point-to-point sends), plus the resharding
+// from the previous stage's variant (resharding.h) when they differ.
+//
+// Objective, as Alpa's:  sum_i t_i + (B - 1) max_j t_j  over partitions of K
+// units (layer_clustering.h) into p stages and a variant per stage, each stage
+// fitting its memory at its pipeline position. Unlike the single-variant DP
+// (stage_dp.h) the sum is not the same for every partition, so it is solved as
+// Alpa does: a DP minimising sum_i t_i under a bound t_max on every stage
+// (O(p K^2 V^2) per bound), the smallest feasible bound found by bisection, then
+// larger bounds on a geometric ladder while (B - 1)(t_max - t*) can still be
+// repaid by a smaller sum. The bound ladder is the one approximation: bounds
+// between its rungs are not tried.
+//
+// Plain data and callbacks in, plain data out; a brute force checks it in the tests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+namespace tuner::parallel {
+
+struct VariantDpRequest {
+  int stages = 1;                      ///< p.
+  double micro_batches = 1;            ///< B.
+  std::vector<int> units;              ///< Unit starts in layers: K + 1 entries, first 0, last L.
+  int variants = 1;                    ///< V.
+  /// Time per micro-batch of layers [begin, end) under variant v (>= 0, additive over layers).
+  std::function<double(int v, int begin, int end)> cost;
+  /// Added to stage `stage` under variant v (e.g. its p2p sends); empty: 0.
+  std::function<double(int stage, int v)> extra;
+  /// Resharding charged to a stage running variant `to` after one running `from`; empty: 0.
+  std::function<double(int from, int to)> boundary;
+  /// Whether stage `stage` under v holds layers [begin, end); monotone: sub-ranges fit. Empty: all fit.
+  std::function<bool(int stage, int v, int begin, int end)> fits;
+  int max_rounds = 10;                 ///< Bounds tried above the smallest feasible one (1: that one only).
+};
+
+struct VariantDpResult {
+  bool feasible = false;
+  std::vector<int> starts;             ///< p + 1 layer indices.
+  std::vector<int> variant;            ///< Per stage.
+  std::vector<double> stage_cost;      ///< t_i, extras and resharding included.
+  double objective = std::numeric_limits<double>::infinity();
+  int64_t cells = 0;                   ///< (stage, end, variant, start, previous variant) visits: the DP's work.
+};
+
+VariantDpResult solve_variant_dp(const VariantDpRequest& req);
+/// Every partition and variant assignment over the units; for small requests (tests).
+VariantDpResult solve_variant_brute_force(const VariantDpRequest& req);
+/// The objective of a given assignment (infinity when a stage is empty or does not fit).
+double variant_objective(const VariantDpRequest& req, const std::vector<int>& starts, const std::vector<int>& variant,
+                         std::vector<double>* stage_cost = nullptr);
+
+}  // namespace tuner::parallel
