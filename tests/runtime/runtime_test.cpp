@@ -31,11 +31,11 @@ class RuntimeLib : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     for (const std::string shape : {"M=512,N=512,K=512", "M=2048,N=2048,K=2048"})
-      ASSERT_EQ(run("tune --op gemm --dtype f32 --shape " + shape + " --device sim:h100-sxm --trials 16 "
+      ASSERT_EQ(run("tune --op gemm --dtype f32 --shape " + shape + " --device sim:h100-sxm --trials 8 "
                     "--strategy random --seed 3 --db " + db()).code, 0);
-    ASSERT_EQ(run("tune --op softmax --dtype f16 --shape rows=4096,cols=4096 --device sim:h100-sxm --trials 16 "
+    ASSERT_EQ(run("tune --op softmax --dtype f16 --shape rows=4096,cols=4096 --device sim:h100-sxm --trials 8 "
                   "--strategy random --seed 3 --db " + db()).code, 0);
-    ASSERT_EQ(run("tune --op gemm --dtype f16 --shape M=1024,N=1024,K=1024 --device sim:h100-sxm --trials 16 "
+    ASSERT_EQ(run("tune --op gemm --dtype f16 --shape M=1024,N=1024,K=1024 --device sim:h100-sxm --trials 8 "
                   "--strategy random --seed 5 --db " + db()).code, 0);
     ASSERT_EQ(run("export --format best --db " + db() + " --out " + best_file()).code, 0);
   }
