@@ -52,6 +52,22 @@ constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist whe
 constexpr int kMaxSplit = 8;                        // partial outputs the workspace holds
 static_assert(kABytes % 1024 == 0 && kBBoxBytes % 1024 == 0, "swizzle patterns stay 1024-byte aligned");
 
+// Calls f(i, e, r, c) for each pair of fp32 accumulators a consumer thread holds whose row is inside M:
+// acc[i][e] and acc[i][e + 1] of m64 tile i are C(r, c) and C(r, c + 1). Accumulator e of m64 tile i
+// sits at row warp*16 + lane/4 + 8*((e/2)%2), column 8*(e/4) + 2*(lane%4) + e%2 of the consumer's rows.
+template <typename F>
+__device__ __forceinline__ void for_each_acc_pair(int row_base, int col0, int M, int warp, int lane, F&& f) {
+#pragma unroll
+  for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+    for (int j = 0; j < kBN / 8; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row_base + i * 64 + warp * 16 + lane / 4 + h * 8;
+        if (r < M) f(i, j * 4 + h * 2, r, col0 + j * 8 + (lane % 4) * 2);
+      }
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, float* workspace,
               const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K) {
@@ -158,7 +174,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
     if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
 
-    // Accumulator e of m64 tile i: row warp*16 + lane/4 + 8*((e/2)%2), column 8*(e/4) + 2*(lane%4) + e%2.
+    const int row_base = row0 + consumer * kRowsPerConsumer;
     if constexpr (kSplitK > 1) {
       // Every split writes its fp32 partial to workspace[split][batch][M][N]; the CTA whose split
       // arrives last at the tile's counter sums the partials in split order (deterministic), stores C
@@ -166,18 +182,9 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       const int batches = static_cast<int>(gridDim.z);
       const long long outputs = static_cast<long long>(batches) * M * N;
       float* partial = workspace + (static_cast<size_t>(w.split) * batches + batch) * M * N;
-#pragma unroll
-      for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
-            const int c = col0 + j * 8 + (lane % 4) * 2;
-            if (r >= M) continue;
-            store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][j * 4 + h * 2], acc[i][j * 4 + h * 2 + 1], c,
-                       N, pair_ok);
-          }
+      for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
+        store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][e], acc[i][e + 1], c, N, pair_ok);
+      });
       __threadfence();
       named_barrier_sync<128 * kConsumers>();  // every consumer thread's partial is written and fenced
       __shared__ unsigned arrived;
@@ -188,38 +195,22 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       named_barrier_sync<128 * kConsumers>();  // the next unit writes `arrived` only after its first barrier
       if (arrived != kSplitK - 1) continue;
       __threadfence();
-#pragma unroll
-      for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
-            const int c = col0 + j * 8 + (lane % 4) * 2;
-            if (r >= M) continue;
-            float s0 = 0.0f, s1 = 0.0f;
-            for (int s2 = 0; s2 < kSplitK; ++s2) {
-              const float* p = workspace + (static_cast<size_t>(s2) * batches + batch) * M * N + static_cast<size_t>(r) * N + c;
-              if (c < N) s0 += ld_cg_f32(p);
-              if (c + 1 < N) s1 += ld_cg_f32(p + 1);
-            }
-            acc[i][j * 4 + h * 2] = s0;
-            acc[i][j * 4 + h * 2 + 1] = s1;
-          }
+      for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int s2 = 0; s2 < kSplitK; ++s2) {
+          const float* p = workspace + (static_cast<size_t>(s2) * batches + batch) * M * N + static_cast<size_t>(r) * N + c;
+          if (c < N) s0 += ld_cg_f32(p);
+          if (c + 1 < N) s1 += ld_cg_f32(p + 1);
+        }
+        acc[i][e] = s0;
+        acc[i][e + 1] = s1;
+      });
       if (tid == 128) counters[tile] = 0u;  // ready for the next launch
     }
 
-#pragma unroll
-    for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = row0 + consumer * kRowsPerConsumer + i * 64 + warp * 16 + lane / 4 + h * 8;
-          const int c = col0 + j * 8 + (lane % 4) * 2;
-          if (r >= M) continue;
-          store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
-                     to_out(acc[i][j * 4 + h * 2]), to_out(acc[i][j * 4 + h * 2 + 1]), c, N, pair_ok);
-        }
+    for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
+      store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c, to_out(acc[i][e]),
+                 to_out(acc[i][e + 1]), c, N, pair_ok);
+    });
   }
 }
