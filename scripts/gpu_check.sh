@@ -5,6 +5,11 @@
 #   scripts/gpu_check.sh tests            the GPU tests only (a few minutes)
 #   scripts/gpu_check.sh bench [FILTER]   pipeline_bench and template_bench (--trials ${TRIALS:-200});
 #                                         FILTER keeps template_bench rows containing it, e.g. gemm_tc_wgmma
+#   scripts/gpu_check.sh record           starts the whole-space recordings (issue 11) detached, in
+#                                         /tmp/gpu-record, and returns; they outlive the call while the
+#                                         machine stays warm (keep polling)
+#   scripts/gpu_check.sh poll [SECONDS]   waits up to SECONDS (default 480), then copies the recordings
+#                                         and logs done so far to $OUT and prints their progress
 # One command of the device tool runs at most 10 minutes: run `tests` and `bench` in separate calls,
 # and split `bench` with FILTER (e.g. "f16 gemm_tc_mma", "gemm_tc_wgmma", "conv2d", "softmax").
 set -uo pipefail
@@ -36,5 +41,33 @@ case "$what" in
     .gpu/bin/template_bench --device cuda:0 --trials "${TRIALS:-200}" --strategy xgb ${filter:+--filter "$filter"} \
       --out "$out/template_bench${filter:+_${filter// /_}}.json" 2>&1 | tail -40
     ;;
-  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER]" >&2; exit 2 ;;
+  record)
+    rec=/tmp/gpu-record
+    mkdir -p "$rec"
+    # Smallest spaces first, so a short budget still brings whole recordings back. gemm f32's space
+    # (33,294 configs at 1024^3) is the longest: F32_TRIALS (default all) bounds it.
+    setsid nohup bash -c '
+      t=.gpu/bin/tuner; rec=/tmp/gpu-record
+      run() { name=$1; shift
+        "$t" tune "$@" --device cuda:0 --strategy grid --min-time-ms 2 --remeasure 0 --seed 1 \
+          --db "$rec/record.db" --replay-out "$rec/$name.replay.json" --json > "$rec/$name.json" 2> "$rec/$name.log"
+        echo "$name rc=$? $(date +%T)" >> "$rec/done.txt"; }
+      run softmax_f16_4096x4096 --op softmax --shape rows=4096,cols=4096 --dtype f16 --trials all
+      run layernorm_f16_4096x4096 --op layernorm --shape rows=4096,cols=4096 --dtype f16 --trials all
+      run gemm_f16_4096_wgmma --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma --trials all
+      run gemm_f16_4096_mma --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_mma --trials all
+      run gemm_f32_1024 --op gemm --shape M=1024,N=1024,K=1024 --dtype f32 --trials '"${F32_TRIALS:-all}"'
+      echo all-done >> "$rec/done.txt"' > "$rec/driver.log" 2>&1 < /dev/null &
+    echo "gpu_check: recordings started in $rec (poll with: scripts/gpu_check.sh poll)"
+    ;;
+  poll)
+    rec=/tmp/gpu-record
+    [[ -d "$rec" ]] || { echo "gpu_check: nothing recording here (run: scripts/gpu_check.sh record)" >&2; exit 2; }
+    waited=0
+    while (( waited < ${2:-480} )) && ! grep -q all-done "$rec/done.txt" 2>/dev/null; do sleep 10; waited=$((waited + 10)); done
+    cp "$rec"/*.json "$rec"/*.log "$rec"/done.txt "$out"/ 2>/dev/null
+    cat "$rec/done.txt" 2>/dev/null
+    for l in "$rec"/*.log; do [[ -s "$l" ]] && echo "$(basename "$l"): $(tr '\r' '\n' < "$l" | grep -v '^$' | tail -1)"; done
+    ;;
+  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER], record, poll [SECONDS]" >&2; exit 2 ;;
 esac
