@@ -86,6 +86,13 @@ std::string template_names(std::string_view op, DType dtype) {
   return out;
 }
 
+std::vector<const KernelTemplate*> templates_for(std::string_view op, DType dtype, const DeviceLimits& limits) {
+  std::vector<const KernelTemplate*> out;
+  for (const auto* t : all_templates())
+    if (implements(*t, op, dtype) && !t->unsupported_on(limits)) out.push_back(t);
+  return out;
+}
+
 const KernelTemplate& find_template(std::string_view op, DType dtype, const DeviceLimits* limits,
                                     std::string_view name) {
   const KernelTemplate* first_unsupported = nullptr;

@@ -22,6 +22,9 @@ const KernelTemplate& register_template(std::unique_ptr<const KernelTemplate> t)
 /// (unsupported_on). Throws std::invalid_argument naming what exists when none fits.
 const KernelTemplate& find_template(std::string_view op, DType dtype, const DeviceLimits* limits = nullptr,
                                     std::string_view name = "");
+/// Every template that implements the op and dtype and runs on the device, in registration order
+/// (`tune --template auto` tunes them all; templates/registry.cpp says why the order matters).
+std::vector<const KernelTemplate*> templates_for(std::string_view op, DType dtype, const DeviceLimits& limits);
 /// "gemm_tc_mma, gemm_tc_wgmma": the templates of an op and dtype, for messages.
 std::string template_names(std::string_view op, DType dtype);
 /// "gemm (f32)": tunable ops and dtypes, for messages.

@@ -12,6 +12,7 @@
 #include "tuner/device_registry.h"
 #include "tuner/mpi_lanes.h"
 #include "tuner/replay_data.h"
+#include "tuner/template_auto.h"
 #include "tuner/tuning_session.h"
 
 namespace tuner::cli {
@@ -64,6 +65,22 @@ std::string phases_line(const TunePhases& p) {
   return out + " (compiling " + fixed(p.compile_cpu_s, 1) + " s on the pool, overlapped)";
 }
 
+/// --template auto: each session's template and result, in the order they ran.
+nlohmann::ordered_json template_sessions_json(const std::vector<TuneSummary>& sessions) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& s : sessions)
+    out.push_back({{"template", s.template_name},
+                   {"template_version", s.template_hash},
+                   {"session_id", s.session_id},
+                   {"space_size", s.space_size},
+                   {"previously_measured", s.previously_measured},
+                   {"measured", s.measured_now},
+                   {"errors", s.errors_now},
+                   {"stop_reason", s.stop_reason},
+                   {"best_ms", s.best ? nlohmann::ordered_json(s.best->trial.time_ms) : nlohmann::ordered_json(nullptr)}});
+  return out;
+}
+
 }  // namespace
 
 int tune_command(const std::vector<std::string>& args) {
@@ -87,7 +104,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("kernel", po::value(&kernel_path)->default_value(""), "a CUDA file of your own to tune, with --spec (see README: user kernels)")
       ("spec", po::value(&spec_path)->default_value(""), "the JSON spec of --kernel: knobs, constraints, launch, buffers, reference")
       ("dtype", po::value(&dtype)->default_value("f32"), "element type: f32, f16, bf16")
-      ("template", po::value(&template_name)->default_value(""), "kernel template, e.g. gemm_tc_wgmma (default: the op's first template that runs on the device; see README)")
+      ("template", po::value(&template_name)->default_value("auto"), "kernel template, e.g. gemm_tc_wgmma; auto: every template that runs the workload on the device, sharing --trials (see README)")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N, cuda:all, cuda:N,M,.. (identical GPUs measured in parallel), sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
       ("workers", po::value(&workers)->default_value(1), "sim and replay devices: measure with this many workers in parallel, 1 .. 64 (cuda: one per listed GPU)")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
@@ -131,7 +148,7 @@ int tune_command(const std::vector<std::string>& args) {
     if (!kernel_path.empty() || !spec_path.empty()) {
       // A user kernel: registered as a template named by its spec, then tuned like any other.
       if (kernel_path.empty() || spec_path.empty()) throw std::invalid_argument("--kernel and --spec go together");
-      if (!op.empty() || !template_name.empty() || !vm["dtype"].defaulted())
+      if (!op.empty() || !vm["template"].defaulted() || !vm["dtype"].defaulted())
         throw std::invalid_argument("--op, --template and --dtype come from the spec with --kernel; leave them out");
       const auto& user = templates::register_user_kernel(kernel_path, spec_path, shape);
       op = user.op();
@@ -141,6 +158,7 @@ int tune_command(const std::vector<std::string>& args) {
       if (op.empty() || shape.empty()) throw std::invalid_argument("--op and --shape are required (or --kernel and --spec)");
       opt.workload = templates::parse_workload(op, shape, dtype);
     }
+    if (template_name == "auto") template_name.clear();
     tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
     search::check_strategy_name(strategy);
   } catch (const std::invalid_argument& e) {
@@ -203,8 +221,24 @@ int tune_command(const std::vector<std::string>& args) {
     // It answers for the template it recorded; otherwise the op's default for the device.
     if (template_name.empty()) template_name = r.template_name;
   }
+  // --template auto: every template that runs this workload on this device shares the budget.
+  std::vector<std::string> auto_templates;
+  if (template_name.empty())
+    for (const auto* t : templates::templates_for(op, opt.workload.dtype, device.limits))
+      if (!t->unsupported(opt.workload)) auto_templates.push_back(t->name());
+  if (auto_templates.size() < 2) {
+    auto_templates.clear();
+  } else {
+    std::string names;
+    for (const auto& n : auto_templates) names += (names.empty() ? "" : ", ") + n;
+    const char* one_only = all_trials ? "--trials all" : !replay_out.empty() ? "--replay-out" : !faults_text.empty() ? "--inject-fault" : nullptr;
+    if (one_only)
+      throw UsageError(std::string(one_only) + " works on one template's space; this workload has several (" + names +
+                       "): name one with --template");
+  }
   try {
-    tmpl = &templates::find_template(op, opt.workload.dtype, &device.limits, template_name);
+    tmpl = &templates::find_template(op, opt.workload.dtype, &device.limits,
+                                     auto_templates.empty() ? template_name : auto_templates.front());
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -268,8 +302,14 @@ int tune_command(const std::vector<std::string>& args) {
     throw;
   }
   TuneSummary sum;
+  std::vector<TuneSummary> sessions;  // one per template with --template auto
   try {
-    sum = run_tuning(opt, device, *db);
+    if (auto_templates.empty()) {
+      sum = run_tuning(opt, device, *db);
+    } else {
+      sessions = run_template_auto(opt, auto_templates, device, *db);
+      sum = combine_summaries(sessions, opt.trials);
+    }
   } catch (...) {
     if (mpi_session && mpi::stop_all(opt.remote_lanes)) mpi_session->skip_finalize();
     throw;
@@ -327,12 +367,18 @@ int tune_command(const std::vector<std::string>& args) {
     j["early_stopped"] = sum.early_stopped;
     j["stop_reason"] = sum.stop_reason;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
+    if (!sessions.empty()) j["templates"] = template_sessions_json(sessions);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "tuned " << opt.workload.to_string() << " on " << device.spec
               << (device.simulated ? " (times are analytic estimates)" : "") << "\n";
-    std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
-              << " valid configs\n";
+    if (sessions.empty())
+      std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
+                << " valid configs\n";
+    for (const auto& s : sessions)
+      std::cout << "  template " << s.template_name << " @" << s.template_hash << ", " << s.space_size
+                << " valid configs: session " << s.session_id << ", " << s.measured_now << " trials measured now, best "
+                << (s.best ? fixed(s.best->trial.time_ms, 4) + " ms" : std::string("none")) << "\n";
     std::cout << "  session " << sum.session_id << ": " << sum.measured_now << " trials measured now ("
               << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "

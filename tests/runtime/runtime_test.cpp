@@ -36,7 +36,7 @@ class RuntimeLib : public ::testing::Test {
     ASSERT_EQ(run("tune --op softmax --dtype f16 --shape rows=4096,cols=4096 --device sim:h100-sxm --trials 8 "
                   "--strategy random --seed 3 --db " + db()).code, 0);
     ASSERT_EQ(run("tune --op gemm --dtype f16 --shape M=1024,N=1024,K=1024 --device sim:h100-sxm --trials 8 "
-                  "--strategy random --seed 5 --db " + db()).code, 0);
+                  "--template gemm_tc_mma --strategy random --seed 5 --db " + db()).code, 0);
     ASSERT_EQ(run("export --format best --db " + db() + " --out " + best_file()).code, 0);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }

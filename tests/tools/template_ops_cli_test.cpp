@@ -108,6 +108,55 @@ TEST_F(TemplateOpsCli, QueryRanksEveryTemplateTogetherUnlessOneIsNamed) {
   EXPECT_NE(err.find("allowed: gemm_f32_simt"), std::string::npos) << err;
 }
 
+// --template auto (the default) tunes every template that runs the workload on the device: each gets
+// ceil(N / 2T) trials, then the rest goes to the one whose best is fastest.
+TEST_F(TemplateOpsCli, TheDefaultTemplateAutoSharesTheBudgetAndGivesTheRestToTheFastest) {
+  const std::string db = (dir_ / "t.db").string();
+  const std::string workload = "--op gemm --shape M=2048,N=2048,K=2048 --dtype f16 --device sim:h100-sxm";
+  const std::string tune = "tune " + workload + " --strategy random --seed 2 --remeasure 0 --quiet --json --db " + db;
+  std::string out, err;
+  ASSERT_EQ(run(tune + " --trials 4", &out, &err), 0) << err;
+  auto t = nlohmann::json::parse(out);
+  EXPECT_EQ(t["measured"], 4);
+  ASSERT_EQ(t["templates"].size(), 3u) << t.dump();
+  EXPECT_EQ(t["templates"][0]["template"], "gemm_tc_mma");
+  EXPECT_EQ(t["templates"][1]["template"], "gemm_tc_wgmma");
+  EXPECT_EQ(t["templates"][0]["measured"], 1);
+  EXPECT_EQ(t["templates"][1]["measured"], 1);
+  const double mma = t["templates"][0]["best_ms"], wgmma = t["templates"][1]["best_ms"];
+  const std::string faster = mma < wgmma ? "gemm_tc_mma" : "gemm_tc_wgmma";
+  EXPECT_EQ(t["templates"][2]["template"], faster) << "the rest goes to the template whose best is fastest";
+  EXPECT_EQ(t["templates"][2]["measured"], 2);
+  EXPECT_EQ(t["space_size"], t["templates"][0]["space_size"].get<int>() + t["templates"][1]["space_size"].get<int>());
+  EXPECT_LE(t["best"]["time_ms"].get<double>(), std::min(mma, wgmma));
+  EXPECT_EQ(t["template"], t["best"]["template"]);
+  EXPECT_NE(t["stop_reason"].get<std::string>().find("budget of 4 trials reached"), std::string::npos) << t.dump();
+  // query --best ranks both templates' records together.
+  ASSERT_EQ(run("query --db " + db + " " + workload + " --best --json", &out, &err), 0) << err;
+  auto q = nlohmann::json::parse(out);
+  EXPECT_DOUBLE_EQ(q["time_ms"].get<double>(), t["best"]["time_ms"].get<double>());
+  // The budget is a target for the database, as with one template: a rerun measures nothing new, a larger
+  // budget continues.
+  ASSERT_EQ(run(tune + " --trials 4", &out, &err), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["measured"], 0);
+  ASSERT_EQ(run(tune + " --trials 6", &out, &err), 0) << err;
+  t = nlohmann::json::parse(out);
+  EXPECT_EQ(t["measured"], 2);
+  EXPECT_EQ(t["previously_measured"], 4);
+  // What works on one template's space alone asks for one by name, and touches nothing.
+  const std::string db2 = (dir_ / "t2.db").string();
+  EXPECT_EQ(run("tune " + workload + " --trials all --strategy grid --quiet --db " + db2, &out, &err), 2);
+  EXPECT_NE(err.find("--trials all works on one template's space"), std::string::npos) << err;
+  EXPECT_NE(err.find("gemm_tc_mma, gemm_tc_wgmma"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(db2));
+  // Where one template runs (sm_80 has no wgmma), auto is that template's plain session.
+  ASSERT_EQ(run("tune --op gemm --shape M=2048,N=2048,K=2048 --dtype f16 --device sim:a100-sxm4-80gb --trials 2 "
+                "--strategy random --remeasure 0 --quiet --json --db " + db, &out, &err), 0) << err;
+  t = nlohmann::json::parse(out);
+  EXPECT_EQ(t["template"], "gemm_tc_mma");
+  EXPECT_FALSE(t.contains("templates"));
+}
+
 TEST_F(TemplateOpsCli, TheHopperTemplateIsRefusedWhereItCannotRun) {
   const std::string db = (dir_ / "t.db").string();
   std::string out, err;
@@ -136,13 +185,14 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"gemm", "M=500,N=304,K=200", "f16", "gemm_tc_wgmma", true},
                       OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_wgmma", true},
                       OpCase{"batched_gemm", "B=4,M=100,N=70,K=33", "f32", "batched_gemm_f32_simt"},
-                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "f16", "batched_gemm_tc_mma"},
-                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_mma"},
+                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "f16", "batched_gemm_tc_mma", true},
+                      OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_mma", true},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f32", "conv2d_igemm_simt"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f16", "conv2d_igemm_tc"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1", "bf16", "conv2d_igemm_tc"}),
     [](const auto& info) {
-      return std::string(info.param.op) + "_" + info.param.dtype + (info.param.by_name ? "_by_name" : "");
+      return std::string(info.param.op) + "_" + info.param.dtype +
+             (info.param.by_name ? std::string("_by_name_") + info.param.template_name : "");
     });
 
 }  // namespace
