@@ -73,6 +73,7 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
                           (expert_bytes > 0 ? all_reduce_s(cluster_, expert_dp_group, expert_bytes) : 0)
                     : rs(dense_bytes, expert_bytes);
     exposed = std::max(sync * bucket_share, sync - last_bwd);
+    exposed += costs_->params().overlap_interference * (sync - exposed);  // the hidden part slows the backward
   } else {
     exposed = rs(dense_bytes, expert_bytes) * bucket_share;
   }
@@ -359,7 +360,9 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
       out.reshard[l] = layout_reshard_s(cluster_, mesh, out.lp[l - 1]->out_layout, x.in_layout, boundary_bytes);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
     out.epc[l] = x.ep_comm_s;  // inside fwd_s + bwd_s
-    out.zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
+    // Overlapped with the layer's own work: the excess counts, and what is hidden still takes its share of the
+    // SMs and DRAM bandwidth (overlap_interference).
+    out.zex[l] = std::max(0.0, zc - tl) + costs_->params().overlap_interference * std::min(zc, tl);
     out.t[l] = tl + out.zex[l] + out.reshard[l];
     out.bwd[l] = x.bwd_s;
     out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;

@@ -29,11 +29,13 @@
 //
 // Iteration time of a configuration (what the search minimises):
 //   t_l   = layer forward + backward (+ recomputation) per micro-batch, collectives of its sharding
-//           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (only the excess counts)
+//           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (the excess counts, and
+//           CostParams::overlap_interference of the hidden part: NCCL's kernels take SMs and DRAM bandwidth)
 //   t_i   = sum of its layers' t_l + p2p sends (activation forward, gradient backward) of stage i
 //   pipe  = m t_max + (sum_i t_i - t_max) / v   (= sum t_i + (m-1) t_max for v = 1; bubble (1/v)(p-1)/m)
 //   dp    = the data-parallel gradient reduction, overlapped with the last micro-batch's backward except
-//           one layer's bucket; the ZeRO-1/2 weight all-gather after the step is not overlapped
+//           one layer's bucket (the hidden part charged overlap_interference); the ZeRO-1/2 weight all-gather
+//           after the step is not overlapped
 //   opt   = the Adam step streaming the local optimizer states through DRAM
 //   T     = pipe + max over stages of dp + max over stages of opt
 // GPipe costs the same time as 1F1B with more memory, so it is only planned when pinned.
