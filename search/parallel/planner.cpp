@@ -482,9 +482,10 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const Eval e = make_eval(c);
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp (and the
   // experts also by ep).
-  const double split = static_cast<double>(c.tp) * c.pp;
-  const double min_expert = static_cast<double>(model_expert_params_) / (split * c.ep);
-  const double min_params = static_cast<double>(model_params_ - model_expert_params_) / split + min_expert;
+  const int split = c.tp * c.pp;
+  const double min_expert = static_cast<double>(model_expert_params_) / (static_cast<double>(split) * c.ep);
+  const double min_params = least_params_per_device(static_cast<double>(model_params_),
+                                                    static_cast<double>(model_expert_params_), split, c.ep);
   if (e.states(e.shape, min_params, min_expert).total() > e.usable)
     return reject("model states alone need more than the " + std::to_string(e.usable / 1e9) + " GB per GPU");
 
@@ -497,10 +498,15 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
   std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
   if (starts.empty()) {
-    // A capped re-solve can only help when some layer keeps weights it could split.
+    // A capped re-solve can only help when some layer keeps weights it could split: its least is every weight
+    // split by tp, the experts also by ep (they are divided over ep ranks and split inside over tp).
     bool lean = true;
-    for (int l = 0; l < e.L && lean; ++l)
-      lean = tables[0].lp[l]->params_per_device <= 1.01 * static_cast<double>(layer_params(model_.layers[l])) / c.tp + 1;
+    for (int l = 0; l < e.L && lean; ++l) {
+      const Layer& layer = model_.layers[l];
+      const double least = least_params_per_device(static_cast<double>(layer_params(layer)),
+                                                   static_cast<double>(layer_expert_params(layer)), c.tp, c.ep);
+      lean = tables[0].lp[l]->params_per_device <= 1.01 * least + 1;
+    }
     if (lean || !memory_level_partition(e, uniform, tables, starts, level))
       return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
   }
