@@ -48,7 +48,49 @@ PublishedRun automodel(const std::string& label, const std::string& model, int g
   return r;
 }
 
+/// Narayanan et al. 2021, table 1: GPT of `layers` x `hidden` with `heads` heads, seq 2048, vocabulary 51200, on
+/// tp x pp x dp DGX A100 GPUs at `tflops` per GPU (their FLOP count, 96 B s l h^2 (1 + s/6h + V/16lh), which counts
+/// the recomputation). The configuration from Megatron-LM's examples/sc21/run_table_1.sh and CONFIG.sh (the paper's
+/// artifact): micro-batch `mbs`, `v` chunks per device when interleaved (--num-layers-per-virtual-pipeline-stage),
+/// --fp16, full recomputation ("--recompute-method uniform"), torch DDP for pp = 1 and Megatron's local DDP otherwise.
+PublishedRun narayanan(const std::string& size, int layers, int hidden, int heads, int tp, int pp, int dp,
+                       int64_t batch, double tflops, int mbs, int v) {
+  PublishedRun r;
+  r.label = "GPT " + size + " (tp " + std::to_string(tp) + ", pp " + std::to_string(pp) + ", dp " +
+            std::to_string(dp) + ")";
+  r.source = "Narayanan et al. 2021 (SC21), table 1; configuration from Megatron-LM examples/sc21/run_table_1.sh";
+  r.model = "gpt:layers=" + std::to_string(layers) + ",hidden=" + std::to_string(hidden) +
+            ",heads=" + std::to_string(heads) + ",seq=2048,vocab=51200";
+  r.cluster = "dgx-a100:" + std::to_string(tp * pp * dp / 8);
+  r.global_batch = batch;
+  r.fix = "tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp) + ",dp=" + std::to_string(dp) + ",recompute=full";
+  r.published_config = "mbs=" + std::to_string(mbs) + ",zero=0," +
+                       (v > 1 ? "schedule=interleaved,v=" + std::to_string(v) : std::string("schedule=1f1b"));
+  r.attention = AttentionKernel::kUnfused;
+  const double s = 2048, V = 51200, l = layers, h = hidden;
+  const double flops = 96 * static_cast<double>(batch) * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  r.iteration_time_s = flops / (static_cast<double>(tp) * pp * dp * tflops * 1e12);
+  r.note = "derived from " + std::to_string(static_cast<int>(tflops)) + " TFLOP/s per GPU as published";
+  return r;
+}
+
 }  // namespace
+
+const std::vector<PublishedRun>& held_out_runs() {
+  static const std::vector<PublishedRun> runs = {
+      narayanan("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137, 16, 1),
+      narayanan("3.6B", 30, 3072, 32, 2, 1, 32, 512, 138, 16, 1),
+      narayanan("7.5B", 36, 4096, 32, 4, 1, 32, 512, 142, 16, 1),
+      narayanan("18.4B", 40, 6144, 48, 8, 1, 32, 1024, 135, 8, 1),
+      narayanan("39.1B", 48, 8192, 64, 8, 2, 32, 1536, 138, 4, 1),
+      narayanan("76.1B", 60, 10240, 80, 8, 4, 32, 1792, 140, 2, 3),
+      narayanan("145.6B", 80, 12288, 96, 8, 8, 24, 2304, 148, 2, 2),
+      narayanan("310.1B", 96, 16384, 128, 8, 16, 15, 2160, 155, 1, 2),
+      narayanan("529.6B", 105, 20480, 128, 8, 35, 9, 2520, 163, 1, 3),
+      narayanan("1008B", 128, 25600, 160, 8, 64, 6, 3072, 163, 1, 1),
+  };
+  return runs;
+}
 
 const std::vector<PublishedRun>& calibration_runs() {
   static const std::vector<PublishedRun> runs = [] {
@@ -78,10 +120,11 @@ const std::vector<PublishedRun>& calibration_runs() {
   return runs;
 }
 
-RunPrediction predict_run(const PublishedRun& run, const CostParams& params) {
+RunPrediction predict_run(const PublishedRun& run, const CostParams& params, bool published_config) {
   PlannerOptions o;
   o.global_batch = run.global_batch;
-  o.pins = parse_pins(run.fix);
+  o.pins = parse_pins(published_config && !run.published_config.empty() ? run.fix + "," + run.published_config
+                                                                          : run.fix);
   o.cost = params;
   o.attention = run.attention;
   o.engine = run.engine;

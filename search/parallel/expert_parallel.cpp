@@ -18,11 +18,21 @@ int64_t op_expert_params(const Operator& op) {
   return static_cast<int64_t>(op.experts) * (op.gated ? 3 : 2) * op.in_features * op.ffn;
 }
 
+int64_t layer_expert_params(const Layer& layer) {
+  int64_t n = 0;
+  for (const auto& op : layer.ops) n += op_expert_params(op);
+  return n;
+}
+
 int64_t model_expert_params(const ModelGraph& g) {
   int64_t n = 0;
-  for (const auto& layer : g.layers)
-    for (const auto& op : layer.ops) n += op_expert_params(op);
+  for (const auto& layer : g.layers) n += layer_expert_params(layer);
   return n;
+}
+
+double least_params_per_device(double params, double expert_params, int split, int ep) {
+  const double s = std::max(split, 1);
+  return (params - expert_params) / s + expert_params / (s * std::max(ep, 1));
 }
 
 std::string expert_parallel_violation(int ep, int experts, int dpc) {

@@ -42,8 +42,14 @@ inline constexpr double kMoeLoadImbalance = 1.1;
 int model_experts(const ModelGraph& g);
 /// Parameters of an operator that belong to its experts (the MoE FFN's expert matrices; not the router).
 int64_t op_expert_params(const Operator& op);
+/// Expert parameters of one layer.
+int64_t layer_expert_params(const Layer& layer);
 /// Expert parameters of the whole model.
 int64_t model_expert_params(const ModelGraph& g);
+
+/// The fewest of `params` parameters (`expert_params` of them expert weights) one device can hold when every weight
+/// is split `split` ways (tp, or tp x pp for a whole model) and the experts are also divided over ep ranks.
+double least_params_per_device(double params, double expert_params, int split, int ep);
 
 /// Why `ep` cannot run with `experts` (model_experts) on dp x cp = dpc GPUs; empty when it can.
 std::string expert_parallel_violation(int ep, int experts, int dpc);

@@ -73,6 +73,7 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
                           (expert_bytes > 0 ? all_reduce_s(cluster_, expert_dp_group, expert_bytes) : 0)
                     : rs(dense_bytes, expert_bytes);
     exposed = std::max(sync * bucket_share, sync - last_bwd);
+    exposed += costs_->params().overlap_interference * (sync - exposed);  // the hidden part slows the backward
   } else {
     exposed = rs(dense_bytes, expert_bytes) * bucket_share;
   }
@@ -338,7 +339,6 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
                   &out.params, &out.eparams, &out.act, &out.full_act})
     v->assign(L, 0.0);
   out.lp.assign(L, nullptr);
-  const Mesh mesh = tensor_mesh(cluster_, shape.tp);
   const double boundary_bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize;
   for (int l = 0; l < L; ++l) {
     const Layer& layer = model_.layers[l];
@@ -355,11 +355,12 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + reduce_scatter_s(cluster_, edp_group, e_bytes);
     if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + all_gather_s(cluster_, edp_group, e_bytes));
     // A layer of another kind than its predecessor may read its input in another layout.
-    if (l > 0 && layer_sig_[l] != layer_sig_[l - 1])
-      out.reshard[l] = layout_reshard_s(cluster_, mesh, out.lp[l - 1]->out_layout, x.in_layout, boundary_bytes);
+    if (l > 0) out.reshard[l] = entry_s(e, out, out, l);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
     out.epc[l] = x.ep_comm_s;  // inside fwd_s + bwd_s
-    out.zex[l] = std::max(0.0, zc - tl);  // overlapped with the layer's own work: only the excess counts
+    // Overlapped with the layer's own work: the excess counts, and what is hidden still takes its share of the
+    // SMs and DRAM bandwidth (overlap_interference).
+    out.zex[l] = std::max(0.0, zc - tl) + costs_->params().overlap_interference * std::min(zc, tl);
     out.t[l] = tl + out.zex[l] + out.reshard[l];
     out.bwd[l] = x.bwd_s;
     out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;
@@ -385,6 +386,14 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
   // The layer being recomputed holds its full activations: the largest in [i, j).
   if (e.c.recompute == Recompute::kFull) mb.activations += t.max_full_of(i, j);
   return mb;
+}
+
+double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const {
+  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
+  if (prev.shape != cur.shape) return stage_reshard_s(cluster_, prev.shape, cur.shape, sample_bytes);
+  if (l == 0 || layer_sig_[l] == layer_sig_[l - 1]) return 0;
+  return layout_reshard_s(cluster_, tensor_mesh(cluster_, cur.shape.tp), prev.lp[l - 1]->out_layout,
+                          cur.lp[l]->in_layout, sample_bytes * cur.shape.micro_batch);
 }
 
 double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {
@@ -444,7 +453,9 @@ bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<La
   req.micro_batches = static_cast<double>(e.m) * e.v;
   req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, V, opts_.cluster_units);
   req.variants = V;
-  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j); };
+  // A stage's first layer is entered from the previous stage's variant: charged by the boundary, not the table.
+  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
+  req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
   const double p2p = stage_p2p_s(e, e.shape);
   req.extra = [&](int s, int) { return s + 1 < p ? p2p : 0.0; };
   req.fits = fits;
@@ -471,9 +482,10 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const Eval e = make_eval(c);
   // Quick memory bound: the model states can never be smaller than all weights split by tp and pp (and the
   // experts also by ep).
-  const double split = static_cast<double>(c.tp) * c.pp;
-  const double min_expert = static_cast<double>(model_expert_params_) / (split * c.ep);
-  const double min_params = static_cast<double>(model_params_ - model_expert_params_) / split + min_expert;
+  const int split = c.tp * c.pp;
+  const double min_expert = static_cast<double>(model_expert_params_) / (static_cast<double>(split) * c.ep);
+  const double min_params = least_params_per_device(static_cast<double>(model_params_),
+                                                    static_cast<double>(model_expert_params_), split, c.ep);
   if (e.states(e.shape, min_params, min_expert).total() > e.usable)
     return reject("model states alone need more than the " + std::to_string(e.usable / 1e9) + " GB per GPU");
 
@@ -486,10 +498,15 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
   std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
   if (starts.empty()) {
-    // A capped re-solve can only help when some layer keeps weights it could split.
+    // A capped re-solve can only help when some layer keeps weights it could split: its least is every weight
+    // split by tp, the experts also by ep (they are divided over ep ranks and split inside over tp).
     bool lean = true;
-    for (int l = 0; l < e.L && lean; ++l)
-      lean = tables[0].lp[l]->params_per_device <= 1.01 * static_cast<double>(layer_params(model_.layers[l])) / c.tp + 1;
+    for (int l = 0; l < e.L && lean; ++l) {
+      const Layer& layer = model_.layers[l];
+      const double least = least_params_per_device(static_cast<double>(layer_params(layer)),
+                                                   static_cast<double>(layer_expert_params(layer)), c.tp, c.ep);
+      lean = tables[0].lp[l]->params_per_device <= 1.01 * least + 1;
+    }
     if (lean || !memory_level_partition(e, uniform, tables, starts, level))
       return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
   }
@@ -538,12 +555,12 @@ std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::
   req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, V, opts_.cluster_units);
   if (req.units.empty()) return reject("too many stages for the per-stage submesh DP");
   req.variants = V;
-  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j); };
+  // A stage's first layer is entered from the previous stage's variant: charged by the boundary, not the table.
+  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
+  req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
   std::vector<double> p2p(V);
   for (int v = 0; v < V; ++v) p2p[v] = stage_p2p_s(e, tables[v].shape);
   req.extra = [&](int s, int v) { return s + 1 < p ? p2p[v] : 0.0; };
-  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
-  req.boundary = [&](int a, int b) { return stage_reshard_s(cluster_, tables[a].shape, tables[b].shape, sample_bytes); };
   req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
   const VariantDpResult r = solve_variant_dp(req);
   submesh_cells_ += r.cells;
@@ -562,7 +579,6 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   plan.partition = partition;
   plan.attention = opts_.cost.attention;
   plan.memory_capacity_bytes = e.usable;
-  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
   std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
   for (int s = 0; s < p; ++s) {
     const LayerTable& t = *tables[s];
@@ -573,8 +589,9 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     sp.mesh = tensor_mesh(cluster_, t.shape.tp);
     sp.memory_level = level[s];
     const double p2p = s + 1 < p ? stage_p2p_s(e, t.shape) : 0.0;
-    const double boundary = s > 0 ? stage_reshard_s(cluster_, tables[s - 1]->shape, t.shape, sample_bytes) : 0.0;
-    sp.time_per_micro_batch_s = t.time(i, j) + p2p + boundary;
+    // Entering the stage (a layout change or a resharding between shapes) replaces its first layer's own entry.
+    const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i) - t.reshard[i] : 0.0;
+    sp.time_per_micro_batch_s = t.time(i, j) + boundary + p2p;
     sp.params_per_device = t.params_of(i, j);
     sp.memory = stage_memory(e, t, s, i, j);
     TimeBreakdown& tb = sp.time;

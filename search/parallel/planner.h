@@ -29,11 +29,13 @@
 //
 // Iteration time of a configuration (what the search minimises):
 //   t_l   = layer forward + backward (+ recomputation) per micro-batch, collectives of its sharding
-//           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (only the excess counts)
+//           included; ZeRO-2/3 per-micro-batch collectives overlap the layer's compute (the excess counts, and
+//           CostParams::overlap_interference of the hidden part: NCCL's kernels take SMs and DRAM bandwidth)
 //   t_i   = sum of its layers' t_l + p2p sends (activation forward, gradient backward) of stage i
 //   pipe  = m t_max + (sum_i t_i - t_max) / v   (= sum t_i + (m-1) t_max for v = 1; bubble (1/v)(p-1)/m)
 //   dp    = the data-parallel gradient reduction, overlapped with the last micro-batch's backward except
-//           one layer's bucket; the ZeRO-1/2 weight all-gather after the step is not overlapped
+//           one layer's bucket (the hidden part charged overlap_interference); the ZeRO-1/2 weight all-gather
+//           after the step is not overlapped
 //   opt   = the Adam step streaming the local optimizer states through DRAM
 //   T     = pipe + max over stages of dp + max over stages of opt
 // GPipe costs the same time as 1F1B with more memory, so it is only planned when pinned.
@@ -205,6 +207,10 @@ class Planner {
   bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
   double stage_p2p_s(const Eval& e, const StageShape& shape) const;
+  /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: the resharding
+  /// between two submesh shapes, else the layout change between two layer kinds (0 between identical layers).
+  /// Charged once: a stage boundary between shapes gathers the activation whole, so no layout change remains.
+  double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
   /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
   std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;
   /// When the fastest shardings fit no partition: each stage picks its memory level (tables[0] the fastest).

@@ -15,7 +15,7 @@ struct Tables {
   std::vector<double> cost;        ///< [(v * K + a) * (K + 1) + b]: units [a, b) under v.
   std::vector<int> first_fit;      ///< [(s * V + v) * (K + 1) + b]: the first a whose [a, b) fits (b if none).
   std::vector<double> extra;       ///< [s * V + v].
-  std::vector<double> boundary;    ///< [from * V + to].
+  std::vector<double> boundary;    ///< [(from * V + to) * K + a]: entering unit a.
   double c(int v, int a, int b) const { return cost[(static_cast<size_t>(v) * K + a) * (K + 1) + b]; }
   int fit(int s, int v, int b) const { return first_fit[(static_cast<size_t>(s) * V + v) * (K + 1) + b]; }
 };
@@ -42,10 +42,11 @@ Tables tabulate(const VariantDpRequest& r) {
   if (r.extra)
     for (int s = 0; s < t.p; ++s)
       for (int v = 0; v < V; ++v) t.extra[static_cast<size_t>(s) * V + v] = r.extra(s, v);
-  t.boundary.assign(static_cast<size_t>(V) * V, 0.0);
+  t.boundary.assign(static_cast<size_t>(V) * V * K, 0.0);
   if (r.boundary)
-    for (int a = 0; a < V; ++a)
-      for (int b = 0; b < V; ++b) t.boundary[static_cast<size_t>(a) * V + b] = r.boundary(a, b);
+    for (int u = 0; u < V; ++u)
+      for (int v = 0; v < V; ++v)
+        for (int a = 1; a < K; ++a) t.boundary[(static_cast<size_t>(u) * V + v) * K + a] = r.boundary(u, v, r.units[a]);
   return t;
 }
 
@@ -77,7 +78,7 @@ Pass dp_pass(const Tables& t, double T, int64_t& cells) {
             ++cells;
             const double prev = F[at(s - 1, a, u)];
             if (!std::isfinite(prev)) continue;
-            const double x = base + t.boundary[static_cast<size_t>(u) * V + v];
+            const double x = base + t.boundary[(static_cast<size_t>(u) * V + v) * K + a];
             if (x > T || prev + x >= F[at(s, b, v)]) continue;
             F[at(s, b, v)] = prev + x, from_a[at(s, b, v)] = a, from_v[at(s, b, v)] = u;
           }
@@ -125,7 +126,7 @@ double variant_objective(const VariantDpRequest& r, const std::vector<int>& star
     if (starts[s + 1] <= starts[s] || v < 0 || v >= r.variants) return kInf;
     if (r.fits && !r.fits(s, v, starts[s], starts[s + 1])) return kInf;
     double t = r.cost(v, starts[s], starts[s + 1]) + (r.extra ? r.extra(s, v) : 0.0);
-    if (s > 0 && r.boundary) t += r.boundary(variant[s - 1], v);
+    if (s > 0 && r.boundary) t += r.boundary(variant[s - 1], v, starts[s]);
     sum += t, mx = std::max(mx, t);
     if (stage_cost) stage_cost->push_back(t);
   }

@@ -3,8 +3,9 @@
 // submesh shape (tp x dp of the stage's GPUs, its own per-device micro-batch and
 // layer shardings) or a memory level of the layer ILP (a sharding solved under a
 // tighter memory row, slower but leaner). A stage's time is its layers' cost under
-// its variant, plus a per-stage extra (point-to-point sends), plus the resharding
-// from the previous stage's variant (resharding.h) when they differ.
+// its variant, plus a per-stage extra (point-to-point sends), plus what entering
+// it costs after the previous stage's variant at its first layer: the resharding
+// between submesh shapes (resharding.h), or a layout change between layer kinds.
 //
 // Objective, as Alpa's:  sum_i t_i + (B - 1) max_j t_j  over partitions of K
 // units (layer_clustering.h) into p stages and a variant per stage, each stage
@@ -35,8 +36,10 @@ struct VariantDpRequest {
   std::function<double(int v, int begin, int end)> cost;
   /// Added to stage `stage` under variant v (e.g. its p2p sends); empty: 0.
   std::function<double(int stage, int v)> extra;
-  /// Resharding charged to a stage running variant `to` after one running `from`; empty: 0.
-  std::function<double(int from, int to)> boundary;
+  /// Resharding charged to a stage running variant `to` from layer `begin` (a unit start) after one running
+  /// `from` (>= 0); empty: 0. It replaces nothing in `cost`: a caller whose cost counts a layout change at the
+  /// stage's first layer leaves it out of `cost` there and charges it here.
+  std::function<double(int from, int to, int begin)> boundary;
   /// Whether stage `stage` under v holds layers [begin, end); monotone: sub-ranges fit. Empty: all fit.
   std::function<bool(int stage, int v, int begin, int end)> fits;
   int max_rounds = 10;                 ///< Bounds tried above the smallest feasible one (1: that one only).

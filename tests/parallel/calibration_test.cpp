@@ -1,6 +1,7 @@
 // The calibrated cost model against the published runs it was fitted to: every
 // run within 10% with the default CostParams (one model, no per-run constants),
 // and the error grows when a term is taken away, so each term carries weight.
+// Then the held-out runs (Narayanan et al. 2021), which nothing is fitted to.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,6 +56,45 @@ TEST(Calibration, H100RunsNeedTheH100ThroughputTerm) {
   CostParams datasheet;
   datasheet.tensor_throughput.clear();
   EXPECT_LT(predict_run(*llama, datasheet).error, -0.15);
+}
+
+const PublishedRun& held_out(const std::string& size) {
+  const auto& runs = held_out_runs();
+  const auto it = std::find_if(runs.begin(), runs.end(),
+                               [&](const PublishedRun& r) { return r.label.rfind("GPT " + size + " ", 0) == 0; });
+  if (it == runs.end()) throw std::runtime_error("no held-out run " + size);
+  return *it;
+}
+
+TEST(HeldOut, ZeroThreeTrafficHiddenBehindComputeIsNotFree) {
+  // 18.4B on tp 8 x dp 32 at micro-batch 8: ZeRO-3's per-micro-batch all-gathers of the weights keep the network
+  // busy for about as long as the layers compute. Counted free, they let the planner trade tensor-parallel attention
+  // for in-node data parallelism under ZeRO-3 and land 19% fast; charged their interference, it keeps ZeRO 0/1.
+  const PublishedRun& run = held_out("18.4B");
+  PublishedRun zero3 = run;
+  zero3.fix += ",mbs=8,zero=3";
+  CostParams free_overlap;
+  free_overlap.overlap_interference = 0;
+  EXPECT_GT(predict_run(zero3).predicted_s, 1.03 * predict_run(zero3, free_overlap).predicted_s);
+  EXPECT_NE(predict_run(run, free_overlap).config.find("zero=3"), std::string::npos);
+  const RunPrediction planned = predict_run(run);
+  EXPECT_EQ(planned.config.find("zero=3"), std::string::npos) << planned.config;
+  EXPECT_GT(planned.error, -0.17) << planned.config;
+}
+
+TEST(HeldOut, PredictionsStayInTheirDocumentedBand) {
+  // docs/calibration.md: with tp <= 4 the planned and the published configurations are within 10%; the tp 8 runs
+  // are 6-19% fast (Megatron-LM of 2021 against the 2022 runs the model is calibrated on), never slow.
+  ASSERT_EQ(held_out_runs().size(), 10u);
+  for (const PublishedRun& run : held_out_runs()) {
+    const bool small_tp = run.fix.rfind("tp=8", 0) != 0;
+    for (bool published : {false, true}) {
+      const RunPrediction p = predict_run(run, {}, published);
+      SCOPED_TRACE(run.label + (published ? " (published configuration)" : " (planned)") + ": " + p.config);
+      EXPECT_LE(p.error, 0.10);
+      EXPECT_GE(p.error, small_tp ? -0.10 : -0.20);
+    }
+  }
 }
 
 }  // namespace

@@ -2,12 +2,15 @@
 // and the exports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/expert_parallel.h"
+#include "search/parallel/layer_sharding.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_export.h"
 #include "search/parallel/plan_json.h"
@@ -48,6 +51,27 @@ TEST(ExpertParallel, RuleFollowsMegatron) {
   EXPECT_NE(expert_parallel_violation(2, 0, 4).find("mixture-of-experts"), std::string::npos);
   // Expert parameters of the Mixtral-like preset: 32 layers x 8 experts x 3 x 4096 x 14336 (45.1e9 of 46.7e9).
   EXPECT_NEAR(model_expert_params(parse_model_spec("moe")) / 1e9, 32.0 * 8 * 3 * 4096 * 14336 / 1e9, 1e-6);
+}
+
+TEST(ExpertParallel, LeastWeightsPerDeviceDivideTheExpertsByEpToo) {
+  // The planner re-solves a layer's sharding under a memory cap only when the fastest sharding holds more weights
+  // than the least it could. With ep >= tp that least is far below all weights / tp: the experts are divided by
+  // ep as well, so a sharding that keeps the attention replicated is under all / tp and still not lean.
+  const ModelGraph g = parse_model_spec(kSmallMoe);
+  const auto block = std::find_if(g.layers.begin(), g.layers.end(),
+                                  [](const Layer& l) { return layer_expert_params(l) > 0; });
+  ASSERT_NE(block, g.layers.end());
+  const double all = static_cast<double>(layer_params(*block)), experts = static_cast<double>(layer_expert_params(*block));
+  const double least = least_params_per_device(all, experts, 2, 4);
+  EXPECT_DOUBLE_EQ(least, (all - experts) / 2 + experts / 8);
+  EXPECT_DOUBLE_EQ(least_params_per_device(all, 0, 2, 4), all / 2);  // a dense layer: split by tp only
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  OpCostModel costs(c.gpu, CostParams{}, nullptr);
+  const LayerPlan fastest = plan_layer_sharding(*block, g, c, tensor_mesh(c, 2), 8, costs,
+                                                std::numeric_limits<double>::infinity(), 16, 1, 4);
+  ASSERT_FALSE(fastest.ops.empty());
+  EXPECT_LE(fastest.params_per_device, all / 2);
+  EXPECT_GT(fastest.params_per_device, 1.01 * least);
 }
 
 TEST(ExpertParallel, AllToAllGrowsWhenTheGroupSpansNodes) {

@@ -79,6 +79,32 @@ TEST(PerStagePlan, DifferentShapesPerStagePayForAHeavyVocabulary) {
   }
 }
 
+TEST(PerStagePlan, AStageEnteredFromAnotherShapeAndLayerKindPaysOneResharding) {
+  // 32 GPUs, 8 stages of 4: the embedding alone on tp 4 (its output split by features), then blocks on tp 2 x dp 2
+  // (their norms read tokens split). The boundary gathers the activation whole (stage_reshard_s); the layout
+  // change between the two layer kinds must not be charged on top of it.
+  PlannerOptions o;
+  o.global_batch = 256;
+  o.pins = parse_pins("pp=8,mbs=2,schedule=1f1b");
+  const ModelGraph model = parse_model_spec(kBigVocab);
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:4");
+  const Plan p = Planner(model, cluster, o).plan();
+  const double sample_bytes = static_cast<double>(model.seq) * model.hidden * dtype_bytes(model.dtype);
+  int checked = 0;
+  for (size_t s = 1; s < p.stages.size(); ++s) {
+    const StagePlan &prev = p.stages[s - 1], &st = p.stages[s];
+    const bool one_kind = st.sharding.size() == 1;
+    if (prev.shape == st.shape || !one_kind || prev.sharding.back().layer == st.sharding.front().layer) continue;
+    if (st.shape.tp < 2) continue;  // a stage without tensor parallelism has no layout to change
+    ++checked;
+    const double m = p.config.num_micro_batches;
+    EXPECT_NEAR(st.time.reshard_s, m * stage_reshard_s(cluster, prev.shape, st.shape, sample_bytes),
+                1e-9 * st.time.reshard_s)
+        << "stage " << s;
+  }
+  EXPECT_GE(checked, 1) << "no stage boundary between shapes and layer kinds to check";
+}
+
 TEST(PerStagePlan, PinnedTensorParallelismKeepsEveryStageOnIt) {
   const Plan p = plan_big_vocab(true, "tp=4,pp=4,schedule=1f1b");
   EXPECT_TRUE(p.uniform_stages);

@@ -41,7 +41,7 @@ VariantDpRequest random_request(uint32_t seed, std::vector<std::vector<double>>&
     return t;
   };
   if (seed % 2) r.extra = [](int s, int v) { return 1e-3 * ((s + v) % 2); };
-  if (seed % 3) r.boundary = [](int a, int b) { return a == b ? 0.0 : 2.5e-3; };
+  if (seed % 3) r.boundary = [](int a, int b, int begin) { return a == b ? 1e-4 * (begin % 3) : 2.5e-3; };
   const int cap = (L + r.stages - 1) / r.stages + static_cast<int>(seed % 2);
   if (seed % 4 == 0) r.fits = [cap](int s, int v, int b, int e) { return e - b <= cap - (s == 0) + (v == 1); };
   return r;
@@ -97,7 +97,7 @@ TEST(VariantDp, StagesTakeTheVariantThatSuitsTheirLayers) {
     for (int l = b; l < e; ++l) t += l < 4 ? (v == 0 ? 2e-3 : 4e-3) : (v == 0 ? 12e-3 : 3e-3);
     return t;
   };
-  r.boundary = [](int a, int b) { return a == b ? 0.0 : 1e-3; };
+  r.boundary = [](int a, int b, int) { return a == b ? 0.0 : 1e-3; };
   const VariantDpResult dp = solve_variant_dp(r);
   ASSERT_TRUE(dp.feasible);
   EXPECT_EQ(dp.starts, (std::vector<int>{0, 4, 5}));
