@@ -47,8 +47,8 @@ void print_progress(const TuneProgress& p) {
   std::string best = p.best_ms > 0 ? fixed(p.best_ms, 4) + " ms " + fixed(p.best_gflops, 0) + " GFLOP/s" +
                                          (p.estimate ? " (estimate)" : "")
                                    : "none yet";
-  std::fprintf(stderr, "\r\033[K  trials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s",
-               static_cast<long long>(p.done), static_cast<long long>(p.budget), best.c_str(),
+  std::fprintf(stderr, "\r\033[K  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s",
+               p.label.c_str(), p.label.empty() ? "" : ": ", static_cast<long long>(p.done), static_cast<long long>(p.budget), best.c_str(),
                static_cast<long long>(p.errors_now), p.elapsed_s, p.eta_s);
   std::fflush(stderr);
 }
@@ -226,6 +226,7 @@ int tune_command(const std::vector<std::string>& args) {
   if (template_name.empty())
     for (const auto* t : templates::templates_for(op, opt.workload.dtype, device.limits))
       if (!t->unsupported(opt.workload)) auto_templates.push_back(t->name());
+  if (auto_templates.size() == 1) template_name = auto_templates.front();  // the one that runs it
   if (auto_templates.size() < 2) {
     auto_templates.clear();
   } else {
@@ -379,7 +380,12 @@ int tune_command(const std::vector<std::string>& args) {
       std::cout << "  template " << s.template_name << " @" << s.template_hash << ", " << s.space_size
                 << " valid configs: session " << s.session_id << ", " << s.measured_now << " trials measured now, best "
                 << (s.best ? fixed(s.best->trial.time_ms, 4) + " ms" : std::string("none")) << "\n";
-    std::cout << "  session " << sum.session_id << ": " << sum.measured_now << " trials measured now ("
+    std::string ids = std::to_string(sum.session_id);
+    if (!sessions.empty()) {
+      ids.clear();
+      for (const auto& x : sessions) ids += (ids.empty() ? "" : ", ") + std::to_string(x.session_id);
+    }
+    std::cout << (sessions.size() > 1 ? "  sessions " : "  session ") << ids << ": " << sum.measured_now << " trials measured now ("
               << sum.errors_now << " failed), " << sum.previously_measured << " already in " << db_path << ", "
               << sum.compiled_from_cache << " compiled from cache, " << sum.remeasured << " finalists re-measured, "
               << fixed(sum.wall_s, 1) << " s"

@@ -7,14 +7,17 @@ namespace tuner {
 namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_depth{0};  // StopSignals alive (a run of several sessions holds one around theirs)
 }  // namespace
 
 bool stop_requested() { return g_stop.load(); }
 int stop_signal() { return g_stop_signal.load(); }
 
 StopSignals::StopSignals() {
-  g_stop.store(false);
-  g_stop_signal.store(0);
+  if (g_depth.fetch_add(1) == 0) {  // the outermost one starts afresh; an inner one keeps a stop asked for
+    g_stop.store(false);
+    g_stop_signal.store(0);
+  }
   sigemptyset(&set_);
   sigaddset(&set_, SIGINT);
   sigaddset(&set_, SIGTERM);
@@ -34,6 +37,7 @@ StopSignals::~StopSignals() {
   pthread_kill(waiter_.native_handle(), SIGTERM);
   waiter_.join();
   pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  g_depth.fetch_sub(1);
 }
 
 }  // namespace tuner

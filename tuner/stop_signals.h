@@ -15,7 +15,8 @@
 
 namespace tuner {
 
-/// True once SIGINT or SIGTERM arrived while a StopSignals was alive (reset by each new one).
+/// True once SIGINT or SIGTERM arrived while a StopSignals was alive (reset by each new outermost one:
+/// a StopSignals held around several sessions keeps a stop that arrived between them).
 bool stop_requested();
 /// The signal that asked the loop to stop (0: none).
 int stop_signal();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "tuner/stop_signals.h"
+
 namespace tuner {
 
 namespace {
@@ -16,6 +18,58 @@ bool faster(const TuneSummary& a, const TuneSummary& b) {
   return a.best->trial.time_ms < b.best->trial.time_ms;
 }
 
+/// One `--template auto` run: its sessions in order and the latest summary of each template.
+class AutoRun {
+ public:
+  AutoRun(const TuneOptions& base, const DeviceTarget& device, db::TuningDb& db) : base_(base), device_(device), db_(db) {}
+
+  /// Trials of the templates tuned so far in this run (their database counts).
+  int64_t used(const std::string& except = "") const {
+    int64_t n = 0;
+    for (const auto& [name, s] : last_)
+      if (name != except) n += trials_after(s);
+    return n;
+  }
+  const TuneSummary* last(const std::string& name) const {
+    auto it = last_.find(name);
+    return it == last_.end() ? nullptr : &it->second;
+  }
+
+  /// Tunes `name` up to `target` trials; false when the run must end (a signal, or an early stop).
+  bool run(const std::string& name, int64_t target, int remeasure) {
+    TuneOptions opt = base_;
+    opt.template_name = name;
+    opt.trials = std::max<int64_t>(target, 0);
+    opt.remeasure_top = remeasure;
+    if (base_.on_progress)  // the whole run's count and budget, named by the template in work
+      opt.on_progress = [this, name, others = used(name)](const TuneProgress& p) {
+        TuneProgress whole = p;
+        whole.done += others;
+        whole.budget = base_.trials;
+        whole.label = name;
+        base_.on_progress(whole);
+      };
+    sessions_.push_back(run_tuning(opt, device_, db_));
+    TuneSummary& s = sessions_.back();
+    last_[name] = s;
+    if (!s.interrupted && stop_requested()) {  // asked to stop as the session ended: no further session
+      s.interrupted = true;
+      s.stop_signal = stop_signal();
+      s.stop_reason = "stopped by signal " + std::to_string(s.stop_signal) + " after template " + name;
+    }
+    return !s.interrupted && !s.early_stopped;
+  }
+
+  std::vector<TuneSummary> take() { return std::move(sessions_); }
+
+ private:
+  const TuneOptions& base_;
+  const DeviceTarget& device_;
+  db::TuningDb& db_;
+  std::vector<TuneSummary> sessions_;
+  std::map<std::string, TuneSummary> last_;
+};
+
 }  // namespace
 
 int64_t exploration_share(int64_t budget, size_t templates) {
@@ -26,45 +80,40 @@ int64_t exploration_share(int64_t budget, size_t templates) {
 
 std::vector<TuneSummary> run_template_auto(const TuneOptions& base, const std::vector<std::string>& templates,
                                            const DeviceTarget& device, db::TuningDb& db) {
-  std::vector<TuneSummary> sessions;
-  std::map<std::string, TuneSummary> last;  // the latest session of each template
-  auto run = [&](const std::string& name, int64_t target) {
-    TuneOptions opt = base;
-    opt.template_name = name;
-    opt.trials = target;
-    sessions.push_back(run_tuning(opt, device, db));
-    last[name] = sessions.back();
-    return !sessions.back().interrupted;
-  };
-  const int64_t share = exploration_share(base.trials, templates.size());
+  StopSignals signals;  // around every session, so that a signal between two of them ends the run
+  AutoRun r(base, device, db);
+  const int64_t N = base.trials, share = exploration_share(N, templates.size());
+  // Exploration, without re-measuring finalists: a share each, never past the budget.
   for (const auto& name : templates)
-    if (!run(name, share)) return sessions;
+    if (!r.run(name, std::min(share, N - r.used()), 0)) return r.take();
 
-  // Exploitation: fastest template first; each takes what the others have not used.
+  // Exploitation: the fastest template first; each takes what the others have not used.
   std::vector<std::string> order = templates;
   std::stable_sort(order.begin(), order.end(),
-                   [&](const std::string& a, const std::string& b) { return faster(last[a], last[b]); });
+                   [&](const std::string& a, const std::string& b) { return faster(*r.last(a), *r.last(b)); });
+  bool remeasured = false;
   for (const auto& name : order) {
-    int64_t used = 0;
-    for (const auto& [other, s] : last) used += trials_after(s);
-    const int64_t mine = trials_after(last[name]);
-    const int64_t left = base.trials - used;
+    const int64_t left = N - r.used(), mine = trials_after(*r.last(name));
     if (left <= 0) break;
-    if (mine >= last[name].space_size) continue;  // this template's space is exhausted
-    if (!run(name, mine + left)) break;
+    if (mine >= r.last(name)->space_size) continue;  // this template's space is exhausted
+    remeasured = remeasured || name == order.front();
+    if (!r.run(name, mine + left, name == order.front() ? base.remeasure_top : 0)) return r.take();
   }
-  return sessions;
+  // The fastest template's finalists are measured once more (a session with no new trials).
+  if (!remeasured && base.remeasure_top > 0)
+    r.run(order.front(), trials_after(*r.last(order.front())), base.remeasure_top);
+  return r.take();
 }
 
 TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t budget) {
   TuneSummary out;
   if (sessions.empty()) return out;
   const TuneSummary* winner = &sessions.front();
-  std::map<std::string, int64_t> space_of, previously_of;  // per template: its space; trials before its first session
+  std::map<std::string, const TuneSummary*> first_of, last_of;
   for (const auto& s : sessions) {
     if (faster(s, *winner)) winner = &s;
-    space_of.emplace(s.template_name, s.space_size);
-    previously_of.emplace(s.template_name, s.previously_measured);
+    first_of.emplace(s.template_name, &s);
+    last_of[s.template_name] = &s;
     out.measured_now += s.measured_now;
     out.errors_now += s.errors_now;
     out.compiled_from_cache += s.compiled_from_cache;
@@ -81,33 +130,44 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
     p.worker_other_s += s.phases.worker_other_s;
     p.commit_s += s.phases.commit_s;
     p.compile_cpu_s += s.phases.compile_cpu_s;
+    for (size_t i = 0; i < s.lanes.size(); ++i) {  // the same lanes serve every session
+      if (i == out.lanes.size()) out.lanes.push_back({s.lanes[i].device, s.lanes[i].where, 0, false});
+      out.lanes[i].measured += s.lanes[i].measured;
+      out.lanes[i].lost = out.lanes[i].lost || s.lanes[i].lost;
+    }
   }
-  for (const auto& [name, n] : space_of) out.space_size += n;
-  for (const auto& [name, n] : previously_of) out.previously_measured += n;
+  int64_t total = 0;
+  bool all_exhausted = true;
+  std::string parts;
+  for (const auto& [name, s] : first_of) {
+    out.space_size += s->space_size;
+    out.previously_measured += s->previously_measured;
+  }
+  for (const auto& [name, s] : last_of) {
+    total += trials_after(*s);
+    all_exhausted = all_exhausted && trials_after(*s) >= s->space_size;
+    parts += (parts.empty() ? "" : ", ") + name + " " + std::to_string(trials_after(*s));
+  }
   out.session_id = winner->session_id;
   out.template_name = winner->template_name;
   out.template_hash = winner->template_hash;
   out.best = winner->best;
   out.started_from_model = winner->started_from_model;
   out.saved_model = winner->saved_model;
-  out.lanes = sessions.back().lanes;
-  out.interrupted = sessions.back().interrupted;
-  out.stop_signal = sessions.back().stop_signal;
-  out.early_stopped = sessions.back().early_stopped;
-  out.stop_reason = sessions.back().stop_reason;
-  if (!out.interrupted && !out.early_stopped) {
-    std::map<std::string, int64_t> trials_of;  // the latest count of each template
-    for (const auto& s : sessions) trials_of[s.template_name] = trials_after(s);
-    int64_t total = 0;
-    std::string parts;
-    for (const auto& [name, n] : trials_of) {
-      total += n;
-      parts += (parts.empty() ? "" : ", ") + name + " " + std::to_string(n);
-    }
-    out.stop_reason = (total >= budget ? "budget of " + std::to_string(budget) + " trials reached"
-                                       : std::string("every template's space exhausted")) +
-                      " (" + parts + ")";
-  }
+  // The session that ended the run says why: a signal or an early stop ends it at once (it is the last).
+  const TuneSummary& end = sessions.back();
+  out.interrupted = end.interrupted;
+  out.stop_signal = end.stop_signal;
+  out.early_stopped = end.early_stopped;
+  if (end.interrupted || end.early_stopped)
+    out.stop_reason = end.stop_reason + " (template " + end.template_name + ")";
+  else if (total >= budget)
+    out.stop_reason = "budget of " + std::to_string(budget) + " trials reached";
+  else if (all_exhausted)
+    out.stop_reason = "every template's space exhausted";
+  else
+    out.stop_reason = end.stop_reason;
+  out.stop_reason += " (trials: " + parts + ")";
   return out;
 }
 

@@ -4,7 +4,9 @@
 //
 //   1. exploration: every template gets the same share, ceil(N / 2T) of the budget N over T templates;
 //   2. exploitation: the rest of N goes to the template whose best record is fastest (then, when its
-//      space runs out, to the next fastest).
+//      space runs out, to the next fastest); only its finalists are re-measured (--remeasure).
+//
+// A signal or an early stop (--early-stop, --min-improvement) ends the whole run, not one session.
 //
 // Shares are targets for the database's count of a template's trials, like --trials itself, so a
 // rerun with the same budget measures nothing new and a larger one continues where the last ended.
@@ -27,10 +29,10 @@ int64_t exploration_share(int64_t budget, size_t templates);
 std::vector<TuneSummary> run_template_auto(const TuneOptions& base, const std::vector<std::string>& templates,
                                            const DeviceTarget& device, db::TuningDb& db);
 
-/// One summary of several sessions: counts, times and phases added up; the best record over all;
-/// the session, template and space of the template that holds it (the first session when none has
-/// one); space_size the sum of the templates' spaces; interruption and early stop of the last; a
-/// stop reason that names each template's trials in the shared budget.
+/// One summary of several sessions: counts, times, phases and lanes (by index) added up; the best
+/// record over all, with the session and template that hold it (the first session when none has one);
+/// space_size and previously_measured summed over the templates; interruption, early stop and stop
+/// reason of the session that ended the run, with each template's trials in the database.
 TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t budget);
 
 }  // namespace tuner

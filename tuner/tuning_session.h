@@ -49,6 +49,7 @@ struct TuneProgress {
   double elapsed_s = 0;
   double eta_s = 0;            ///< Estimated seconds left.
   bool estimate = false;       ///< Times are sim estimates.
+  std::string label;           ///< --template auto: the template in work (done and budget are the run's).
 };
 
 struct TuneOptions {

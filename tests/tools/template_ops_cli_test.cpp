@@ -143,6 +143,22 @@ TEST_F(TemplateOpsCli, TheDefaultTemplateAutoSharesTheBudgetAndGivesTheRestToThe
   t = nlohmann::json::parse(out);
   EXPECT_EQ(t["measured"], 2);
   EXPECT_EQ(t["previously_measured"], 4);
+  // A budget smaller than one trial per template is not exceeded.
+  const std::string db3 = (dir_ / "t3.db").string();
+  ASSERT_EQ(run("tune " + workload + " --strategy random --seed 2 --remeasure 0 --quiet --json --trials 1 --db " + db3,
+                &out, &err), 0) << err;
+  t = nlohmann::json::parse(out);
+  EXPECT_EQ(t["measured"], 1);
+  EXPECT_EQ(t["templates"][1]["measured"], 0);
+  // An early stop ends the run, not just its template's session (ten improvements in a row in the first
+  // template's share of 10 would be needed to reach the second).
+  const std::string db4 = (dir_ / "t4.db").string();
+  ASSERT_EQ(run("tune " + workload + " --strategy random --seed 2 --remeasure 0 --quiet --json --trials 40 "
+                "--early-stop 1 --db " + db4, &out, &err), 0) << err;
+  t = nlohmann::json::parse(out);
+  EXPECT_TRUE(t["early_stopped"].get<bool>()) << t.dump();
+  EXPECT_EQ(t["templates"].size(), 1u) << t.dump();
+  EXPECT_NE(t["stop_reason"].get<std::string>().find("(template gemm_tc_mma)"), std::string::npos) << t.dump();
   // What works on one template's space alone asks for one by name, and touches nothing.
   const std::string db2 = (dir_ / "t2.db").string();
   EXPECT_EQ(run("tune " + workload + " --trials all --strategy grid --quiet --db " + db2, &out, &err), 2);

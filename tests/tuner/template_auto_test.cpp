@@ -1,0 +1,84 @@
+// --template auto's arithmetic (tuner/template_auto.h): the exploration share of each template, and
+// the one summary made of several templates' sessions. The sessions themselves run in the CLI test
+// TemplateOpsCli.TheDefaultTemplateAutoSharesTheBudgetAndGivesTheRestToTheFastest.
+#include "tuner/template_auto.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using tuner::TuneSummary;
+
+TuneSummary session(const std::string& tmpl, int64_t id, int64_t space, int64_t before, int64_t now, double best_ms) {
+  TuneSummary s;
+  s.template_name = tmpl;
+  s.template_hash = tmpl + "-hash";
+  s.session_id = id;
+  s.space_size = space;
+  s.previously_measured = before;
+  s.measured_now = now;
+  s.wall_s = 1.5;
+  s.phases.commit_s = 0.25;
+  s.lanes = {{"sim:h100-sxm", "local", now, false}};
+  if (best_ms > 0) {
+    tuner::db::ResultRow r;
+    r.trial.time_ms = best_ms;
+    r.template_name = tmpl;
+    s.best = r;
+  }
+  s.stop_reason = "budget of " + std::to_string(before + now) + " trials reached";
+  return s;
+}
+
+TEST(TemplateAuto, EachTemplateExploresAShareOfHalfTheBudget) {
+  EXPECT_EQ(tuner::exploration_share(200, 2), 50);
+  EXPECT_EQ(tuner::exploration_share(201, 2), 51);  // rounded up
+  EXPECT_EQ(tuner::exploration_share(7, 3), 2);
+  EXPECT_EQ(tuner::exploration_share(1, 2), 1);     // the run caps it at what the budget has left
+  EXPECT_EQ(tuner::exploration_share(0, 2), 0);
+  EXPECT_EQ(tuner::exploration_share(10, 0), 0);
+}
+
+TEST(TemplateAuto, TheSummaryAddsSessionsUpAndNamesTheTemplateOfTheBestRecord) {
+  // mma explores 5 (it had 3 already), wgmma explores 5, then wgmma (faster) takes 10 more.
+  const std::vector<TuneSummary> sessions = {session("mma", 1, 2136, 3, 2, 0.08), session("wgmma", 2, 496, 0, 5, 0.07),
+                                             session("wgmma", 3, 496, 5, 10, 0.05)};
+  const TuneSummary s = tuner::combine_summaries(sessions, 20);
+  EXPECT_EQ(s.measured_now, 17);
+  EXPECT_EQ(s.previously_measured, 3) << "what each template had before the run, not between its sessions";
+  EXPECT_EQ(s.space_size, 2136 + 496);
+  EXPECT_EQ(s.template_name, "wgmma");
+  EXPECT_EQ(s.session_id, 3);
+  ASSERT_TRUE(s.best);
+  EXPECT_DOUBLE_EQ(s.best->trial.time_ms, 0.05);
+  EXPECT_DOUBLE_EQ(s.wall_s, 4.5);
+  EXPECT_DOUBLE_EQ(s.phases.commit_s, 0.75);
+  ASSERT_EQ(s.lanes.size(), 1u);
+  EXPECT_EQ(s.lanes[0].measured, 17) << "the lanes serve every session: their counts add up";
+  EXPECT_EQ(s.stop_reason, "budget of 20 trials reached (trials: mma 5, wgmma 15)");
+  EXPECT_FALSE(s.early_stopped);
+}
+
+TEST(TemplateAuto, TheSessionThatEndedTheRunSaysWhy) {
+  std::vector<TuneSummary> sessions = {session("mma", 1, 2136, 0, 5, 0.08), session("wgmma", 2, 496, 0, 5, 0.07),
+                                       session("wgmma", 3, 496, 5, 3, 0.05)};
+  sessions.back().early_stopped = true;
+  sessions.back().stop_reason = "early stop: 3 trials without a better time";
+  sessions.back().lanes[0].lost = true;
+  TuneSummary s = tuner::combine_summaries(sessions, 100);
+  EXPECT_TRUE(s.early_stopped);
+  EXPECT_EQ(s.stop_reason, "early stop: 3 trials without a better time (template wgmma) (trials: mma 5, wgmma 8)");
+  EXPECT_TRUE(s.lanes[0].lost) << "a lane lost in any session stays lost";
+  // Small spaces measured whole before the budget: every template's space exhausted.
+  sessions = {session("a", 1, 4, 0, 4, 0.2), session("b", 2, 3, 0, 3, 0.1)};
+  s = tuner::combine_summaries(sessions, 100);
+  EXPECT_EQ(s.stop_reason, "every template's space exhausted (trials: a 4, b 3)");
+  EXPECT_EQ(s.template_name, "b");
+  // No successful record anywhere: the first session stands for the run, with no best.
+  sessions = {session("a", 7, 4, 0, 2, 0), session("b", 8, 3, 0, 2, 0)};
+  s = tuner::combine_summaries(sessions, 4);
+  EXPECT_EQ(s.session_id, 7);
+  EXPECT_FALSE(s.best);
+}
+
+}  // namespace
