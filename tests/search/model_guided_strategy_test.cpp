@@ -257,20 +257,20 @@ TEST(ModelGuidedStrategy, APriorRanksTheFirstBatchWhichStartsSmallAndGrows) {
   };
   ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity(), AnnealingParams{}, prior);
   auto first = s.propose(64);
-  EXPECT_EQ(first.size(), 16u) << "the first batch is capped at first_batch";
+  EXPECT_EQ(first.size(), 8u) << "with a prior the first batch is capped at prior_first_batch";
   EXPECT_EQ(first.front(), peak) << "the prior's best comes first";
   // Without a prior the same seed's first batch is a random draw, which almost never holds the peak.
   ModelGuidedStrategy cold(space, 4, std::make_unique<KnownFunction>(), identity());
   auto random_first = cold.propose(64);
   EXPECT_EQ(random_first.size(), 16u);
   EXPECT_EQ(std::count(random_first.begin(), random_first.end(), peak), 0);
-  // Batches grow with the model's own rows: 16 rows seen -> 16, then 32 -> 32.
+  // Batches grow with the model's own rows: 8 rows seen -> first_batch (16), then 24 -> 24.
   std::vector<TrialOutcome> out(first.size(), TrialOutcome{true, 1.0});
   s.observe(first, out);
   auto second = s.propose(64);
   EXPECT_EQ(second.size(), 16u);
   s.observe(second, std::vector<TrialOutcome>(second.size(), TrialOutcome{true, 1.0}));
-  EXPECT_EQ(s.propose(64).size(), 32u);
+  EXPECT_EQ(s.propose(64).size(), 24u);
 }
 
 // 4 knobs x 8 values (4096 configs, all ranked by a prior), and a prior that peaks at (5,2,7,1).
