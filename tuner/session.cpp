@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "templates/registry.h"
 #include "tuner/replay_oracle.h"
 #include "tuner/strategy_factory.h"
@@ -19,7 +21,7 @@ std::vector<std::optional<costmodel::KernelResources>> recorded_resources(const 
                                                                          const std::vector<search::Config>& configs) {
   std::vector<std::optional<costmodel::KernelResources>> out;
   for (const auto& c : configs) {
-    const ReplayRecord* r = replay.find(s.space.to_json_string(c));
+    const ReplayRecord* r = replay.find(nlohmann::json::parse(s.space.to_json_string(c)).dump());  // keys sorted
     if (!r || r->status != "ok") {
       out.emplace_back();
       continue;

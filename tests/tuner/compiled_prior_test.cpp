@@ -11,6 +11,7 @@
 #include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
 #include "templates/registry.h"
+#include "tuner/compile_cache.h"
 #include "tuner/compiled_resources.h"
 #include "tuner/device_registry.h"
 #include "tuner/nvrtc_builder.h"
