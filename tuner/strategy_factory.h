@@ -25,9 +25,11 @@ using ResourcesOf =
 
 struct StrategyOptions {
   /// xgb: rank the first proposals by the analytic model's estimate (registers estimated from the
-  /// register tile) until the model has rows to learn from. Off (the default): the first batch is drawn
-  /// at random. Off because on the one real recording (softmax f16 on an H100) the prior made xgb slower
-  /// to reach 95% of the best (median 28.5 trials against 18 without; bench/search_efficiency_bench).
+  /// register tile, or compiled: `resources`) until the model has rows to learn from; the first batch is
+  /// then the prior's best 8. Off (the default here): the first batch is drawn at random. A tuning session
+  /// turns it on with compiled resources on cuda and replay devices (TuneOptions::prior). On the one real
+  /// recording (softmax f16 on an H100, 20 seeds, bench/search_efficiency_bench) the estimated registers
+  /// alone take a median 18.5 trials to 95% of the best (random 22.5); re-ranked with compiled ones, 1.
   bool analytic_prior = false;
   /// xgb with analytic_prior: where the prior's best annealing.prior_refine configs get their compiled
   /// resources; the analytic model then ranks them with those instead of estimated registers (a config
