@@ -227,8 +227,6 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
       else if (key == "pfirst") options.annealing.prior_first_batch = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "half_life") options.annealing.transfer_half_life = std::atof(value.c_str());
       else if (key == "hedge") options.annealing.transfer_only_epsilon = std::atof(value.c_str());
-      else if (key == "keep") options.annealing.transfer_keep_concordance = std::atof(value.c_str());
-      else if (key == "check") options.annealing.transfer_check_rows = static_cast<size_t>(std::atoi(value.c_str()));
       else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
       start = end + 1;
     }

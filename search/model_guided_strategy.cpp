@@ -134,7 +134,7 @@ void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std:
     for (size_t i = 0; i < predicted.size() && i < outcomes.size(); ++i)
       if (outcomes[i].ok && outcomes[i].time_ms > 0) transfer_checks_.emplace_back(predicted[i], 1.0 / outcomes[i].time_ms);
     if (transfer_checks_.size() >= std::max<size_t>(params_.transfer_check_rows, 2) &&
-        concordance(transfer_checks_) <= params_.transfer_keep_concordance)
+        concordance(transfer_checks_) <= 0.5)
       transfer_dropped_ = true;
   }
   for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) {

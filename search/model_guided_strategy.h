@@ -53,8 +53,7 @@ struct AnnealingParams {
   size_t min_rows = 8;            ///< Rows (own + transferred) before the model is trusted (random until then).
   double transfer_half_life = 32; ///< Own rows at which a transferred row weighs half as much as an own one.
   size_t transfer_check_rows = 16;  ///< Successful own trials after which transferred rows are dropped when the
-                                    ///< model (trained with them) ordered their speeds no better than chance...
-  double transfer_keep_concordance = 0.5;  ///< ...that is, when its share of pairs ordered right is at most this.
+                                    ///< model (trained with them) ordered their speeds no better than chance.
   size_t first_batch = 16;        ///< Most configs per proposal until the model has seen this many of its own
                                   ///< rows; then at most as many as it has seen (batches grow 16, 16, 32, 64...).
   size_t prior_pool = 4096;       ///< With a prior: configs it ranks for the first batch (all of a smaller space).
