@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "costmodel/analytic_model.h"
 #include "costmodel/features.h"
 #include "templates/registry.h"
@@ -25,8 +27,9 @@ constexpr size_t kRefine = 12;  // compiles per run (kept small: NVRTC takes a s
 class CompiledPrior : public ::testing::Test {
  protected:
   CompiledPrior()
-      : dir_(std::filesystem::temp_directory_path() /
-             ("compiled_prior_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()))),
+      : dir_(std::filesystem::temp_directory_path() /  // one folder per process and test: ctest runs them in parallel
+             ("compiled_prior_test_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())),
         cache_(dir_.string()),
         builder_(&cache_),
         pool_(builder_, 2),
