@@ -12,7 +12,9 @@
 // proposal's worst case), and a third times the bo strategy (Gaussian process
 // fit + expected-improvement proposal) there as its batches grow to 64. The
 // search-efficiency comparison (trials to 95% of the optimum) is
-// bench/search_efficiency_bench.
+// bench/search_efficiency_bench. Last, the first proposal with the analytic
+// prior: its ranking alone on the synthetic space, and on the GEMM space with
+// the prior's best compiled by NVRTC (cold cache), compile time apart.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +22,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -29,10 +33,48 @@
 #include "search/bayes_opt_strategy.h"
 #include "search/model_guided_strategy.h"
 #include "templates/gemm_f32.h"
+#include "tuner/compile_cache.h"
+#include "tuner/compile_pool.h"
+#include "tuner/compiled_resources.h"
 #include "tuner/device_registry.h"
+#include "tuner/nvrtc_builder.h"
 #include "tuner/strategy_factory.h"
 
 using namespace tuner;
+
+namespace {
+
+/// xgb's first proposal with the compiled prior on the GEMM space: the analytic model ranks prior_pool
+/// configs, NVRTC compiles the best prior_refine (a fresh cache: cold compiles), the analytic model re-ranks
+/// them with their registers and spills. Prints the time of each part, returns them.
+nlohmann::json time_compiled_prior(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
+                                   const templates::Workload& w, const DeviceTarget& device) {
+  const auto dir = std::filesystem::temp_directory_path() / ("search_bench_cache_" + std::to_string(::getpid()));
+  CompileCache cache(dir.string());
+  NvrtcBuilder builder(&cache);
+  CompilePool pool(builder, 0);
+  CompiledResources compiled(tmpl, space, w, device.limits, pool);
+  StrategyOptions options;
+  options.analytic_prior = true;
+  options.resources = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
+  auto strategy = build_strategy("xgb", space, 1, tmpl, w, device.gpu, options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t batch = strategy->propose(64).size();
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto& st = compiled.stats();
+  std::printf("\nxgb's first proposal with the compiled prior, gemm M=N=K=1000 on sim:h100-sxm (batch %zu): %.1f s, "
+              "of which %.1f s waiting for %lld cold NVRTC compiles (%lld failed; %.1f s NVRTC time on %u threads) and "
+              "%.3f s ranking\n",
+              batch, total_s, st.wall_s, static_cast<long long>(st.compiled + st.failed), static_cast<long long>(st.failed),
+              st.compile_cpu_s, pool.size(), total_s - st.wall_s);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return {{"batch", batch}, {"total_s", total_s}, {"compile_wait_s", st.wall_s}, {"compiles", st.compiled + st.failed},
+          {"failed", st.failed}, {"nvrtc_s", st.compile_cpu_s}, {"threads", pool.size()},
+          {"ranking_s", total_s - st.wall_s}};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string out_path = "results/search_bench.json";
@@ -148,6 +190,26 @@ int main(int argc, char** argv) {
   }
   std::printf("  a lone boosted model (no ensemble) on the same space: worst refit + proposal %.3f s\n", lone_worst);
 
+  // The prior's first proposal on the same space: prior_pool configs ranked by a prior (the objective
+  // itself, as cheap as the analytic model), the best prior_refine re-scored by a refiner (here without
+  // compiling; the GEMM row below compiles), a full batch of 64 picked for diversity.
+  search::AnnealingParams prior_params = full_batches;
+  prior_params.prior_first_batch = 0;
+  search::Prior synthetic_prior = [&objective](const search::Config& c) { return -objective(c).time_ms; };
+  search::PriorRefiner synthetic_refine = [&objective](const std::vector<search::Config>& cs) {
+    std::vector<double> out;
+    for (const auto& c : cs) out.push_back(-objective(c).time_ms);
+    return out;
+  };
+  search::ModelGuidedStrategy prior_search(big, 1, std::make_unique<costmodel::XgbModel>(lone_params), featurize,
+                                           prior_params, synthetic_prior, synthetic_refine);
+  auto tp = std::chrono::steady_clock::now();
+  const size_t prior_batch = prior_search.propose(64).size();
+  const double prior_propose_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tp).count();
+  std::printf("  the prior's first proposal (%zu configs ranked, %zu refined, batch %zu): %.3f s\n",
+              prior_params.prior_pool, prior_search.prior_refined(), prior_batch, prior_propose_s);
+  const nlohmann::json compiled_prior = time_compiled_prior(tmpl, space, w, device);
+
   // bo on the same space: its batches grow (8, 8, 16, 32, 64, ...); the process is fitted on at most
   // 256 rows, so the cost stops growing once the history passes them.
   search::BayesOptStrategy bo(big, 1);
@@ -180,6 +242,8 @@ int main(int argc, char** argv) {
                                         {"big_rounds", big_rows},
                                         {"big_worst_s", worst},
                                         {"big_lone_model_worst_s", lone_worst},
+                                        {"big_prior_first_proposal_s", prior_propose_s},
+                                        {"compiled_prior", compiled_prior},
                                         {"bo_rounds", bo_rows},
                                         {"bo_worst_64_s", bo_worst_64}}
                              .dump(2)

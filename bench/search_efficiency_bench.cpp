@@ -9,9 +9,13 @@
 // and random search run against that oracle under several seeds, batches of
 // 64, and the trials until a measured config is within 95% of the optimum's
 // speed are counted (capped at --max-trials; a capped run counts as the cap).
-// "xgb" is the tuner's default (no analytic prior, first batch 16, growing);
-// "xgb-prior" also ranks its first batch by the analytic model, which is
-// reported on replay oracles only (on a sim oracle it would be the oracle).
+// "xgb" is xgb without a prior (first batch 16, growing): what a session on a
+// sim device runs; "xgb-prior" ranks its first batch (of 8) by the analytic
+// model with estimated registers; "xgb-compiled" re-ranks that model's best 64
+// with their registers and spills compiled here by NVRTC (what a session on a
+// GPU or a replay device runs: --prior auto), "xgb-recorded" with the
+// recording's. Prior variants are reported on replay oracles only (on a sim
+// oracle the prior would be the oracle), with the prior's compile time.
 //
 // The transfer experiment, leave one out: each workload B on the A100 starts
 // once cold, and once with records of the other workloads on the H100 (random
@@ -29,7 +33,10 @@
 //
 //   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
-//                                     [--replay-only 1] [--heldout SEEDS]
+//                                     [--replay-only 1] [--compile-cache DIR] [--heldout SEEDS]
+//
+// --compile-cache: where the prior's NVRTC compiles are cached (default: a new folder under the temp
+// directory, so the reported compile time is that of cold compiles).
 //
 // --heldout SEEDS runs only the held-out check (of --variant, default xgb; xgb5 for the ensemble): workloads
 // outside the development set above (other
@@ -47,6 +54,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +66,10 @@
 #include "search/model_guided_strategy.h"
 #include "templates/registry.h"
 #include "tuner/device_registry.h"
+#include "tuner/compile_cache.h"
+#include "tuner/compile_pool.h"
+#include "tuner/compiled_resources.h"
+#include "tuner/nvrtc_builder.h"
 #include "tuner/replay_oracle.h"
 #include "tuner/strategy_factory.h"
 
@@ -170,17 +182,28 @@ void add_transfer(search::TransferLearner& s, const std::vector<const Oracle*>& 
   }
 }
 
-/// A strategy by its bench name: "xgb-prior" (xgb with the analytic prior ranking its first batch), "xgb1"
+/// Where a replay row's strategies get compiled resources: NVRTC here (what a session does), or the recording.
+struct ResourceSources {
+  ResourcesOf compiled;
+  ResourcesOf recorded;
+};
+
+/// A strategy by its bench name: "xgb-prior" (xgb with the analytic prior ranking its first batch),
+/// "xgb-compiled" (the prior's best re-ranked with their registers and spills compiled here by NVRTC),
+/// "xgb-recorded" (the same with the resources the recording stores), "xgb1"
 /// (a lone boosted model with a 5% random share), "xgb5" (an ensemble of 5 and its confidence bound), or any
 /// strategy name the factory knows ("xgb": the tuner's default, without the prior).
 std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, const search::ConfigSpace& space,
                                                      uint64_t seed, const templates::KernelTemplate& tmpl,
-                                                     const templates::Workload& w, const costmodel::GpuSpec& gpu) {
+                                                     const templates::Workload& w, const costmodel::GpuSpec& gpu,
+                                                     const ResourceSources& sources = {}) {
   StrategyOptions options;
-  options.analytic_prior = name == "xgb-prior";
+  options.analytic_prior = name == "xgb-prior" || name == "xgb-compiled" || name == "xgb-recorded";
+  if (name == "xgb-compiled") options.resources = sources.compiled;
+  if (name == "xgb-recorded") options.resources = sources.recorded;
   if (name == "xgb1") options.xgb_members = 1;  // a lone model and 5% random picks (the default)
   if (name == "xgb5") options.xgb_members = 5;  // the bootstrap ensemble of 5 and its confidence bound
-  bool xgb = name == "xgb-prior" || name == "xgb1" || name == "xgb5";
+  bool xgb = name == "xgb-prior" || name == "xgb-compiled" || name == "xgb-recorded" || name == "xgb1" || name == "xgb5";
   // "xgb:key=value/key=value": xgb with some settings changed, for experiments (members, kappa, first,
   // epsilon, objective, prior).
   if (name.rfind("xgb:", 0) == 0) {
@@ -195,7 +218,13 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
       else if (key == "first") options.annealing.first_batch = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "epsilon") options.annealing.epsilon = std::atof(value.c_str());
       else if (key == "objective") options.xgb_objective = value;
-      else if (key == "prior") options.analytic_prior = value == "1";
+      else if (key == "prior") {  // 1: estimated registers; compiled / recorded: re-ranked with those resources
+        options.analytic_prior = value != "0";
+        if (value == "compiled") options.resources = sources.compiled;
+        if (value == "recorded") options.resources = sources.recorded;
+      }
+      else if (key == "refine") options.annealing.prior_refine = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "pfirst") options.annealing.prior_first_batch = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "half_life") options.annealing.transfer_half_life = std::atof(value.c_str());
       else if (key == "hedge") options.annealing.transfer_only_epsilon = std::atof(value.c_str());
       else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
@@ -227,10 +256,44 @@ int64_t sim_order_trials(const RecordedSpace& rec, const ReplayOracle& real) {
   return static_cast<int64_t>(order.size());
 }
 
+/// True for the bench names that rank by the analytic model (circular on a sim oracle).
+bool uses_prior(const std::string& name) {
+  return name == "xgb-prior" || name == "xgb-compiled" || name == "xgb-recorded" ||
+         (name.rfind("xgb:", 0) == 0 && name.find("prior=") != std::string::npos && name.find("prior=0") == std::string::npos);
+}
+
+/// A new, empty compile-cache folder under the temp dir (so compile times are cold).
+std::string fresh_cache_dir() {
+  const auto base = std::filesystem::temp_directory_path() / "search_efficiency_bench_cache";
+  for (int i = 0;; ++i) {
+    const auto dir = base / std::to_string(i);
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec)) return dir.string();
+  }
+}
+
+/// One line on what the prior's compiles cost, and how many registers agree with the recording's.
+void report_compiles(const CompiledResources& compiled, const RecordedSpace& rec) {
+  const auto& st = compiled.stats();
+  if (st.compiled + st.from_cache + st.failed == 0) return;
+  std::printf("%-58s prior compiles: %lld by NVRTC, %lld from cache, %lld failed; %.1f s waited, %.1f s NVRTC time\n",
+              "", static_cast<long long>(st.compiled), static_cast<long long>(st.from_cache),
+              static_cast<long long>(st.failed), st.wall_s, st.compile_cpu_s);
+  int same = 0, differ = 0;
+  for (const auto& rc : rec.configs) {
+    const auto it = compiled.known().find(rc.index);
+    if (it == compiled.known().end() || !it->second) continue;
+    const bool eq = it->second->registers == rc.resources.registers && it->second->local_bytes == rc.resources.local_bytes;
+    ++(eq ? same : differ);
+  }
+  std::printf("%-58s of them recorded: %d with the recording's registers and local bytes, %d different%s\n", "", same,
+              differ, rec.version_matches ? "" : " (the recording's template version is not today's)");
+}
+
 /// The replay section: every recording in `dir` as an oracle (real times, and the sim's estimates of the
 /// same configs), each strategy over `seeds` seeds and each batch size. Prints a table, returns its JSON.
 nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<size_t>& batches, int64_t max_trials,
-                          const std::vector<std::string>& strategies) {
+                          const std::vector<std::string>& strategies, const std::string& compile_cache) {
   nlohmann::json out = nlohmann::json::array();
   const auto files = replay_files(dir);
   std::printf("\nReplay recordings in %s as oracles: trials to reach 95%% of the oracle's best "
@@ -242,7 +305,7 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
   }
   std::printf("%-58s %6s %5s %6s %5s", "recording", "oracle", "batch", "space", "good");
   for (const auto& name : strategies) std::printf(" %11s", name.c_str());
-  std::printf(" %10s\n", "rand/xgb");
+  std::printf(" %10s %10s\n", "rand/xgb", "rand/comp");
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& f : files) {
     RecordedSpace rec;
@@ -253,6 +316,25 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
       continue;
     }
     const ReplayOracle real = replay_oracle(rec, false), sim = replay_oracle(rec, true);
+    // Compiled resources for the prior: NVRTC in this process, through an on-disk cache (a fresh one
+    // unless --compile-cache names one), shared by every seed; and the recording's own.
+    CompileCache cache(compile_cache.empty() ? fresh_cache_dir() : compile_cache);
+    NvrtcBuilder builder(&cache);
+    CompilePool pool(builder, 0);
+    CompiledResources compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool);
+    ResourceSources sources;
+    sources.compiled = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
+    sources.recorded = [&rec](const std::vector<search::Config>& cs) {
+      std::vector<std::optional<costmodel::KernelResources>> out;
+      for (const auto& c : cs) {
+        const uint64_t idx = *rec.space.index_of(c);
+        const auto it = std::find_if(rec.configs.begin(), rec.configs.end(),
+                                     [idx](const RecordedConfig& r) { return r.index == idx; });
+        out.push_back(it == rec.configs.end() ? std::nullopt
+                                              : std::optional<costmodel::KernelResources>(it->resources));
+      }
+      return out;
+    };
     bool first = true;
     for (size_t batch : batches)
       for (const ReplayOracle* o : {&real, &sim}) {
@@ -270,13 +352,14 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
         std::map<std::string, double> med;
         for (const auto& name : strategies) {
           // The analytic prior judged by the analytic model would be circular: not on the sim oracle.
-          if (o->kind == "sim" && name == "xgb-prior") {
+          if (o->kind == "sim" && uses_prior(name)) {
             std::printf(" %11s", "-");
             continue;
           }
           std::vector<double> trials;
           for (int seed = 1; seed <= seeds; ++seed) {
-            auto st = make_variant(name, o->space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu);
+            auto st = make_variant(name, o->space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu,
+                                   sources);
             trials.push_back(static_cast<double>(trials_to_95(*st, *o, cap, batch)));
           }
           row[name] = trials;
@@ -284,13 +367,21 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
           std::printf(" %11.1f", med[name]);
           std::fflush(stdout);
         }
+        // rand/comp: against xgb with the compiled prior, what a session on a GPU runs (--prior auto).
         const double xgb = med["xgb"];
         row["random_over_xgb"] = med["random"] / xgb;
-        std::printf(" %10.2f\n", med["random"] / xgb);
+        std::printf(" %10.2f", med["random"] / xgb);
+        if (med.count("xgb-compiled")) {
+          row["random_over_xgb_compiled"] = med["random"] / med["xgb-compiled"];
+          std::printf(" %10.2f\n", med["random"] / med["xgb-compiled"]);
+        } else {
+          std::printf(" %10s\n", "-");
+        }
         std::fflush(stdout);
         first = false;
         out.push_back(row);
       }
+    report_compiles(compiled, rec);
     const int64_t by_sim = sim_order_trials(rec, real);
     std::printf("%-58s measuring in the sim's order reaches 95%% of the real best at trial %lld\n", "",
                 static_cast<long long>(by_sim));
@@ -398,6 +489,7 @@ int main(int argc, char** argv) {
   std::string shape_list;
   int survey_level = 0;  // 1: space sizes and good counts; 2: also each knob value's share among good configs
   std::string replay_dir = "data/replay";
+  std::string compile_cache;  // --compile-cache: the prior's compile cache (default: a fresh temp folder)
   int replay_seeds = 20;
   std::vector<size_t> replay_batches = {64, 8};
   bool replay_only = false;
@@ -417,6 +509,7 @@ int main(int argc, char** argv) {
     else if (a == "--shapes") shape_list = argv[i + 1];
     else if (a == "--survey") survey_level = std::atoi(argv[i + 1]);
     else if (a == "--replay-dir") replay_dir = argv[i + 1];
+    else if (a == "--compile-cache") compile_cache = argv[i + 1];
     else if (a == "--replay-seeds") replay_seeds = std::atoi(argv[i + 1]);
     else if (a == "--replay-only") replay_only = std::string(argv[i + 1]) == "1";
     else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
@@ -438,7 +531,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --compile-cache, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -475,7 +568,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> strategies =
       sim_strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "bo", "ga", "random"} : split(sim_strategy_list);
   const std::vector<std::string> replay_strategies =
-      strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "xgb-prior", "bo", "ga", "random"} : split(strategy_list);
+      strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb5", "xgb-prior", "xgb-compiled", "xgb-recorded", "bo", "ga", "random"}
+                            : split(strategy_list);
 
   if (heldout_seeds > 0) {
     write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
@@ -487,7 +581,7 @@ int main(int argc, char** argv) {
   if (replay_only) {
     nlohmann::json result{{"batch", kBatch},
                           {"replay_seeds", replay_seeds},
-                          {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, replay_strategies)}};
+                          {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, replay_strategies, compile_cache)}};
     write_results(result, out_path);
     return 0;
   }
@@ -627,7 +721,7 @@ int main(int argc, char** argv) {
                         {"transfer", transfer_json},
                         {"transfer_cut_cross_gpu", cut},
                         {"replay_seeds", replay_seeds},
-                        {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, replay_strategies)}};
+                        {"replay", run_replay(replay_dir, replay_seeds, replay_batches, max_trials, replay_strategies, compile_cache)}};
   write_results(result, out_path);
   return 0;
 }

@@ -27,9 +27,9 @@ double concordance(const std::vector<std::pair<float, double>>& rows) {
 
 ModelGuidedStrategy::ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed,
                                          std::unique_ptr<costmodel::CostModel> model, Featurizer featurize,
-                                         AnnealingParams params, Prior prior)
+                                         AnnealingParams params, Prior prior, PriorRefiner refine)
     : space_(space), seen_(space), rng_(seed), model_(std::move(model)), featurize_(std::move(featurize)),
-      params_(params), prior_(std::move(prior)) {}
+      params_(params), prior_(std::move(prior)), refine_(std::move(refine)) {}
 
 void ModelGuidedStrategy::add_row(const Config& c, const TrialOutcome& outcome) {
   const double speed = outcome.ok && outcome.time_ms > 0 ? 1.0 / outcome.time_ms : 0.0;
@@ -216,7 +216,8 @@ std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
 }
 
 std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
-  // The prior ranks every unseen config of a small space, or a uniform sample of a large one; the batch
+  // The prior ranks every unseen config of a small space, or a uniform sample of a large one; the refiner
+  // (when there is one) re-scores the best prior_refine of them, once, before the first batch; the batch
   // is the best of them, picked for diversity as the model's own picks are.
   std::vector<uint64_t> pool;
   if (space_.size() <= params_.prior_pool) {
@@ -228,9 +229,28 @@ std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
   }
   std::vector<double> value(pool.size());
   for (size_t i = 0; i < pool.size(); ++i) value[i] = prior_(space_.at(pool[i]));
-  std::vector<size_t> order(pool.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+  auto ranking = [&] {
+    std::vector<size_t> order(pool.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+    return order;
+  };
+  std::vector<size_t> order = ranking();
+  if (refine_ && params_.prior_refine > 0 && prior_refined_ == 0) {
+    std::vector<Config> top;
+    for (size_t i = 0; i < order.size() && top.size() < params_.prior_refine; ++i) top.push_back(space_.at(pool[order[i]]));
+    const std::vector<double> refined = refine_(top);
+    for (size_t i = 0; i < top.size() && i < refined.size(); ++i)
+      if (!std::isnan(refined[i])) refined_[pool[order[i]]] = refined[i];
+    prior_refined_ = top.size();
+  }
+  if (!refined_.empty()) {
+    for (size_t i = 0; i < pool.size(); ++i) {
+      const auto it = refined_.find(pool[i]);
+      if (it != refined_.end()) value[i] = it->second;
+    }
+    order = ranking();
+  }
   std::vector<uint64_t> ranked;
   for (size_t i = 0; i < order.size() && ranked.size() < want * std::max<size_t>(1, params_.diversity_pool); ++i)
     ranked.push_back(pool[order[i]]);
@@ -247,6 +267,7 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   // Small batches while the model knows little of this workload, growing with its own rows.
   if (params_.first_batch > 0) n = std::min(n, std::max(params_.first_batch, rows_.rows));
   if (!model_ready_ && prior_) {
+    if (params_.prior_first_batch > 0 && rows_.rows == 0) n = std::min(n, params_.prior_first_batch);
     out = prior_pick(n);
     auto rest = draw_unseen(space_, seen_, rng_, n - out.size());
     out.insert(out.end(), rest.begin(), rest.end());

@@ -11,11 +11,15 @@
 // a model without one keeps an epsilon share drawn uniformly at random. Until the model has enough rows it proposes the
 // configs a prior (the analytic model, when the tuner supplies one) ranks
 // best, with diversity, else at random; batches start small and grow with the
-// model's own rows. Never proposes a config already proposed or measured. Deterministic
-// under the seed (given a deterministic model).
+// model's own rows. A refiner (the tuner compiles candidates and feeds the
+// analytic model their real registers and spills) re-scores the prior's best
+// few before the first batch is picked from them. Never proposes a config
+// already proposed or measured. Deterministic under the seed (given a
+// deterministic model, prior and refiner).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "costmodel/cost_model.h"
@@ -28,6 +32,10 @@ using Featurizer = std::function<std::vector<float>(const Config&)>;
 /// What is known of a config before any measurement (e.g. minus the log of the analytic model's time):
 /// larger = expected faster. Ranks the first proposals while the model has nothing to learn from.
 using Prior = std::function<double(const Config&)>;
+/// Re-scores configs the prior ranked best with what costs more to learn (the tuner compiles them and feeds
+/// the analytic model their real registers and spills): one value per config, in order, on the prior's
+/// scale; NaN where it learns nothing more (the prior's own value is kept).
+using PriorRefiner = std::function<std::vector<double>(const std::vector<Config>&)>;
 
 struct AnnealingParams {
   int chains = 128;               ///< Parallel annealing chains.
@@ -49,12 +57,17 @@ struct AnnealingParams {
   size_t first_batch = 16;        ///< Most configs per proposal until the model has seen this many of its own
                                   ///< rows; then at most as many as it has seen (batches grow 16, 16, 32, 64...).
   size_t prior_pool = 4096;       ///< With a prior: configs it ranks for the first batch (all of a smaller space).
+  size_t prior_refine = 64;       ///< With a refiner: the prior's best this many are re-scored by it (compiled,
+                                  ///< the tuner's refiner) before the first batch is picked; 0: none.
+  size_t prior_first_batch = 8;   ///< With a prior: the most configs of the first proposal (its top picks; the
+                                  ///< model steers from the next one); 0: first_batch's cap.
 };
 
 class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner {
  public:
   ModelGuidedStrategy(const ConfigSpace& space, uint64_t seed, std::unique_ptr<costmodel::CostModel> model,
-                      Featurizer featurize, AnnealingParams params = {}, Prior prior = {});
+                      Featurizer featurize, AnnealingParams params = {}, Prior prior = {},
+                      PriorRefiner refine = {});
   std::string name() const override { return "xgb"; }
   std::vector<Config> propose(size_t n) override;
   /// Measured configs (own proposals, resumed history, other processes' results): never proposed again,
@@ -76,6 +89,8 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   size_t fitted_rows() const override { return fitted_rows_; }
   /// True once the transferred rows were dropped (they did not predict this workload's results).
   bool transfer_dropped() const { return transfer_dropped_; }
+  /// Configs the refiner re-scored (0 without one, or before the first proposal).
+  size_t prior_refined() const { return prior_refined_; }
   /// Why the last refit failed (empty when it worked).
   const std::string& model_error() const { return model_error_; }
 
@@ -95,6 +110,9 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   Featurizer featurize_;
   AnnealingParams params_;
   Prior prior_;
+  PriorRefiner refine_;
+  size_t prior_refined_ = 0;
+  std::map<uint64_t, double> refined_;  ///< The refiner's values by space index.
   bool model_ready_ = false;
   bool fitted_here_ = false;
   bool model_has_spread_ = false;

@@ -89,7 +89,7 @@ int tune_command(const std::vector<std::string>& args) {
   std::string kernel_path, spec_path;
   int64_t trials = 0, early_stop = 0;
   int remeasure = 5;
-  std::string seed_text, transfer;
+  std::string seed_text, transfer, prior;
   uint64_t seed = 1;
   int64_t batch = 64;
   double db_timeout_s = 60, sim_delay_ms = 0, min_improvement_pct = 0;
@@ -111,6 +111,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), bo (Bayesian optimisation, a Gaussian process), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
       ("replay-out", po::value(&replay_out)->default_value(""), "write the measured space as replay data to this file (default with --trials all: <op>_<shape>_<device>.replay.json)")
+      ("prior", po::value(&prior)->default_value("auto"), "xgb: what ranks the first batch: compiled (the analytic model's best, compiled and re-ranked with their registers and spills), analytic (registers estimated), none (random); auto: compiled on cuda and replay devices, none on sim")
       ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
       ("min-improvement", po::value(&min_improvement_pct)->default_value(0), "stop when the strategy expects less than this % speed-up from its next batch (bo estimates it; 0: off)")
@@ -184,6 +185,8 @@ int tune_command(const std::vector<std::string>& args) {
   if (!(db_timeout_s >= 0 && db_timeout_s <= 86400))
     throw UsageError("--db-timeout " + std::to_string(db_timeout_s) + " is out of range; allowed: 0 .. 86400 seconds");
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
+  if (prior != "auto" && prior != "compiled" && prior != "analytic" && prior != "none")
+    throw UsageError("--prior '" + prior + "' is not allowed; allowed: auto, compiled, analytic, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(min_improvement_pct >= 0 && min_improvement_pct <= 1000))
     throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");
@@ -262,6 +265,7 @@ int tune_command(const std::vector<std::string>& args) {
   opt.trials = trials;
   opt.remeasure_top = remeasure;
   opt.strategy = strategy;
+  opt.prior = prior;
   opt.seed = seed;
   opt.batch_size = static_cast<size_t>(batch);
   opt.db_patience_s = db_timeout_s;
@@ -349,6 +353,8 @@ int tune_command(const std::vector<std::string>& args) {
     j["measured"] = sum.measured_now;
     j["errors"] = sum.errors_now;
     j["compiled_from_cache"] = sum.compiled_from_cache;
+    j["prior_compiles"] = sum.prior_compiles;
+    j["prior_compile_s"] = sum.prior_compile_s;
     j["transferred"] = sum.transferred;
     j["remeasured"] = sum.remeasured;
     j["started_from_model"] = sum.started_from_model;
@@ -391,6 +397,9 @@ int tune_command(const std::vector<std::string>& args) {
               << fixed(sum.wall_s, 1) << " s"
               << (sum.interrupted ? ", interrupted" : "") << (sum.early_stopped ? ", stopped early" : "")
               << (sum.stop_reason.empty() ? "" : " (" + sum.stop_reason + ")") << "\n";
+    if (sum.prior_compiles > 0)
+      std::cout << "  first batch ranked by the analytic model with the compiled resources of its best "
+                << sum.prior_compiles << " configs (" << fixed(sum.prior_compile_s, 1) << " s compiling)\n";
     for (const auto& l : sum.lanes)
       if (l.lost) std::cout << "  " << l.where << " stopped answering; its config in flight went to another lane\n";
     if (sum.measured_by_others > 0)

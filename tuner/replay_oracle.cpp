@@ -24,6 +24,11 @@ std::vector<double> RecordedSpace::time_by_index() const {
   return t;
 }
 
+costmodel::KernelResources record_resources(const ReplayRecord& r, const costmodel::KernelProfile& p) {
+  // The recording stores static + dynamic shared memory and the local (spill + stack) bytes.
+  return {r.registers, std::max(0, r.shared_bytes - p.dynamic_shared_bytes), r.spill_bytes};
+}
+
 RecordedSpace load_recorded_space(const std::string& path) {
   RecordedSpace s;
   s.data = read_replay(path);
@@ -60,8 +65,7 @@ RecordedSpace load_recorded_space(const std::string& path) {
     rc.index = *index;
     rc.time_ms = rec.time_ms;
     rc.profile = s.tmpl->profile(s.space, c, s.workload);
-    // The recording stores static + dynamic shared memory and the local (spill + stack) bytes.
-    rc.resources = {rec.registers, std::max(0, rec.shared_bytes - rc.profile.dynamic_shared_bytes), rec.spill_bytes};
+    rc.resources = record_resources(rec, rc.profile);
     s.configs.push_back(std::move(rc));
   }
   if (s.configs.empty()) throw bad("no ok record is a config of " + s.tmpl->name() + "'s space");

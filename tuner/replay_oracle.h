@@ -46,6 +46,10 @@ struct RecordedSpace {
   std::vector<double> time_by_index() const;
 };
 
+/// The resources a replay record stores (registers, static + dynamic shared memory, local bytes) as the
+/// analytic model reads them: static shared memory without the profile's dynamic part.
+costmodel::KernelResources record_resources(const ReplayRecord& r, const costmodel::KernelProfile& p);
+
 /// Reads a replay file and joins it with its template's space; throws std::invalid_argument naming the
 /// file and what is wrong (unreadable, unknown GPU, template or workload, no ok record in the space).
 RecordedSpace load_recorded_space(const std::string& path);

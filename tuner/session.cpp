@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "templates/registry.h"
+#include "tuner/replay_oracle.h"
 #include "tuner/strategy_factory.h"
 
 namespace tuner {
@@ -12,6 +15,21 @@ namespace {
 // Before a config starts, a GPU worker may create its context and make the workload's inputs and
 // reference: 30 s, plus the naive reference's time at 0.2 TFLOP/s (double accumulation) for large work.
 constexpr double kGpuStartupAllowanceS = 30, kReferenceFlopsPerS = 2e11;
+
+/// The resources a replay recording stores for configs (nullopt: not recorded, or failed on the GPU).
+std::vector<std::optional<costmodel::KernelResources>> recorded_resources(const Session& s, const ReplayData& replay,
+                                                                         const std::vector<search::Config>& configs) {
+  std::vector<std::optional<costmodel::KernelResources>> out;
+  for (const auto& c : configs) {
+    const ReplayRecord* r = replay.find(nlohmann::json::parse(s.space.to_json_string(c)).dump());  // keys sorted
+    if (!r || r->status != "ok") {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(record_resources(*r, s.tmpl.profile(s.space, c, s.opt.workload)));
+  }
+  return out;
+}
 
 db::QueryFilter records_of(const TuneOptions& opt, const DeviceTarget& device, const std::string& hash) {
   db::QueryFilter f;
@@ -27,6 +45,31 @@ db::QueryFilter records_of(const TuneOptions& opt, const DeviceTarget& device, c
   return f;
 }
 
+/// The prior of xgb's first batch as TuneOptions::prior asks, with compiled resources from the session's
+/// pool (or, on a replay device, from the recording).
+StrategyOptions strategy_options(Session& s) {
+  StrategyOptions o;
+  const std::string& prior = s.opt.prior;
+  const bool compiled = prior == "compiled" || (prior == "auto" && !(s.device.simulated && !s.device.replay));
+  o.analytic_prior = compiled || prior == "analytic";
+  if (!compiled || s.opt.strategy != "xgb") return o;
+  if (s.device.replay) {
+    o.resources = [&s, replay = s.device.replay](const std::vector<search::Config>& configs) {
+      return recorded_resources(s, *replay, configs);
+    };
+  } else {
+    s.prior_resources = std::make_unique<CompiledResources>(s.tmpl, s.space, s.opt.workload, s.device.limits, s.pool);
+    o.resources = [&s](const std::vector<search::Config>& configs) {
+      auto r = s.prior_resources->resources(configs);
+      s.sum.prior_compiles = s.prior_resources->stats().compiled + s.prior_resources->stats().from_cache +
+                             s.prior_resources->stats().failed;
+      s.sum.prior_compile_s = s.prior_resources->stats().wall_s;
+      return r;
+    };
+  }
+  return o;
+}
+
 }  // namespace
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -40,10 +83,10 @@ Session::Session(const TuneOptions& options, const DeviceTarget& target, db::Tun
       tmpl(templates::find_template(opt.workload.op, opt.workload.dtype, &device.limits, opt.template_name)),
       space(tmpl.space(opt.workload, device.limits)),
       records(records_of(opt, device, template_hash(tmpl))),
-      strategy(build_strategy(opt.strategy, space, opt.seed, tmpl, opt.workload, device.gpu)),
       cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir),
       builder(&cache),
       pool(builder, opt.compile_threads) {
+  strategy = build_strategy(opt.strategy, space, opt.seed, tmpl, opt.workload, device.gpu, strategy_options(*this));
   sum.template_name = tmpl.name();
   sum.template_hash = template_hash(tmpl);
   sum.space_size = static_cast<int64_t>(space.size());

@@ -24,6 +24,7 @@
 #include "templates/kernel_template.h"
 #include "tuner/compile_cache.h"
 #include "tuner/compile_pool.h"
+#include "tuner/compiled_resources.h"
 #include "tuner/lane_pool.h"
 #include "tuner/nvrtc_builder.h"
 #include "tuner/tuning_session.h"
@@ -42,11 +43,12 @@ struct Session {
   /// The records of this workload on this device (matched as queries match it) and template version.
   db::QueryFilter records;
   TuneSummary sum;
-  std::unique_ptr<search::SearchStrategy> strategy;
-
   CompileCache cache;
   NvrtcBuilder builder;
   CompilePool pool;
+  /// The compiles that rank xgb's first batch (TuneOptions::prior "compiled" on a device that compiles).
+  std::unique_ptr<CompiledResources> prior_resources;
+  std::unique_ptr<search::SearchStrategy> strategy;
   /// Reference kernels' compiles by reference source (configs of one workload may need different
   /// references: gemm_tc_mma's OUT_F32 changes C's type). Queued by session_compile.
   std::map<std::string, std::shared_future<CompileResult>> reference_jobs;

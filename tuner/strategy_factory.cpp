@@ -10,6 +10,16 @@
 
 namespace tuner {
 
+namespace {
+constexpr double kWontRun = -1e30;  // the prior's value of a config that cannot launch or compile
+
+/// Minus the log of the analytic model's time (larger = expected faster).
+double prior_value(const costmodel::KernelProfile& p, const costmodel::KernelResources& r, const costmodel::GpuSpec& gpu) {
+  const auto e = costmodel::estimate(p, r, gpu);
+  return e.launchable && e.time_ms > 0 ? -std::log(e.time_ms) : kWontRun;
+}
+}  // namespace
+
 std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, const search::ConfigSpace& space,
                                                        uint64_t seed, const templates::KernelTemplate& tmpl,
                                                        const templates::Workload& workload,
@@ -22,12 +32,23 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
     return costmodel::kernel_features(c, tmpl.profile(space, c, workload), dims, dtype_bytes, gpu);
   };
   search::Prior prior;
-  if (options.analytic_prior)
+  search::PriorRefiner refine;
+  if (options.analytic_prior) {
     prior = [&space, &tmpl, workload, gpu](const search::Config& c) {
       const auto p = tmpl.profile(space, c, workload);
-      const auto e = costmodel::estimate(p, {costmodel::estimated_registers(p), 0, 0}, gpu);
-      return e.launchable && e.time_ms > 0 ? -std::log(e.time_ms) : -1e30;
+      return prior_value(p, {costmodel::estimated_registers(p), 0, 0}, gpu);
     };
+    if (options.resources)
+      refine = [&space, &tmpl, workload, gpu, of = options.resources](const std::vector<search::Config>& configs) {
+        const auto resources = of(configs);
+        std::vector<double> out;
+        for (size_t i = 0; i < configs.size(); ++i)
+          out.push_back(i < resources.size() && resources[i]
+                            ? prior_value(tmpl.profile(space, configs[i], workload), *resources[i], gpu)
+                            : kWontRun);
+        return out;
+      };
+  }
   std::unique_ptr<costmodel::CostModel> model;
   if (options.xgb_members > 1) {
     costmodel::EnsembleParams params;
@@ -43,7 +64,7 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
   }
   return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::move(model),
                                                        std::move(featurize), options.annealing,
-                                                       std::move(prior));
+                                                       std::move(prior), std::move(refine));
 }
 
 }  // namespace tuner

@@ -1,10 +1,14 @@
 // Builds a search strategy by name, wiring the model-guided one (`xgb`) to its
 // XGBoost cost model, to a featurizer over the template's profiles and
 // (optionally, StrategyOptions) to the analytic model of the device as the
-// prior that ranks its first proposals.
+// prior that ranks its first proposals, re-ranking the prior's best few by the
+// same model fed their compiled registers and spills when it is given a
+// source of them (tuner/compiled_resources.h).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "costmodel/gpu_spec.h"
@@ -14,12 +18,23 @@
 
 namespace tuner {
 
+/// Per config, in order: its resources as compiled (registers, static shared memory, local bytes), or
+/// nullopt when it does not compile (CompiledResources::resources, or a recording's resources).
+using ResourcesOf =
+    std::function<std::vector<std::optional<costmodel::KernelResources>>(const std::vector<search::Config>&)>;
+
 struct StrategyOptions {
   /// xgb: rank the first proposals by the analytic model's estimate (registers estimated from the
-  /// register tile) until the model has rows to learn from. Off (the default): the first batch is drawn
-  /// at random. Off because on the one real recording (softmax f16 on an H100) the prior made xgb slower
-  /// to reach 95% of the best (median 28.5 trials against 18 without; bench/search_efficiency_bench).
+  /// register tile, or compiled: `resources`) until the model has rows to learn from; the first batch is
+  /// then the prior's best 8. Off (the default here): the first batch is drawn at random. A tuning session
+  /// turns it on with compiled resources on cuda and replay devices (TuneOptions::prior). On the one real
+  /// recording (softmax f16 on an H100, 20 seeds, bench/search_efficiency_bench) the estimated registers
+  /// alone take a median 18.5 trials to 95% of the best (random 22.5); re-ranked with compiled ones, 1.
   bool analytic_prior = false;
+  /// xgb with analytic_prior: where the prior's best annealing.prior_refine configs get their compiled
+  /// resources; the analytic model then ranks them with those instead of estimated registers (a config
+  /// that does not compile ranks last). Empty: estimated registers only.
+  ResourcesOf resources;
   /// xgb: boosted models in the cost model. With more than one (an XgbEnsemble of bootstrap members),
   /// candidates are picked by an upper confidence bound on the members' mean and spread; 1 (the default)
   /// is a lone model with a fixed 5% share of random picks. 1 because the ensemble of 5 measured no

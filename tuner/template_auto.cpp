@@ -117,6 +117,8 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
     out.measured_now += s.measured_now;
     out.errors_now += s.errors_now;
     out.compiled_from_cache += s.compiled_from_cache;
+    out.prior_compiles += s.prior_compiles;
+    out.prior_compile_s += s.prior_compile_s;
     out.transferred += s.transferred;
     out.remeasured += s.remeasured;
     out.worker_starts += s.worker_starts;

@@ -57,6 +57,13 @@ struct TuneOptions {
   std::string template_name;       ///< Empty: the op's default template for the device (templates/registry.h).
   int64_t trials = 200;            ///< Budget of trials for this workload on this device (all sessions).
   std::string strategy = "random";
+  /// xgb: what ranks the first batch before anything is measured. "compiled": the analytic model ranks the
+  /// space, the best AnnealingParams::prior_refine configs are compiled (through the session's pool and
+  /// cache; a replay device gives the recording's resources) and re-ranked with their real registers and
+  /// spills; "analytic": registers estimated, nothing compiled; "none": a random first batch; "auto"
+  /// (the default): compiled on cuda and replay devices, none on sim devices, whose measurements are the
+  /// analytic model's estimates (the prior would be the answer, and the search would go untested).
+  std::string prior = "auto";
   uint64_t seed = 1;               ///< Seeds the strategy (and the inputs' RNG).
   size_t batch_size = 64;          ///< Configs proposed, compiled and committed together (the xgb plan size).
   unsigned compile_threads = 0;    ///< NVRTC threads; 0: one per core.
@@ -111,6 +118,8 @@ struct TuneSummary {
   int64_t measured_now = 0;
   int64_t errors_now = 0;
   int64_t compiled_from_cache = 0;
+  int64_t prior_compiles = 0;      ///< Configs compiled (or read from the cache) to rank the first batch.
+  double prior_compile_s = 0;      ///< Seconds the first proposal waited for them (part of phases.search_s).
   int64_t transferred = 0;         ///< Records of other workloads/GPUs the model started from.
   int64_t remeasured = 0;          ///< Finalists measured again at the end.
   int64_t started_from_model = 0;  ///< Id of the saved cost model the search started from (0: none).

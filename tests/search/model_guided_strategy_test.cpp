@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace tuner::search {
@@ -256,20 +257,69 @@ TEST(ModelGuidedStrategy, APriorRanksTheFirstBatchWhichStartsSmallAndGrows) {
   };
   ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity(), AnnealingParams{}, prior);
   auto first = s.propose(64);
-  EXPECT_EQ(first.size(), 16u) << "the first batch is capped at first_batch";
+  EXPECT_EQ(first.size(), 8u) << "with a prior the first batch is capped at prior_first_batch";
   EXPECT_EQ(first.front(), peak) << "the prior's best comes first";
   // Without a prior the same seed's first batch is a random draw, which almost never holds the peak.
   ModelGuidedStrategy cold(space, 4, std::make_unique<KnownFunction>(), identity());
   auto random_first = cold.propose(64);
   EXPECT_EQ(random_first.size(), 16u);
   EXPECT_EQ(std::count(random_first.begin(), random_first.end(), peak), 0);
-  // Batches grow with the model's own rows: 16 rows seen -> 16, then 32 -> 32.
+  // Batches grow with the model's own rows: 8 rows seen -> first_batch (16), then 24 -> 24.
   std::vector<TrialOutcome> out(first.size(), TrialOutcome{true, 1.0});
   s.observe(first, out);
   auto second = s.propose(64);
   EXPECT_EQ(second.size(), 16u);
   s.observe(second, std::vector<TrialOutcome>(second.size(), TrialOutcome{true, 1.0}));
-  EXPECT_EQ(s.propose(64).size(), 32u);
+  EXPECT_EQ(s.propose(64).size(), 24u);
+}
+
+// 4 knobs x 8 values (4096 configs, all ranked by a prior), and a prior that peaks at (5,2,7,1).
+ConfigSpace prior_space() {
+  std::vector<Knob> knobs;
+  for (const char* n : {"a", "b", "c", "d"}) knobs.push_back({n, {0, 1, 2, 3, 4, 5, 6, 7}, ""});
+  return ConfigSpace(std::move(knobs), {});
+}
+const Config kPriorPeak{5, 2, 7, 1};
+double distance_prior(const Config& c) {
+  double s = 0;
+  for (size_t i = 0; i < c.size(); ++i) s -= std::abs(static_cast<double>(c[i] - kPriorPeak[i]));
+  return s;
+}
+
+TEST(ModelGuidedStrategy, ARefinerReRanksThePriorsBestBeforeTheFirstBatch) {
+  auto space = prior_space();
+  // What compiling tells: the prior's favourite does not compile, and (5,2,7,2), which the prior ranks
+  // below several others, is the fastest; nothing more is known of the rest (NaN).
+  const Config fastest{5, 2, 7, 2};
+  std::vector<std::vector<Config>> asked;
+  PriorRefiner refine = [&](const std::vector<Config>& configs) {
+    asked.push_back(configs);
+    std::vector<double> out;
+    for (const auto& c : configs)
+      out.push_back(c == kPriorPeak ? -1e30 : c == fastest ? 1.0 : std::numeric_limits<double>::quiet_NaN());
+    return out;
+  };
+  AnnealingParams params;
+  params.prior_refine = 32;
+  ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity(), params, distance_prior, refine);
+  const auto first = s.propose(64);
+  ASSERT_EQ(asked.size(), 1u) << "the refiner runs once, before the first batch";
+  ASSERT_EQ(asked[0].size(), 32u) << "on the prior's best prior_refine configs";
+  EXPECT_EQ(asked[0].front(), kPriorPeak);
+  for (const auto& c : asked[0]) EXPECT_GE(distance_prior(c), -2) << "only the prior's best are refined";
+  EXPECT_EQ(s.prior_refined(), 32u);
+  EXPECT_EQ(first.size(), params.prior_first_batch) << "a prior's first batch is small";
+  EXPECT_EQ(first.front(), fastest) << "the refined best comes first";
+  EXPECT_EQ(std::count(first.begin(), first.end(), kPriorPeak), 0) << "a config that does not compile ranks last";
+  // Without the refiner the prior's own favourite comes first.
+  ModelGuidedStrategy plain(space, 4, std::make_unique<KnownFunction>(), identity(), params, distance_prior);
+  EXPECT_EQ(plain.propose(64).front(), kPriorPeak);
+  // The same seed replays the same batches, and the refiner is not asked again.
+  ModelGuidedStrategy again(space, 4, std::make_unique<KnownFunction>(), identity(), params, distance_prior, refine);
+  EXPECT_EQ(again.propose(64), first);
+  s.observe(first, std::vector<TrialOutcome>(first.size(), TrialOutcome{true, 1.0}));
+  s.propose(64);
+  EXPECT_EQ(asked.size(), 2u) << "one call per strategy";
 }
 
 TEST(ModelGuidedStrategy, TheUpperConfidenceBoundPicksAnUnexploredHighMeanCandidate) {

@@ -1,0 +1,44 @@
+#include "tuner/compiled_resources.h"
+
+#include <chrono>
+#include <future>
+
+namespace tuner {
+
+CompiledResources::CompiledResources(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
+                                     const templates::Workload& workload, const templates::DeviceLimits& limits,
+                                     CompilePool& pool)
+    : tmpl_(tmpl), space_(space), workload_(workload), limits_(limits), pool_(pool) {}
+
+std::vector<std::optional<costmodel::KernelResources>> CompiledResources::resources(
+    const std::vector<search::Config>& configs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<uint64_t, std::future<CompileResult>>> jobs;
+  for (const auto& c : configs) {
+    const auto idx = space_.index_of(c);
+    if (!idx || known_.count(*idx)) continue;
+    known_[*idx] = std::nullopt;  // asked twice in one call: compiled once
+    const templates::KernelInstance inst = tmpl_.instantiate(space_, c, workload_);
+    jobs.emplace_back(*idx, pool_.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, limits_), {}}));
+  }
+  for (auto& [idx, job] : jobs) {
+    const CompileResult r = job.get();
+    stats_.compile_cpu_s += r.compile_ms / 1000;
+    if (!r.ok()) {
+      ++stats_.failed;
+      continue;
+    }
+    ++(r.from_cache ? stats_.from_cache : stats_.compiled);
+    known_[idx] = costmodel::KernelResources{r.resources.registers, r.resources.static_shared_bytes,
+                                             r.resources.local_bytes};
+  }
+  stats_.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::optional<costmodel::KernelResources>> out;
+  for (const auto& c : configs) {
+    const auto idx = space_.index_of(c);
+    out.push_back(idx ? known_[*idx] : std::nullopt);
+  }
+  return out;
+}
+
+}  // namespace tuner
