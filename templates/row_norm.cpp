@@ -32,6 +32,7 @@ std::vector<search::Knob> row_knobs(bool reduced) {
 
 std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceLimits& limits) {
   const int64_t cols = w.dim("cols");
+  const bool layernorm = w.op == "layernorm";
   const int bytes = dtype_bytes(w.dtype);
   return {
       {"ROW_THREADS * ROWS_PER_BLOCK <= " + std::to_string(limits.max_threads_per_block),
@@ -47,6 +48,15 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
       {"CACHE needs the row in at most 64 registers per thread", [cols, bytes](const search::ConfigView& v) {
          const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
          return v["CACHE"] == 0 || per_thread * (v["CACHE"] == 2 ? bytes : 4) <= 256;
+       }},
+      // The block's threads share 64K registers: a cached row plus the kernel's working registers (about
+      // 32 for softmax, 40 for layernorm's gamma and beta, from the cubins) must fit a thread's share, or
+      // ptxas spills the row (1024 threads x 64 cached floats: 1.6 KB of spills per thread on sm_90).
+      {"CACHE needs the row + working registers within 64K / threads per block",
+       [cols, bytes, work = layernorm ? 40 : 32](const search::ConfigView& v) {
+         const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+         const int64_t row_regs = v["CACHE"] == 2 ? ceil_div(per_thread * bytes, 4) : per_thread;
+         return v["CACHE"] == 0 || row_regs + work <= 65536 / (v["ROW_THREADS"] * v["ROWS_PER_BLOCK"]);
        }},
       // A lone 16-bit element still takes a whole 32-bit register: CACHE 2 would save nothing.
       {"CACHE == 2 needs VEC * element bytes >= 4", [bytes](const search::ConfigView& v) {

@@ -45,14 +45,14 @@ layernorm_rows(const elem_t* __restrict__ X, const elem_t* __restrict__ gamma, c
     });
     st = group_moments(st, scratch, group, t);
     mean = st.mean;
-    var = st.m2 / static_cast<float>(cols);
+    var = row_div(st.m2, static_cast<float>(cols));
   } else {
     float sum = 0.0f;
     for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, true, [&](int, const float (&v)[kVec]) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) sum += v[j];  // out-of-row elements read 0
     });
-    mean = row_reduce<false>(sum, scratch, group, t) / static_cast<float>(cols);
+    mean = row_div(row_reduce<false>(sum, scratch, group, t), static_cast<float>(cols));
     float sq = 0.0f;
     for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, false, [&](int col, const float (&v)[kVec]) {
 #pragma unroll
@@ -61,7 +61,7 @@ layernorm_rows(const elem_t* __restrict__ X, const elem_t* __restrict__ gamma, c
         sq += d * d;
       }
     });
-    var = row_reduce<false>(sq, scratch, group, t) / static_cast<float>(cols);
+    var = row_div(row_reduce<false>(sq, scratch, group, t), static_cast<float>(cols));
   }
   const float rstd = rsqrtf(var + kEps);
   for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, false, [&](int col, const float (&v)[kVec]) {

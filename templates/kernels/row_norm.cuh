@@ -124,14 +124,17 @@ __device__ __forceinline__ void for_each_chunk(const elem_t* __restrict__ row, i
     if (load) {
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
+        // Unconditional: a chunk past the row re-reads column 0 (a cache hit) rather than keep one
+        // predicate per item alive until the visits (past 7 of them, ptxas spills predicates).
         const int col = row_chunk_col(i, t, kRT, kVec);
-        if (col < cols) load_words(row, col, cols, vec_ok, fill, regs.w[i]);
+        load_words(row, col < cols ? col : 0, cols, vec_ok, fill, regs.w[i]);
       }
     }
+    const int mine = row_chunks_of_thread(cols, t, kRT, kVec);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       const int col = row_chunk_col(i, t, kRT, kVec);
-      if (col >= cols) break;
+      if (i >= mine) break;
       float v[kVec];
       unpack_words(regs.w[i], v);
       f(col, v);

@@ -34,7 +34,7 @@ ROW_HD float row_exp(float x) {
 #endif
 }
 
-// a / b for counts and sums (b a positive count below 2^24): the fast 2-ulp division on the device,
+// a / b for counts and sums (b a positive count up to 2^24): the fast 2-ulp division on the device,
 // whose IEEE division would call a slow-path subroutine with a stack frame.
 ROW_HD float row_div(float a, float b) {
 #if defined(__CUDA_ARCH__)
@@ -122,6 +122,11 @@ ROW_HD void moment_merge(MomentStat& a, const MomentStat& b) {
 ROW_HD int row_chunk_col(int i, int t, int rt, int vec) { return (i * rt + t) * vec; }
 // Vectors per thread that cover `cols` columns: the register cache's length.
 ROW_HD int row_chunk_count(int cols, int rt, int vec) { return (cols + rt * vec - 1) / (rt * vec); }
+// Chunks of thread t that start in the row: the i with row_chunk_col(i, t, rt, vec) < cols.
+ROW_HD int row_chunks_of_thread(int cols, int t, int rt, int vec) {
+  const int first = row_chunk_col(0, t, rt, vec);
+  return first < cols ? (cols - first + rt * vec - 1) / (rt * vec) : 0;
+}
 // Elements of the vector at column col that lie in the row.
 ROW_HD int row_chunk_valid(int col, int cols, int vec) {
   const int left = cols - col;

@@ -44,7 +44,7 @@ softmax_rows(const elem_t* __restrict__ X, elem_t* __restrict__ Y, int rows, int
     });
     st.s = row_reduce<false>(st.s, scratch, group, t);
   }
-  const float inv = 1.0f / st.s;
+  const float inv = row_div(1.0f, st.s);  // a fully masked row: 1/0 = inf, its output NaN
   for_each_chunk(row, cols, vec_ok, t, fill, regs, false, [&](int col, const float (&v)[kVec]) {
     float y[kVec];
 #pragma unroll

@@ -190,9 +190,12 @@ TEST(RowStats, EveryElementIsReadAndWrittenOnce) {
           for_each_thread_chunk(cols, rt, vec, t, [&](int col) {
             for (int j = 0; j < row_chunk_valid(col, cols, vec); ++j) ++uncached[col + j];
           });
-          for (int i = 0; i < items; ++i) {  // the cached item loop: stops at the first chunk past the row
+          const int mine = row_chunks_of_thread(cols, t, rt, vec);
+          EXPECT_LE(mine, items);
+          for (int i = 0; i < items; ++i) {  // the cached item loop: stops after the thread's last chunk
             const int col = row_chunk_col(i, t, rt, vec);
-            if (col >= cols) break;
+            ASSERT_EQ(i < mine, col < cols) << cols << " " << rt << " " << vec << " thread " << t << " item " << i;
+            if (i >= mine) break;
             for (int j = 0; j < row_chunk_valid(col, cols, vec); ++j) ++cached[col + j];
           }
         }
