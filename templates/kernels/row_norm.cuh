@@ -140,10 +140,13 @@ __device__ __forceinline__ void for_each_chunk(const elem_t* __restrict__ row, i
       f(col, v);
     }
   } else if constexpr (kCache == 1) {
+    // Bounded by a count, not by one `col < cols` test per item: those predicates, shared by every
+    // visit, stayed alive across the reductions and ptxas spilled them (8-120 bytes on sm_90).
+    const int mine = row_chunks_of_thread(cols, t, kRT, kVec);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       const int col = row_chunk_col(i, t, kRT, kVec);
-      if (col >= cols) break;
+      if (i >= mine) break;
       if (load) load_chunk(row, col, cols, vec_ok, fill, regs.f[i]);
       f(col, regs.f[i]);
     }
