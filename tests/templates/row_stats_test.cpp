@@ -44,30 +44,36 @@ Stat group_merge(std::vector<Stat> per_thread, Merge merge) {
   return r;
 }
 
-template <int V>
-SoftmaxStat softmax_row(const std::vector<float>& x, int rt) {
+/// A row's statistics as a row group computes them: each thread's chunks (past the row: `fill`) folded
+/// into its own Stat by chunk_merge(stat, values, col), then group_merge across the threads.
+template <int V, class Stat, class ChunkMerge, class Merge>
+Stat row_group_stat(const std::vector<float>& x, int rt, float fill, Stat empty, ChunkMerge chunk_merge, Merge merge) {
   const int cols = static_cast<int>(x.size());
-  std::vector<SoftmaxStat> st(rt, softmax_stat_empty());
+  std::vector<Stat> st(rt, empty);
   for (int t = 0; t < rt; ++t)
     for_each_thread_chunk(cols, rt, V, t, [&](int col) {
       float v[V];
-      for (int j = 0; j < V; ++j) v[j] = col + j < cols ? x[col + j] : row_neg_inf();
-      softmax_merge(st[t], softmax_chunk(v));
+      for (int j = 0; j < V; ++j) v[j] = col + j < cols ? x[col + j] : fill;
+      chunk_merge(st[t], v, col);
     });
-  return group_merge(st, [](SoftmaxStat& a, const SoftmaxStat& b) { softmax_merge(a, b); });
+  return group_merge(st, merge);
+}
+
+template <int V>
+SoftmaxStat softmax_row(const std::vector<float>& x, int rt) {
+  return row_group_stat<V>(
+      x, rt, row_neg_inf(), softmax_stat_empty(),
+      [](SoftmaxStat& s, const float (&v)[V], int) { softmax_merge(s, softmax_chunk(v)); },
+      [](SoftmaxStat& a, const SoftmaxStat& b) { softmax_merge(a, b); });
 }
 
 template <int V>
 MomentStat moments_row(const std::vector<float>& x, int rt) {
   const int cols = static_cast<int>(x.size());
-  std::vector<MomentStat> st(rt, moment_stat_empty());
-  for (int t = 0; t < rt; ++t)
-    for_each_thread_chunk(cols, rt, V, t, [&](int col) {
-      float v[V];
-      for (int j = 0; j < V; ++j) v[j] = col + j < cols ? x[col + j] : 0.0f;
-      moment_merge(st[t], moment_chunk(v, row_chunk_valid(col, cols, V)));
-    });
-  return group_merge(st, [](MomentStat& a, const MomentStat& b) { moment_merge(a, b); });
+  return row_group_stat<V>(
+      x, rt, 0.0f, moment_stat_empty(),
+      [cols](MomentStat& s, const float (&v)[V], int col) { moment_merge(s, moment_chunk(v, row_chunk_valid(col, cols, V))); },
+      [](MomentStat& a, const MomentStat& b) { moment_merge(a, b); });
 }
 
 struct Ref {
