@@ -45,7 +45,7 @@ struct RowTiling {
   int row_threads = 128;   ///< Threads per row: 32, 64, ..., 1024 (whole warps).
   int rows_per_block = 1;  ///< Rows per block (1, 2, 4, 8); threads = row_threads * rows_per_block.
   int vec = 4;             ///< Elements per global access (1, 2, 4, 8; at most 16 bytes).
-  int one_pass = 1;        ///< 1: online softmax / Welford; 0: two passes.
+  int one_pass = 1;        ///< 1: online softmax / pairwise-merged moments; 0: two passes.
   int cache = 0;           ///< 1: the row in fp32 registers; 2: in element registers, loads first; 0: re-read.
   int items = 1;           ///< Vectors per thread when cached: ceil(cols / (row_threads * vec)).
 };

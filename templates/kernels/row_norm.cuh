@@ -11,7 +11,7 @@
 constexpr int kRT = ROW_THREADS;      // threads per row
 constexpr int kRPB = ROWS_PER_BLOCK;  // rows per block
 constexpr int kVec = VEC;             // elements per global access
-constexpr int kOnePass = ONE_PASS;    // online softmax / Welford
+constexpr int kOnePass = ONE_PASS;    // online softmax / pairwise-merged moments (row_stats.cuh)
 constexpr int kCache = CACHE;         // 0: re-read per pass; 1: fp32 registers; 2: element registers, loads first
 constexpr int kItems = ITEMS;         // vectors per thread when cached
 constexpr int kIsLayernorm = ROW_LAYERNORM;
