@@ -2,7 +2,9 @@
 // (f16 squares, decode shapes, a short K), an fp32 GEMM, batched GEMMs and
 // softmax/layernorm rows with a fixed trial budget each, and prints, per
 // workload, the best time, TFLOP/s, % of the vendor library (cuBLAS for GEMMs,
-// cuDNN for conv2d; on a GPU: measured by the same protocol on the same buffers) and % of roofline (GEMMs: attained
+// cuDNN for conv2d; softmax and layernorm: a device-to-device copy of the same
+// bytes, the bandwidth a memory-bound op can approach; on a GPU: measured by the
+// same protocol on the same buffers) and % of roofline (GEMMs: attained
 // FLOP/s over min(peak, intensity x DRAM bandwidth), the peak of the units the template uses:
 // tensor cores for gemm_tc_* and conv2d_igemm_tc, fp32 lanes otherwise; memory-bound ops: % of
 // DRAM bandwidth on their compulsory bytes). Without a GPU it runs against a
@@ -156,16 +158,20 @@ int main(int argc, char** argv) {
                                              k.bytes / (bw_gbps * 1e9)) * 1e3;
       roofline = 100.0 * floor_ms / ms;
     }
-    // cuBLAS (GEMMs) or cuDNN (conv2d) on a GPU only (a sim device has no vendor model).
-    double vendor_pct = -1;
-    std::string vendor = vendor_baseline_for(o.workload);
+    // cuBLAS (GEMMs), cuDNN (conv2d) or the device copy (memory-bound ops) on a GPU only (a sim device has
+    // no vendor model).
+    double vendor_pct = -1, baseline_ms = -1;
+    const std::string vendor = memory_bound(bw.op) ? kDeviceCopyBaseline : vendor_baseline_for(o.workload);
     if (!device.simulated && !vendor.empty() && ms > 0) {
       auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
       MeasureRequest req = measure_request(device.spec, k, "", {}, ref.cubin);
       req.vendor = vendor;
       req.settings.input_seed = 3;
       auto cub = worker.measure(req, 120);
-      if (cub.status == "ok") vendor_pct = 100.0 * cub.time_ms / ms;
+      if (cub.status == "ok") {
+        baseline_ms = cub.time_ms;
+        vendor_pct = 100.0 * cub.time_ms / ms;
+      }
     }
     char pct[32] = "-";
     if (vendor_pct >= 0) std::snprintf(pct, sizeof pct, "%.1f%%", vendor_pct);
@@ -175,6 +181,9 @@ int main(int argc, char** argv) {
     rows.push_back({{"op", bw.op}, {"shape", bw.shape}, {"dtype", bw.dtype}, {"group", bw.group},
                     {"template", tmpl.name()}, {"best_ms", ms}, {"tflops", tflops}, {"gbps", gbps},
                     {"pct_of_vendor", vendor_pct >= 0 ? nlohmann::json(vendor_pct) : nlohmann::json(nullptr)},
+                    {"baseline", vendor},
+                    {"baseline_gbps", baseline_ms > 0 ? nlohmann::json(k.bytes / (baseline_ms * 1e-3) / 1e9)
+                                                      : nlohmann::json(nullptr)},
                     {"pct_of_roofline", roofline}, {"memory_bound", memory_bound(bw.op)},
                     {"trials", sum.measured_now}, {"wall_s", sum.wall_s},
                     {"best_config", sum.best ? sum.best->trial.config_json : ""}});

@@ -24,7 +24,14 @@ struct RowOpProfile {
   int vec = 1;                ///< Elements per global access.
   bool one_pass = false;      ///< Online statistics (one read before the output pass) or two stat passes.
   bool cache = false;         ///< The row stays in registers: read from global memory once.
+  bool prefetch = false;      ///< A cached row's loads are all issued before the first use (overlapping).
   bool layernorm = false;     ///< Layernorm (gamma and beta read in the output pass) rather than softmax.
+
+  /// Reads of each element from global memory: 1 when cached, else one per pass (stats passes + output).
+  int global_reads() const { return cache ? 1 : (one_pass ? 2 : 3); }
+  /// Elements per access the kernel really uses: vec when every row starts vec-aligned (cols % vec == 0),
+  /// else 1 (the element-wise path).
+  int vector_width() const { return vec > 1 && cols % vec == 0 ? vec : 1; }
 };
 
 struct KernelProfile {
@@ -60,7 +67,7 @@ struct KernelResources {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_bytes, row_threads, rows_per_block,
-                                                vec, one_pass, cache, layernorm)
+                                                vec, one_pass, cache, prefetch, layernorm)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, vector_width, coalescing, stages,

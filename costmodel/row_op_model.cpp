@@ -10,7 +10,8 @@ namespace {
 constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
 constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost (as the main model)
 constexpr double kDependentOpCycles = 4;       // a dependent FP32 add/max (the per-element chain of a stat pass)
-constexpr double kWelfordStepCycles = 40;      // one Welford update: a reciprocal (MUFU) and four dependent FP32 ops
+constexpr double kMomentMergeCycles = 40;      // one pairwise (count, mean, M2) merge: a division and five dependent FP32 ops
+constexpr double kL1WavefrontBytes = 128;      // an SM's L1 serves one 128-byte wavefront of a warp's access per cycle
 constexpr int kShuffleSteps = 5;               // log2(32) butterfly steps of a warp reduction
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -64,28 +65,31 @@ SimEstimate estimate_row_op(const KernelProfile& p, const KernelResources& r, co
 
   // --- One row group's dependent chain, in cycles: what a round lasts when nothing hides it. ---
   const int64_t chunks = ceil_div(row.cols, rt * vec);  // vector loads per thread per pass
-  const int passes = row.cache ? 1 : (row.one_pass ? 2 : 3);
+  const int passes = row.global_reads();
   const int stat_passes = row.one_pass ? 1 : 2;
   // Memory round trips. Only a pass of scalar loads (VEC=1: straight-line guarded loads) lets the compiler
   // unroll the loop and batch its loads; a vector load sits behind the run-time vec_ok branch and a cached
-  // row's unrolled loop behind its early exit, so those passes wait for each load before the next.
+  // row's unrolled loop behind its early exit, so those passes wait for each load before the next. A
+  // prefetched cached row (CACHE 2) issues all its loads before the first use: one round trip.
   const double per_trip = (row.vec == 1 && !row.cache) ? std::max(1.0, k.scalar_loads_per_trip) : 1.0;
   const double trips_per_pass = std::ceil(static_cast<double>(chunks) / std::min(per_trip, static_cast<double>(chunks)));
-  double round_trips = row.cache ? static_cast<double>(chunks) : passes * trips_per_pass;
+  double round_trips = row.cache ? (row.prefetch ? 1.0 : static_cast<double>(chunks)) : passes * trips_per_pass;
   if (row.layernorm && row.cache)  // gamma and beta are still read in the output pass
     round_trips += static_cast<double>(chunks);
   double chain = round_trips * k.memory_latency_cycles;
-  // Per-chunk dependent arithmetic of the statistics: an online merge per chunk (softmax), a Welford step
-  // per element (layernorm), else one dependent add or max per element and stat pass.
+  // Per-chunk dependent arithmetic of the statistics: a chunk's own statistics (a dependent op per
+  // element, two for the moments' mean and M2) and one merge into the running ones, else one dependent
+  // add or max per element and stat pass.
+  const double merge = row.layernorm ? kMomentMergeCycles : k.merge_cycles;
   double per_chunk = 0;
   if (row.one_pass)
-    per_chunk = row.layernorm ? vec * kWelfordStepCycles : k.merge_cycles + vec * kDependentOpCycles;
+    per_chunk = merge + (row.layernorm ? 2 : 1) * vec * kDependentOpCycles;
   else
     per_chunk = stat_passes * vec * kDependentOpCycles;
   chain += static_cast<double>(chunks) * per_chunk;
-  // Reductions: a butterfly over the warp (online merges in one-pass); with several warps per row, two
+  // Reductions: a butterfly over the warp (merges in one-pass); with several warps per row, two
   // barriers and every thread combining each warp's partial from shared memory in turn.
-  const double combine_step = row.one_pass ? k.merge_cycles : 0.0;
+  const double combine_step = row.one_pass ? merge : 0.0;
   const double warp_reduce = kShuffleSteps * (k.shuffle_cycles + combine_step);
   const double cross_warp =
       rt > 32 ? 2 * k.barrier_cycles + static_cast<double>(rt / 32) * (k.shuffle_cycles + combine_step) : 0.0;
@@ -104,13 +108,21 @@ SimEstimate estimate_row_op(const KernelProfile& p, const KernelResources& r, co
   const double l2_bytes = rows_on_sm * row_bytes * (passes + 1.0 + (row.layernorm ? 2.0 : 0.0));
   e.dram_ms = dram_bytes / (gpu.dram_bandwidth_gbps * 1e9 * k.dram_efficiency / gpu.sm_count) * 1e3;
   e.l2_ms = l2_bytes / (gpu.l2_bandwidth_gbps * 1e9 / gpu.sm_count) * 1e3;
-  e.compute_ms = 0;
   e.shared_ms = 0;
+  // Load/store issue: every global access of a warp (row reads, gamma and beta, the output write) is
+  // one or more 128-byte L1 wavefronts, one per cycle; element-wise accesses (cols % vec != 0) take
+  // vec times the instructions of vector ones and fill half a wavefront (f16).
+  const double accesses = rows_on_sm * static_cast<double>(row.cols) * (passes + 1.0 + (row.layernorm ? 2.0 : 0.0));
+  const double warp_bytes = 32.0 * row.vector_width() * row.elem_bytes;
+  const double wavefronts = accesses / (32.0 * row.vector_width()) * std::ceil(warp_bytes / kL1WavefrontBytes);
+  e.compute_ms = wavefronts / clock_hz * 1e3;
 
   // Transfer and exposed latency add: a round's chain is latency the other resident rows' transfers do
   // not cover once the row groups wait on the same round trips.
-  e.time_ms = std::max(e.dram_ms, e.l2_ms) + e.latency_ms + kLaunchOverheadMs;
-  e.bound = e.latency_ms > std::max(e.dram_ms, e.l2_ms) ? "latency" : (e.dram_ms >= e.l2_ms ? "dram" : "l2");
+  const double transfer = std::max({e.dram_ms, e.l2_ms, e.compute_ms});
+  e.time_ms = transfer + e.latency_ms + kLaunchOverheadMs;
+  e.bound = e.latency_ms > transfer ? "latency"
+                                    : (e.compute_ms >= transfer ? "compute" : (e.dram_ms >= e.l2_ms ? "dram" : "l2"));
   return e;
 }
 

@@ -7,9 +7,11 @@
 // the SMs fail to hide: per SM, the busiest SM's blocks in rounds of the
 // resident ones, each round as long as one row group's dependent chain —
 // memory round trips (fewer with wider vectors; only scalar loads are
-// batched by loop unrolling, vector and cached-row loads wait one by one),
-// per-chunk online merges, and the warp-shuffle, barrier and cross-warp
-// combine steps of the row reductions. Resident blocks follow registers,
+// batched by loop unrolling, vector and cached-row loads wait one by one,
+// unless a prefetched cached row issues them all at once), per-chunk merges,
+// and the warp-shuffle, barrier and cross-warp combine steps of the row
+// reductions. Load/store issue counts L1 wavefronts of the vector width the
+// kernel really uses (element-wise when cols % vec != 0). Resident blocks follow registers,
 // threads, block slots and the shared-memory carveout the driver picks by
 // default (the smallest that holds one block, which caps kernels of tiny
 // shared memory at 7 blocks per SM). Re-read passes hit L2 unless the rows in

@@ -8,27 +8,31 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+constexpr const char* kCacheDoc =
+    "0: re-read the row per pass; 1: keep it in registers as fp32; 2: as elements, all loads issued first";
+
 std::vector<search::Knob> row_knobs(bool reduced) {
   if (reduced) {
     return {
         {"ROW_THREADS", {32, 128, 512}, "threads per row (whole warps)"},
         {"ROWS_PER_BLOCK", {1, 4}, "rows per block"},
         {"VEC", {1, 8}, "elements per global access"},
-        {"ONE_PASS", {0, 1}, "1: online softmax / Welford; 0: two passes"},
-        {"CACHE", {0, 1}, "1: the row stays in registers"},
+        {"ONE_PASS", {0, 1}, "1: online softmax / pairwise-merged moments; 0: two passes"},
+        {"CACHE", {0, 1, 2}, kCacheDoc},
     };
   }
   return {
       {"ROW_THREADS", {32, 64, 128, 256, 512, 1024}, "threads per row (whole warps)"},
       {"ROWS_PER_BLOCK", {1, 2, 4, 8}, "rows per block"},
       {"VEC", {1, 2, 4, 8}, "elements per global access"},
-      {"ONE_PASS", {0, 1}, "1: online softmax / Welford; 0: two passes"},
-      {"CACHE", {0, 1}, "1: the row stays in registers"},
+      {"ONE_PASS", {0, 1}, "1: online softmax / pairwise-merged moments; 0: two passes"},
+      {"CACHE", {0, 1, 2}, kCacheDoc},
   };
 }
 
 std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceLimits& limits) {
   const int64_t cols = w.dim("cols");
+  const bool layernorm = w.op == "layernorm";
   const int bytes = dtype_bytes(w.dtype);
   return {
       {"ROW_THREADS * ROWS_PER_BLOCK <= " + std::to_string(limits.max_threads_per_block),
@@ -40,8 +44,23 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
       {"ROW_THREADS == 32 or ROW_THREADS / 2 * VEC < cols", [cols](const search::ConfigView& v) {
          return v["ROW_THREADS"] == 32 || v["ROW_THREADS"] / 2 * v["VEC"] < cols;
        }},
-      {"CACHE needs the row in at most 64 floats per thread", [cols](const search::ConfigView& v) {
-         return v["CACHE"] == 0 || ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"] <= 64;
+      // 64 registers of row per thread (256 bytes) leave room under 255 without spills.
+      {"CACHE needs the row in at most 64 registers per thread", [cols, bytes](const search::ConfigView& v) {
+         const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+         return v["CACHE"] == 0 || per_thread * (v["CACHE"] == 2 ? bytes : 4) <= 256;
+       }},
+      // The block's threads share 64K registers: a cached row plus the kernel's working registers (about
+      // 32 for softmax, 40 for layernorm's gamma and beta, from the cubins) must fit a thread's share, or
+      // ptxas spills the row (1024 threads x 64 cached floats: 1.6 KB of spills per thread on sm_90).
+      {"CACHE needs the row + working registers within 64K / threads per block",
+       [cols, bytes, work = layernorm ? 40 : 32](const search::ConfigView& v) {
+         const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+         const int64_t row_regs = v["CACHE"] == 2 ? ceil_div(per_thread * bytes, 4) : per_thread;
+         return v["CACHE"] == 0 || row_regs + work <= 65536 / (v["ROW_THREADS"] * v["ROWS_PER_BLOCK"]);
+       }},
+      // A lone 16-bit element still takes a whole 32-bit register: CACHE 2 would save nothing.
+      {"CACHE == 2 needs VEC * element bytes >= 4", [bytes](const search::ConfigView& v) {
+         return v["CACHE"] != 2 || v["VEC"] * bytes >= 4;
        }},
   };
 }
@@ -112,25 +131,7 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   const double elems = static_cast<double>(rows) * static_cast<double>(cols);
   const double bytes = dtype_bytes(w.dtype);
   const bool layernorm = op_ == RowOp::kLayernorm;
-  // Reads of the row from global memory: one when cached; else one per pass (stats passes + output).
-  const int passes = t.cache ? 1 : (t.one_pass ? 2 : 3);
-
   costmodel::KernelProfile p;
-  p.flops = (layernorm ? 8.0 : 5.0) * elems;
-  p.dram_bytes = 2.0 * elems * bytes + (layernorm ? 2.0 * static_cast<double>(cols) * bytes : 0.0);
-  p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
-  p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
-  p.shared_conflict_ways = 1;
-  p.blocks = ceil_div(rows, t.rows_per_block);
-  p.threads_per_block = t.row_threads * t.rows_per_block;
-  p.dynamic_shared_bytes = 0;
-  p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
-  p.vector_width = cols % t.vec == 0 ? t.vec : 1;
-  p.coalescing = 1.0;
-  p.stages = t.cache ? 2 : 1;  // a cached row's later passes do not wait on memory
-  p.main_loop_iterations = ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
-  p.l2_reuse = 1.0;
-  p.tensor_cores = false;
   // What the analytic model's row-op path reads (costmodel/row_op_model.h).
   p.row.rows = rows;
   p.row.cols = cols;
@@ -140,7 +141,25 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   p.row.vec = t.vec;
   p.row.one_pass = t.one_pass != 0;
   p.row.cache = t.cache != 0;
+  p.row.prefetch = t.cache == 2;
   p.row.layernorm = layernorm;
+  const int passes = p.row.global_reads();
+
+  p.flops = (layernorm ? 8.0 : 5.0) * elems;
+  p.dram_bytes = 2.0 * elems * bytes + (layernorm ? 2.0 * static_cast<double>(cols) * bytes : 0.0);
+  p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
+  p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
+  p.shared_conflict_ways = 1;
+  p.blocks = ceil_div(rows, t.rows_per_block);
+  p.threads_per_block = t.row_threads * t.rows_per_block;
+  p.dynamic_shared_bytes = 0;
+  p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
+  p.vector_width = p.row.vector_width();
+  p.coalescing = 1.0;
+  p.stages = t.cache ? 2 : 1;  // a cached row's later passes do not wait on memory
+  p.main_loop_iterations = ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
+  p.l2_reuse = 1.0;
+  p.tensor_cores = false;
   return p;
 }
 

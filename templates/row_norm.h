@@ -5,8 +5,10 @@
 // generated in row_norm_source.h.
 //
 // Knobs: ROW_THREADS threads per row (whole warps), ROWS_PER_BLOCK, VEC
-// elements per global access, ONE_PASS (online softmax / Welford) or two
-// passes, CACHE the row in registers (read once) or re-read it per pass.
+// elements per global access, ONE_PASS (online softmax / pairwise-merged
+// moments, kernels/row_stats.cuh) or two passes, CACHE the row in registers
+// (1: fp32, loaded on first use; 2: as elements, every load issued first:
+// half the registers for f16/bf16) or re-read it per pass (0).
 #pragma once
 
 #include "templates/kernel_template.h"

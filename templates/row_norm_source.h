@@ -19,11 +19,14 @@
 //   simply returns. Thread t of a group reads vectors of `vec` elements at columns
 //   (i*row_threads + t)*vec (coalesced); vector accesses are used when cols % vec == 0 (checked
 //   at run time, uniformly), else element-wise guarded accesses.
-//   one_pass: softmax keeps a running (max, sum) pair (online softmax); layernorm uses Welford's
-//   (count, mean, M2); else two passes (max then sum; mean then variance).
+//   one_pass: softmax keeps a running (max, sum) pair (online softmax); layernorm merges per-chunk
+//   (count, mean, M2) triples pairwise (kernels/row_stats.cuh); else two passes (max then sum;
+//   mean then variance).
 //   cache: the row stays in registers (items = ceil(cols_hint / (row_threads*vec)) vectors per
 //   thread, baked in), so the row is read from global memory once; the kernel is then correct
-//   for cols <= items*row_threads*vec only. Without it every pass re-reads the row (L2 hits).
+//   for cols <= items*row_threads*vec only. 1: fp32 values, each loaded on its first use; 2: the
+//   elements as loaded (half the registers of f16/bf16), every load issued before the first use.
+//   Without it (0) every pass re-reads the row (L2 hits).
 // No dynamic shared memory; the static scratch is rows_per_block * (row_threads/32) * 3 floats.
 #pragma once
 
@@ -42,8 +45,8 @@ struct RowTiling {
   int row_threads = 128;   ///< Threads per row: 32, 64, ..., 1024 (whole warps).
   int rows_per_block = 1;  ///< Rows per block (1, 2, 4, 8); threads = row_threads * rows_per_block.
   int vec = 4;             ///< Elements per global access (1, 2, 4, 8; at most 16 bytes).
-  int one_pass = 1;        ///< 1: online softmax / Welford; 0: two passes.
-  int cache = 0;           ///< 1: the row stays in registers (needs items <= 64 / vec).
+  int one_pass = 1;        ///< 1: online softmax / pairwise-merged moments; 0: two passes.
+  int cache = 0;           ///< 1: the row in fp32 registers; 2: in element registers, loads first; 0: re-read.
   int items = 1;           ///< Vectors per thread when cached: ceil(cols / (row_threads * vec)).
 };
 

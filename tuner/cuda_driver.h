@@ -20,6 +20,7 @@ namespace tuner {
   X(cuCtxSynchronize) X(cuModuleLoadData)                                                          \
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuMemAlloc)  \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD32) X(cuMemsetD32Async)     \
+  X(cuMemcpyDtoDAsync)                                                                               \
   X(cuLaunchKernel)                                                                                  \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)  \
   X(cuGetErrorName) X(cuGetErrorString)

@@ -412,6 +412,21 @@ struct CudaRunner::Impl {
           throw CudaFailure(e, "launch_error", false);
       };
     }
+    if (r.vendor == kDeviceCopyBaseline) {
+      // The first buffer copied into the first output, the smaller one's bytes: a memory-bound op's
+      // bandwidth yardstick on the same buffers (softmax and layernorm: X read, Y written once).
+      size_t out = 0;
+      while (out < r.buffers.size() && !r.buffers[out].output) ++out;
+      if (ptrs.empty() || out == r.buffers.size())
+        throw CudaFailure("device_copy needs an input and an output buffer", "unknown", false);
+      const auto bytes_of = [](const templates::BufferSpec& b) {
+        return static_cast<size_t>(b.elements) * static_cast<size_t>(templates::dtype_bytes(b.dtype));
+      };
+      const size_t bytes = std::min(bytes_of(r.buffers[0]), bytes_of(r.buffers[out]));
+      return [&ptrs, out, bytes] {
+        check(driver().cuMemcpyDtoDAsync(ptrs[out], ptrs[0], bytes, nullptr), "cuMemcpyDtoDAsync");
+      };
+    }
     if (!r.vendor.empty()) throw CudaFailure("unknown vendor baseline '" + r.vendor + "'", "unknown", false);
     prepare_launch(fn, r.launch);
     return [this, fn, &r, &ptrs, &scalars] { launch(fn, r.launch, r.scalar_args, nullptr, ptrs, scalars); };
@@ -423,7 +438,8 @@ struct CudaRunner::Impl {
     poison_outputs(r, st);
     launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
-    for (size_t i = 0; i < st.buffers.size() && res.status == "ok"; ++i) {
+    // A copy baseline's output is its input, not the op's: only the integrity check applies.
+    for (size_t i = 0; i < st.buffers.size() && res.status == "ok" && r.vendor != kDeviceCopyBaseline; ++i) {
       if (!r.buffers[i].output) continue;
       const Comparison cmp = compare(st, i, r.buffers[i]);
       res.max_error = cmp.max_error;

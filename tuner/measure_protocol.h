@@ -55,9 +55,14 @@ struct MeasureRequest {
   MeasureSettings settings;
   InjectedFault fault = InjectedFault::kNone;
   /// "" to run the cubin; "cublas_sgemm", "cublas_gemm_ex" or "cudnn_conv" (vendor_baseline_for) to run the vendor
-  /// baseline on the same buffers and protocol instead (buffers A, B, C and scalars M, N, K).
+  /// baseline on the same buffers and protocol instead (buffers A, B, C and scalars M, N, K); or
+  /// kDeviceCopyBaseline, the bandwidth yardstick of memory-bound ops (its output is not compared).
   std::string vendor;
 };
+
+/// MeasureRequest::vendor of a device-to-device copy of the first buffer into the first output buffer
+/// (cuMemcpyDtoDAsync, the smaller one's bytes), timed by the same protocol.
+inline constexpr const char* kDeviceCopyBaseline = "device_copy";
 
 /// Seconds the worker spent per phase of one measurement (what `tune --json` sums into `phases`).
 struct MeasurePhases {

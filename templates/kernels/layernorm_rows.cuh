@@ -1,20 +1,27 @@
-// layernorm_rows.cuh: row layernorm with gamma and beta, eps 1e-5 (ONE_PASS: Welford). Macros: see
-// row_norm.cuh.
+// layernorm_rows.cuh: row layernorm with gamma and beta, eps 1e-5 (ONE_PASS: per-chunk moments merged
+// pairwise, row_stats.cuh). Macros: see row_norm.cuh.
 #pragma once
 #define ROW_LAYERNORM 1
 #include "row_norm.cuh"
 
 constexpr float kEps = 1e-5f;
 
-// Welford merge of (count, mean, M2) with (n2, mean2, M2_2).
-__device__ __forceinline__ void merge_welford(float& n, float& mean, float& m2, float n2, float mean2, float m22) {
-  const float nn = n + n2;
-  if (nn == 0.0f) return;
-  const float delta = mean2 - mean;
-  const float f = n2 / nn;
-  mean += delta * f;
-  m2 += m22 + delta * delta * n * f;
-  n = nn;
+// The moments of the row group: this thread's, merged across the warp, then across warps.
+__device__ __forceinline__ MomentStat group_moments(MomentStat st, float* scratch, int group, int t) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    moment_merge(st, {__shfl_xor_sync(0xffffffffu, st.n, o), __shfl_xor_sync(0xffffffffu, st.mean, o),
+                      __shfl_xor_sync(0xffffffffu, st.m2, o)});
+  if constexpr (kWarpsPerRow > 1) {
+    if (t % 32 == 0) {
+      scratch[3 * (t / 32)] = st.n; scratch[3 * (t / 32) + 1] = st.mean; scratch[3 * (t / 32) + 2] = st.m2;
+    }
+    row_sync(group);
+    st = {scratch[0], scratch[1], scratch[2]};
+#pragma unroll
+    for (int w = 1; w < kWarpsPerRow; ++w) moment_merge(st, {scratch[3 * w], scratch[3 * w + 1], scratch[3 * w + 2]});
+  }
+  return st;
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -29,57 +36,35 @@ layernorm_rows(const elem_t* __restrict__ X, const elem_t* __restrict__ gamma, c
   const elem_t* row = X + static_cast<size_t>(r) * cols;
   elem_t* out = Y + static_cast<size_t>(r) * cols;
   const bool vec_ok = cols % kVec == 0;
-  float cache[kItems][kVec];
+  RowRegs regs;
   float mean = 0.0f, var = 0.0f;
   if constexpr (kOnePass) {
-    float n = 0.0f, m2 = 0.0f;
-    for_each_chunk(row, cols, vec_ok, t, 0.0f, cache, true, [&](int col, const float (&v)[kVec]) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        if (col + j < cols) {
-          n += 1.0f;
-          const float d = v[j] - mean;
-          mean += __fdividef(d, n);
-          m2 += d * (v[j] - mean);
-        }
-      }
+    MomentStat st = moment_stat_empty();
+    for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, true, [&](int col, const float (&v)[kVec]) {
+      moment_merge(st, moment_chunk(v, row_chunk_valid(col, cols, kVec)));
     });
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float n2 = __shfl_xor_sync(0xffffffffu, n, o);
-      const float mean2 = __shfl_xor_sync(0xffffffffu, mean, o);
-      const float m22 = __shfl_xor_sync(0xffffffffu, m2, o);
-      merge_welford(n, mean, m2, n2, mean2, m22);
-    }
-    if constexpr (kWarpsPerRow > 1) {
-      if (t % 32 == 0) {
-        scratch[3 * (t / 32)] = n; scratch[3 * (t / 32) + 1] = mean; scratch[3 * (t / 32) + 2] = m2;
-      }
-      row_sync(group);
-      n = scratch[0]; mean = scratch[1]; m2 = scratch[2];
-#pragma unroll
-      for (int w = 1; w < kWarpsPerRow; ++w) merge_welford(n, mean, m2, scratch[3 * w], scratch[3 * w + 1], scratch[3 * w + 2]);
-    }
-    var = m2 / static_cast<float>(cols);
+    st = group_moments(st, scratch, group, t);
+    mean = st.mean;
+    var = row_div(st.m2, static_cast<float>(cols));
   } else {
     float sum = 0.0f;
-    for_each_chunk(row, cols, vec_ok, t, 0.0f, cache, true, [&](int, const float (&v)[kVec]) {
+    for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, true, [&](int, const float (&v)[kVec]) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) sum += v[j];  // out-of-row elements read 0
     });
-    mean = row_reduce<false>(sum, scratch, group, t) / static_cast<float>(cols);
+    mean = row_div(row_reduce<false>(sum, scratch, group, t), static_cast<float>(cols));
     float sq = 0.0f;
-    for_each_chunk(row, cols, vec_ok, t, 0.0f, cache, false, [&](int col, const float (&v)[kVec]) {
+    for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, false, [&](int col, const float (&v)[kVec]) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
         const float d = col + j < cols ? v[j] - mean : 0.0f;
         sq += d * d;
       }
     });
-    var = row_reduce<false>(sq, scratch, group, t) / static_cast<float>(cols);
+    var = row_div(row_reduce<false>(sq, scratch, group, t), static_cast<float>(cols));
   }
   const float rstd = rsqrtf(var + kEps);
-  for_each_chunk(row, cols, vec_ok, t, 0.0f, cache, false, [&](int col, const float (&v)[kVec]) {
+  for_each_chunk(row, cols, vec_ok, t, 0.0f, regs, false, [&](int col, const float (&v)[kVec]) {
     float g[kVec], b[kVec], y[kVec];
     load_chunk(gamma, col, cols, vec_ok, 0.0f, g);
     load_chunk(beta, col, cols, vec_ok, 0.0f, b);

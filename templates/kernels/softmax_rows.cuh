@@ -1,14 +1,8 @@
-// softmax_rows.cuh: row softmax (fp32 math; ONE_PASS: online softmax). Macros: see row_norm.cuh.
+// softmax_rows.cuh: row softmax (fp32 math; ONE_PASS: online softmax, row_stats.cuh). Macros: see
+// row_norm.cuh. Masked (-inf) inputs give 0; a row of only -inf gives NaN, as in PyTorch.
 #pragma once
 #define ROW_LAYERNORM 0
 #include "row_norm.cuh"
-
-// Online-softmax merge of two (max, sum-of-exp) pairs.
-__device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2) {
-  const float mn = fmaxf(m, m2);
-  s = s * __expf(m - mn) + s2 * __expf(m2 - mn);
-  m = mn;
-}
 
 extern "C" __global__ void __launch_bounds__(kThreads)
 softmax_rows(const elem_t* __restrict__ X, elem_t* __restrict__ Y, int rows, int cols) {
@@ -21,49 +15,40 @@ softmax_rows(const elem_t* __restrict__ X, elem_t* __restrict__ Y, int rows, int
   const elem_t* row = X + static_cast<size_t>(r) * cols;
   elem_t* out = Y + static_cast<size_t>(r) * cols;
   const bool vec_ok = cols % kVec == 0;
-  float cache[kItems][kVec];
-  float m = kLowest, s = 0.0f;
+  const float fill = row_neg_inf();  // past the row's end: adds exp(-inf) = 0
+  RowRegs regs;
+  SoftmaxStat st = softmax_stat_empty();
   if constexpr (kOnePass) {
-    for_each_chunk(row, cols, vec_ok, t, kLowest, cache, true, [&](int, const float (&v)[kVec]) {
-      float cm = v[0];
-#pragma unroll
-      for (int j = 1; j < kVec; ++j) cm = fmaxf(cm, v[j]);
-      float cs = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) cs += __expf(v[j] - cm);
-      merge_ms(m, s, cm, cs);
-    });
+    for_each_chunk(row, cols, vec_ok, t, fill, regs, true,
+                   [&](int, const float (&v)[kVec]) { softmax_merge(st, softmax_chunk(v)); });
     // Merge the pairs of the group: first across the warp, then across warps.
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-      merge_ms(m, s, m2, s2);
-    }
+    for (int o = 16; o > 0; o >>= 1)
+      softmax_merge(st, {__shfl_xor_sync(0xffffffffu, st.m, o), __shfl_xor_sync(0xffffffffu, st.s, o)});
     if constexpr (kWarpsPerRow > 1) {
-      if (t % 32 == 0) { scratch[2 * (t / 32)] = m; scratch[2 * (t / 32) + 1] = s; }
+      if (t % 32 == 0) { scratch[2 * (t / 32)] = st.m; scratch[2 * (t / 32) + 1] = st.s; }
       row_sync(group);
-      m = scratch[0];
-      s = scratch[1];
+      st = {scratch[0], scratch[1]};
 #pragma unroll
-      for (int w = 1; w < kWarpsPerRow; ++w) merge_ms(m, s, scratch[2 * w], scratch[2 * w + 1]);
+      for (int w = 1; w < kWarpsPerRow; ++w) softmax_merge(st, {scratch[2 * w], scratch[2 * w + 1]});
     }
   } else {
-    for_each_chunk(row, cols, vec_ok, t, kLowest, cache, true, [&](int, const float (&v)[kVec]) {
+    for_each_chunk(row, cols, vec_ok, t, fill, regs, true, [&](int, const float (&v)[kVec]) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) m = fmaxf(m, v[j]);
+      for (int j = 0; j < kVec; ++j) st.m = fmaxf(st.m, v[j]);
     });
-    m = row_reduce<true>(m, scratch, group, t);
-    for_each_chunk(row, cols, vec_ok, t, kLowest, cache, false, [&](int, const float (&v)[kVec]) {
+    st.m = row_reduce<true>(st.m, scratch, group, t);
+    for_each_chunk(row, cols, vec_ok, t, fill, regs, false, [&](int, const float (&v)[kVec]) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) s += __expf(v[j] - m);
+      for (int j = 0; j < kVec; ++j) st.s += row_exp(v[j] - st.m);
     });
-    s = row_reduce<false>(s, scratch, group, t);
+    st.s = row_reduce<false>(st.s, scratch, group, t);
   }
-  const float inv = 1.0f / s;
-  for_each_chunk(row, cols, vec_ok, t, kLowest, cache, false, [&](int col, const float (&v)[kVec]) {
+  const float inv = row_div(1.0f, st.s);  // a fully masked row: 1/0 = inf, its output NaN
+  for_each_chunk(row, cols, vec_ok, t, fill, regs, false, [&](int col, const float (&v)[kVec]) {
     float y[kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) y[j] = __expf(v[j] - m) * inv;
+    for (int j = 0; j < kVec; ++j) y[j] = row_exp(v[j] - st.m) * inv;
     store_chunk(out, col, cols, vec_ok, y);
   });
 }

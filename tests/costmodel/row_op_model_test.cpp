@@ -91,6 +91,43 @@ TEST(RowOpModel, CrossWarpOnlineMergesMakeHugeRowGroupsSlow) {
   EXPECT_GT(two_pass, small);
 }
 
+TEST(RowOpModel, APrefetchedCachedRowWaitsOneRoundTrip) {
+  // 32768 f16 columns over 512 threads: 8 vectors per thread. CACHE 1 waits for each in turn, CACHE 2
+  // (same registers assumed, to isolate the effect) issues all 8 loads first.
+  const KernelResources res{64, 260, 0};
+  const auto p1 = row_profile({512, 1, 8, 1, 1}, "rows=4096,cols=32768");
+  const auto p2 = row_profile({512, 1, 8, 1, 2}, "rows=4096,cols=32768");
+  EXPECT_FALSE(p1.row.prefetch);
+  ASSERT_TRUE(p2.row.prefetch);
+  const auto e1 = estimate(p1, res, h100()), e2 = estimate(p2, res, h100());
+  ASSERT_TRUE(e1.launchable && e2.launchable);
+  EXPECT_LT(e2.latency_ms, 0.6 * e1.latency_ms);  // 7 of the 8 round trips, the bulk of the chain
+  EXPECT_LT(e2.time_ms, e1.time_ms);
+  // Both read the row from DRAM once: the same transfer.
+  EXPECT_DOUBLE_EQ(e1.dram_ms, e2.dram_ms);
+}
+
+TEST(RowOpModel, PassesOverGlobalMemoryAndTheRealVectorWidth) {
+  EXPECT_EQ(row_profile({128, 4, 8, 0, 0}).row.global_reads(), 3);  // max, sum, output
+  EXPECT_EQ(row_profile({128, 4, 8, 1, 0}).row.global_reads(), 2);  // online pair, output
+  EXPECT_EQ(row_profile({128, 4, 8, 1, 1}).row.global_reads(), 1);  // cached
+  EXPECT_EQ(row_profile({128, 4, 8, 0, 2}).row.global_reads(), 1);
+  // More passes: more L2 traffic in the estimate.
+  const KernelResources res{32, 144, 0};
+  EXPECT_GT(estimate(row_profile({128, 4, 8, 0, 0}), res, h100()).l2_ms,
+            estimate(row_profile({128, 4, 8, 1, 0}), res, h100()).l2_ms);
+  // cols % vec != 0: the kernel takes its element-wise path: 2-byte accesses fill half of each L1
+  // wavefront, twice the wavefronts of VEC 8.
+  const auto aligned = row_profile({128, 4, 8, 1, 0}, "rows=4096,cols=4096");
+  const auto ragged = row_profile({128, 4, 8, 1, 0}, "rows=4096,cols=4100");
+  EXPECT_EQ(aligned.row.vector_width(), 8);
+  EXPECT_EQ(ragged.row.vector_width(), 1);
+  const double issue_aligned = estimate(aligned, res, h100()).compute_ms;
+  const double issue_ragged = estimate(ragged, res, h100()).compute_ms;
+  EXPECT_NEAR(issue_ragged / issue_aligned, 2.0 * 4100 / 4096, 0.01);
+  EXPECT_GT(issue_aligned, 0);
+}
+
 TEST(RowOpModel, LayernormAndOtherShapesGiveFinitePositiveTimes) {
   for (const auto* shape : {"rows=1,cols=1", "rows=65536,cols=128", "rows=1024,cols=32768"})
     for (auto op : {templates::RowOp::kSoftmax, templates::RowOp::kLayernorm}) {

@@ -2,7 +2,7 @@
 // template's reduced space is correct (within its dtype's tolerance, NaN never
 // passing) on shapes that are not tile multiples, and cuBLAS GemmEx /
 // GemmStridedBatchedEx and cuDNN's convolution run as vendor baselines on the
-// same buffers. They skip
+// same buffers, as does the device copy that memory-bound ops are held to. They skip
 // with a reason on a machine without a CUDA driver or GPU.
 #include <gtest/gtest.h>
 
@@ -90,6 +90,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"softmax", "rows=5,cols=40000", "bf16"},
                       GpuCase{"layernorm", "rows=37,cols=3001", "f32"}, GpuCase{"layernorm", "rows=37,cols=3000", "f16"},
                       GpuCase{"layernorm", "rows=5,cols=40000", "bf16"},
+                      // The row lengths (CACHE 2: a warp per 4096-column row, 512 threads per
+                      // 32768-column row), one column, and a length no vector width or warp divides.
+                      GpuCase{"softmax", "rows=300,cols=4096", "f16"}, GpuCase{"softmax", "rows=20,cols=32768", "f16"},
+                      GpuCase{"layernorm", "rows=300,cols=4096", "f16"},
+                      GpuCase{"layernorm", "rows=20,cols=32768", "f16"}, GpuCase{"softmax", "rows=9,cols=1", "f16"},
+                      GpuCase{"layernorm", "rows=9,cols=1", "f32"}, GpuCase{"layernorm", "rows=33,cols=33", "bf16"},
                       GpuCase{"gemm", "M=200,N=136,K=300", "f16"}, GpuCase{"gemm", "M=200,N=131,K=301", "f16"},
                       GpuCase{"gemm", "M=77,N=136,K=520", "bf16"},
                       // Hopper only (skips elsewhere): partial tiles in M, N and K through TMA's zero fill.
@@ -190,7 +196,26 @@ TEST_F(GpuVendorBase, AHalfOutputLeftPoisonedIsAWrongAnswer) {
   }
 }
 
-class GpuVendor : public GpuVendorBase {};
+class GpuVendor : public GpuVendorBase {
+ protected:
+  /// The vendor baseline `vendor` measured on the buffers of g's first reduced config; *bytes gets the
+  /// instance's compulsory bytes.
+  MeasureResult measure_baseline(const GpuCase& g, const std::string& vendor, double* bytes = nullptr) {
+    const auto w = templates::parse_workload(g.op, g.shape, g.dtype);
+    const auto& tmpl = templates::find_template(w.op, w.dtype);
+    auto space = tmpl.reduced_space(w, device_.limits);
+    auto k = tmpl.instantiate(space, space.at(0), w);
+    if (bytes) *bytes = k.bytes;
+    NvrtcBuilder builder(nullptr);
+    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
+    EXPECT_TRUE(ref.ok()) << ref.log;
+    auto req = measure_request(device_.spec, k, "", {}, ref.cubin);
+    req.vendor = vendor;
+    req.settings.min_time_ms = 1;
+    WorkerClient worker(TUNER_BIN);
+    return worker.measure(req, 60);
+  }
+};
 
 TEST_F(GpuVendor, CublasGemmExAndCudnnMatchTheReference) {
   for (const GpuCase& g : {GpuCase{"gemm", "M=200,N=136,K=304", "f16"}, GpuCase{"gemm", "M=64,N=256,K=128", "bf16"},
@@ -198,19 +223,20 @@ TEST_F(GpuVendor, CublasGemmExAndCudnnMatchTheReference) {
                            GpuCase{"batched_gemm", "B=3,M=100,N=70,K=33", "f32"},
                            GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=24,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
                            GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=1,pad=1", "f32"}}) {
-    const auto w = templates::parse_workload(g.op, g.shape, g.dtype);
-    const auto& tmpl = templates::find_template(w.op, w.dtype);
-    auto space = tmpl.reduced_space(w, device_.limits);
-    auto k = tmpl.instantiate(space, space.at(0), w);
-    NvrtcBuilder builder(nullptr);
-    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device_.limits.arch, {}});
-    ASSERT_TRUE(ref.ok()) << ref.log;
-    auto req = measure_request(device_.spec, k, "", {}, ref.cubin);
-    req.vendor = vendor_baseline_for(w);
-    req.settings.min_time_ms = 1;
-    WorkerClient worker(TUNER_BIN);
-    auto res = worker.measure(req, 60);
-    EXPECT_EQ(res.status, "ok") << w.to_string() << ": " << res.message;
+    const auto res = measure_baseline(g, vendor_baseline_for(templates::parse_workload(g.op, g.shape, g.dtype)));
+    EXPECT_EQ(res.status, "ok") << g.op << " " << g.shape << " " << g.dtype << ": " << res.message;
+  }
+}
+
+TEST_F(GpuVendor, DeviceCopyBaselineTimesTheRowOpsBytes) {
+  // The yardstick of softmax and layernorm (template_bench's "% vendor" on their rows): X copied into Y.
+  for (const GpuCase& g : {GpuCase{"softmax", "rows=4096,cols=4096", "f16"}, GpuCase{"layernorm", "rows=64,cols=32768", "f16"}}) {
+    double bytes = 0;
+    const auto res = measure_baseline(g, kDeviceCopyBaseline, &bytes);
+    EXPECT_EQ(res.status, "ok") << g.op << " " << g.shape << ": " << res.message;
+    ASSERT_GT(res.time_ms, 0);
+    // Far below the DRAM peak would mean the copy did not run as one transfer.
+    EXPECT_GT(bytes / (res.time_ms * 1e-3), 0.3 * device_.gpu.dram_bandwidth_gbps * 1e9) << g.op << " " << g.shape;
   }
 }
 

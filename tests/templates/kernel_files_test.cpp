@@ -54,9 +54,9 @@ TEST(KernelFiles, ClosureFollowsIncludesTransitivelyOnce) {
   EXPECT_EQ(c[0], "gemm_tc.cuh");
   for (const char* dep : {"element.cuh", "tc_ptx.cuh", "output_tile.cuh"})
     EXPECT_EQ(std::count(c.begin(), c.end(), dep), 1) << dep;
-  // softmax_rows.cuh -> row_norm.cuh -> element.cuh
+  // softmax_rows.cuh -> row_norm.cuh -> element.cuh, row_stats.cuh
   const auto s = kernel_file_closure("softmax_rows.cuh");
-  EXPECT_EQ(s, (std::vector<std::string>{"softmax_rows.cuh", "row_norm.cuh", "element.cuh"}));
+  EXPECT_EQ(s, (std::vector<std::string>{"softmax_rows.cuh", "row_norm.cuh", "element.cuh", "row_stats.cuh"}));
 }
 
 TEST(KernelFiles, ConfigSourceNamesItsFilesHashesAndDefines) {

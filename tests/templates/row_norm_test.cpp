@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "templates/registry.h"
 #include "template_checks.h"
 
@@ -61,6 +63,50 @@ TEST(RowNormTemplate, ConstraintsRejectOversizedVectorsCachesAndBlocks) {
   EXPECT_FALSE(sm.space(narrow, h100_test_limits()).is_valid({1024, 1, 1, 1, 0})) << "most threads idle";
   EXPECT_DOUBLE_EQ(RowNormTemplate::tolerance(DType::kF32), 1e-4);
   EXPECT_LT(RowNormTemplate::tolerance(DType::kF16), RowNormTemplate::tolerance(DType::kBF16));
+}
+
+TEST(RowNormTemplate, ElementCacheHoldsTwiceTheRowAndPrefetches) {
+  RowNormTemplate sm(RowOp::kSoftmax);
+  auto w = parse_workload("softmax", "rows=4096,cols=4096", "f16");
+  auto space = sm.space(w, h100_test_limits());
+  // A warp per row at 4096 f16 columns: 16 vectors of 8 = 128 values per thread: 64 registers as
+  // packed halves (CACHE 2), 128 as floats (CACHE 1, rejected).
+  EXPECT_TRUE(space.is_valid({32, 4, 8, 1, 2})) << *space.violation({32, 4, 8, 1, 2});
+  EXPECT_FALSE(space.is_valid({32, 4, 8, 1, 1})) << "128 floats per thread";
+  EXPECT_FALSE(space.is_valid({256, 1, 1, 1, 2})) << "a lone half takes a whole register";
+  const auto k = sm.instantiate(space, {32, 4, 8, 1, 2}, w);
+  EXPECT_NE(k.source.find("#define CACHE 2\n"), std::string::npos);
+  EXPECT_NE(k.source.find("#define ITEMS 16\n"), std::string::npos);
+  EXPECT_TRUE(k.profile.row.cache);
+  EXPECT_TRUE(k.profile.row.prefetch);
+  EXPECT_EQ(k.profile.row.global_reads(), 1);
+  EXPECT_FALSE(sm.profile(space, {32, 4, 8, 1, 0}, w).row.prefetch);
+  // f32 keeps CACHE 2 (the prefetch) with the same register budget as CACHE 1.
+  auto w32 = parse_workload("softmax", "rows=8,cols=32768", "f32");
+  auto s32 = sm.space(w32, h100_test_limits());
+  EXPECT_TRUE(s32.is_valid({1024, 1, 4, 1, 2}));
+  EXPECT_TRUE(s32.is_valid({512, 1, 4, 1, 2}));  // 16 vectors of 4: 64 floats, the limit
+  EXPECT_FALSE(s32.is_valid({256, 1, 4, 1, 2})) << "128 floats per thread";
+  EXPECT_TRUE(s32.is_valid({256, 1, 4, 1, 0}));
+}
+
+TEST(RowNormTemplate, SpacesStayTunableInAFewHundredTrials) {
+  // The four workloads: the full space within ~2 x 200 trials, the reduced one within 64, and the
+  // reduced space offers every CACHE mode (the GPU correctness tests walk it).
+  for (RowOp op : {RowOp::kSoftmax, RowOp::kLayernorm}) {
+    RowNormTemplate t(op);
+    for (const char* shape : {"rows=4096,cols=4096", "rows=4096,cols=32768"}) {
+      auto w = parse_workload(t.op(), shape, "f16");
+      const auto full = t.space(w, h100_test_limits());
+      const auto reduced = t.reduced_space(w, h100_test_limits());
+      EXPECT_LE(full.size(), 400u) << shape;
+      EXPECT_GT(full.size(), 100u) << shape;
+      EXPECT_LE(reduced.size(), 64u) << shape;
+      std::set<int64_t> caches;
+      for (const auto& c : reduced.enumerate()) caches.insert(search::ConfigView(reduced, c)["CACHE"]);
+      EXPECT_EQ(caches, (std::set<int64_t>{0, 1, 2})) << shape;
+    }
+  }
 }
 
 }  // namespace
