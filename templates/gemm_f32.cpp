@@ -72,9 +72,7 @@ GemmTiling tiling_of(const search::ConfigView& v) {
   t.stages = static_cast<int>(v["STAGES"]);
   t.pad = static_cast<int>(v["PAD"]);
   t.group_m = static_cast<int>(v["GROUP_M"]);
-  const int warp_n = static_cast<int>(v["WARP_N"]);
-  t.wm = warp_n == 0 ? t.bm : (32 / warp_n) * t.tm;
-  t.wn = warp_n == 0 ? t.bn : warp_n * t.tn;
+  t.warp_n = static_cast<int>(v["WARP_N"]);
   t.frag_db = v["FRAG_DB"] != 0;
   t.cp_async = v["CP_ASYNC"] != 0;
   return t;
@@ -195,7 +193,7 @@ costmodel::KernelProfile GemmF32Template::profile(const search::ConfigSpace& spa
   // Fragment reads as the banks serve them: 128-byte wavefronts per warp and k-step, fewer where a
   // warp's lanes share (broadcast) or spread their float4 runs (warp tiling, gemm_f32_layout.cuh).
   // Every warp of a block reads the same pattern at another offset: warp 0 stands for all.
-  const F32Layout lay{t.bm, t.bn, t.tm, t.tn, t.warp_m(), t.warp_n(), t.bk, t.vec};
+  const F32Layout lay{t.bm, t.bn, t.tm, t.tn, t.wm(), t.wn(), t.bk, t.vec};
   const int warps = (threads + 31) / 32;
   const double wavefronts = f32_warp_kstep_wavefronts(lay, 0, t.bm + t.pad, t.bn + t.pad);
   const double shared_load_bytes = blocks * static_cast<double>(slabs) * warps * t.bk * wavefronts * 128.0;

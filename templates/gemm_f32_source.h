@@ -33,8 +33,8 @@
 //   bk % vec == 0, bn % vec == 0          (a global vector never straddles a slab row)
 //   tm, tn in {1,2,4,8,16}; vec in {1,2,4}; stages in {1,2}; pad >= 0; group_m >= 1
 //   threads = (bm/tm)*(bn/tn) in [1, 1024]
-//   bm % wm == 0, bn % wn == 0, wm % tm == 0, wn % tn == 0, and (wm/tm)*(wn/tn) a
-//   multiple of 32 unless wm = bm and wn = bn; cp_async needs stages == 2 and sm_80+
+//   warp_n in {0,1,2,4,8,16,32}; with warp_n > 0 the warp tile wm x wn = (32/warp_n)*tm x
+//   warp_n*tn divides bm x bn; cp_async needs stages == 2 and sm_80+
 // (bm*bk) % (threads*vec) == 0 and (bk*bn) % (threads*vec) == 0 are NOT
 // required: when they fail, the last round of loads is guarded per thread
 // (the guard compiles away when they hold). The tuner may still require them
@@ -75,13 +75,14 @@ struct GemmTiling {
   int stages = 2;    ///< Shared buffers: 1 = load,sync,compute,sync; 2 = double buffering.
   int pad = 0;       ///< Extra floats per shared row against bank conflicts (0,1,2,4).
   int group_m = 1;   ///< Block rasterization: 1 = row-major; G>1 = G block-rows swept together.
-  int wm = 0;        ///< Thread-group (warp) tile rows; 0 = bm (one group: the whole block).
-  int wn = 0;        ///< Thread-group (warp) tile cols; 0 = bn.
+  /// Warp tiling: lanes along n of a one-warp thread group (1, 2, 4, 8, 16 or 32; the tile is
+  /// (32/warp_n)*tm x warp_n*tn); 0 = one group for the whole block (no warp tiling).
+  int warp_n = 0;
   bool frag_db = false;   ///< Double-buffer the k-step fragments in registers.
   bool cp_async = false;  ///< B slabs global -> shared by cp.async (needs stages == 2, sm_80+).
 
-  int warp_m() const { return wm > 0 ? wm : bm; }  ///< wm, with 0 resolved.
-  int warp_n() const { return wn > 0 ? wn : bn; }  ///< wn, with 0 resolved.
+  int wm() const { return warp_n > 0 ? (32 / warp_n) * tm : bm; }  ///< Thread-group tile rows.
+  int wn() const { return warp_n > 0 ? warp_n * tn : bn; }         ///< Thread-group tile cols.
 };
 
 inline constexpr const char* kGemmKernelName = "gemm_f32";

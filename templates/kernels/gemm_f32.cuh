@@ -1,8 +1,9 @@
 // gemm_f32.cuh: the fp32 SIMT GEMM kernel, C = A*B, row-major A[MxK], B[KxN], C[MxN]
 // (the contract is in templates/gemm_f32_source.h). The tuner defines the tiling as macros before
-// including this file: BM, BN, TM, TN, BK, VEC, STAGES, PAD, GROUP_M, WM and WN (the thread-group tile;
-// BM and BN when not defined), FRAG_DB and CP_ASYNC (0 when not defined), and BATCHED (0 or 1: the
-// kernel is gemm_f32_batched and moves A, B and C to batch blockIdx.z). Needs output_tile.cuh,
+// including this file: BM, BN, TM, TN, BK, VEC, STAGES, PAD, GROUP_M, WARP_N (warp tiling: lanes along n
+// of a one-warp thread group; 0, the default, makes the whole block one group), FRAG_DB and CP_ASYNC (0
+// when not defined), and BATCHED (0 or 1: the kernel is gemm_f32_batched and moves A, B and C to batch
+// blockIdx.z). Needs output_tile.cuh,
 // gemm_f32_layout.cuh (the thread -> element maps) and cp_async.cuh.
 #pragma once
 #include "output_tile.cuh"
@@ -12,11 +13,8 @@
 #ifndef BATCHED
 #define BATCHED 0
 #endif
-#ifndef WM
-#define WM BM
-#endif
-#ifndef WN
-#define WN BN
+#ifndef WARP_N
+#define WARP_N 0
 #endif
 #ifndef FRAG_DB
 #define FRAG_DB 0
@@ -40,8 +38,9 @@ constexpr int kVec = VEC;         // global load width in floats
 constexpr int kStages = STAGES;   // shared-memory buffers (1 or 2)
 constexpr int kPad = PAD;         // extra floats per shared row
 constexpr int kGroupM = GROUP_M;  // block-rows swept together (rasterization)
-constexpr int kWM = WM;           // thread-group (warp) tile rows
-constexpr int kWN = WN;           // thread-group (warp) tile cols
+constexpr int kWarpN = WARP_N;    // lanes along n of a one-warp group (0: the block is one group)
+constexpr int kWM = kWarpN > 0 ? (32 / (kWarpN > 0 ? kWarpN : 1)) * kTM : kBM;  // thread-group tile rows
+constexpr int kWN = kWarpN > 0 ? kWarpN * kTN : kBN;                           // thread-group tile cols
 constexpr bool kFragDb = FRAG_DB != 0;  // double-buffer the k-step fragments in registers
 constexpr bool kCpAsync = CP_ASYNC != 0;  // B slabs global -> shared by cp.async (sm_80+)
 
@@ -95,10 +94,9 @@ static_assert(kBK % kVec == 0, "bk must be a multiple of vec");
 static_assert(kBN % kVec == 0, "bn must be a multiple of vec");
 static_assert(kBK >= 1 && kPad >= 0 && kGroupM >= 1, "bk >= 1, pad >= 0, group_m >= 1");
 static_assert(kThreads >= 1 && kThreads <= 1024, "threads per block must be in [1, 1024]");
-static_assert(kBM % kWM == 0 && kBN % kWN == 0, "the thread-group tile WM x WN must divide BM x BN");
-static_assert(kWM % kTM == 0 && kWN % kTN == 0, "the thread-group tile must be a multiple of TM x TN");
-static_assert((kWM / kTM) * (kWN / kTN) % 32 == 0 || (kWM == kBM && kWN == kBN),
-              "a thread group is whole warps (or the whole block)");
+static_assert(kWarpN == 0 || kWarpN == 1 || kWarpN == 2 || kWarpN == 4 || kWarpN == 8 || kWarpN == 16 ||
+                  kWarpN == 32, "warp_n must be 0 (no warp tiling) or a power of two up to 32");
+static_assert(kBM % kWM == 0 && kBN % kWN == 0, "the warp tile (32/warp_n)*tm x warp_n*tn must divide BM x BN");
 static_assert(!kCpAsync || kStages == 2, "CP_ASYNC needs STAGES == 2");
 #if CP_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "CP_ASYNC needs sm_80 or newer (cp.async)"

@@ -74,16 +74,17 @@ TEST(GemmF32Template, WarpTilingFragmentAndCpAsyncKnobs) {
   const auto w8 = config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":1,"CP_ASYNC":1})");
   ASSERT_TRUE(space.is_valid(w8)) << space.violation(w8).value_or("");
   GemmTiling g = GemmF32Template::tiling(space, w8);
-  EXPECT_EQ(g.wm, 32);
-  EXPECT_EQ(g.wn, 64);
+  EXPECT_EQ(g.warp_n, 8);
+  EXPECT_EQ(g.wm(), 32);
+  EXPECT_EQ(g.wn(), 64);
   EXPECT_TRUE(g.frag_db);
   EXPECT_TRUE(g.cp_async);
   g = GemmF32Template::tiling(space, config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":4,"FRAG_DB":0,"CP_ASYNC":0})"));
-  EXPECT_EQ(g.wm, 64);
-  EXPECT_EQ(g.wn, 32);
+  EXPECT_EQ(g.wm(), 64);
+  EXPECT_EQ(g.wn(), 32);
   g = GemmF32Template::tiling(space, config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":0,"FRAG_DB":0,"CP_ASYNC":0})"));
-  EXPECT_EQ(g.warp_m(), 128);
-  EXPECT_EQ(g.warp_n(), 128);
+  EXPECT_EQ(g.wm(), 128);
+  EXPECT_EQ(g.wn(), 128);
   auto why = [&](const char* json) { return space.violation(config(json)).value_or("valid"); };
   // A 32x64 block with 8x8 per thread is one warp: a warp tile equal to it would repeat WARP_N 0.
   EXPECT_NE(why(R"({"BM":32,"BN":64,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":0})")
