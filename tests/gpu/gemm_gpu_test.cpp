@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 
 #include "templates/gemm_f32.h"
 #include "templates/registry.h"
-#include "tuner/compile_pool.h"
+#include "tests/compile_configs.h"
 #include "tuner/cuda_runner.h"
 #include "tuner/device_registry.h"
 #include "tuner/nvrtc_builder.h"
@@ -55,22 +54,17 @@ class GpuGemm : public ::testing::Test {
   void expect_correct_on_irregular_shapes(bool reduced, ConfigsOf configs_of) const {
     templates::GemmF32Template tmpl;
     NvrtcBuilder builder(nullptr);
-    CompilePool pool(builder, 0);
     WorkerClient worker(TUNER_BIN);
     for (const char* shape : {"M=257,N=131,K=67", "M=1000,N=1000,K=1000", "M=1,N=300,K=5", "M=129,N=1,K=1024"}) {
       auto w = templates::parse_workload("gemm", shape, "f32");
       auto space = reduced ? tmpl.reduced_space(w, device_.limits) : tmpl.space(w, device_.limits);
       const std::vector<search::Config> configs = configs_of(space);
-      std::vector<templates::KernelInstance> ks;
-      std::vector<std::future<CompileResult>> compiled;
-      for (const auto& c : configs) {
-        ks.push_back(tmpl.instantiate(space, c, w));
-        compiled.push_back(pool.submit({ks.back().source, ks.back().kernel_name, device_.limits.arch, {}}));
-      }
+      const CompiledConfigs compiled = compile_configs(tmpl, space, configs, w, device_.limits, builder);
+      const auto& ks = compiled.instances;
       auto ref = builder.compile({ks[0].reference_source, ks[0].reference_kernel_name, device_.limits.arch, {}});
       ASSERT_TRUE(ref.ok()) << ref.log;
       for (size_t i = 0; i < ks.size(); ++i) {
-        auto cr = compiled[i].get();
+        const CompileResult& cr = compiled.results[i];
         ASSERT_TRUE(cr.ok()) << cr.log;
         auto req = request(ks[i], cr, ref);
         req.settings.min_time_ms = 1;

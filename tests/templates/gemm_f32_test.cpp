@@ -86,19 +86,18 @@ TEST(GemmF32Template, WarpTilingFragmentAndCpAsyncKnobs) {
   EXPECT_EQ(g.wm(), 128);
   EXPECT_EQ(g.wn(), 128);
   auto why = [&](const char* json) { return space.violation(config(json)).value_or("valid"); };
-  // A 32x64 block with 8x8 per thread is one warp: a warp tile equal to it would repeat WARP_N 0.
-  EXPECT_NE(why(R"({"BM":32,"BN":64,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":0})")
-                .find("warp tile"),
-            std::string::npos);
-  EXPECT_NE(why(R"({"BM":64,"BN":64,"TM":4,"TN":4,"BK":16,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":1,"CP_ASYNC":0})")
-                .find("FRAG_DB needs TM * TN >= 32"),
-            std::string::npos);
-  EXPECT_NE(why(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":1,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})")
-                .find("CP_ASYNC needs STAGES == 2"),
-            std::string::npos);
-  EXPECT_NE(why(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":2,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})")
-                .find("CP_ASYNC copies 16 bytes"),
-            std::string::npos);
+  const std::pair<const char*, const char*> refusals[] = {
+      // A 32x64 block with 8x8 per thread is one warp: a warp tile equal to it would repeat WARP_N 0.
+      {R"({"BM":32,"BN":64,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":0})",
+       "warp tile"},
+      {R"({"BM":64,"BN":64,"TM":4,"TN":4,"BK":16,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":1,"CP_ASYNC":0})",
+       "FRAG_DB needs TM * TN >= 32"},
+      {R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":1,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})",
+       "CP_ASYNC needs STAGES == 2"},
+      {R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":2,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})",
+       "CP_ASYNC copies 16 bytes"},
+  };
+  for (const auto& [json, reason] : refusals) EXPECT_NE(why(json).find(reason), std::string::npos) << json;
   DeviceLimits turing = h100_limits();
   turing.arch = "sm_75";
   auto old = t.space(w, turing);

@@ -6,15 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 
 #include "costmodel/gpu_spec.h"
 #include "templates/gemm_f32.h"
-#include "templates/launch_check.h"
-#include "tuner/compile_cache.h"
-#include "tuner/compile_pool.h"
+#include "tests/compile_configs.h"
 #include "tuner/device_limits.h"
-#include "tuner/nvrtc_builder.h"
 
 namespace tuner {
 namespace {
@@ -32,19 +28,14 @@ TEST_P(GemmReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
   ASSERT_GT(space.size(), 0u);
 
   NvrtcBuilder builder(nullptr);  // no cache: really compile
-  CompilePool pool(builder, 0);
-  std::vector<std::future<CompileResult>> results;
-  std::vector<templates::KernelInstance> instances;
-  for (const auto& c : space.enumerate()) {
-    instances.push_back(tmpl.instantiate(space, c, w));
-    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name, limits.arch, {}}));
-  }
+  const CompiledConfigs compiled = compile_configs(tmpl, space, space.enumerate(), w, limits, builder);
+  const auto& instances = compiled.instances;
   auto ref = builder.compile({instances[0].reference_source, instances[0].reference_kernel_name, limits.arch, {}});
   EXPECT_TRUE(ref.ok()) << ref.log;
 
   int spilling = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    auto r = results[i].get();
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const CompileResult& r = compiled.results[i];
     const std::string cfg = space.to_json_string(space.at(i));
     ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log;
     EXPECT_GT(r.cubin.size(), 1000u) << cfg;
@@ -60,7 +51,7 @@ TEST_P(GemmReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
       EXPECT_GT(r.resources.local_bytes, 0) << cfg << ": ptxas spills, cubin shows none";
     }
   }
-  RecordProperty("configs", static_cast<int>(results.size()));
+  RecordProperty("configs", static_cast<int>(instances.size()));
   RecordProperty("spilling", spilling);
 }
 
@@ -104,33 +95,16 @@ TEST_P(GemmFullSpaceSample, CompilesWithinTheLimitsAndThePicksDoNotSpill) {
       ASSERT_NE(it, all.end()) << knob << "=" << value << " is in no config";
       sample.push_back(*it);
     }
-  CompileCache cache(CompileCache::default_dir());
-  NvrtcBuilder builder(&cache);
-  CompilePool pool(builder, 0);
-  std::vector<templates::KernelInstance> instances;
-  std::vector<std::future<CompileResult>> results;
-  for (const auto& c : sample) {
-    instances.push_back(tmpl.instantiate(space, c, w));
-    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name, limits.arch, {}}));
-  }
+  const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
-    auto r = results[i].get();
     const std::string cfg = space.to_json_string(sample[i]);
-    ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
-    const int threads = static_cast<int>(instances[i].launch.block[0]);
+    expect_launchable(compiled, i, limits, cfg, i < picks, 0);  // the picks: no spills, no local memory
+    const CompileResult& r = compiled.results[i];
+    const int threads = static_cast<int>(compiled.instances[i].launch.block[0]);
     EXPECT_LE(r.resources.registers * threads, gpu.registers_per_sm) << cfg;
     EXPECT_EQ(r.resources.static_shared_bytes, 0) << cfg;
-    EXPECT_FALSE(templates::launch_problem(instances[i].launch, r.resources.registers, r.resources.static_shared_bytes,
-                                           limits))
-        << cfg;
-    if (i < picks) {
-      if (r.ptxas_spill_bytes >= 0) {
-        EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
-      }
-      EXPECT_EQ(r.resources.local_bytes, 0) << cfg;
-    }
     std::printf("%s %s: %d registers, %d local bytes, %d shared bytes, %d threads\n", limits.arch.c_str(),
-                cfg.c_str(), r.resources.registers, r.resources.local_bytes, instances[i].launch.dynamic_shared_bytes,
+                cfg.c_str(), r.resources.registers, r.resources.local_bytes, compiled.instances[i].launch.dynamic_shared_bytes,
                 threads);
   }
   RecordProperty("configs", static_cast<int>(sample.size()));
