@@ -2,8 +2,9 @@
 // templates/kernels/gemm_f32.cuh, its reference gemm_f32_reference.cuh).
 //
 // This file is responsible for turning a GemmTiling (block tile, register
-// tile, k-slab depth, global vector width, shared-memory stages, padding and
-// block rasterization) into the #define macros of the kernel file (the source
+// tile, k-slab depth, global vector width, shared-memory stages, padding,
+// block rasterization, warp tiling, fragment double buffering and cp.async)
+// into the #define macros of the kernel file (the source
 // NVRTC compiles: templates/kernel_files.h), the same for the naive reference
 // kernel used to check results, and the small pieces
 // of arithmetic (threads per block, dynamic shared-memory bytes) a launcher
