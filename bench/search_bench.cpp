@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
                            {"F", {1, 2, 3, 4, 5, 6, 7}, ""},
                            {"G", {1, 2, 3}, ""}},
                           {});
-  const size_t feature_count = costmodel::feature_names({"BM", "BN", "TM", "TN", "BK", "VEC", "STAGES", "PAD", "GROUP_M"},
+  const size_t feature_count = costmodel::feature_names({"BM", "BN", "TM", "TN", "BK", "VEC", "STAGES", "PAD", "GROUP_M", "WARP_N", "FRAG_DB", "CP_ASYNC"},
                                                         {"M", "N", "K"})
                                    .size();
   search::Featurizer featurize = [feature_count](const search::Config& c) {

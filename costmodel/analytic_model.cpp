@@ -95,8 +95,11 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
   const double fma_instr_per_thread =
       !tensor ? fma_per_thread : fma_per_thread / (async_mma ? kFmaPerWgmmaThread : kFmaPerMmaThread);
   const double steps_per_thread = fma_instr_per_thread / std::max(p.ilp, 1);
+  // The template's count when it gives one (float4 fragment reads), else a register tile's usual share.
   const double shared_loads_per_step =
-      async_mma ? 0.0 : 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
+      async_mma                      ? 0.0
+      : p.shared_loads_per_step > 0 ? p.shared_loads_per_step
+                                     : 2.0 * std::sqrt(static_cast<double>(std::max(p.ilp, 1))) / 4.0 + 0.5;
   const double global_elems_per_thread = p.global_bytes / 4.0 / (blocks * p.threads_per_block);
   const double global_instr_per_thread = 2.0 * global_elems_per_thread / std::max(p.vector_width, 1);
   const double spill_instr_per_thread = steps_per_thread * kSpillTouchedPerStep * r.local_bytes / 4.0;

@@ -44,6 +44,9 @@ struct KernelProfile {
   int threads_per_block = 0;
   int dynamic_shared_bytes = 0;    ///< Dynamic shared memory per block in bytes.
   int ilp = 1;                     ///< Independent FMAs per thread per inner step (register tile size).
+  /// Shared-memory load instructions per thread per inner step (fragment reads; float4 reads count once);
+  /// 0: unknown, the analytic model estimates them from ilp.
+  double shared_loads_per_step = 0;
   int vector_width = 1;            ///< Elements per global load instruction.
   double coalescing = 1;           ///< Fraction of each fetched sector that is used (1 = perfectly coalesced).
   int stages = 1;                  ///< Shared-memory buffers (>= 2 overlaps loads with compute).
@@ -70,7 +73,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_b
                                                 vec, one_pass, cache, prefetch, layernorm)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
-                                                dynamic_shared_bytes, ilp, vector_width, coalescing, stages,
+                                                dynamic_shared_bytes, ilp, shared_loads_per_step, vector_width, coalescing, stages,
                                                 main_loop_iterations, l2_reuse, tensor_cores, async_mma, persistent,
                                                 row)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)

@@ -5,7 +5,11 @@
 
 namespace tuner::search {
 
-int64_t ConfigView::operator[](std::string_view knob) const { return space_.value(config_, knob); }
+int64_t ConfigView::operator[](std::string_view knob) const {
+  const size_t i = space_.knob_index(knob);
+  if (read_) *read_ |= i < 64 ? uint64_t{1} << i : ~uint64_t{0};
+  return config_.at(i);
+}
 
 ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constraints)
     : knobs_(std::move(knobs)), constraints_(std::move(constraints)) {
@@ -14,13 +18,28 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
     if (k.values.empty()) throw std::invalid_argument("knob " + k.name + " has no values");
     product_size_ *= k.values.size();
   }
-  for (uint64_t p = 0; p < product_size_; ++p) {
-    Config c = from_product_index(p);
+  // stride[i]: product indices between consecutive values of knob i (the last knob varies fastest).
+  std::vector<uint64_t> stride(knobs_.size() + 1, 1);
+  for (size_t i = knobs_.size(); i-- > 0;) stride[i] = stride[i + 1] * knobs_[i].values.size();
+  for (uint64_t p = 0; p < product_size_;) {
+    const Config c = from_product_index(p);
+    uint64_t next = p + 1;
     bool ok = true;
     for (const auto& con : constraints_) {
-      if (!con.holds(ConfigView(*this, c))) { ok = false; break; }
+      uint64_t read = 0;
+      if (con.holds(ConfigView(*this, c, &read))) continue;
+      ok = false;
+      // The constraint read knobs 0..last only: every config that shares c's values of those knobs
+      // (a contiguous run of product indices) fails it too.
+      int last = -1;
+      for (size_t i = 0; i < knobs_.size(); ++i)
+        if (i >= 64 || (read >> i) & 1) last = static_cast<int>(i);
+      const uint64_t run = stride[static_cast<size_t>(last + 1)];
+      next = (p / run + 1) * run;
+      break;
     }
     if (ok) valid_.push_back(p);
+    p = next;
   }
 }
 

@@ -36,16 +36,24 @@ using Config = std::vector<int64_t>;
 
 class ConfigSpace;
 
-/// Read access to a config by knob name, handed to constraint predicates.
+/// Read access to a config by knob name, handed to constraint predicates. With `read` it records
+/// which knobs were read (bit i: knob i; config() counts as reading every knob): a deterministic
+/// predicate gives the same answer on every config that agrees on the knobs it read, which lets the
+/// space skip those configs when it fails.
 class ConfigView {
  public:
-  ConfigView(const ConfigSpace& space, const Config& config) : space_(space), config_(config) {}
+  ConfigView(const ConfigSpace& space, const Config& config, uint64_t* read = nullptr)
+      : space_(space), config_(config), read_(read) {}
   int64_t operator[](std::string_view knob) const;
-  const Config& config() const { return config_; }
+  const Config& config() const {
+    if (read_) *read_ = ~uint64_t{0};
+    return config_;
+  }
 
  private:
   const ConfigSpace& space_;
   const Config& config_;
+  uint64_t* read_;
 };
 
 /// A named predicate; a config is valid when every constraint holds.

@@ -4,10 +4,19 @@
 #include <cmath>
 
 #include "templates/kernel_files.h"
+#include "templates/kernels/gemm_f32_layout.cuh"
 
 namespace tuner::templates {
 
 namespace {
+
+// Warp tiling as one knob: the lanes along n of a one-warp thread group, 4 (8x4 lanes) or 8 (4x8); the
+// shapes a warp of 32 lanes could take besides read more shared-memory wavefronts per k-step (2x16 and
+// 16x2 three per float4 run pair, 1x32 and 32x1 five: f32_warp_kstep_wavefronts), and groups of 2 to
+// 16 warps sit between one warp and the whole block.
+constexpr const char* kWarpNDoc =
+    "warp tiling: lanes along n of a one-warp thread group, tile (32/WARP_N)*TM x WARP_N*TN; 0 = none "
+    "(the whole block is one group)";
 
 std::vector<search::Knob> gemm_knobs(bool reduced) {
   if (reduced) {
@@ -21,6 +30,9 @@ std::vector<search::Knob> gemm_knobs(bool reduced) {
         {"STAGES", {1, 2}, "shared-memory buffers"},
         {"PAD", {0, 4}, "padding floats per shared row"},
         {"GROUP_M", {1, 8}, "block-rows rasterized together"},
+        {"WARP_N", {0, 8}, kWarpNDoc},
+        {"FRAG_DB", {0, 1}, "double-buffer the k-step fragments in registers"},
+        {"CP_ASYNC", {0, 1}, "B slabs global -> shared by cp.async (sm_80+)"},
     };
   }
   return {
@@ -33,7 +45,20 @@ std::vector<search::Knob> gemm_knobs(bool reduced) {
       {"STAGES", {1, 2}, "shared-memory buffers"},
       {"PAD", {0, 4}, "padding floats per shared row"},
       {"GROUP_M", {1, 4, 8}, "block-rows rasterized together"},
+      {"WARP_N", {0, 4, 8}, kWarpNDoc},
+      {"FRAG_DB", {0, 1}, "double-buffer the k-step fragments in registers"},
+      {"CP_ASYNC", {0, 1}, "B slabs global -> shared by cp.async (sm_80+)"},
   };
+}
+
+/// Whether the NVRTC architecture ("sm_80", "sm_90a") is at least sm_<cc>.
+bool arch_at_least(const std::string& arch, int cc) {
+  int n = 0;
+  for (char ch : arch.substr(arch.find('_') + 1)) {
+    if (ch < '0' || ch > '9') break;
+    n = n * 10 + (ch - '0');
+  }
+  return n >= cc;
 }
 
 GemmTiling tiling_of(const search::ConfigView& v) {
@@ -47,6 +72,9 @@ GemmTiling tiling_of(const search::ConfigView& v) {
   t.stages = static_cast<int>(v["STAGES"]);
   t.pad = static_cast<int>(v["PAD"]);
   t.group_m = static_cast<int>(v["GROUP_M"]);
+  t.warp_n = static_cast<int>(v["WARP_N"]);
+  t.frag_db = v["FRAG_DB"] != 0;
+  t.cp_async = v["CP_ASYNC"] != 0;
   return t;
 }
 
@@ -80,6 +108,23 @@ std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
          return gemm_shared_bytes(tiling_of(v)) <= static_cast<size_t>(max);
        }},
+      {"the warp tile (32/WARP_N)*TM x WARP_N*TN divides the block tile and is smaller than it",
+       [](const search::ConfigView& v) {
+         if (v["WARP_N"] == 0) return true;
+         const int64_t wm = (32 / v["WARP_N"]) * v["TM"], wn = v["WARP_N"] * v["TN"];
+         return v["BM"] % wm == 0 && v["BN"] % wn == 0 && wm * wn < v["BM"] * v["BN"];
+       }},
+      // A k-step of TM*TN FMAs issues in about TM*TN cycles per warp; below 32 it cannot cover the
+      // ~30-cycle shared-memory latency that the second fragment buffer is there to hide.
+      {"FRAG_DB needs TM * TN >= 32 (a k-step long enough to hide the next one's shared reads)",
+       [](const search::ConfigView& v) { return v["FRAG_DB"] == 0 || v["TM"] * v["TN"] >= 32; }},
+      {"CP_ASYNC needs STAGES == 2 (it fills the other buffer while one is computed)",
+       [](const search::ConfigView& v) { return v["CP_ASYNC"] == 0 || v["STAGES"] == 2; }},
+      // cp.async of 4 or 8 bytes issues 2 to 4 times the instructions of the register path's float4.
+      {"CP_ASYNC copies 16 bytes: VEC == 4 and PAD % 4 == 0",
+       [](const search::ConfigView& v) { return v["CP_ASYNC"] == 0 || (v["VEC"] == 4 && v["PAD"] % 4 == 0); }},
+      {"CP_ASYNC needs sm_80 or newer (device " + limits.arch + ")",
+       [sm80 = arch_at_least(limits.arch, 80)](const search::ConfigView& v) { return v["CP_ASYNC"] == 0 || sm80; }},
   };
   return cs;
 }
@@ -115,6 +160,14 @@ search::ConfigSpace GemmF32Template::reduced_space(const Workload&, const Device
                 [](const search::ConfigView& v) { return (v["PAD"] == 4) == (v["STAGES"] == 2); }});
   cs.push_back({"reduced: GROUP_M == 8 iff VEC == 4",
                 [](const search::ConfigView& v) { return (v["GROUP_M"] == 8) == (v["VEC"] == 4); }});
+  cs.push_back({"reduced: WARP_N == 8 iff TM == 8 and BK == 16",
+                [](const search::ConfigView& v) { return (v["WARP_N"] == 8) == (v["TM"] == 8 && v["BK"] == 16); }});
+  cs.push_back({"reduced: FRAG_DB == 1 iff WARP_N == 8",
+                [](const search::ConfigView& v) { return (v["FRAG_DB"] == 1) == (v["WARP_N"] == 8); }});
+  cs.push_back({"reduced: CP_ASYNC == 1 iff WARP_N == 8, STAGES == 2 and VEC == 4",
+                [](const search::ConfigView& v) {
+                  return (v["CP_ASYNC"] == 1) == (v["WARP_N"] == 8 && v["STAGES"] == 2 && v["VEC"] == 4);
+                }});
   return search::ConfigSpace(gemm_knobs(true), std::move(cs));
 }
 
@@ -137,8 +190,13 @@ costmodel::KernelProfile GemmF32Template::profile(const search::ConfigSpace& spa
   const double tile_elems = static_cast<double>(t.bm * t.bk + t.bk * t.bn);
   p.global_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0 + 4.0 * static_cast<double>(M * N);
   const double shared_store_bytes = blocks * static_cast<double>(slabs) * tile_elems * 4.0;
-  const double shared_load_bytes =
-      blocks * static_cast<double>(slabs) * threads * t.bk * static_cast<double>(t.tm + t.tn) * 4.0;
+  // Fragment reads as the banks serve them: 128-byte wavefronts per warp and k-step, fewer where a
+  // warp's lanes share (broadcast) or spread their float4 runs (warp tiling, gemm_f32_layout.cuh).
+  // Every warp of a block reads the same pattern at another offset: warp 0 stands for all.
+  const F32Layout lay{t.bm, t.bn, t.tm, t.tn, t.wm(), t.wn(), t.bk, t.vec};
+  const int warps = (threads + 31) / 32;
+  const double wavefronts = f32_warp_kstep_wavefronts(lay, 0, t.bm + t.pad, t.bn + t.pad);
+  const double shared_load_bytes = blocks * static_cast<double>(slabs) * warps * t.bk * wavefronts * 128.0;
   p.shared_bytes = shared_store_bytes + shared_load_bytes;
   // A is stored transposed (As[k][m]): the BK/VEC threads that read one row of A write one column of
   // As, BM+PAD floats apart. Without padding and with BM a multiple of 32 they hit the same bank.
@@ -151,6 +209,10 @@ costmodel::KernelProfile GemmF32Template::profile(const search::ConfigSpace& spa
   p.threads_per_block = threads;
   p.dynamic_shared_bytes = static_cast<int>(gemm_shared_bytes(t));
   p.ilp = t.tm * t.tn;
+  // Shared read instructions per k-step: float4 runs when the row strides keep them aligned.
+  const int run_m = std::min(t.tm, 4), run_n = std::min(t.tn, 4);
+  p.shared_loads_per_step = ((t.bm + t.pad) % run_m == 0 ? t.tm / run_m : t.tm) +
+                            ((t.bn + t.pad) % run_n == 0 ? t.tn / run_n : t.tn);
   // The kernel takes the vector path only when the leading dimensions are multiples of VEC.
   p.vector_width = (K % t.vec == 0 && N % t.vec == 0) ? t.vec : 1;
   p.coalescing = 1.0;

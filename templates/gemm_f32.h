@@ -5,7 +5,9 @@
 // Knobs (the seed notes' L, V, S and the usual extras): BM×BN block tile (L),
 // TM×TN per-thread register tile (V), BK k-slab (S), VEC global-load width,
 // STAGES shared-memory buffers, PAD floats per shared row, GROUP_M block
-// rasterization.
+// rasterization; WARP_N warp tiling (0: the whole block is one thread group, the
+// original layout; 4 or 8: one-warp groups of 8x4 or 4x8 lanes), FRAG_DB
+// register double-buffered fragments, CP_ASYNC B slabs by cp.async (sm_80+).
 #pragma once
 
 #include "templates/gemm_f32_source.h"

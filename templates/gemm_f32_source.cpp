@@ -12,7 +12,8 @@ KernelSource gemm_f32_kernel(const GemmTiling& t, bool batched) {
                                      ": fp32 SIMT GEMM, C = A*B, row-major A[MxK], B[KxN], C[MxN]; one tiling.");
   s.define("BM", t.bm).define("BN", t.bn).define("TM", t.tm).define("TN", t.tn).define("BK", t.bk);
   s.define("VEC", t.vec).define("STAGES", t.stages).define("PAD", t.pad).define("GROUP_M", t.group_m);
-  s.define("BATCHED", batched ? 1 : 0);
+  s.define("WARP_N", t.warp_n).define("FRAG_DB", t.frag_db ? 1 : 0);
+  s.define("CP_ASYNC", t.cp_async ? 1 : 0).define("BATCHED", batched ? 1 : 0);
   return s;
 }
 

@@ -2,8 +2,9 @@
 // templates/kernels/gemm_f32.cuh, its reference gemm_f32_reference.cuh).
 //
 // This file is responsible for turning a GemmTiling (block tile, register
-// tile, k-slab depth, global vector width, shared-memory stages, padding and
-// block rasterization) into the #define macros of the kernel file (the source
+// tile, k-slab depth, global vector width, shared-memory stages, padding,
+// block rasterization, warp tiling, fragment double buffering and cp.async)
+// into the #define macros of the kernel file (the source
 // NVRTC compiles: templates/kernel_files.h), the same for the naive reference
 // kernel used to check results, and the small pieces
 // of arithmetic (threads per block, dynamic shared-memory bytes) a launcher
@@ -33,22 +34,30 @@
 //   bk % vec == 0, bn % vec == 0          (a global vector never straddles a slab row)
 //   tm, tn in {1,2,4,8,16}; vec in {1,2,4}; stages in {1,2}; pad >= 0; group_m >= 1
 //   threads = (bm/tm)*(bn/tn) in [1, 1024]
+//   warp_n in {0,1,2,4,8,16,32}; with warp_n > 0 the warp tile wm x wn = (32/warp_n)*tm x
+//   warp_n*tn divides bm x bn; cp_async needs stages == 2 and sm_80+
 // (bm*bk) % (threads*vec) == 0 and (bk*bn) % (threads*vec) == 0 are NOT
 // required: when they fail, the last round of loads is guarded per thread
 // (the guard compiles away when they hold). The tuner may still require them
 // for performance. bm and bn need not be multiples of 16 for correctness.
 //
-// Thread -> output mapping (interleaved in float4-wide runs, to keep the
-// shared-memory reads of the compute loop free of bank conflicts):
-//   tid = threadIdx.x, tx = tid % (bn/tn), ty = tid / (bn/tn);
-//   vm = min(tm, 4), vn = min(tn, 4);
-//   register row i (0 <= i < tm) is block row (i/vm)*(bm/tm)*vm + ty*vm + i%vm,
-//   register col j (0 <= j < tn) is block col (j/vn)*(bn/tn)*vn + tx*vn + j%vn.
+// Thread -> output mapping (templates/kernels/gemm_f32_layout.cuh, where the kernel and the CPU
+// tests share it): the block tile is split into wm x wn thread-group tiles of whole warps (wm = bm
+// and wn = bn: one group, the original layout); inside a group the threads form (wm/tm) x (wn/tn)
+// lanes, n fastest, and a thread's tm x tn register tile is interleaved in float4-wide runs
+// (vm = min(tm, 4) rows, vn = min(tn, 4) columns) so the compute loop reads shared memory with
+// float4 loads that the lanes of a warp share (broadcast) or spread over distinct banks.
+//   g = tid / group_threads, lane = tid % group_threads,
+//   register row i -> (g / (bn/wn))*wm + (i/vm)*(wm/tm)*vm + (lane / (wn/tn))*vm + i%vm,
+//   register col j -> (g % (bn/wn))*wn + (j/vn)*(wn/tn)*vn + (lane % (wn/tn))*vn + j%vn.
 //
 // Shared layout: As[stage][k][m] (A transposed, rows of bm+pad floats) then
 // Bs[stage][k][n] (rows of bn+pad floats); stages==2 double-buffers through
 // registers with one __syncthreads per k-slab, stages==1 is
-// load / sync / compute / sync.
+// load / sync / compute / sync. cp_async (stages == 2, sm_80+) copies the B slabs
+// global -> shared with cp.async instead of through registers (A still goes through
+// registers, to be transposed). frag_db double-buffers the per-k-step A/B fragments in
+// registers (k-step kk+1 read from shared memory while kk's FMAs run).
 #pragma once
 
 #include <cstddef>
@@ -67,6 +76,14 @@ struct GemmTiling {
   int stages = 2;    ///< Shared buffers: 1 = load,sync,compute,sync; 2 = double buffering.
   int pad = 0;       ///< Extra floats per shared row against bank conflicts (0,1,2,4).
   int group_m = 1;   ///< Block rasterization: 1 = row-major; G>1 = G block-rows swept together.
+  /// Warp tiling: lanes along n of a one-warp thread group (1, 2, 4, 8, 16 or 32; the tile is
+  /// (32/warp_n)*tm x warp_n*tn); 0 = one group for the whole block (no warp tiling).
+  int warp_n = 0;
+  bool frag_db = false;   ///< Double-buffer the k-step fragments in registers.
+  bool cp_async = false;  ///< B slabs global -> shared by cp.async (needs stages == 2, sm_80+).
+
+  int wm() const { return warp_n > 0 ? (32 / warp_n) * tm : bm; }  ///< Thread-group tile rows.
+  int wn() const { return warp_n > 0 ? warp_n * tn : bn; }         ///< Thread-group tile cols.
 };
 
 inline constexpr const char* kGemmKernelName = "gemm_f32";

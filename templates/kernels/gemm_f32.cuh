@@ -1,12 +1,26 @@
 // gemm_f32.cuh: the fp32 SIMT GEMM kernel, C = A*B, row-major A[MxK], B[KxN], C[MxN]
 // (the contract is in templates/gemm_f32_source.h). The tuner defines the tiling as macros before
-// including this file: BM, BN, TM, TN, BK, VEC, STAGES, PAD, GROUP_M, and BATCHED (0 or 1: the kernel
-// is gemm_f32_batched and moves A, B and C to batch blockIdx.z). Needs output_tile.cuh.
+// including this file: BM, BN, TM, TN, BK, VEC, STAGES, PAD, GROUP_M, WARP_N (warp tiling: lanes along n
+// of a one-warp thread group; 0, the default, makes the whole block one group), FRAG_DB and CP_ASYNC (0
+// when not defined), and BATCHED (0 or 1: the kernel is gemm_f32_batched and moves A, B and C to batch
+// blockIdx.z). Needs output_tile.cuh,
+// gemm_f32_layout.cuh (the thread -> element maps) and cp_async.cuh.
 #pragma once
 #include "output_tile.cuh"
+#include "gemm_f32_layout.cuh"
+#include "cp_async.cuh"
 
 #ifndef BATCHED
 #define BATCHED 0
+#endif
+#ifndef WARP_N
+#define WARP_N 0
+#endif
+#ifndef FRAG_DB
+#define FRAG_DB 0
+#endif
+#ifndef CP_ASYNC
+#define CP_ASYNC 0
 #endif
 #if BATCHED
 #define GEMM_F32_KERNEL gemm_f32_batched
@@ -24,18 +38,19 @@ constexpr int kVec = VEC;         // global load width in floats
 constexpr int kStages = STAGES;   // shared-memory buffers (1 or 2)
 constexpr int kPad = PAD;         // extra floats per shared row
 constexpr int kGroupM = GROUP_M;  // block-rows swept together (rasterization)
+constexpr int kWarpN = WARP_N;    // lanes along n of a one-warp group (0: the block is one group)
+constexpr int kWM = kWarpN > 0 ? (32 / (kWarpN > 0 ? kWarpN : 1)) * kTM : kBM;  // thread-group tile rows
+constexpr int kWN = kWarpN > 0 ? kWarpN * kTN : kBN;                           // thread-group tile cols
+constexpr bool kFragDb = FRAG_DB != 0;  // double-buffer the k-step fragments in registers
+constexpr bool kCpAsync = CP_ASYNC != 0;  // B slabs global -> shared by cp.async (sm_80+)
 
-constexpr int kThreadsN = kBN / kTN;           // threads along n (tx)
-constexpr int kThreadsM = kBM / kTM;           // threads along m (ty)
-constexpr int kThreads = kThreadsM * kThreadsN;
+constexpr int kThreads = (kBM / kTM) * (kBN / kTN);
 constexpr int kAStride = kBM + kPad;           // floats per row of As[k][m]
 constexpr int kBStride = kBN + kPad;           // floats per row of Bs[k][n]
 constexpr int kASlab = kBK * kAStride;         // floats per A stage
 constexpr int kBSlab = kBK * kBStride;         // floats per B stage
-constexpr int kAVecsPerRow = kBK / kVec;       // A slab: kBM rows of kBK floats
-constexpr int kBVecsPerRow = kBN / kVec;       // B slab: kBK rows of kBN floats
-constexpr int kAVecs = kBM * kAVecsPerRow;
-constexpr int kBVecs = kBK * kBVecsPerRow;
+constexpr int kAVecs = kBM * (kBK / kVec);     // A slab: kBM rows of kBK floats
+constexpr int kBVecs = kBK * (kBN / kVec);     // B slab: kBK rows of kBN floats
 constexpr int kALoads = (kAVecs + kThreads - 1) / kThreads;  // vectors per thread
 constexpr int kBLoads = (kBVecs + kThreads - 1) / kThreads;
 constexpr bool kAExact = kAVecs % kThreads == 0;  // no per-thread guard needed
@@ -46,16 +61,21 @@ constexpr int kSVM = kAStride % kVM == 0 ? kVM : 1;  // shared read width, As
 constexpr int kSVN = kBStride % kVN == 0 ? kVN : 1;  // shared read width, Bs
 constexpr int kSVA = kBStride % kVec == 0 ? kVec : 1; // shared store width, Bs
 
+// The layout as gemm_f32_layout.cuh's functions take it (a local value: constant-folded).
+__device__ __forceinline__ F32Layout kernel_layout() { return F32Layout{kBM, kBN, kTM, kTN, kWM, kWN, kBK, kVec}; }
+
 // Occupancy hint for __launch_bounds__: the most blocks per SM (up to 4)
 // whose per-thread register cap (65536 / (threads*blocks), rounded down to 8,
 // at most 255) still holds a conservative estimate of the live registers:
-// accumulators, one k-step of A/B fragments, the staged global values plus ~4
+// accumulators, one k-step of A/B fragments (two with FRAG_DB), the staged global values plus ~4
 // per global vector for its address and predicates, ~32 for indices and
 // pointers, and 8 more when the padding forces scalar shared accesses. Keeps
 // 128x128/8x8 (bk 8, vec 4) at 128 registers, i.e. 2 blocks of 256 threads per
 // SM, without forcing spills (checked with ptxas on sm_80 and sm_90).
-constexpr int kRegEstimate = kTM * kTN + kTM + kTN + (kALoads + kBLoads) * (kVec + 4) + 32 +
-                             (kPad % 4 != 0 ? 8 : 0);
+// FRAG_DB holds two k-steps of fragments; a cp.async B vector needs no staged values but its global
+// (2) and shared (1) addresses (ptxas spilled 128x128/8x8, bk 16 at 128 registers when it counted 0).
+constexpr int kRegEstimate = kTM * kTN + (kFragDb ? 2 : 1) * (kTM + kTN) + kALoads * (kVec + 4) +
+                             kBLoads * (kCpAsync ? 3 : kVec + 4) + 32 + (kPad % 4 != 0 ? 8 : 0);
 // (No constexpr helper function: NVRTC rejects unannotated host functions.)
 constexpr int kRegCap2 = 65536 / (kThreads * 2) / 8 * 8;  // <= 255 needs threads >= 129
 constexpr int kRegCap3 = 65536 / (kThreads * 3) / 8 * 8;
@@ -74,6 +94,13 @@ static_assert(kBK % kVec == 0, "bk must be a multiple of vec");
 static_assert(kBN % kVec == 0, "bn must be a multiple of vec");
 static_assert(kBK >= 1 && kPad >= 0 && kGroupM >= 1, "bk >= 1, pad >= 0, group_m >= 1");
 static_assert(kThreads >= 1 && kThreads <= 1024, "threads per block must be in [1, 1024]");
+static_assert(kWarpN == 0 || kWarpN == 1 || kWarpN == 2 || kWarpN == 4 || kWarpN == 8 || kWarpN == 16 ||
+                  kWarpN == 32, "warp_n must be 0 (no warp tiling) or a power of two up to 32");
+static_assert(kBM % kWM == 0 && kBN % kWN == 0, "the warp tile (32/warp_n)*tm x warp_n*tn must divide BM x BN");
+static_assert(!kCpAsync || kStages == 2, "CP_ASYNC needs STAGES == 2");
+#if CP_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "CP_ASYNC needs sm_80 or newer (cp.async)"
+#endif
 
 // Reads W (1, 2 or 4) consecutive floats; p must be W-float aligned.
 template <int W>
@@ -101,18 +128,18 @@ __device__ __forceinline__ void store_run(float* p, const float* src) {
   }
 }
 
-// Global -> registers for one A slab (rows row0.., cols k0..k0+kBK), along K.
-// Vector i of this thread is v = tid + i*kThreads: slab row v / kAVecsPerRow,
-// slab col (v % kAVecsPerRow) * kVec. a_vec: K % kVec == 0 and A aligned, so
-// a vector starting in bounds ends in bounds (k0 and the col are multiples of kVec).
+// Global -> registers for one A slab (rows row0.., cols k0..k0+kBK), along K. Vector i of this
+// thread is v = tid + i*kThreads, at (f32_a_row, f32_a_k) of the slab. a_vec: K % kVec == 0 and A
+// aligned, so a vector starting in bounds ends in bounds (k0 and the col are multiples of kVec).
 __device__ __forceinline__ void load_a(const float* __restrict__ A, int M, int K, int row0, int k0,
                                        bool a_vec, float (&r)[kALoads][kVec]) {
+  const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kALoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kAExact && v >= kAVecs) continue;
-    const int gr = row0 + v / kAVecsPerRow;
-    const int gk = k0 + (v % kAVecsPerRow) * kVec;
+    const int gr = row0 + f32_a_row(lay, v);
+    const int gk = k0 + f32_a_k(lay, v);
     if (kVec > 1 && a_vec && gr < M && gk + kVec <= K) {
       load_run<kVec>(A + static_cast<size_t>(gr) * K + gk, r[i]);
     } else {
@@ -126,12 +153,13 @@ __device__ __forceinline__ void load_a(const float* __restrict__ A, int M, int K
 // Global -> registers for one B slab (rows k0..k0+kBK, cols col0..), along N.
 __device__ __forceinline__ void load_b(const float* __restrict__ B, int N, int K, int col0, int k0,
                                        bool b_vec, float (&r)[kBLoads][kVec]) {
+  const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
-    const int gk = k0 + v / kBVecsPerRow;
-    const int gc = col0 + (v % kBVecsPerRow) * kVec;
+    const int gk = k0 + f32_b_k(lay, v);
+    const int gc = col0 + f32_b_col(lay, v);
     if (kVec > 1 && b_vec && gk < K && gc + kVec <= N) {
       load_run<kVec>(B + static_cast<size_t>(gk) * N + gc, r[i]);
     } else {
@@ -142,52 +170,104 @@ __device__ __forceinline__ void load_b(const float* __restrict__ B, int N, int K
   }
 }
 
-// Registers -> shared stage: A transposed into As[k][m], B as Bs[k][n].
-__device__ __forceinline__ void store_slabs(float* __restrict__ as, float* __restrict__ bs,
-                                            const float (&ra)[kALoads][kVec],
-                                            const float (&rb)[kBLoads][kVec]) {
-#pragma unroll
-  for (int i = 0; i < kALoads; ++i) {
-    const int v = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (!kAExact && v >= kAVecs) continue;
-    const int m = v / kAVecsPerRow;
-    const int k = (v % kAVecsPerRow) * kVec;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) as[(k + e) * kAStride + m] = ra[i][e];
-  }
+// Global -> shared for one B slab by cp.async (CP_ASYNC): the same vectors as load_b, copied in runs
+// of kSVA floats (kVec when the shared row stride keeps them aligned); what lies outside B is zero-filled.
+__device__ __forceinline__ void copy_b_async(const float* __restrict__ B, int N, int K, int col0, int k0,
+                                             bool b_vec, float* __restrict__ bs) {
+  const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
-    const int k = v / kBVecsPerRow;
-    const int n = (v % kBVecsPerRow) * kVec;
+    const int k = f32_b_k(lay, v), n = f32_b_col(lay, v);
+    const int gk = k0 + k, gc = col0 + n;
+    const unsigned dst = smem_addr(bs + k * kBStride + n);
+    if (kSVA > 1 && b_vec && gk < K && gc + kVec <= N) {
+#pragma unroll
+      for (int e = 0; e < kVec; e += kSVA)
+        cp_async_bytes<4 * kSVA>(dst + 4 * e, B + static_cast<size_t>(gk) * N + gc + e, true);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const bool in = gk < K && gc + e < N;
+        cp_async_bytes<4>(dst + 4 * e, in ? B + static_cast<size_t>(gk) * N + gc + e : B, in);
+      }
+    }
+  }
+}
+
+// Registers -> shared stage: A transposed into As[k][m].
+__device__ __forceinline__ void store_a(float* __restrict__ as, const float (&ra)[kALoads][kVec]) {
+  const F32Layout lay = kernel_layout();
+#pragma unroll
+  for (int i = 0; i < kALoads; ++i) {
+    const int v = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (!kAExact && v >= kAVecs) continue;
+    const int m = f32_a_row(lay, v);
+    const int k = f32_a_k(lay, v);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) as[(k + e) * kAStride + m] = ra[i][e];
+  }
+}
+
+// Registers -> shared stage: B as Bs[k][n].
+__device__ __forceinline__ void store_b(float* __restrict__ bs, const float (&rb)[kBLoads][kVec]) {
+  const F32Layout lay = kernel_layout();
+#pragma unroll
+  for (int i = 0; i < kBLoads; ++i) {
+    const int v = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (!kBExact && v >= kBVecs) continue;
+    const int k = f32_b_k(lay, v);
+    const int n = f32_b_col(lay, v);
 #pragma unroll
     for (int e = 0; e < kVec; e += kSVA) store_run<kSVA>(bs + k * kBStride + n + e, &rb[i][e]);
   }
 }
 
-// One k-slab of outer products into the tm x tn register tile.
-// Register row i is slab row (i/kVM)*kThreadsM*kVM + ty*kVM + i%kVM (cols alike).
+// The A and B fragments of k-step kk: this thread's register rows and columns of the slab's row kk.
+// as and bs already point at the thread's first run (f32_row_base, f32_col_base).
+__device__ __forceinline__ void load_fragments(const float* __restrict__ as, const float* __restrict__ bs, int kk,
+                                               float (&a)[kTM], float (&b)[kTN]) {
+  constexpr int kRowStep = (kWM / kTM) * kVM;  // f32_row_step
+  constexpr int kColStep = (kWN / kTN) * kVN;  // f32_col_step
+#pragma unroll
+  for (int g = 0; g < kTM / kVM; ++g)
+#pragma unroll
+    for (int e = 0; e < kVM; e += kSVM) load_run<kSVM>(as + kk * kAStride + g * kRowStep + e, &a[g * kVM + e]);
+#pragma unroll
+  for (int g = 0; g < kTN / kVN; ++g)
+#pragma unroll
+    for (int e = 0; e < kVN; e += kSVN) load_run<kSVN>(bs + kk * kBStride + g * kColStep + e, &b[g * kVN + e]);
+}
+
+__device__ __forceinline__ void outer_product(const float (&a)[kTM], const float (&b)[kTN], float (&acc)[kTM][kTN]) {
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
+// One k-slab of outer products into the tm x tn register tile (as, bs at the thread's first run).
+// FRAG_DB: k-step kk+1's fragments are read from shared memory while kk's FMAs run.
 __device__ __forceinline__ void compute_slab(const float* __restrict__ as, const float* __restrict__ bs,
-                                             int ty, int tx, float (&acc)[kTM][kTN]) {
+                                             float (&acc)[kTM][kTN]) {
+  if constexpr (kFragDb) {
+    float a[2][kTM];
+    float b[2][kTN];
+    load_fragments(as, bs, 0, a[0], b[0]);
 #pragma unroll
-  for (int kk = 0; kk < kBK; ++kk) {
-    float a[kTM];
-    float b[kTN];
+    for (int kk = 0; kk < kBK; ++kk) {
+      if (kk + 1 < kBK) load_fragments(as, bs, kk + 1, a[(kk + 1) & 1], b[(kk + 1) & 1]);
+      outer_product(a[kk & 1], b[kk & 1], acc);
+    }
+  } else {
 #pragma unroll
-    for (int g = 0; g < kTM / kVM; ++g)
-#pragma unroll
-      for (int e = 0; e < kVM; e += kSVM)
-        load_run<kSVM>(as + kk * kAStride + g * kThreadsM * kVM + ty * kVM + e, &a[g * kVM + e]);
-#pragma unroll
-    for (int g = 0; g < kTN / kVN; ++g)
-#pragma unroll
-      for (int e = 0; e < kVN; e += kSVN)
-        load_run<kSVN>(bs + kk * kBStride + g * kThreadsN * kVN + tx * kVN + e, &b[g * kVN + e]);
-#pragma unroll
-    for (int i = 0; i < kTM; ++i)
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    for (int kk = 0; kk < kBK; ++kk) {
+      float a[kTM];
+      float b[kTN];
+      load_fragments(as, bs, kk, a, b);
+      outer_product(a, b, acc);
+    }
   }
 }
 
@@ -215,9 +295,11 @@ GEMM_F32_KERNEL(const float* __restrict__ A, const float* __restrict__ B, float*
   const int row0 = block_row * kBM;
   const int col0 = block_col * kBN;
 
+  // This thread's first register row and column in the block tile (gemm_f32_layout.cuh).
+  const F32Layout lay = kernel_layout();
   const int tid = static_cast<int>(threadIdx.x);
-  const int tx = tid % kThreadsN;
-  const int ty = tid / kThreadsN;
+  const int row_base = f32_row_base(lay, tid);
+  const int col_base = f32_col_base(lay, tid);
 
   // Uniform checks: vector accesses need an aligned leading dimension and base.
   constexpr unsigned long long kVecBytes = sizeof(float) * kVec;
@@ -235,30 +317,48 @@ GEMM_F32_KERNEL(const float* __restrict__ A, const float* __restrict__ B, float*
   const int k_tiles = (K + kBK - 1) / kBK;
 
   if constexpr (kStages == 2) {
-    // Double buffering: slab t+1 goes global -> registers before slab t is
-    // computed, then registers -> the other buffer; one barrier per slab.
+    // Double buffering: slab t+1 goes global -> registers (B by cp.async straight to the other
+    // buffer) before slab t is computed, then registers -> the other buffer; one barrier per slab.
+    // The other buffer is free: its last readers passed the barrier that ended slab t-1.
     load_a(A, M, K, row0, 0, a_vec, ra);
-    load_b(B, N, K, col0, 0, b_vec, rb);
-    store_slabs(as_base, bs_base, ra, rb);
+    if constexpr (kCpAsync) {
+      copy_b_async(B, N, K, col0, 0, b_vec, bs_base);
+      cp_async_commit();
+    } else {
+      load_b(B, N, K, col0, 0, b_vec, rb);
+      store_b(bs_base, rb);
+    }
+    store_a(as_base, ra);
+    if constexpr (kCpAsync) cp_async_wait<0>();
     __syncthreads();
     for (int t = 0; t < k_tiles; ++t) {
       const int cur = t & 1;
       const bool has_next = t + 1 < k_tiles;
       if (has_next) {
+        if constexpr (kCpAsync) {
+          copy_b_async(B, N, K, col0, (t + 1) * kBK, b_vec, bs_base + (cur ^ 1) * kBSlab);
+          cp_async_commit();
+        } else {
+          load_b(B, N, K, col0, (t + 1) * kBK, b_vec, rb);
+        }
         load_a(A, M, K, row0, (t + 1) * kBK, a_vec, ra);
-        load_b(B, N, K, col0, (t + 1) * kBK, b_vec, rb);
       }
-      compute_slab(as_base + cur * kASlab, bs_base + cur * kBSlab, ty, tx, acc);
-      if (has_next) store_slabs(as_base + (cur ^ 1) * kASlab, bs_base + (cur ^ 1) * kBSlab, ra, rb);
+      compute_slab(as_base + cur * kASlab + row_base, bs_base + cur * kBSlab + col_base, acc);
+      if (has_next) {
+        store_a(as_base + (cur ^ 1) * kASlab, ra);
+        if constexpr (!kCpAsync) store_b(bs_base + (cur ^ 1) * kBSlab, rb);
+      }
+      if constexpr (kCpAsync) cp_async_wait<0>();
       __syncthreads();
     }
   } else {
     for (int t = 0; t < k_tiles; ++t) {
       load_a(A, M, K, row0, t * kBK, a_vec, ra);
       load_b(B, N, K, col0, t * kBK, b_vec, rb);
-      store_slabs(as_base, bs_base, ra, rb);
+      store_a(as_base, ra);
+      store_b(bs_base, rb);
       __syncthreads();
-      compute_slab(as_base, bs_base, ty, tx, acc);
+      compute_slab(as_base + row_base, bs_base + col_base, acc);
       __syncthreads();
     }
   }
@@ -268,11 +368,11 @@ GEMM_F32_KERNEL(const float* __restrict__ A, const float* __restrict__ B, float*
   const bool c_vec = N % kVN == 0 && reinterpret_cast<unsigned long long>(C) % (sizeof(float) * kVN) == 0;
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
-    const int row = row0 + (i / kVM) * kThreadsM * kVM + ty * kVM + i % kVM;
+    const int row = row0 + row_base + (i / kVM) * f32_row_step(lay) + i % kVM;
     if (row >= M) continue;
 #pragma unroll
     for (int g = 0; g < kTN / kVN; ++g) {
-      const int col = col0 + g * kThreadsN * kVN + tx * kVN;
+      const int col = col0 + col_base + g * f32_col_step(lay);
       if (kVN > 1 && c_vec && col + kVN <= N) {
         store_run<kVN>(C + static_cast<size_t>(row) * N + col, &acc[i][g * kVN]);
       } else {

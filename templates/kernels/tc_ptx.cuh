@@ -1,28 +1,15 @@
 // tc_ptx.cuh: inline-PTX helpers of the tensor-core kernels (gemm_tc.cuh, conv2d_tc.cuh): shared
-// addresses, the XOR swizzle, cp.async, ldmatrix and mma.sync m16n8k16. The includer defines elem_t
+// addresses and cp.async (cp_async.cuh), the XOR swizzle, ldmatrix and mma.sync m16n8k16. The includer defines elem_t
 // (element.cuh) and `constexpr bool kBf16` before including it.
 #pragma once
+#include "cp_async.cuh"
 
 // ---- inline-PTX helpers (need elem_t and kBf16) ----
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  unsigned r;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-  return r;
-}
-
 // XOR swizzle of 16-byte chunk c in row `row` of a shared tile with `cpr` chunks per row: within
 // each 128-byte line group, eight consecutive rows read the same logical chunk from eight banks.
 __device__ __forceinline__ int swz(int row, int c, int cpr) {
   return cpr >= 8 ? (c ^ (row & 7)) : (c ^ ((row / (8 / cpr)) & (cpr - 1)));
 }
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool in_bounds) {
-  const int bytes = in_bounds ? 16 : 0;  // src-size 0: zero-fill, nothing read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" : : "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" : : : "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" : : "n"(N) : "memory"); }
 
 // 8 elements at p (columns col.. of a row of length len), guarded, as one 16-byte chunk.
 __device__ __forceinline__ uint4 load_chunk_guarded(const elem_t* p, int col, int len, bool row_ok) {

@@ -16,6 +16,7 @@ const GpuSpec& h100() {
 
 struct Tile {
   int bm, bn, tm, tn, bk, vec, stages, pad, group;
+  int warp_n = 0, frag_db = 0, cp_async = 0;
 };
 
 KernelProfile gemm_profile(const Tile& t, int64_t m = 4096, int64_t n = 4096, int64_t k = 4096) {
@@ -24,7 +25,7 @@ KernelProfile gemm_profile(const Tile& t, int64_t m = 4096, int64_t n = 4096, in
   templates::DeviceLimits limits;
   limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
   auto space = tmpl.space(w, limits);
-  search::Config c{t.bm, t.bn, t.tm, t.tn, t.bk, t.vec, t.stages, t.pad, t.group};
+  search::Config c{t.bm, t.bn, t.tm, t.tn, t.bk, t.vec, t.stages, t.pad, t.group, t.warp_n, t.frag_db, t.cp_async};
   EXPECT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
   return tmpl.instantiate(space, c, w).profile;
 }
@@ -175,6 +176,29 @@ TEST(AnalyticModel, BankConflictsWithoutPaddingAreSlower) {
   auto padded = estimate(gemm_profile({128, 128, 8, 8, 32, 1, 2, 4, 8}), kGoodRes, h100());
   auto unpadded = estimate(gemm_profile({128, 128, 8, 8, 32, 1, 2, 0, 8}), kGoodRes, h100());
   EXPECT_GT(unpadded.time_ms, padded.time_ms);
+}
+
+// gemm_f32's profile counts fragment reads in 128-byte wavefronts per warp: a 4x8-lane warp tile
+// (WARP_N = 8) reads 4 per k-step where the whole-block layout of the same 128x128/8x8 tile reads 6
+// (gemm_f32_layout_test), so the model gives it less shared-memory time and no more total time.
+TEST(AnalyticModel, WarpTilesSpendLessSharedMemoryTime) {
+  Tile warp = kGood;
+  warp.warp_n = 8;
+  const KernelProfile block_p = gemm_profile(kGood), warp_p = gemm_profile(warp);
+  EXPECT_LT(warp_p.shared_bytes, block_p.shared_bytes);
+  const auto block_e = estimate(block_p, kGoodRes, h100()), warp_e = estimate(warp_p, kGoodRes, h100());
+  EXPECT_LT(warp_e.shared_ms, block_e.shared_ms);
+  EXPECT_LE(warp_e.time_ms, block_e.time_ms);
+}
+
+// The template's count of shared read instructions (float4 runs: TM/4 + TN/4 per k-step) replaces
+// the model's estimate from the register tile; scalar reads issue four times as many and cost time.
+TEST(AnalyticModel, FragmentReadInstructionsComeFromTheProfile) {
+  KernelProfile p = gemm_profile(kGood);
+  EXPECT_DOUBLE_EQ(p.shared_loads_per_step, 4.0);  // 8/4 + 8/4
+  const double float4_ms = estimate(p, kGoodRes, h100()).time_ms;
+  p.shared_loads_per_step = 16.0;  // 8 + 8 scalar reads
+  EXPECT_GT(estimate(p, kGoodRes, h100()).time_ms, float4_ms);
 }
 
 TEST(AnalyticModel, OversizedBlocksCannotLaunch) {

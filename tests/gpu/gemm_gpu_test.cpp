@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <future>
 
 #include "templates/gemm_f32.h"
 #include "templates/registry.h"
-#include "tuner/compile_pool.h"
+#include "tests/compile_configs.h"
 #include "tuner/cuda_runner.h"
 #include "tuner/device_registry.h"
 #include "tuner/nvrtc_builder.h"
@@ -49,36 +48,61 @@ class GpuGemm : public ::testing::Test {
     return g;
   }
 
+  /// Runs each config (from `configs_of`, given the shape's space) checked against the reference on
+  /// shapes that are not tile multiples, with N % 4 != 0 (the element paths) and degenerate M or N.
+  template <class ConfigsOf>
+  void expect_correct_on_irregular_shapes(bool reduced, ConfigsOf configs_of) const {
+    templates::GemmF32Template tmpl;
+    NvrtcBuilder builder(nullptr);
+    WorkerClient worker(TUNER_BIN);
+    for (const char* shape : {"M=257,N=131,K=67", "M=1000,N=1000,K=1000", "M=1,N=300,K=5", "M=129,N=1,K=1024"}) {
+      auto w = templates::parse_workload("gemm", shape, "f32");
+      auto space = reduced ? tmpl.reduced_space(w, device_.limits) : tmpl.space(w, device_.limits);
+      const std::vector<search::Config> configs = configs_of(space);
+      const CompiledConfigs compiled = compile_configs(tmpl, space, configs, w, device_.limits, builder);
+      const auto& ks = compiled.instances;
+      auto ref = builder.compile({ks[0].reference_source, ks[0].reference_kernel_name, device_.limits.arch, {}});
+      ASSERT_TRUE(ref.ok()) << ref.log;
+      for (size_t i = 0; i < ks.size(); ++i) {
+        const CompileResult& cr = compiled.results[i];
+        ASSERT_TRUE(cr.ok()) << cr.log;
+        auto req = request(ks[i], cr, ref);
+        req.settings.min_time_ms = 1;
+        req.settings.min_repeats = 2;
+        auto res = worker.measure(req, 30);
+        EXPECT_EQ(res.status, "ok") << shape << " " << space.to_json_string(configs[i]) << ": " << res.message;
+        EXPECT_LE(res.max_error, ks[i].tolerance);
+      }
+    }
+  }
+
   DeviceTarget device_;
 };
 
 TEST_F(GpuGemm, EveryReducedSpaceConfigIsCorrectOnIrregularShapes) {
-  templates::GemmF32Template tmpl;
-  NvrtcBuilder builder(nullptr);
-  CompilePool pool(builder, 0);
-  WorkerClient worker(TUNER_BIN);
-  for (const char* shape : {"M=257,N=131,K=67", "M=1000,N=1000,K=1000", "M=1,N=300,K=5", "M=129,N=1,K=1024"}) {
-    auto w = templates::parse_workload("gemm", shape, "f32");
-    auto space = tmpl.reduced_space(w, device_.limits);
-    std::vector<templates::KernelInstance> ks;
-    std::vector<std::future<CompileResult>> compiled;
-    for (const auto& c : space.enumerate()) {
-      ks.push_back(tmpl.instantiate(space, c, w));
-      compiled.push_back(pool.submit({ks.back().source, ks.back().kernel_name, device_.limits.arch, {}}));
+  expect_correct_on_irregular_shapes(true, [](const search::ConfigSpace& space) { return space.enumerate(); });
+}
+
+// The warp-tiling, fragment double-buffering and cp.async knobs in the combinations the reduced space
+// ties away: 8x4-lane warps (WARP_N 4), each knob alone on the whole-block layout, cp.async at BK 32
+// (4 B vectors per thread) and with 128x256 tiles (512 threads), warp tiles with float2 and scalar
+// global loads and a 4x2 register tile.
+TEST_F(GpuGemm, WarpTileFragmentAndCpAsyncConfigsAreCorrectOnIrregularShapes) {
+  expect_correct_on_irregular_shapes(false, [](const search::ConfigSpace& space) {
+    std::vector<search::Config> out;
+    for (const char* json : {
+             R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":4,"FRAG_DB":1,"CP_ASYNC":1})",
+             R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":0,"FRAG_DB":0,"CP_ASYNC":1})",
+             R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":16,"VEC":4,"STAGES":1,"PAD":0,"GROUP_M":1,"WARP_N":0,"FRAG_DB":1,"CP_ASYNC":0})",
+             R"({"BM":64,"BN":128,"TM":4,"TN":8,"BK":32,"VEC":4,"STAGES":2,"PAD":0,"GROUP_M":4,"WARP_N":4,"FRAG_DB":1,"CP_ASYNC":1})",
+             R"({"BM":128,"BN":64,"TM":8,"TN":4,"BK":16,"VEC":2,"STAGES":1,"PAD":4,"GROUP_M":1,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":0})",
+             R"({"BM":128,"BN":256,"TM":8,"TN":8,"BK":16,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})",
+             R"({"BM":64,"BN":64,"TM":4,"TN":2,"BK":16,"VEC":1,"STAGES":2,"PAD":4,"GROUP_M":1,"WARP_N":4,"FRAG_DB":0,"CP_ASYNC":0})"}) {
+      out.push_back(space.from_json(nlohmann::json::parse(json)));
+      EXPECT_TRUE(space.is_valid(out.back())) << json << ": " << space.violation(out.back()).value_or("");
     }
-    auto ref = builder.compile({ks[0].reference_source, ks[0].reference_kernel_name, device_.limits.arch, {}});
-    ASSERT_TRUE(ref.ok()) << ref.log;
-    for (size_t i = 0; i < ks.size(); ++i) {
-      auto cr = compiled[i].get();
-      ASSERT_TRUE(cr.ok()) << cr.log;
-      auto req = request(ks[i], cr, ref);
-      req.settings.min_time_ms = 1;
-      req.settings.min_repeats = 2;
-      auto res = worker.measure(req, 30);
-      EXPECT_EQ(res.status, "ok") << shape << " " << space.to_json_string(space.at(i)) << ": " << res.message;
-      EXPECT_LE(res.max_error, ks[i].tolerance);
-    }
-  }
+    return out;
+  });
 }
 
 TEST_F(GpuGemm, APoisonedOrWrongKernelIsCaught) {
@@ -149,7 +173,7 @@ TEST_F(GpuGemm, RepeatedMeasurementsAgreeWithinOnePercent) {
   templates::GemmF32Template tmpl;
   auto w = templates::parse_workload("gemm", "M=2048,N=2048,K=2048", "f32");
   auto space = tmpl.space(w, device_.limits);
-  search::Config c{128, 128, 8, 8, 8, 4, 2, 4, 8};
+  search::Config c{128, 128, 8, 8, 8, 4, 2, 4, 8, 0, 0, 0};
   ASSERT_TRUE(space.is_valid(c));
   auto k = tmpl.instantiate(space, c, w);
   NvrtcBuilder builder(nullptr);

@@ -20,6 +20,43 @@ TEST(ConfigSpace, CountsProductAndValidConfigs) {
   EXPECT_EQ(s.size(), 18u);
 }
 
+// The constructor skips the run of configs that share a failing constraint's knob values (the knobs it
+// read); the valid set must equal the one each constraint gives config by config. Constraints that read
+// an early knob only, read knobs conditionally, read nothing, or take the whole config.
+TEST(ConfigSpace, SkippingFailedRunsKeepsExactlyTheValidConfigs) {
+  const std::vector<Knob> knobs = {{"A", {1, 2, 3, 4}, ""}, {"B", {0, 1, 2}, ""}, {"C", {1, 2, 4}, ""},
+                                   {"D", {0, 1}, ""}, {"E", {5, 6, 7}, ""}};
+  const std::vector<std::vector<Constraint>> sets = {
+      {{"A != 2", [](const ConfigView& v) { return v["A"] != 2; }}},
+      {{"A < 3 or B == 1", [](const ConfigView& v) { return v["A"] < 3 || v["B"] == 1; }},
+       {"D == 0 or C >= 2", [](const ConfigView& v) { return v["D"] == 0 || v["C"] >= 2; }},
+       {"E != 6 or B != 0", [](const ConfigView& v) { return v["E"] != 6 || v["B"] != 0; }}},
+      {{"whole config: sum odd", [](const ConfigView& v) {
+         int64_t sum = 0;
+         for (int64_t x : v.config()) sum += x;
+         return sum % 2 == 1;
+       }}},
+      {{"never", [](const ConfigView&) { return false; }}},
+  };
+  for (const auto& cs : sets) {
+    ConfigSpace s(knobs, cs);
+    uint64_t expected = 0;
+    std::vector<Config> all;
+    for (int64_t a : knobs[0].values)
+      for (int64_t b : knobs[1].values)
+        for (int64_t c : knobs[2].values)
+          for (int64_t d : knobs[3].values)
+            for (int64_t e : knobs[4].values) {
+              const Config cfg{a, b, c, d, e};
+              bool ok = true;
+              for (const auto& con : cs) ok = ok && con.holds(ConfigView(s, cfg));
+              expected += ok;
+              EXPECT_EQ(s.index_of(cfg).has_value(), ok) << cs[0].name << " " << a << b << c << d << e;
+            }
+    EXPECT_EQ(s.size(), expected) << cs[0].name;
+  }
+}
+
 TEST(ConfigSpace, IndexIsABijectionOverValidConfigs) {
   auto s = small_space();
   std::set<Config> seen;

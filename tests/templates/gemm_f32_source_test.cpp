@@ -54,6 +54,7 @@ TEST(GemmF32Source, SourceDefinesTheTilingAndIncludesTheKernelFile) {
   const std::string src = gemm_f32_source(t);
   for (const char* d : {"#define BM 128\n", "#define BN 64\n", "#define TM 8\n", "#define TN 4\n", "#define BK 32\n",
                         "#define VEC 2\n", "#define STAGES 1\n", "#define PAD 4\n", "#define GROUP_M 8\n",
+                        "#define WARP_N 0\n", "#define FRAG_DB 0\n", "#define CP_ASYNC 0\n",
                         "#define BATCHED 0\n", "#include \"gemm_f32.cuh\"\n"})
     EXPECT_TRUE(contains(src, d)) << d;
   // What NVRTC compiles, as one text: the kernel file with its constants taken from the macros.
@@ -65,6 +66,17 @@ TEST(GemmF32Source, SourceDefinesTheTilingAndIncludesTheKernelFile) {
   EXPECT_TRUE(contains(all, "constexpr int kBM = BM;"));
   EXPECT_TRUE(contains(all, "constexpr int kGroupM = GROUP_M;"));
   EXPECT_TRUE(contains(all, "raster_block"));  // output_tile.cuh
+  EXPECT_TRUE(contains(all, "F32_HD int f32_row_base"));  // gemm_f32_layout.cuh
+  EXPECT_TRUE(contains(all, "cp.async.ca.shared.global"));  // cp_async.cuh
+  // Warp tiling and the two pipeline knobs go in as macros; warp_n = 0 is one group for the block.
+  const GemmTiling w{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8, .warp_n = 8, .frag_db = true, .cp_async = true};
+  const std::string warp = gemm_f32_source(w);
+  for (const char* d : {"#define WARP_N 8\n", "#define FRAG_DB 1\n", "#define CP_ASYNC 1\n"})
+    EXPECT_TRUE(contains(warp, d)) << d;
+  EXPECT_EQ(w.wm(), 32);  // 4 x 8 lanes of 8 x 8 registers
+  EXPECT_EQ(w.wn(), 64);
+  EXPECT_EQ(t.wm(), 128);  // warp_n = 0: the block tile
+  EXPECT_EQ(t.wn(), 64);
   EXPECT_FALSE(contains(all, "#include \""));
   EXPECT_FALSE(contains(all, "@BM@")) << "no placeholders of the old string generator";
   EXPECT_FALSE(contains(all, "__shared__ float "));
@@ -89,7 +101,7 @@ TEST(GemmF32Source, TemplateTextIndependentOfTiling) {
   EXPECT_TRUE(contains(text, "constexpr int kGroupM = GROUP_M;"));
   // The template text is the kernel files' text, so every fixed piece of a compiled source appears in it.
   const std::string src = expand_kernel_files(gemm_f32_source(GemmTiling{.bm = 128, .bn = 128, .tm = 8, .tn = 8, .bk = 8}));
-  const size_t body_at = src.find("constexpr int kThreadsN");
+  const size_t body_at = src.find("constexpr int kThreads = ");
   ASSERT_NE(body_at, std::string::npos);
   EXPECT_TRUE(contains(text, src.substr(body_at)));
 }

@@ -40,7 +40,7 @@ TEST(GemmF32Template, InstanceGeometryAndCounts) {
   GemmF32Template t;
   auto w = parse_workload("gemm", "M=1000,N=1000,K=1000", "f32");
   auto space = t.space(w, h100_limits());
-  search::Config c{128, 64, 8, 4, 16, 4, 2, 4, 8};
+  search::Config c{128, 64, 8, 4, 16, 4, 2, 4, 8, 0, 0, 0};
   ASSERT_TRUE(space.is_valid(c));
   auto k = t.instantiate(space, c, w);
   // grid: ceil(1000/128) = 8 block-rows x ceil(1000/64) = 16 block-columns = 128 blocks;
@@ -61,6 +61,52 @@ TEST(GemmF32Template, InstanceGeometryAndCounts) {
   EXPECT_EQ(k.profile.vector_width, 4);           // K and N are multiples of 4
   auto odd = parse_workload("gemm", "M=1000,N=1001,K=999", "f32");
   EXPECT_EQ(t.instantiate(t.space(odd, h100_limits()), c, odd).profile.vector_width, 1);
+}
+
+// WARP_N picks the warp tile from the register tile; the constraints name why a config is out.
+TEST(GemmF32Template, WarpTilingFragmentAndCpAsyncKnobs) {
+  GemmF32Template t;
+  auto w = parse_workload("gemm", "M=4096,N=4096,K=4096", "f32");
+  auto space = t.space(w, h100_limits());
+  auto config = [&](const char* json) { return space.from_json(nlohmann::json::parse(json)); };
+  // 128x128, 8x8 per thread: WARP_N 8 is a 4x8-lane warp, tile 32x64; WARP_N 4 an 8x4 one, 64x32;
+  // WARP_N 0 is one group for the whole block.
+  const auto w8 = config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":1,"CP_ASYNC":1})");
+  ASSERT_TRUE(space.is_valid(w8)) << space.violation(w8).value_or("");
+  GemmTiling g = GemmF32Template::tiling(space, w8);
+  EXPECT_EQ(g.warp_n, 8);
+  EXPECT_EQ(g.wm(), 32);
+  EXPECT_EQ(g.wn(), 64);
+  EXPECT_TRUE(g.frag_db);
+  EXPECT_TRUE(g.cp_async);
+  g = GemmF32Template::tiling(space, config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":4,"FRAG_DB":0,"CP_ASYNC":0})"));
+  EXPECT_EQ(g.wm(), 64);
+  EXPECT_EQ(g.wn(), 32);
+  g = GemmF32Template::tiling(space, config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":0,"FRAG_DB":0,"CP_ASYNC":0})"));
+  EXPECT_EQ(g.wm(), 128);
+  EXPECT_EQ(g.wn(), 128);
+  auto why = [&](const char* json) { return space.violation(config(json)).value_or("valid"); };
+  const std::pair<const char*, const char*> refusals[] = {
+      // A 32x64 block with 8x8 per thread is one warp: a warp tile equal to it would repeat WARP_N 0.
+      {R"({"BM":32,"BN":64,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":0})",
+       "warp tile"},
+      {R"({"BM":64,"BN":64,"TM":4,"TN":4,"BK":16,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":1,"CP_ASYNC":0})",
+       "FRAG_DB needs TM * TN >= 32"},
+      {R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":1,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})",
+       "CP_ASYNC needs STAGES == 2"},
+      {R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":2,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":8,"FRAG_DB":0,"CP_ASYNC":1})",
+       "CP_ASYNC copies 16 bytes"},
+  };
+  for (const auto& [json, reason] : refusals) EXPECT_NE(why(json).find(reason), std::string::npos) << json;
+  DeviceLimits turing = h100_limits();
+  turing.arch = "sm_75";
+  auto old = t.space(w, turing);
+  EXPECT_FALSE(old.is_valid(w8));
+  EXPECT_NE(old.violation(w8).value_or("").find("CP_ASYNC needs sm_80"), std::string::npos);
+  // The warp tile changes the layout, so the kernel source, and the profile's shared-memory traffic.
+  const auto block = config(R"({"BM":128,"BN":128,"TM":8,"TN":8,"BK":8,"VEC":4,"STAGES":2,"PAD":4,"GROUP_M":8,"WARP_N":0,"FRAG_DB":1,"CP_ASYNC":1})");
+  EXPECT_NE(t.instantiate(space, block, w).source, t.instantiate(space, w8, w).source);
+  EXPECT_LT(t.profile(space, w8, w).shared_bytes, t.profile(space, block, w).shared_bytes);
 }
 
 TEST(GemmF32Template, ReducedSpaceIsSmallAndCoversEveryKnobValue) {

@@ -79,7 +79,7 @@ TEST(BatchedGemmF32Template, ReusesTheGemmGeneratorWithTheBatchInZ) {
   BatchedGemmF32Template t;
   auto w = parse_workload("batched_gemm", "B=5,M=100,N=70,K=33", "f32");
   auto space = t.space(w, h100_test_limits());
-  search::Config c{64, 64, 4, 4, 16, 4, 2, 4, 8};
+  search::Config c{64, 64, 4, 4, 16, 4, 2, 4, 8, 0, 0, 0};
   ASSERT_TRUE(space.is_valid(c));
   auto k = t.instantiate(space, c, w);
   EXPECT_EQ(k.kernel_name, "gemm_f32_batched");

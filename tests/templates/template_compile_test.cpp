@@ -9,7 +9,6 @@
 #include <ostream>
 
 #include <algorithm>
-#include <future>
 #include <vector>
 
 #include "costmodel/gpu_spec.h"
@@ -17,8 +16,8 @@
 #include "templates/gemm_wgmma_source.h"
 #include "templates/launch_check.h"
 #include "templates/registry.h"
+#include "tests/compile_configs.h"
 #include "tuner/compile_cache.h"
-#include "tuner/compile_pool.h"
 #include "tuner/device_registry.h"
 #include "tuner/nvrtc_builder.h"
 
@@ -62,21 +61,15 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
 
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);
-  CompilePool pool(builder, 0);
-  std::vector<std::future<CompileResult>> results;
-  std::vector<templates::KernelInstance> instances;
-  for (const auto& c : space.enumerate()) {
-    instances.push_back(tmpl.instantiate(space, c, w));
-    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name,
-                                   templates::compile_arch(instances.back(), limits), {}}));
-  }
+  const CompiledConfigs compiled = compile_configs(tmpl, space, space.enumerate(), w, limits, builder);
+  const auto& instances = compiled.instances;
   auto ref = builder.compile({instances[0].reference_source, instances[0].reference_kernel_name, limits.arch, {}});
   EXPECT_TRUE(ref.ok()) << ref.log;
   EXPECT_FALSE(templates::launch_problem(instances[0].reference_launch, ref.resources.registers,
                                          ref.resources.static_shared_bytes, limits));
 
-  for (size_t i = 0; i < results.size(); ++i) {
-    auto r = results[i].get();
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const CompileResult& r = compiled.results[i];
     const std::string cfg = tmpl.name() + " " + space.to_json_string(space.at(i));
     ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
     EXPECT_GT(r.resources.registers, 0) << cfg;
@@ -107,7 +100,7 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
           << cfg << ": " << r.resources.registers << " registers at launch";
     }
   }
-  RecordProperty("configs", static_cast<int>(results.size()));
+  RecordProperty("configs", static_cast<int>(instances.size()));
 }
 
 // A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
@@ -134,29 +127,12 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   for (int64_t split : {1, 2, 4, 8}) take_first("SPLIT_K", split);
   take_first("PERSISTENT", limits.sm_count);
   ASSERT_EQ(sample.size(), 13u);
-  CompileCache cache(CompileCache::default_dir());
-  NvrtcBuilder builder(&cache);
-  CompilePool pool(builder, 0);
-  std::vector<templates::KernelInstance> instances;
-  std::vector<std::future<CompileResult>> results;
-  for (const auto& c : sample) {
-    instances.push_back(tmpl.instantiate(space, c, w));
-    results.push_back(pool.submit({instances.back().source, instances.back().kernel_name,
-                                   templates::compile_arch(instances.back(), limits), {}}));
-  }
+  const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
-    auto r = results[i].get();
+    expect_launchable(compiled, i, limits, space.to_json_string(sample[i]), true);
+    const CompileResult& r = compiled.results[i];
     const std::string cfg = space.to_json_string(sample[i]);
-    ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
-    const int threads = static_cast<int>(instances[i].launch.block[0]);
-    if (r.ptxas_spill_bytes >= 0) {
-      EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
-    }
-    EXPECT_LE(r.resources.local_bytes, 16) << cfg;
-    EXPECT_LE(r.resources.static_shared_bytes, 1024) << cfg;
-    EXPECT_FALSE(templates::launch_problem(instances[i].launch, r.resources.registers, r.resources.static_shared_bytes,
-                                           limits))
-        << cfg;
+    const int threads = static_cast<int>(compiled.instances[i].launch.block[0]);
     const templates::WgmmaTiling t = templates::GemmWgmmaTemplate::tiling(space, sample[i], w.dtype);
     EXPECT_GE(r.resources.registers * threads, 128 * 40 + t.consumers * 128 * templates::wgmma_consumer_registers(t))
         << cfg;
