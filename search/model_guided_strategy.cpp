@@ -218,7 +218,9 @@ std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
 std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
   // The prior ranks every unseen config of a small space, or a uniform sample of a large one; the refiner
   // (when there is one) re-scores the best prior_refine of them, once, before the first batch; the batch
-  // is the best of them, picked for diversity as the model's own picks are.
+  // is the best of them, picked for diversity as the model's own picks are. Re-scored configs rank before
+  // the rest: real registers make an estimate worse more often than better, so an unrefined estimate
+  // would otherwise outrank the configs the refiner knows better.
   std::vector<uint64_t> pool;
   if (space_.size() <= params_.prior_pool) {
     for (uint64_t i = 0; i < space_.size(); ++i)
@@ -228,11 +230,14 @@ std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
     for (const auto& c : draw_unseen(space_, probe, rng_, params_.prior_pool)) pool.push_back(*space_.index_of(c));
   }
   std::vector<double> value(pool.size());
+  std::vector<char> refined(pool.size(), 0);  // re-scored by the refiner: ranked before every config that is not
   for (size_t i = 0; i < pool.size(); ++i) value[i] = prior_(space_.at(pool[i]));
   auto ranking = [&] {
     std::vector<size_t> order(pool.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] > value[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return refined[a] != refined[b] ? refined[a] > refined[b] : value[a] > value[b];
+    });
     return order;
   };
   std::vector<size_t> order = ranking();
@@ -247,7 +252,9 @@ std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
   if (!refined_.empty()) {
     for (size_t i = 0; i < pool.size(); ++i) {
       const auto it = refined_.find(pool[i]);
-      if (it != refined_.end()) value[i] = it->second;
+      if (it == refined_.end()) continue;
+      value[i] = it->second;
+      refined[i] = it->second > -1e29;  // one that cannot compile or launch (-1e30) ranks after every other
     }
     order = ranking();
   }

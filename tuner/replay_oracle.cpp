@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +31,21 @@ costmodel::KernelResources record_resources(const ReplayRecord& r, const costmod
   return {r.registers, std::max(0, r.shared_bytes - p.dynamic_shared_bytes), r.spill_bytes};
 }
 
+search::ConfigSpace recorded_space(const search::ConfigSpace& space, const ReplayData& data) {
+  auto keys = std::make_shared<std::set<std::string>>();
+  for (const auto& [json, rec] : data.records) keys->insert(json);
+  std::vector<std::string> names;
+  for (const auto& k : space.knobs()) names.push_back(k.name);
+  std::vector<search::Constraint> constraints = space.constraints();
+  constraints.push_back({"recorded in the replay file '" + data.path + "'", [keys, names](const search::ConfigView& v) {
+                           nlohmann::json j;  // keys sorted, as the records are keyed
+                           const auto& c = v.config();
+                           for (size_t i = 0; i < names.size(); ++i) j[names[i]] = c[i];
+                           return keys->count(j.dump()) > 0;
+                         }});
+  return search::ConfigSpace(space.knobs(), std::move(constraints));
+}
+
 RecordedSpace load_recorded_space(const std::string& path) {
   RecordedSpace s;
   s.data = read_replay(path);
@@ -42,7 +59,7 @@ RecordedSpace load_recorded_space(const std::string& path) {
   const templates::DeviceLimits limits = limits_of(s.gpu);
   s.tmpl = &templates::find_template(s.data.op, s.workload.dtype, &limits, s.data.template_name);
   s.version_matches = s.data.template_version == template_hash(*s.tmpl);
-  s.space = s.tmpl->space(s.workload, limits);
+  s.space = recorded_space(s.tmpl->space(s.workload, limits), s.data);
   for (const auto& [json, rec] : s.data.records) {
     if (rec.status != "ok") {
       ++s.not_ok;

