@@ -389,11 +389,7 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
 }
 
 double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const {
-  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
-  if (prev.shape != cur.shape) return stage_reshard_s(cluster_, prev.shape, cur.shape, sample_bytes);
-  if (l == 0 || layer_sig_[l] == layer_sig_[l - 1]) return 0;
-  return layout_reshard_s(cluster_, tensor_mesh(cluster_, cur.shape.tp), prev.lp[l - 1]->out_layout,
-                          cur.lp[l]->in_layout, sample_bytes * cur.shape.micro_batch);
+  return layer_entry_s(cluster_, prev, cur, l, static_cast<double>(e.seq) * model_.hidden * e.dsize);
 }
 
 double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {

@@ -207,9 +207,7 @@ class Planner {
   bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
   double stage_p2p_s(const Eval& e, const StageShape& shape) const;
-  /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: the resharding
-  /// between two submesh shapes, else the layout change between two layer kinds (0 between identical layers).
-  /// Charged once: a stage boundary between shapes gathers the activation whole, so no layout change remains.
+  /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
   double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
   /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
   std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;
