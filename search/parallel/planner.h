@@ -20,7 +20,8 @@
 //
 // Context parallelism (cp) splits each sequence over cp GPUs: every operator sees seq / cp tokens, attention
 // computes its query chunk against all keys (ring attention, K/V passed around the cp group, overlapped with
-// the attention kernels), gradients are reduced and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
+// the attention kernels: the excess counts, and overlap_interference of the hidden part), gradients are reduced
+// and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
 //
 // Expert parallelism (ep, MoE models only; expert_parallel.h) divides each MoE layer's experts over ep GPUs of the
 // dp x cp group (ep divides the experts and dp x cp): tokens go to their experts and back by all-to-all in the ep
