@@ -12,7 +12,8 @@
 //
 //   build/bin/plan_bench [--out results/plan_bench.json] [--calibration-only 1]
 //
-// --calibration-only 1 prints only the calibration and held-out tables (a few seconds).
+// --calibration-only 1 prints only the calibration and held-out tables (a few seconds) and writes them to
+// results/plan_bench_calibration.json unless --out says otherwise (the full benchmark's file is left alone).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -121,7 +122,7 @@ std::vector<nlohmann::ordered_json> calibration_results() {
 }
 
 int main(int argc, char** argv) {
-  std::string out = "results/plan_bench.json";
+  std::string out;
   bool calibration_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
       {"GPT 1T", "gpt:layers=128,hidden=25600,heads=160,seq=2048,vocab=51200", "dgx-a100:384", 3072},
       {"MoE 8x7B", "moe", "dgx-h100:8", 512},
   };
+  if (out.empty()) out = calibration_only ? "results/plan_bench_calibration.json" : "results/plan_bench.json";
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   if (calibration_only) {
     for (auto& r : calibration_results()) results.push_back(std::move(r));

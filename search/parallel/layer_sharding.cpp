@@ -114,7 +114,8 @@ bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy&
                                 op.dropout);
       if (x.cp > 1) {
         // Ring attention: the local queries meet all cp chunks of keys (cp x the local work); K and V travel the
-        // ring forward, their gradients backward, hidden behind the attention kernels where they can be.
+        // ring forward, their gradients backward, hidden behind the attention kernels where they can be (the hidden
+        // part still pays overlap_interference).
         const double work = s.fwd.seconds * x.cp;
         s.fwd.memory_s *= x.cp;
         s.fwd.seconds = work;
@@ -122,8 +123,10 @@ bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy&
         const CommGroup ring{x.cp, std::min(x.cp, per_node)};
         const double kv = static_cast<double>(x.b / fB) * x.g.seq * 2.0 * op.kv_heads / fac('H') *
                           (op.out_features / op.heads) * x.dsize * x.cp;
-        s.fwd_comm_s += std::max(0.0, all_gather_s(x.c, ring, kv) - work);
-        s.bwd_comm_s += std::max(0.0, reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv) - 2 * work);
+        const CostParams& cost = x.costs.params();
+        s.fwd_comm_s += overlapped_comm_s(cost, all_gather_s(x.c, ring, kv), work);
+        const double bwd_ring = reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv);
+        s.bwd_comm_s += overlapped_comm_s(cost, bwd_ring, 2 * work);
       }
       break;
     }

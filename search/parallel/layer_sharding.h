@@ -82,7 +82,8 @@ struct LayerPlan {
 /// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;
 /// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
 /// Under context parallelism (cp > 1) g.seq is the tokens each GPU holds (seq / cp): attention computes them
-/// against all cp x g.seq keys, passing K/V around the cp group overlapped with its kernels (only the excess counts).
+/// against all cp x g.seq keys, passing K/V around the cp group overlapped with its kernels (the excess counts, and
+/// CostParams::overlap_interference of the hidden part).
 /// Under expert parallelism (ep > 1) MoE experts are divided over ep data-parallel ranks (expert_parallel.h).
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,

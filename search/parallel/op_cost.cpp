@@ -44,6 +44,10 @@ std::optional<double> OpCostModel::tuned(const OpKey& key) {
   return t;
 }
 
+double overlapped_comm_s(const CostParams& p, double comm_s, double work_s) {
+  return std::max(0.0, comm_s - work_s) + p.overlap_interference * std::min(comm_s, work_s);
+}
+
 OpTime OpCostModel::memory_bound(double bytes) const {
   const double t = bytes / (gpu_.dram_bandwidth_gbps * 1e9 * params_.memory_efficiency) + params_.kernel_overhead_s;
   return {t, t, 1, 0};

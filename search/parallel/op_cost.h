@@ -57,9 +57,10 @@ struct CostParams {
   double memory_efficiency = 0.80;     ///< Streaming kernels reach this fraction of DRAM bandwidth.
   double kernel_overhead_s = 8e-6;     ///< Launch gap per kernel (seconds).
   /// Fraction of a collective's time hidden behind compute that still slows that compute: NCCL's kernels hold SMs
-  /// and DRAM bandwidth while they run. Charged on the ZeRO-2/3 per-micro-batch collectives and the data-parallel
-  /// gradient reduction overlapped with backward. A prior, not fitted (the calibration runs barely move it): about
-  /// the share of an A100's 108 SMs that NCCL's 16 channels occupy.
+  /// and DRAM bandwidth while they run. Charged on the ZeRO-2/3 per-micro-batch collectives, the data-parallel
+  /// gradient reduction overlapped with backward and context parallelism's ring K/V exchange (overlapped_comm_s).
+  /// A prior, not fitted (the calibration runs barely move it): about the share of an A100's 108 SMs that NCCL's
+  /// 16 channels occupy.
   double overlap_interference = 0.15;
   /// Tensor-core throughput a GPU sustains in training, relative to the A100 the efficiencies above were fitted on,
   /// keyed by GpuSpec::key (unlisted GPUs: 1). An A100 holds its datasheet clock under load; an H100 SXM's 989
@@ -68,6 +69,11 @@ struct CostParams {
   std::map<std::string, double> tensor_throughput = {{"h100-sxm", 0.80}};
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How attention cores run.
 };
+
+/// Seconds a collective of comm_s adds when it runs beside work_s of compute that hides it: the excess the work
+/// cannot hide, plus overlap_interference of the hidden part (NCCL's kernels slow the compute they run beside).
+/// With interference 1 that is comm_s whole; with 0, only the excess.
+double overlapped_comm_s(const CostParams& p, double comm_s, double work_s);
 
 /// Seconds of an op shard, with how many of its parts (kernels) were tuned records.
 struct OpTime {

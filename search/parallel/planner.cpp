@@ -72,8 +72,8 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
         c.zero == 0 ? all_reduce_s(cluster_, dp_group, dense_bytes) +
                           (expert_bytes > 0 ? all_reduce_s(cluster_, expert_dp_group, expert_bytes) : 0)
                     : rs(dense_bytes, expert_bytes);
-    exposed = std::max(sync * bucket_share, sync - last_bwd);
-    exposed += costs_->params().overlap_interference * (sync - exposed);  // the hidden part slows the backward
+    // The backward hides at most all but the last bucket; the hidden part still slows it.
+    exposed = overlapped_comm_s(costs_->params(), sync, std::min(last_bwd, sync * (1 - bucket_share)));
   } else {
     exposed = rs(dense_bytes, expert_bytes) * bucket_share;
   }
@@ -351,16 +351,20 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     // Expert weights over the expert data-parallel group, the rest over dp x cp.
     const double w_bytes = (x.params_per_device - x.expert_params_per_device) * e.dsize;
     const double e_bytes = x.expert_params_per_device * e.dsize;
+    // A layer without experts launches no expert collectives (their latency is not charged).
+    const bool experts = e_bytes > 0;
+    const double e_rs = experts ? reduce_scatter_s(cluster_, edp_group, e_bytes) : 0;
+    const double e_ag = experts ? all_gather_s(cluster_, edp_group, e_bytes) : 0;
     double zc = 0;
-    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + reduce_scatter_s(cluster_, edp_group, e_bytes);
-    if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + all_gather_s(cluster_, edp_group, e_bytes));
+    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + e_rs;
+    if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + e_ag);
     // A layer of another kind than its predecessor may read its input in another layout.
     if (l > 0) out.reshard[l] = entry_s(e, out, out, l);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
     out.epc[l] = x.ep_comm_s;  // inside fwd_s + bwd_s
     // Overlapped with the layer's own work: the excess counts, and what is hidden still takes its share of the
     // SMs and DRAM bandwidth (overlap_interference).
-    out.zex[l] = std::max(0.0, zc - tl) + costs_->params().overlap_interference * std::min(zc, tl);
+    out.zex[l] = overlapped_comm_s(costs_->params(), zc, tl);
     out.t[l] = tl + out.zex[l] + out.reshard[l];
     out.bwd[l] = x.bwd_s;
     out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;
@@ -389,11 +393,7 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
 }
 
 double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const {
-  const double sample_bytes = static_cast<double>(e.seq) * model_.hidden * e.dsize;
-  if (prev.shape != cur.shape) return stage_reshard_s(cluster_, prev.shape, cur.shape, sample_bytes);
-  if (l == 0 || layer_sig_[l] == layer_sig_[l - 1]) return 0;
-  return layout_reshard_s(cluster_, tensor_mesh(cluster_, cur.shape.tp), prev.lp[l - 1]->out_layout,
-                          cur.lp[l]->in_layout, sample_bytes * cur.shape.micro_batch);
+  return layer_entry_s(cluster_, prev, cur, l, static_cast<double>(e.seq) * model_.hidden * e.dsize);
 }
 
 double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {

@@ -20,7 +20,8 @@
 //
 // Context parallelism (cp) splits each sequence over cp GPUs: every operator sees seq / cp tokens, attention
 // computes its query chunk against all keys (ring attention, K/V passed around the cp group, overlapped with
-// the attention kernels), gradients are reduced and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
+// the attention kernels: the excess counts, and overlap_interference of the hidden part), gradients are reduced
+// and ZeRO-sharded over dp x cp. N = tp x cp x pp x dp.
 //
 // Expert parallelism (ep, MoE models only; expert_parallel.h) divides each MoE layer's experts over ep GPUs of the
 // dp x cp group (ep divides the experts and dp x cp): tokens go to their experts and back by all-to-all in the ep
@@ -207,9 +208,7 @@ class Planner {
   bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
   double stage_p2p_s(const Eval& e, const StageShape& shape) const;
-  /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: the resharding
-  /// between two submesh shapes, else the layout change between two layer kinds (0 between identical layers).
-  /// Charged once: a stage boundary between shapes gathers the activation whole, so no layout change remains.
+  /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
   double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
   /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
   std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;

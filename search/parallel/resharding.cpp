@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "search/parallel/collective_cost.h"
+#include "search/parallel/layer_table.h"
 
 namespace tuner::parallel {
 
@@ -36,6 +37,13 @@ double stage_reshard_s(const ClusterSpec& c, const StageShape& from, const Stage
   const double fwd = to.tp > 1 ? all_gather_s(c, tensor_group(c, to.tp), sample_bytes * to.micro_batch) : 0.0;
   const double bwd = from.tp > 1 ? all_gather_s(c, tensor_group(c, from.tp), sample_bytes * from.micro_batch) : 0.0;
   return fwd + bwd;
+}
+
+double layer_entry_s(const ClusterSpec& c, const LayerTable& prev, const LayerTable& cur, int l, double sample_bytes) {
+  if (prev.shape != cur.shape) return stage_reshard_s(c, prev.shape, cur.shape, sample_bytes);
+  if (l == 0 || prev.lp[l - 1] == cur.lp[l]) return 0;
+  return layout_reshard_s(c, tensor_mesh(c, cur.shape.tp), prev.lp[l - 1]->out_layout, cur.lp[l]->in_layout,
+                          sample_bytes * cur.shape.micro_batch);
 }
 
 }  // namespace tuner::parallel

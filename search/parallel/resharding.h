@@ -5,7 +5,9 @@
 //     dimension (R replicated, T token split, F feature split), the second reads
 //     another. Per mesh dimension: R <-> split is an all-gather (forward or, for
 //     the gradient, backward), T <-> F an all-to-all each way. Identical layers
-//     never pay here: the layer ILP already charges a layer's output -> input edge.
+//     of one sharding never pay here: the layer ILP already charges a layer's
+//     output -> input edge. Identical layers of two memory levels (submesh.h) may
+//     be sharded differently and pay like layers of different kinds.
 //   - between pipeline stages whose submeshes differ (per-stage shapes,
 //     submesh.h): the receiving stage all-gathers the micro-batch's boundary
 //     activation over its tensor-parallel group in forward, and the sending stage
@@ -37,5 +39,13 @@ struct StageShape {
 /// Seconds per micro-batch to reshard the boundary activation from stage shape `from` to `to`; `sample_bytes` is
 /// one sequence's activation (seq x hidden x dtype). 0 when the shapes agree, positive otherwise.
 double stage_reshard_s(const ClusterSpec& c, const StageShape& from, const StageShape& to, double sample_bytes);
+
+struct LayerTable;  // layer_table.h
+/// Seconds per micro-batch to enter layer l (l > 0) run from table `cur` after layer l - 1 run from `prev`: the
+/// resharding between their shapes when those differ (it gathers the activation whole: no layout change remains),
+/// else the change from l - 1's output layout to l's input layout. 0 when both run one sharding of one identical
+/// layer (the layer ILP charges that edge), but not between two tables of one shape: memory levels solved under
+/// different caps may lay the same kind of layer out differently (head-split vs token-split attention).
+double layer_entry_s(const ClusterSpec& c, const LayerTable& prev, const LayerTable& cur, int l, double sample_bytes);
 
 }  // namespace tuner::parallel

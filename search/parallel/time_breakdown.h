@@ -4,8 +4,8 @@
 // Every stage's terms add up to the iteration time: its busy time (compute,
 // memory-bound kernels, recomputation, tensor/sequence-parallel collectives,
 // expert-parallel all-to-alls, resharding between layers and stages laid out
-// differently, pipeline sends, ZeRO traffic not hidden behind a layer), the time
-// it idles in the pipeline schedule (bubble), its own exposed data-parallel reduction and
+// differently, pipeline sends, ZeRO traffic: what a layer cannot hide and the slowdown of what it hides), the time
+// it idles in the pipeline schedule (bubble), its own data-parallel reduction (exposed part and slowdown) and
 // optimizer step, and the time it waits for slower stages to finish theirs.
 // This file is plain data; the planner (planner.cpp) fills it.
 #pragma once
@@ -18,12 +18,16 @@ struct TimeBreakdown {
   double recompute_s = 0;     ///< Forward work repeated by activation recomputation.
   double tp_comm_s = 0;       ///< Tensor/sequence-parallel collectives and resharding between operators.
   double ep_comm_s = 0;       ///< Expert-parallel token dispatch and combine (all-to-all in the ep group).
-  double zero_comm_s = 0;     ///< ZeRO-2/3 per-micro-batch collectives beyond what the layer's work hides.
+  /// ZeRO-2/3 per-micro-batch collectives: the part the layer's work cannot hide, plus overlap_interference of the
+  /// hidden part (the slowdown they cause the work they run beside; all of them when it is 1).
+  double zero_comm_s = 0;
   double reshard_s = 0;       ///< Activation resharding between layers of different shardings and stages of
                               ///< different submeshes (resharding.h).
   double pp_p2p_s = 0;        ///< Pipeline sends of activations and gradients between stages.
   double pp_bubble_s = 0;     ///< Idle in the pipeline schedule: fill, drain, and waiting on the slowest stage.
-  double dp_comm_s = 0;       ///< Data-parallel gradient reduction (and ZeRO weight all-gather) left exposed.
+  /// Data-parallel gradient reduction: the part the last backward cannot hide (at least one layer's bucket), plus
+  /// overlap_interference of the hidden part; and the ZeRO-1/2 weight all-gather after the step.
+  double dp_comm_s = 0;
   double optimizer_s = 0;     ///< The optimizer step: parameters, gradients and Adam states through DRAM.
   double wait_s = 0;          ///< Waiting for slower stages' data-parallel reduction and optimizer step.
   double total() const {

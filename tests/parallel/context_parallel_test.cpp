@@ -1,12 +1,17 @@
 // Context parallelism: a long sequence split over cp GPUs fits where it did
 // not, pinned cp is honoured and exported, the planner searches cp only for
-// long sequences, and degrees multiply to the cluster.
+// long sequences, degrees multiply to the cluster, and the ring's K/V exchange
+// hidden behind attention still pays overlap_interference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/collective_cost.h"
+#include "search/parallel/layer_sharding.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_export.h"
 #include "search/parallel/planner.h"
@@ -58,6 +63,44 @@ TEST(ContextParallel, ShortSequencesKeepCpOneAndBadPinsAreRefused) {
   }
   EXPECT_EQ(to_string(parse_pins("tp=2,cp=4")), "tp=2,cp=4");
   EXPECT_THROW(parse_pins("cp=0"), SpecError);
+}
+
+TEST(ContextParallel, RingExchangeHiddenBehindAttentionPaysTheInterference) {
+  // One Llama block holding 4,096 of a sequence's tokens under cp 2, on one GPU of its tensor group: the attention
+  // passes K/V (forward all-gather; backward reduce-scatter + all-gather) around the ring behind the kernels.
+  const ModelGraph g =
+      parse_model_spec("llama:layers=1,hidden=4096,heads=32,kv_heads=8,ffn=14336,seq=4096,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  const Layer* block = nullptr;
+  for (const Layer& l : g.layers)
+    if (l.kind == LayerKind::kTransformer) block = &l;
+  ASSERT_NE(block, nullptr);
+  auto attention = [&](double interference) {
+    CostParams p;
+    p.overlap_interference = interference;
+    OpCostModel costs(c.gpu, p, {});
+    const LayerPlan lp = plan_layer_sharding(*block, g, c, tensor_mesh(c, 1), 1, costs, INFINITY, 16, 2);
+    for (const Operator& op : block->ops)
+      for (const OpShardingPlan& o : lp.ops)
+        if (op.type == OpType::kAttention && o.op == op.name) return o;
+    ADD_FAILURE() << "no attention op";
+    return OpShardingPlan{};
+  };
+  const OpShardingPlan none = attention(0), full = attention(1), prior = attention(0.15);
+  // The ring's K and V of all 2 x 4,096 tokens, 8 key/value heads of 128.
+  const double kv = 1.0 * 4096 * 2 * 8 * 128 * 2 * 2;
+  const CommGroup ring{2, 2};
+  const double fwd = all_gather_s(c, ring, kv), bwd = reduce_scatter_s(c, ring, kv) + all_gather_s(c, ring, kv);
+  const double work = full.fwd_compute_s;  // cp x the local attention
+  ASSERT_GT(work, 0);
+  // Interference 1: the whole exchange counts; 0: only what the attention cannot hide; between: linear.
+  EXPECT_NEAR(full.fwd_comm_s, fwd, 1e-12);
+  EXPECT_NEAR(full.bwd_comm_s, bwd, 1e-12);
+  EXPECT_NEAR(none.fwd_comm_s, std::max(0.0, fwd - work), 1e-12);
+  EXPECT_NEAR(none.bwd_comm_s, std::max(0.0, bwd - 2 * work), 1e-12);
+  EXPECT_NEAR(prior.fwd_comm_s, none.fwd_comm_s + 0.15 * std::min(fwd, work), 1e-12);
+  EXPECT_NEAR(prior.bwd_comm_s, none.bwd_comm_s + 0.15 * std::min(bwd, 2 * work), 1e-12);
+  EXPECT_GT(prior.fwd_comm_s, none.fwd_comm_s);
 }
 
 }  // namespace

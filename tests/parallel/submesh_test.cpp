@@ -8,6 +8,7 @@
 
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/layer_clustering.h"
+#include "search/parallel/layer_table.h"
 #include "search/parallel/resharding.h"
 #include "search/parallel/stage_dp.h"
 #include "search/parallel/submesh.h"
@@ -217,6 +218,36 @@ TEST(Resharding, ZeroForTheSameLayoutPositiveOtherwise) {
   EXPECT_GT(stage_reshard_s(c, a, b, bytes), 0);
   EXPECT_GT(stage_reshard_s(c, b, a, bytes), 0);
   EXPECT_GT(stage_reshard_s(c, a, b, 2 * bytes), stage_reshard_s(c, a, b, bytes));
+}
+
+TEST(Resharding, MemoryLevelsOfOneShapePayTheirLayoutChange) {
+  // Two memory levels of one stage shape (tp 8): the fastest runs the blocks head-split, reading and leaving the
+  // activation replicated; the capped level runs them token-split. Inside a level identical layers pay nothing (the
+  // layer ILP charges that edge); a stage boundary from one level to the other changes the layout and pays it.
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  const double sample = 2048.0 * 4096 * 2;
+  LayerPlan head_split, token_split;
+  token_split.in_layout[1] = token_split.out_layout[1] = 'T';
+  LayerTable fast, capped;
+  fast.shape = capped.shape = StageShape{8, 2, 2};
+  fast.lp = {&head_split, &head_split};
+  capped.lp = {&token_split, &token_split};
+  EXPECT_EQ(layer_entry_s(c, fast, fast, 1, sample), 0);
+  EXPECT_EQ(layer_entry_s(c, capped, capped, 1, sample), 0);
+  const Mesh mesh = tensor_mesh(c, 8);
+  const double change = layout_reshard_s(c, mesh, head_split.out_layout, token_split.in_layout, 2 * sample);
+  EXPECT_GT(change, 0);
+  EXPECT_EQ(layer_entry_s(c, fast, capped, 1, sample), change);
+  EXPECT_EQ(layer_entry_s(c, capped, fast, 1, sample),
+            layout_reshard_s(c, mesh, token_split.out_layout, head_split.in_layout, 2 * sample));
+  // Two levels whose shardings agree pay nothing; another shape pays the stage resharding only.
+  LayerPlan head_split_too;
+  LayerTable also_fast = capped;
+  also_fast.lp = {&head_split_too, &head_split_too};
+  EXPECT_EQ(layer_entry_s(c, fast, also_fast, 1, sample), 0);
+  LayerTable other = capped;
+  other.shape = StageShape{4, 4, 1};
+  EXPECT_EQ(layer_entry_s(c, fast, other, 1, sample), stage_reshard_s(c, fast.shape, other.shape, sample));
 }
 
 }  // namespace

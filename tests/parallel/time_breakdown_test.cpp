@@ -1,9 +1,15 @@
 // The plan's time breakdown: every stage's terms add up to the iteration time,
 // for plans with pipelines, data parallelism, ZeRO and recomputation, and the
-// terms respond to what they stand for (recomputation, unfused attention).
+// terms respond to what they stand for (recomputation, unfused attention, the
+// interference of collectives hidden behind compute).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/collective_cost.h"
+#include "search/parallel/memory_model.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_json.h"
 #include "search/parallel/planner.h"
@@ -72,6 +78,43 @@ TEST(TimeBreakdown, UnfusedAttentionAddsMemoryBoundTimeAndRecomputationShowsUp) 
   const TimeBreakdown& f = full.stages[0].time;
   EXPECT_GT(f.recompute_s, (f.compute_s + f.memory_bound_s) / 3 + 1e-6);
   EXPECT_LT(f.recompute_s, (f.compute_s + f.memory_bound_s) / 3 + f.tp_comm_s);
+}
+
+TEST(TimeBreakdown, HiddenCollectivesChargeTheirInterference) {
+  // Four identical MLP layers (134M parameters each), tp 1 x dp 8 on one node, 8 micro-batches of 1 x 512 tokens:
+  // ZeRO-3 gathers each layer's weights forward and backward and reduce-scatters its gradients beside its work;
+  // without ZeRO the gradients are all-reduced beside the last backward. Interference 1 charges every collective
+  // whole, 0 only what the work cannot hide (at least the last layer's bucket of the reduction).
+  const std::string spec = "mlp:layers=4,hidden=4096,seq=512";
+  const ModelGraph model = parse_model_spec(spec);
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  auto plan = [&](int zero, double interference) {
+    PlannerOptions o;
+    o.global_batch = 64;
+    o.pins = parse_pins("tp=1,pp=1,dp=8,mbs=1,recompute=none,zero=" + std::to_string(zero));
+    o.cost.overlap_interference = interference;
+    const Plan p = Planner(model, cluster, o).plan();
+    EXPECT_EQ(p.config.num_micro_batches, 8);
+    return p.stages.at(0);
+  };
+  const double m = 8, L = 4;
+  const CommGroup dp{8, 8};
+  const double w = static_cast<double>(layer_params(model.layers[0])) * dtype_bytes(model.dtype);
+  const double zc = reduce_scatter_s(cluster, dp, w) + 2 * all_gather_s(cluster, dp, w);
+  // A layer's work: the stage's time per micro-batch without ZeRO traffic, split over its identical layers.
+  const StagePlan plain_full = plan(0, 1), plain_none = plan(0, 0);
+  const double tl = plain_none.time_per_micro_batch_s / L;
+  const StagePlan z3_full = plan(3, 1), z3_none = plan(3, 0);
+  EXPECT_NEAR(z3_full.time.zero_comm_s, m * L * zc, 1e-9 * m * L * zc);
+  EXPECT_NEAR(z3_none.time.zero_comm_s, m * L * std::max(0.0, zc - tl), 1e-9 * m * L * zc);
+  EXPECT_GT(z3_none.time.zero_comm_s, 0);  // the collectives outlast the work here: both terms are exercised
+  EXPECT_LT(z3_none.time.zero_comm_s, z3_full.time.zero_comm_s);
+  // The reduction: all of it, or what the last backward (twice the forward: 2/3 of the work) leaves exposed.
+  const double sync = all_reduce_s(cluster, dp, L * static_cast<double>(layer_params(model.layers[0])) *
+                                                    state_bytes(Engine::kGeneric).gradient_reduce);
+  EXPECT_NEAR(plain_full.time.dp_comm_s, sync, 1e-9 * sync);
+  EXPECT_NEAR(plain_none.time.dp_comm_s, std::max(sync / L, sync - L * tl * 2 / 3), 1e-9 * sync);
+  EXPECT_LT(plain_none.time.dp_comm_s, plain_full.time.dp_comm_s);
 }
 
 }  // namespace
