@@ -71,7 +71,7 @@ const char* const kPicks[] = {
 
 class GemmFullSpaceSample : public ::testing::TestWithParam<const char*> {};
 
-// Every 1/24th of the full space's enumeration at 4096^3, the first config of each value of the warp
+// Every 1/12th of the full space's enumeration at 4096^3, the first config of each value of the warp
 // tiling, fragment and cp.async knobs, and the picks: each compiles, fits the register file and the
 // launch check; the picks neither spill nor use local memory. The figures are printed for the record.
 TEST_P(GemmFullSpaceSample, CompilesWithinTheLimitsAndThePicksDoNotSpill) {
@@ -87,7 +87,7 @@ TEST_P(GemmFullSpaceSample, CompilesWithinTheLimitsAndThePicksDoNotSpill) {
     ASSERT_TRUE(space.is_valid(sample.back())) << pick << ": " << space.violation(sample.back()).value_or("");
   }
   const size_t picks = sample.size();
-  for (size_t i = 0; i < all.size(); i += all.size() / 24) sample.push_back(all[i]);
+  for (size_t i = 0; i < all.size(); i += all.size() / 12) sample.push_back(all[i]);
   for (const char* knob : {"WARP_N", "FRAG_DB", "CP_ASYNC"})
     for (int64_t value : space.knobs()[space.knob_index(knob)].values) {
       auto it = std::find_if(all.begin(), all.end(),
