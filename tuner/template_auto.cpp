@@ -124,14 +124,7 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
     out.worker_starts += s.worker_starts;
     out.wall_s += s.wall_s;
     out.measured_by_others += s.measured_by_others;
-    TunePhases& p = out.phases;
-    p.setup_s += s.phases.setup_s;
-    p.search_s += s.phases.search_s;
-    p.compile_wait_s += s.phases.compile_wait_s;
-    p.worker += s.phases.worker;
-    p.worker_other_s += s.phases.worker_other_s;
-    p.commit_s += s.phases.commit_s;
-    p.compile_cpu_s += s.phases.compile_cpu_s;
+    out.phases += s.phases;
     for (size_t i = 0; i < s.lanes.size(); ++i) {  // the same lanes serve every session
       if (i == out.lanes.size()) out.lanes.push_back({s.lanes[i].device, s.lanes[i].where, 0, false});
       out.lanes[i].measured += s.lanes[i].measured;

@@ -106,6 +106,16 @@ struct TunePhases {
   double loop_total() const {
     return setup_s + search_s + compile_wait_s + worker.total() + worker_other_s + commit_s;
   }
+  TunePhases& operator+=(const TunePhases& o) {
+    setup_s += o.setup_s;
+    search_s += o.search_s;
+    compile_wait_s += o.compile_wait_s;
+    worker += o.worker;
+    worker_other_s += o.worker_other_s;
+    commit_s += o.commit_s;
+    compile_cpu_s += o.compile_cpu_s;
+    return *this;
+  }
 };
 
 /// The phases as `tune --json` and pipeline_bench write them (seconds, one key per phase).
