@@ -14,6 +14,9 @@
 //
 //   build/bin/template_bench [--device cuda:0|sim:h100-sxm] [--trials 32] [--strategy xgb] [--out FILE]
 //                            [--filter TEXT]   (only rows whose "op shape dtype template" contains TEXT)
+// --trials 0 tunes nothing: it times each distinct workload's vendor baseline alone (a GPU only), so
+// results of `tuner tune` runs can be set beside cuBLAS/cuDNN/the device copy in one short call.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
   WorkerClient worker;
   nlohmann::json rows = nlohmann::json::array();
   db::TuningDb db((tmp / "bench.db").string());
+  std::vector<std::string> baselines_done;
   for (const auto& bw : workloads()) {
     TuneOptions o;
     o.workload = templates::parse_workload(bw.op, bw.shape, bw.dtype);
@@ -143,7 +147,13 @@ int main(int argc, char** argv) {
       continue;
     }
     o.template_name = tmpl.name();
-    TuneSummary sum = run_tuning(o, device, db);
+    const bool baseline_only = args.trials == 0;
+    const std::string workload_text = std::string(bw.op) + " " + bw.shape + " " + bw.dtype;
+    if (baseline_only) {
+      if (std::find(baselines_done.begin(), baselines_done.end(), workload_text) != baselines_done.end()) continue;
+      baselines_done.push_back(workload_text);
+    }
+    TuneSummary sum = baseline_only ? TuneSummary{} : run_tuning(o, device, db);
     const double ms = sum.best ? sum.best->trial.time_ms : 0.0;
     auto space = tmpl.space(o.workload, device.limits);
     const auto k = tmpl.instantiate(space, space.at(0), o.workload);
@@ -162,7 +172,7 @@ int main(int argc, char** argv) {
     // no vendor model).
     double vendor_pct = -1, baseline_ms = -1;
     const std::string vendor = memory_bound(bw.op) ? kDeviceCopyBaseline : vendor_baseline_for(o.workload);
-    if (!device.simulated && !vendor.empty() && ms > 0) {
+    if (!device.simulated && !vendor.empty() && (ms > 0 || baseline_only)) {
       auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
       MeasureRequest req = measure_request(device.spec, k, "", {}, ref.cubin);
       req.vendor = vendor;
@@ -172,6 +182,19 @@ int main(int argc, char** argv) {
         baseline_ms = cub.time_ms;
         vendor_pct = 100.0 * cub.time_ms / ms;
       }
+    }
+    if (baseline_only) {
+      const double bms = baseline_ms > 0 ? baseline_ms : 0.0;
+      std::printf("  %-12s %-48s %-5s %-22s %10.4f %9.1f %9.0f %10s\n", bw.op, bw.shape, bw.dtype,
+                  (vendor.empty() ? std::string("no baseline") : vendor).c_str(), bms,
+                  bms > 0 ? k.flops / (bms * 1e-3) / 1e12 : 0.0, bms > 0 ? k.bytes / (bms * 1e-3) / 1e9 : 0.0,
+                  device.simulated ? "(sim)" : "baseline");
+      std::fflush(stdout);
+      rows.push_back({{"op", bw.op}, {"shape", bw.shape}, {"dtype", bw.dtype}, {"group", bw.group},
+                      {"baseline", vendor}, {"baseline_ms", bms > 0 ? nlohmann::json(bms) : nlohmann::json(nullptr)},
+                      {"baseline_tflops", bms > 0 ? nlohmann::json(k.flops / (bms * 1e-3) / 1e12) : nlohmann::json(nullptr)},
+                      {"baseline_gbps", bms > 0 ? nlohmann::json(k.bytes / (bms * 1e-3) / 1e9) : nlohmann::json(nullptr)}});
+      continue;
     }
     char pct[32] = "-";
     if (vendor_pct >= 0) std::snprintf(pct, sizeof pct, "%.1f%%", vendor_pct);

@@ -10,6 +10,11 @@
 #                                         machine stays warm (keep polling)
 #   scripts/gpu_check.sh poll [SECONDS]   waits up to SECONDS (default 480), then copies the recordings
 #                                         and logs done so far to $OUT and prints their progress
+#   scripts/gpu_check.sh session [SECONDS] one short lease's whole plan (scripts/gpu_session.sh): starts
+#                                         its queue detached in /tmp/gpu-session if it is not running,
+#                                         then waits up to SECONDS (default 540), packing what is done
+#                                         into $OUT/session.tar.gz every 15 s, and prints a table last;
+#                                         call it again on the warm machine to go on
 # One command of the device tool runs at most 10 minutes: run `tests` and `bench` in separate calls,
 # and split `bench` with FILTER (e.g. "f16 gemm_tc_mma", "gemm_tc_wgmma", "conv2d", "softmax").
 set -uo pipefail
@@ -69,5 +74,8 @@ case "$what" in
     cat "$rec/done.txt" 2>/dev/null
     for l in "$rec"/*.log; do [[ -s "$l" ]] && echo "$(basename "$l"): $(tr '\r' '\n' < "$l" | grep -v '^$' | tail -1)"; done
     ;;
-  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER], record, poll [SECONDS]" >&2; exit 2 ;;
+  session)
+    exec bash scripts/gpu_session.sh "${2:-540}" "$out"
+    ;;
+  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER], record, poll [SECONDS], session [SECONDS]" >&2; exit 2 ;;
 esac

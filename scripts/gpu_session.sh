@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# One short GPU lease's plan, in priority order (run through `scripts/gpu_check.sh session [SECONDS]`,
+# which has set LD_LIBRARY_PATH, TUNER_CACHE_DIR and the worker's path). The first call starts the
+# queue below detached (setsid) in /tmp/gpu-session, so it runs on between calls while the machine is
+# warm; every call waits up to SECONDS, packs the finished steps' outputs into OUT/session.tar.gz every
+# 15 s (so a call cut short still brings back what was done) and prints one line per step last.
+# Each step has its own time limit and gets SIGINT at it (tune then stops and still writes its summary).
+#   bash scripts/gpu_session.sh SECONDS OUT
+set -uo pipefail
+cd "$(dirname "$0")/.."
+wait_s="${1:-540}"
+out="${2:-${OUT:-results/gpu}}"
+S=/tmp/gpu-session
+mkdir -p "$out"
+
+queue() {
+  local t=.gpu/bin/tuner
+  step() {  # step NAME LIMIT_S COMMAND...: stdout to NAME.out, stderr to NAME.log
+    local name=$1 limit=$2; shift 2
+    echo "$name start $(date +%s)" >> "$S/steps.txt"
+    timeout -s INT -k 15 "$limit" "$@" > "$S/$name.out" 2> "$S/$name.log"
+    echo "$name end $(date +%s) rc=$?" >> "$S/steps.txt"
+  }
+  tune() { local name=$1 limit=$2; shift 2
+    step "$name" "$limit" "$t" tune "$@" --device "${GPU_SESSION_DEVICE:-cuda:0}" --seed 1 --quiet --json --db "$S/$name.db"; }
+  step env 20 bash -c 'nvidia-smi; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; '"$t"' devices'
+  step baselines 150 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
+  step gpu_tests 200 .gpu/bin/gpu_tests --gtest_output="json:$S/gpu_tests.json"
+  tune rate_f16_4096_mma_random64 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_mma \
+    --trials 64 --strategy random --remeasure 0
+  tune rec_softmax_f16_4096x4096 100 --op softmax --shape rows=4096,cols=4096 --dtype f16 --trials all \
+    --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/softmax_f16_4096x4096.replay.json"
+  tune rec_layernorm_f16_4096x4096 100 --op layernorm --shape rows=4096,cols=4096 --dtype f16 --trials all \
+    --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/layernorm_f16_4096x4096.replay.json"
+  tune xgb200_f16_8192_auto 240 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
+  tune xgb200_f16_4096_auto 200 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  for m in 16 32 64 128; do
+    tune xgb100_f16_decode_m$m 100 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+  done
+  tune xgb100_f32_4096 150 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
+  tune xgb64_softmax_f16_4096x32768 90 --op softmax --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune xgb64_layernorm_f16_4096x32768 90 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune rec_gemm_f16_4096_wgmma 240 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_4096_wgmma.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+if [[ ! -f "$S/steps.txt" ]]; then
+  mkdir -p "$S"
+  echo "queue $(date +%s)" > "$S/steps.txt"
+  export -f queue
+  export S GPU_SESSION_DEVICE
+  setsid nohup bash -c queue > "$S/queue.log" 2>&1 < /dev/null &
+fi
+
+pack() { tar czf "$out/session.tar.gz.tmp" -C /tmp gpu-session 2>/dev/null && mv "$out/session.tar.gz.tmp" "$out/session.tar.gz"; }
+summary() {
+  local now; now=$(date +%s)
+  awk -v now="$now" '$2 == "start" {s[$1] = $3; order[++n] = $1}
+       $2 == "end" {e[$1] = $3; rc[$1] = $4}
+       END {for (i = 1; i <= n; i++) {k = order[i];
+              if (k in e) printf "%-34s %5d s %s\n", k, e[k] - s[k], rc[k];
+              else printf "%-34s %5d s running\n", k, now - s[k]}}' "$S/steps.txt"
+  grep -q all-done "$S/steps.txt" && echo "all-done"
+  for f in "$S"/*.out; do
+    [[ -s "$f" ]] || continue
+    n=$(basename "$f" .out)
+    case "$n" in
+      env) ;;
+      baselines) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
+      gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -30 ;;
+      *) python3 - "$f" "$n" <<'PY' 2>/dev/null || echo "  $n: $(head -c 300 "$f")"
+import json, sys
+d = json.load(open(sys.argv[1])); s = d.get("summary", d); b = d.get("best") or {}
+ph = s.get("phases", {})
+print("  %-32s %s trials (%s errors) in %.0f s, %.2f configs/s, best %.4g ms %s | %s | %s" % (
+    sys.argv[2], s.get("measured"), s.get("errors"), s.get("wall_s", 0), s.get("configs_per_s", 0),
+    b.get("time_ms") or 0, d.get("template", ""), s.get("stop_reason", ""),
+    " ".join("%s=%.1f" % (k, v) for k, v in ph.items() if isinstance(v, (int, float)) and v >= 0.5)))
+PY
+      ;;
+    esac
+  done
+}
+
+waited=0
+while (( waited < wait_s )) && ! grep -q all-done "$S/steps.txt"; do
+  sleep 5; waited=$((waited + 5))
+  (( waited % 15 == 0 )) && pack
+done
+pack
+summary | tee "$out/summary.txt"
