@@ -10,7 +10,7 @@
 #                                         machine stays warm (keep polling)
 #   scripts/gpu_check.sh poll [SECONDS]   waits up to SECONDS (default 480), then copies the recordings
 #                                         and logs done so far to $OUT and prints their progress
-#   scripts/gpu_check.sh session [SECONDS] one short lease's whole plan (scripts/gpu_session.sh): starts
+#   scripts/gpu_check.sh session [SECONDS] [PLAN]  a short lease's plan (scripts/gpu_session.sh): starts
 #                                         its queue detached in /tmp/gpu-session if it is not running,
 #                                         then waits up to SECONDS (default 540), packing what is done
 #                                         into $OUT/session.tar.gz every 15 s, and prints a table last;
@@ -75,7 +75,7 @@ case "$what" in
     for l in "$rec"/*.log; do [[ -s "$l" ]] && echo "$(basename "$l"): $(tr '\r' '\n' < "$l" | grep -v '^$' | tail -1)"; done
     ;;
   session)
-    exec bash scripts/gpu_session.sh "${2:-540}" "$out"
+    exec bash scripts/gpu_session.sh "${2:-540}" "$out" "${3:-first}"
     ;;
-  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER], record, poll [SECONDS], session [SECONDS]" >&2; exit 2 ;;
+  *) echo "gpu_check: '$what' is not a step; allowed: tests, bench [FILTER], record, poll [SECONDS], session [SECONDS] [PLAN]" >&2; exit 2 ;;
 esac

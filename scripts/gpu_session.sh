@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# One short GPU lease's plan, in priority order (run through `scripts/gpu_check.sh session [SECONDS]`,
-# which has set LD_LIBRARY_PATH, TUNER_CACHE_DIR and the worker's path). The first call starts the
-# queue below detached (setsid) in /tmp/gpu-session, so it runs on between calls while the machine is
-# warm; every call waits up to SECONDS, packs the finished steps' outputs into OUT/session.tar.gz every
-# 15 s (so a call cut short still brings back what was done) and prints one line per step last.
-# Each step has its own time limit and gets SIGINT at it (tune then stops and still writes its summary).
-#   bash scripts/gpu_session.sh SECONDS OUT
+# One short GPU lease's plan, in priority order (run through `scripts/gpu_check.sh session [SECONDS]
+# [PLAN]`, which has set LD_LIBRARY_PATH, TUNER_CACHE_DIR and the worker's path). The first call starts
+# the PLAN's queue below detached (setsid) in /tmp/gpu-session-PLAN, so it runs on between calls while
+# the machine is warm; every call waits up to SECONDS, packs the finished steps' outputs into
+# OUT/session.tar.gz every 15 s (so a call cut short still brings back what was done) and prints one
+# line per step last. Each step has its own time limit and gets SIGINT at it (tune then stops and still
+# writes its summary). Plans: `first` (about 320 s on an H100 on 2026-11-25: GPU tests, vendor
+# baselines, loop speed, three whole-space recordings, the template_bench workloads with tune's
+# default auto template) and `more` (the fault-isolation test, two more recordings, bf16, batched,
+# short-K and conv2d rows).
+#   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
-S=/tmp/gpu-session
+plan="${3:-first}"
+[[ "$plan" == first || "$plan" == more ]] || { echo "gpu_session: '$plan' is not a plan; allowed: first, more" >&2; exit 2; }
+S=/tmp/gpu-session-$plan
 mkdir -p "$out"
 
-queue() {
-  local t=.gpu/bin/tuner
+steps() {
+  t=.gpu/bin/tuner
   step() {  # step NAME LIMIT_S COMMAND...: stdout to NAME.out, stderr to NAME.log
     local name=$1 limit=$2; shift 2
     echo "$name start $(date +%s)" >> "$S/steps.txt"
@@ -23,6 +29,10 @@ queue() {
   }
   tune() { local name=$1 limit=$2; shift 2
     step "$name" "$limit" "$t" tune "$@" --device "${GPU_SESSION_DEVICE:-cuda:0}" --seed 1 --quiet --json --db "$S/$name.db"; }
+}
+
+plan_first() {
+  steps
   step env 20 bash -c 'nvidia-smi; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; '"$t"' devices'
   step baselines 150 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
   step gpu_tests 200 .gpu/bin/gpu_tests --gtest_output="json:$S/gpu_tests.json"
@@ -45,15 +55,36 @@ queue() {
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_more() {
+  steps
+  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 60 .gpu/bin/gpu_tests --gtest_filter='GpuGemm.Injected*' --gtest_output="json:$S/gpu_tests.json"
+  tune rec_gemm_f16_8192_wgmma 150 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_8192_wgmma.replay.json"
+  tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  tune xgb200_bf16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
+  tune xgb100_batched_f16_b32_512_auto 60 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb100_f16_shortk_auto 60 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  tune xgb64_conv_stem_f16 60 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 64
+  tune xgb64_conv_3x3_f16 60 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 64
+  tune xgb64_conv_3x3s2_f16 60 --op conv2d --shape N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1 --dtype f16 --trials 64
+  tune xgb64_conv_1x1_f32 60 --op conv2d --shape N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0 --dtype f32 --trials 64
+  tune rec_gemm_f16_4096_mma 200 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_mma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_4096_mma.replay.json"
+  tune rec_gemm_f16_decode_m64_wgmma 120 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_decode_m64_wgmma.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
-  export -f queue
+  export -f steps "plan_$plan"
   export S GPU_SESSION_DEVICE
-  setsid nohup bash -c queue > "$S/queue.log" 2>&1 < /dev/null &
+  setsid nohup bash -c "plan_$plan" > "$S/queue.log" 2>&1 < /dev/null &
 fi
 
-pack() { tar czf "$out/session.tar.gz.tmp" -C /tmp gpu-session 2>/dev/null && mv "$out/session.tar.gz.tmp" "$out/session.tar.gz"; }
+pack() { tar czf "$out/session.tar.gz.tmp" -C /tmp "gpu-session-$plan" 2>/dev/null && mv "$out/session.tar.gz.tmp" "$out/session.tar.gz"; }
 summary() {
   local now; now=$(date +%s)
   awk -v now="$now" '$2 == "start" {s[$1] = $3; order[++n] = $1}

@@ -48,8 +48,12 @@ std::string fault_kernel_source(const std::string& kernel_name, InjectedFault fa
            "  __threadfence_system();\n"
            "  __trap();\n"
            "}\n";
+  // A loop on the cycle counter, which the compiler cannot prove ends: on the H100 a loop on a volatile
+  // local (`while (spin)`) returned at once and left the output unwritten (a wrong answer, not a hang).
   return "extern \"C\" __global__ void " + kernel_name +
-         "() { volatile int spin = 1; while (spin) { } }\n";
+         "() {\n"
+         "  while (clock64() >= 0) __nanosleep(1000);\n"
+         "}\n";
 }
 
 PendingBatch compile(Session& s, std::vector<search::Config> configs) {
