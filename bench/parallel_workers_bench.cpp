@@ -33,7 +33,7 @@ struct Args {
   double sim_delay_ms = 100;  // sim rows: each also has a worker round trip and a cached compile
   int trials = 96;
   int sim_trials = 32;
-  std::string replay = "data/replay/softmax_f16_rows4096_cols4096_h100.json";
+  std::string replay = "data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json";
   std::string out = "results/parallel_workers_bench.json";
 };
 

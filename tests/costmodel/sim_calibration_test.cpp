@@ -16,7 +16,7 @@ namespace tuner {
 namespace {
 
 const std::string kReplayDir = std::string(TUNER_SOURCE_DIR) + "/data/replay";
-const std::string kSoftmaxH100 = kReplayDir + "/softmax_f16_rows4096_cols4096_h100.json";
+const std::string kSoftmaxH100 = kReplayDir + "/softmax_f16_rows4096_cols4096_h100_2026-11-23.json";
 
 TEST(SimCalibration, TheSoftmaxRecordingLoadsWholly) {
   const RecordedSpace s = load_recorded_space(kSoftmaxH100);

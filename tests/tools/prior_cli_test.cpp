@@ -14,7 +14,7 @@ namespace {
 
 using tuner_cli_test::Cli;
 
-const std::string kReplay = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols4096_h100.json";
+const std::string kReplay = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json";
 constexpr double kRecordedBestMs = 0.0305;  // the recording's fastest config, 0.030496 ms, rounded up
 
 TEST_F(Cli, OnAReplayDeviceTheFirstTrialIsRankedByTheRecordedResources) {

@@ -27,7 +27,7 @@ class QueryAnywhere : public Cli {
   /// A softmax tuned against the H100 recording: stored as the device "replay:NVIDIA H100 80GB HBM3".
   void tune_replay() {
     auto t = run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
-                 TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100.json --trials 8 --quiet --db " +
+                 TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --trials 8 --quiet --db " +
                  db());
     ASSERT_EQ(t.code, 0) << t.err;
   }
