@@ -36,6 +36,7 @@ plan_first() {
   step env 20 bash -c 'nvidia-smi; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; '"$t"' devices'
   step baselines 150 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
   step gpu_tests 200 .gpu/bin/gpu_tests --gtest_output="json:$S/gpu_tests.json"
+  step torch_ref 150 python3 scripts/torch_ref.py "$S/baselines.json" "$S/torch_ref.json"
   tune rate_f16_4096_mma_random64 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_mma \
     --trials 64 --strategy random --remeasure 0
   tune rec_softmax_f16_4096x4096 100 --op softmax --shape rows=4096,cols=4096 --dtype f16 --trials all \
@@ -52,6 +53,9 @@ plan_first() {
   tune xgb64_layernorm_f16_4096x32768 90 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 64
   tune rec_gemm_f16_4096_wgmma 240 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
     --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_4096_wgmma.replay.json"
+  # gemm f32 1024^3's whole space (120,144 configs) does not fit a lease: a uniform sample of it.
+  tune rec_gemm_f32_1024_sample4096 300 --op gemm --shape M=1024,N=1024,K=1024 --dtype f32 --template gemm_f32_simt \
+    --trials 4096 --strategy random --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f32_1024_sample4096.replay.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
@@ -100,6 +104,7 @@ summary() {
       env) ;;
       baselines) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
       gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -30 ;;
+      torch_ref) cat "$f" ;;
       *) python3 - "$f" "$n" <<'PY' 2>/dev/null || echo "  $n: $(head -c 300 "$f")"
 import json, sys
 d = json.load(open(sys.argv[1])); s = d.get("summary", d); b = d.get("best") or {}
