@@ -83,6 +83,7 @@ std::vector<std::string> cudnn_missing_entry_points(std::string* error) {
 namespace {
 
 constexpr size_t kMaxGraphPlans = 16;  ///< Graph plans timed per shape, in the heuristics' order.
+constexpr double kPlanBudgetS = 20;    ///< Seconds of plan finalizing per shape (runtime compilation), then no more.
 constexpr int kWarmupRuns = 2;         ///< Untimed runs per candidate (lazy module loading, clocks).
 constexpr int kTimedRuns = 7;          ///< Timed runs per candidate; the median counts.
 
@@ -259,8 +260,8 @@ struct CudnnConv::Impl {
               std::string* error) {
     std::vector<Choice> candidates;
     std::string graph_note, graph_error;
-    auto plans = graph_conv_plans(api, handle, shape, conv_alignment(buffers), kMaxGraphPlans, &graph_note,
-                                  &graph_error);
+    auto plans = graph_conv_plans(api, handle, shape, conv_alignment(buffers), kMaxGraphPlans, kPlanBudgetS,
+                                  &graph_note, &graph_error);
     for (auto& p : plans) {
       Choice c;
       c.workspace = p->workspace_bytes();

@@ -1,6 +1,7 @@
 #include "tuner/cudnn_conv.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -258,7 +259,9 @@ bool GraphConvPlan::execute(cudnnHandle_t handle, const ConvBuffers& b, uint64_t
 
 std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api, cudnnHandle_t handle,
                                                              const ConvShape& shape, int64_t alignment,
-                                                             size_t max_plans, std::string* note, std::string* error) {
+                                                             size_t max_plans, double budget_s, std::string* note,
+                                                             std::string* error) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<GraphConvPlan>> plans;
   if (!api.has_graph()) {
     *error = api.graph_missing.empty() ? "no graph API" : api.graph_missing;
@@ -281,8 +284,14 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
   std::vector<int64_t> seen;
   int refused = 0, unfinalized = 0, duplicates = 0;
   std::string refusal, finalize_failure;
+  bool out_of_time = false;
   for (auto& config : configs) {
     if (plans.size() >= max_plans) break;
+    // Runtime-compiled engines compile at finalize (seconds each): planning stops at the budget.
+    if (!plans.empty() && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget_s) {
+      out_of_time = true;
+      break;
+    }
     int64_t engine = -1;
     std::vector<int> notes;
     std::string why;
@@ -325,6 +334,7 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
   if (duplicates) *note += ", " + std::to_string(duplicates) + " repeated engines";
   if (refused) *note += ", " + std::to_string(refused) + " refused (" + refusal + ")";
   if (unfinalized) *note += ", " + std::to_string(unfinalized) + " not finalized (" + finalize_failure + ")";
+  if (out_of_time) *note += ", planning stopped after " + std::to_string(static_cast<int>(budget_s)) + " s";
   if (plans.empty())
     *error = configs.empty() ? (first_failure.empty() ? "the heuristics proposed no engine config" : first_failure)
                              : "no usable plan: " + *note;

@@ -70,11 +70,13 @@ bool graph_conv_operation(const CudnnApi& api, const ConvShape& shape, int64_t a
 int64_t conv_alignment(const ConvBuffers& b);
 
 /// Up to max_plans finalized plans for `shape`, in the heuristics' order (mode A's configs, then the
-/// fallback configs of engines not seen yet; one per engine), on tensors aligned to `alignment` bytes.
-/// *note gets a one-line account ("14 configs, 2 refused (tensor cores on f32 data), 1 not
-/// finalized"). Empty with *error when no plan could be made.
+/// fallback configs of engines not seen yet; one per engine), on tensors aligned to `alignment` bytes;
+/// no further plan is finalized once budget_s seconds have passed and one plan exists. *note gets a
+/// one-line account ("14 configs, 2 refused (tensor cores (TF32) on f32 data), 1 not finalized (...)").
+/// Empty with *error when no plan could be made.
 std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api, cudnnHandle_t handle,
                                                              const ConvShape& shape, int64_t alignment,
-                                                             size_t max_plans, std::string* note, std::string* error);
+                                                             size_t max_plans, double budget_s, std::string* note,
+                                                             std::string* error);
 
 }  // namespace tuner
