@@ -10,7 +10,8 @@
 // DRAM bandwidth on their compulsory bytes). Without a GPU it runs against a
 // sim device and labels every figure an estimate. Rows naming a template (the
 // sm_90 gemm_tc_wgmma) are skipped on devices that template cannot run on.
-// Writes results/template_bench.json.
+// Writes results/template_bench.json; each row's baseline_detail says what the vendor call ran (cuDNN:
+// the graph engine or legacy algorithm that won, and how; empty for the others).
 //
 //   build/bin/template_bench [--device cuda:0|sim:h100-sxm] [--trials 32] [--strategy xgb] [--out FILE]
 //                            [--filter TEXT]   (only rows whose "op shape dtype template" contains TEXT)

@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
+
+#include "tuner/host_dtype.h"
 
 #if __has_include(<cudnn.h>)
 #include "tuner/cuda_driver.h"
@@ -15,6 +18,29 @@
 #endif
 
 namespace tuner {
+
+double relative_difference(const void* got, const void* want, size_t n, templates::DType d) {
+  constexpr size_t kChunk = size_t{1} << 16;  // decoded a chunk at a time: outputs reach 10^8 elements
+  const size_t size = static_cast<size_t>(templates::dtype_bytes(d));
+  double diff = 0, scale = 0;
+  for (size_t at = 0; at < n; at += kChunk) {
+    const size_t m = std::min(kChunk, n - at);
+    const auto g = decode_elements(static_cast<const char*>(got) + at * size, m, d);
+    const auto w = decode_elements(static_cast<const char*>(want) + at * size, m, d);
+    for (size_t i = 0; i < m; ++i) {
+      if (!std::isfinite(g[i]) || !std::isfinite(w[i])) return std::numeric_limits<double>::infinity();
+      diff = std::max(diff, std::abs(g[i] - w[i]));
+      scale = std::max(scale, std::abs(w[i]));
+    }
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+double cudnn_agreement_tolerance(templates::DType d) {
+  // Two right algorithms differ by their outputs' rounding and their summation order: f16 and bf16 outputs
+  // round at 2^-11 and 2^-8 of their size; f32 ones (FMA only, no TF32) far below 1e-3.
+  return d == templates::DType::kF32 ? 1e-3 : 2e-2;
+}
 
 #ifdef TUNER_HAVE_CUDNN
 
@@ -86,6 +112,7 @@ constexpr size_t kMaxGraphPlans = 16;  ///< Graph plans timed per shape, in the 
 constexpr double kPlanBudgetS = 20;    ///< Seconds of plan finalizing per shape (runtime compilation), then no more.
 constexpr int kWarmupRuns = 2;         ///< Untimed runs per candidate (lazy module loading, clocks).
 constexpr int kTimedRuns = 7;          ///< Timed runs per candidate; the median counts.
+constexpr int kMaxCrossChecks = 4;     ///< Graph winners checked against the legacy output before legacy wins.
 
 cudnnDataType_t cudnn_type(templates::DType d) {
   switch (d) {
@@ -255,7 +282,35 @@ struct CudnnConv::Impl {
               "cudnnConvolutionForward", error);
   }
 
-  /// Times every candidate of the described shape on the caller's buffers and returns the fastest.
+  /// Y's bytes after one run of a candidate, on the host; false with *error on any failure.
+  bool output_of(const ConvShape& s, const Choice& c, const ConvBuffers& b, const ConvWorkspace& workspace,
+                 std::string* out, std::string* error) {
+    const uint64_t ws = c.workspace > 0 ? workspace(c.workspace) : 0;
+    if (c.workspace > 0 && ws == 0) {
+      *error = c.name + ": no workspace of " + std::to_string(c.workspace) + " bytes";
+      return false;
+    }
+    if (!c.graph && !ok(api.cudnnSetConvolutionMathType(conv, c.legacy.mathType), "cudnnSetConvolutionMathType", error))
+      return false;
+    std::string why;
+    if (!run_choice(c, b, ws, c.workspace, &why)) {
+      *error = c.name + ": " + why;
+      return false;
+    }
+    out->assign(output_elements(s) * static_cast<size_t>(templates::dtype_bytes(s.dtype)), '\0');
+    if (CUresult rc = cuda_driver().cuMemcpyDtoH(out->data(), b.y, out->size()); rc != CUDA_SUCCESS) {
+      *error = c.name + ": cuMemcpyDtoH: " + cuda_error_text(rc);
+      return false;
+    }
+    return true;
+  }
+
+  static size_t output_elements(const ConvShape& s) {
+    return static_cast<size_t>(s.n) * static_cast<size_t>(s.p) * static_cast<size_t>(s.q) * static_cast<size_t>(s.k);
+  }
+
+  /// Times every candidate of the described shape on the caller's buffers and returns the fastest (a
+  /// graph plan only when its output agrees with the legacy algorithm's).
   bool choose(const ConvShape& shape, const ConvBuffers& buffers, const ConvWorkspace& workspace, Choice* out,
               std::string* error) {
     std::vector<Choice> candidates;
@@ -282,6 +337,7 @@ struct CudnnConv::Impl {
     }
     int best = -1, timed = 0;
     double best_ms = std::numeric_limits<double>::infinity(), legacy_ms = -1;
+    std::vector<double> times(candidates.size(), -1.0);  ///< Median ms per candidate; -1: did not run.
     std::string failures;
     for (size_t i = 0; i < candidates.size(); ++i) {
       Choice& c = candidates[i];
@@ -299,6 +355,7 @@ struct CudnnConv::Impl {
       }
       if (t == Timed::kOk) {
         ++timed;
+        times[i] = ms;
         if (!c.graph) legacy_ms = ms;
         if (ms < best_ms) {
           best_ms = ms;
@@ -312,12 +369,43 @@ struct CudnnConv::Impl {
       *error = "no cuDNN candidate ran (" + failures + ")";
       return false;
     }
+    // A graph plan wins only when its output agrees with the legacy algorithm's (when that ran): the
+    // baseline is never a wrong answer where the legacy path was right.
+    std::string disagreed;
+    if (candidates[static_cast<size_t>(best)].graph && legacy_ms > 0) {
+      std::vector<std::pair<double, size_t>> order;  // (ms, candidate) of the graph plans that ran
+      for (size_t i = 0; i < candidates.size(); ++i)
+        if (candidates[i].graph && times[i] >= 0) order.emplace_back(times[i], i);
+      std::sort(order.begin(), order.end());
+      const size_t legacy_index = candidates.size() - 1;  // the legacy candidate is last
+      std::string want, got;
+      if (!output_of(shape, candidates[legacy_index], buffers, workspace, &want, error)) return false;
+      best = static_cast<int>(legacy_index);
+      best_ms = legacy_ms;
+      for (size_t j = 0; j < order.size() && j < static_cast<size_t>(kMaxCrossChecks); ++j) {
+        if (order[j].first >= legacy_ms) break;  // legacy is as fast
+        const Choice& c = candidates[order[j].second];
+        std::string why;
+        if (!output_of(shape, c, buffers, workspace, &got, &why)) {
+          if (disagreed.empty()) disagreed = "check of " + why;
+          continue;
+        }
+        const double diff = relative_difference(got.data(), want.data(), output_elements(shape), shape.dtype);
+        if (diff <= cudnn_agreement_tolerance(shape.dtype)) {
+          best = static_cast<int>(order[j].second);
+          best_ms = order[j].first;
+          break;
+        }
+        if (disagreed.empty()) disagreed = c.name + " differs from legacy by " + std::to_string(diff) + " (not taken)";
+      }
+    }
     *out = std::move(candidates[static_cast<size_t>(best)]);
     out->detail = out->name + " (" + format_ms(best_ms) + ", fastest of " + std::to_string(timed) + " timed";
     if (out->graph && legacy_ms > 0) out->detail += "; legacy " + format_ms(legacy_ms);
     if (!legacy_error.empty()) out->detail += "; legacy path: " + legacy_error;
     out->detail += plans.empty() && !graph_error.empty() ? "; graph path: " + graph_error : "; graph: " + graph_note;
     if (!failures.empty()) out->detail += "; first failure: " + failures;
+    if (!disagreed.empty()) out->detail += "; " + disagreed;
     out->detail += ")";
     return true;
   }

@@ -8,8 +8,9 @@
 // and the algorithm the legacy cudnnFindConvolutionForwardAlgorithm picks, each timed on the
 // caller's own buffers (a warm-up, then the median of several runs, CUDA events). Choosing here
 // rather than in the runner keeps the runner's protocol for the one figure it reports and keeps
-// cuDNN's candidates out of it, as cudnnFind does. When the graph path fails anywhere the legacy
-// choice stands and planned_detail() says why. Used inside the measurement worker, on the worker's
+// cuDNN's candidates out of it, as cudnnFind does. A graph plan wins only when its output agrees with
+// the legacy algorithm's; when the graph path fails anywhere the legacy choice stands and
+// planned_detail() says why. Used inside the measurement worker, on the worker's
 // current CUDA context and the default stream.
 #pragma once
 
@@ -68,6 +69,12 @@ class CudnnConv {
 /// baseline for data of type `data`; "" when it may. As PyTorch with TF32 off: never an engine that
 /// down-converts its inputs, never tensor cores (TF32) on f32 data.
 std::string cudnn_engine_refusal(templates::DType data, const std::vector<int>& notes);
+
+/// max |got - want| / max |want| over two outputs of n elements of type d (max |got - want| when want
+/// is all zeros); infinity when either holds a NaN or an infinity.
+double relative_difference(const void* got, const void* want, size_t n, templates::DType d);
+/// The relative_difference within which two cuDNN algorithms' outputs of data type `d` agree.
+double cudnn_agreement_tolerance(templates::DType d);
 
 /// The entry points tuner resolves (legacy and graph API) that libcudnn.so.9 lacks; empty with
 /// *error set when the library itself is not found or tuner was built without cuDNN's headers.

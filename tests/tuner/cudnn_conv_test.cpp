@@ -1,10 +1,16 @@
 // cuDNN's conv baseline on the host (tuner/cudnn_conv.h, tuner/cudnn_conv_graph.h): every entry point
 // tuner resolves is in libcudnn.so.9, a failure to initialise is one line, the engine filter keeps
-// TF32 off f32, and the graph API's operation (which needs no handle) accepts the workload's layouts.
+// TF32 off f32, a graph plan's output agrees with the legacy one within a rounding step and not
+// beyond, and the graph API's operation (which needs no handle) accepts the workload's layouts.
 // Running cuDNN needs a GPU: tests/gpu/template_gpu_test.cpp (GpuVendor).
 #include "tuner/cudnn_conv.h"
 
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
+
+#include "tuner/host_dtype.h"
 
 #if __has_include(<cudnn.h>)
 #include "tuner/cudnn_conv_graph.h"
@@ -32,6 +38,40 @@ TEST(CudnnVendor, LibcudnnHasEveryLegacyAndGraphEntryPoint) {
   std::string names;
   for (const auto& m : missing) names += m + " ";
   EXPECT_TRUE(missing.empty()) << "libcudnn lacks " << names;
+}
+
+TEST(CudnnVendor, OutputsAgreeWithinARoundingStepOfTheDtypeAndNotAtFivePercent) {
+  using templates::DType;
+  const std::vector<float> want = {1.0f, -0.5f, 0.25f, 0.0f};
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) {
+    // One step of the dtype at the largest value: 2^-23 (f32), 2^-10 (f16), 2^-7 (bf16) of it.
+    const float ulp = d == DType::kF32 ? std::ldexp(1.0f, -23) : d == DType::kF16 ? std::ldexp(1.0f, -10) : std::ldexp(1.0f, -7);
+    const std::string w = encode_elements(want, d);
+    const std::string one_step = encode_elements({1.0f + ulp, -0.5f, 0.25f, 0.0f}, d);
+    const std::string five_pct = encode_elements({1.0f, -0.5f, 0.25f, 0.05f}, d);
+    const double step = relative_difference(one_step.data(), w.data(), want.size(), d);
+    EXPECT_NEAR(step, ulp, 1e-9) << templates::to_string(d);  // |(1 + ulp) - 1| / max |want| (1)
+    EXPECT_LE(step, cudnn_agreement_tolerance(d)) << templates::to_string(d);
+    EXPECT_GT(relative_difference(five_pct.data(), w.data(), want.size(), d), cudnn_agreement_tolerance(d))
+        << templates::to_string(d);
+    EXPECT_EQ(relative_difference(w.data(), w.data(), want.size(), d), 0.0) << templates::to_string(d);
+  }
+  // A NaN on either side never agrees; an all-zero reference compares absolute differences.
+  const std::string nan = encode_elements({1.0f, std::numeric_limits<float>::quiet_NaN()}, DType::kF16);
+  const std::string ones = encode_elements({1.0f, 1.0f}, DType::kF16);
+  EXPECT_TRUE(std::isinf(relative_difference(nan.data(), ones.data(), 2, DType::kF16)));
+  EXPECT_TRUE(std::isinf(relative_difference(ones.data(), nan.data(), 2, DType::kF16)));
+  const std::string zeros = encode_elements({0.0f, 0.0f}, DType::kF32);
+  const std::string small = encode_elements({0.0f, 0.5f}, DType::kF32);
+  EXPECT_DOUBLE_EQ(relative_difference(small.data(), zeros.data(), 2, DType::kF32), 0.5);
+}
+
+TEST(CudnnVendor, RelativeDifferenceSpansChunksOfTheOutput) {
+  // 200000 elements: the one wrong element sits past the first 65536-element chunk the comparison decodes.
+  std::vector<float> want(200000, 0.5f), got = want;
+  got[150001] = 0.75f;
+  const std::string w = encode_elements(want, templates::DType::kF32), g = encode_elements(got, templates::DType::kF32);
+  EXPECT_DOUBLE_EQ(relative_difference(g.data(), w.data(), want.size(), templates::DType::kF32), 0.5);  // 0.25 / 0.5
 }
 
 #ifdef TUNER_TEST_HAVE_CUDNN
