@@ -2,7 +2,8 @@
 // libcudnn.so.9, so the tuner starts on machines without cuDNN. The legacy convolution API is
 // required; the graph (backend) API is optional: when libcudnn lacks one of its entry points the
 // conv baseline keeps to the legacy path and says why. Not the conv baseline itself (cudnn_conv.h).
-// Only .cpp files include this header, and only where __has_include(<cudnn.h>): it brings in cudnn.h.
+// Implemented in cudnn_api.cpp (with cudnn_missing_entry_points of cudnn_conv.h). Only .cpp files
+// include this header, and only where __has_include(<cudnn.h>): it brings in cudnn.h.
 #pragma once
 
 #include <string>

@@ -1,7 +1,5 @@
 #include "tuner/cudnn_conv.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,68 +41,6 @@ double cudnn_agreement_tolerance(templates::DType d) {
 }
 
 #ifdef TUNER_HAVE_CUDNN
-
-namespace {
-
-void* open_cudnn() {
-  for (const char* name : {"libcudnn.so.9", "libcudnn.so", TUNER_CUDA_HOME "/lib64/libcudnn.so.9"})
-    if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
-  dlerror();  // clear the failed opens' errors
-  return nullptr;
-}
-
-}  // namespace
-
-CudnnApi::~CudnnApi() {
-  if (lib) dlclose(lib);
-}
-
-bool CudnnApi::load(std::string* error) {
-  lib = open_cudnn();
-  if (!lib) {
-    *error = "cuDNN (libcudnn.so.9) not found";
-    return false;
-  }
-#define TUNER_RESOLVE(fn)                                              \
-  fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));             \
-  if (!fn) {                                                           \
-    dlerror();                                                         \
-    *error = std::string("cuDNN lacks ") + #fn;                        \
-    return false;                                                      \
-  }
-  TUNER_CUDNN_LEGACY_FUNCTIONS(TUNER_RESOLVE)
-#undef TUNER_RESOLVE
-#define TUNER_RESOLVE_OPTIONAL(fn)                                     \
-  fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, #fn));             \
-  if (!fn && graph_missing.empty()) graph_missing = std::string("cuDNN lacks ") + #fn;
-  TUNER_CUDNN_GRAPH_FUNCTIONS(TUNER_RESOLVE_OPTIONAL)
-#undef TUNER_RESOLVE_OPTIONAL
-  dlerror();  // a missing optional entry point leaves nothing behind
-  return true;
-}
-
-bool CudnnApi::ok(cudnnStatus_t st, const char* call, std::string* error) const {
-  if (st == CUDNN_STATUS_SUCCESS) return true;
-  *error = std::string(call) + " failed: " + (cudnnGetErrorString ? cudnnGetErrorString(st) : std::to_string(st));
-  return false;
-}
-
-std::vector<std::string> cudnn_missing_entry_points(std::string* error) {
-  void* lib = open_cudnn();
-  if (!lib) {
-    *error = "cuDNN (libcudnn.so.9) not found";
-    return {};
-  }
-  std::vector<std::string> missing;
-#define TUNER_CHECK(fn) \
-  if (!dlsym(lib, #fn)) missing.push_back(#fn);
-  TUNER_CUDNN_LEGACY_FUNCTIONS(TUNER_CHECK)
-  TUNER_CUDNN_GRAPH_FUNCTIONS(TUNER_CHECK)
-#undef TUNER_CHECK
-  dlerror();
-  dlclose(lib);
-  return missing;
-}
 
 namespace {
 
@@ -256,7 +192,10 @@ struct CudnnConv::Impl {
   bool legacy_find(templates::DType dtype, cudnnConvolutionFwdAlgoPerf_t* best, std::string* error) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    if (!ok(api.cudnnFindConvolutionForwardAlgorithm(handle, x, f, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+    // The dtype's math type, not whatever an earlier choice for this shape left on the descriptor.
+    if (!ok(api.cudnnSetConvolutionMathType(conv, dtype == templates::DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+            "cudnnSetConvolutionMathType", error) ||
+        !ok(api.cudnnFindConvolutionForwardAlgorithm(handle, x, f, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                      &returned, perf),
             "cudnnFindConvolutionForwardAlgorithm", error))
       return false;
@@ -468,11 +407,6 @@ const std::string& CudnnConv::planned_detail() const {
 }
 
 #else  // built without cuDNN's headers: the baseline reports that it is missing
-
-std::vector<std::string> cudnn_missing_entry_points(std::string* error) {
-  *error = "tuner was built without cuDNN's headers";
-  return {};
-}
 
 struct CudnnConv::Impl {
   const std::string no_plan;
