@@ -10,7 +10,8 @@
 // DRAM bandwidth on their compulsory bytes). Without a GPU it runs against a
 // sim device and labels every figure an estimate. Rows naming a template (the
 // sm_90 gemm_tc_wgmma) are skipped on devices that template cannot run on.
-// Writes results/template_bench.json.
+// Writes results/template_bench.json; each row's baseline_detail says what the vendor call ran (cuDNN:
+// the graph engine or legacy algorithm that won, and how; empty for the others).
 //
 //   build/bin/template_bench [--device cuda:0|sim:h100-sxm] [--trials 32] [--strategy xgb] [--out FILE]
 //                            [--filter TEXT]   (only rows whose "op shape dtype template" contains TEXT)
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
     // cuBLAS (GEMMs), cuDNN (conv2d) or the device copy (memory-bound ops) on a GPU only (a sim device has
     // no vendor model).
     double vendor_pct = -1, baseline_ms = -1;
+    std::string baseline_detail;  // what the vendor call ran ("cudnn graph engine 12 (...)"), when it says
     const std::string vendor = memory_bound(bw.op) ? kDeviceCopyBaseline : vendor_baseline_for(o.workload);
     if (!device.simulated && !vendor.empty() && (ms > 0 || baseline_only)) {
       auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
@@ -180,6 +182,7 @@ int main(int argc, char** argv) {
       auto cub = worker.measure(req, 120);
       if (cub.status == "ok") {
         baseline_ms = cub.time_ms;
+        baseline_detail = cub.detail;
         vendor_pct = 100.0 * cub.time_ms / ms;
       }
     }
@@ -189,22 +192,25 @@ int main(int argc, char** argv) {
                   (vendor.empty() ? std::string("no baseline") : vendor).c_str(), bms,
                   bms > 0 ? k.flops / (bms * 1e-3) / 1e12 : 0.0, bms > 0 ? k.bytes / (bms * 1e-3) / 1e9 : 0.0,
                   device.simulated ? "(sim)" : "baseline");
+      if (!baseline_detail.empty()) std::printf("      %s\n", baseline_detail.c_str());
       std::fflush(stdout);
       rows.push_back({{"op", bw.op}, {"shape", bw.shape}, {"dtype", bw.dtype}, {"group", bw.group},
                       {"baseline", vendor}, {"baseline_ms", bms > 0 ? nlohmann::json(bms) : nlohmann::json(nullptr)},
                       {"baseline_tflops", bms > 0 ? nlohmann::json(k.flops / (bms * 1e-3) / 1e12) : nlohmann::json(nullptr)},
-                      {"baseline_gbps", bms > 0 ? nlohmann::json(k.bytes / (bms * 1e-3) / 1e9) : nlohmann::json(nullptr)}});
+                      {"baseline_gbps", bms > 0 ? nlohmann::json(k.bytes / (bms * 1e-3) / 1e9) : nlohmann::json(nullptr)},
+                      {"baseline_detail", baseline_detail}});
       continue;
     }
     char pct[32] = "-";
     if (vendor_pct >= 0) std::snprintf(pct, sizeof pct, "%.1f%%", vendor_pct);
     std::printf("  %-12s %-48s %-5s %-22s %10.4f %9.1f %9.0f %10s %9.1f%%%s\n", bw.op, bw.shape, bw.dtype,
                 tmpl.name().c_str(), ms, tflops, gbps, pct, roofline, memory_bound(bw.op) ? " of DRAM BW" : "");
+    if (!baseline_detail.empty()) std::printf("      vendor: %s\n", baseline_detail.c_str());
     std::fflush(stdout);
     rows.push_back({{"op", bw.op}, {"shape", bw.shape}, {"dtype", bw.dtype}, {"group", bw.group},
                     {"template", tmpl.name()}, {"best_ms", ms}, {"tflops", tflops}, {"gbps", gbps},
                     {"pct_of_vendor", vendor_pct >= 0 ? nlohmann::json(vendor_pct) : nlohmann::json(nullptr)},
-                    {"baseline", vendor},
+                    {"baseline", vendor}, {"baseline_detail", baseline_detail},
                     {"baseline_gbps", baseline_ms > 0 ? nlohmann::json(k.bytes / (baseline_ms * 1e-3) / 1e9)
                                                       : nlohmann::json(nullptr)},
                     {"pct_of_roofline", roofline}, {"memory_bound", memory_bound(bw.op)},

@@ -394,13 +394,26 @@ struct CudaRunner::Impl {
       if (!cudnn) throw CudaFailure(err, "unknown", false);
       const auto& a = r.scalar_args;
       const ConvShape shape{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], r.buffers[0].dtype};
+      // The first time per shape, plan() times cuDNN's candidates on these buffers (Y is written; the
+      // checked run poisons it again) with workspace grown on demand.
+      const ConvBuffers bufs{ptrs[0], ptrs[1], ptrs[2]};
+      const ConvWorkspace grow = [this](size_t bytes) -> uint64_t {
+        try {
+          if (bytes > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(bytes);
+          return cudnn_workspace.get();
+        } catch (const CudaFailure&) {  // out of memory: that candidate is skipped
+          return 0;
+        }
+      };
       size_t need = 0;
-      if (!cudnn->plan(shape, &need, &err)) throw CudaFailure(err, "launch_error", false);
+      if (!cudnn->plan(shape, bufs, grow, &need, &err)) {
+        check(driver().cuCtxSynchronize(), "cuCtxSynchronize (cudnn plan)");  // a faulted candidate: context lost
+        throw CudaFailure(err, "launch_error", false);
+      }
       if (need > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(need);
-      return [this, &ptrs] {  // only the forward call: planning happened once, above
+      return [this, bufs] {  // only the forward call: planning happened once, above
         std::string e;
-        if (!cudnn->run(ptrs[0], ptrs[1], ptrs[2], cudnn_workspace.get(), cudnn_workspace.bytes(), &e))
-          throw CudaFailure(e, "launch_error", false);
+        if (!cudnn->run(bufs, cudnn_workspace.get(), cudnn_workspace.bytes(), &e)) throw CudaFailure(e, "launch_error", false);
       };
     }
     if (r.vendor == "cublas_sgemm") {
@@ -516,6 +529,7 @@ struct CudaRunner::Impl {
     for (auto& b : st.buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
     const std::function<void()> launch_once = launcher(r, fn, ptrs, scalars);
+    if (r.vendor == "cudnn_conv") res.detail = cudnn->planned_detail();
     res.phases.module_load_s += seconds_since(t0);
     // From here on only the config runs: the client's timeout for it starts now.
     if (on_ready) on_ready();

@@ -147,6 +147,7 @@ nlohmann::json to_json(const MeasureResult& r) {
                       {"spread_ms", r.spread_ms}, {"repeats", r.repeats},     {"max_error", r.max_error},
                       {"estimate", r.estimate}, {"context_lost", r.context_lost}, {"phases", to_json(r.phases)}};
   if (r.infrastructure_failure) j["infrastructure_failure"] = true;  // a remote rank's machinery failed
+  if (!r.detail.empty()) j["detail"] = r.detail;
   return j;
 }
 
@@ -161,6 +162,7 @@ MeasureResult measure_result_from_json(const nlohmann::json& j) {
   r.estimate = j.at("estimate").get<bool>();
   r.context_lost = j.at("context_lost").get<bool>();
   r.infrastructure_failure = j.value("infrastructure_failure", false);
+  r.detail = j.value("detail", std::string());
   if (j.contains("phases")) r.phases = measure_phases_from_json(j.at("phases"));
   return r;
 }

@@ -228,6 +228,23 @@ TEST_F(GpuVendor, CublasGemmExAndCudnnMatchTheReference) {
   }
 }
 
+TEST_F(GpuVendor, CudnnChoiceOnTheResNetShapesMatchesTheReferenceAndSaysWhatRan) {
+  // The four ResNet-50 convolutions template_bench sets beside cuDNN (docs/gpu-runs/2026-11-25-h100).
+  // plan() times up to 16 graph-API plans and the legacy Find's algorithm; whichever won must pass the
+  // worker's checked run against the reference, and the graph path must have made plans on this GPU.
+  for (const GpuCase& g : {GpuCase{"conv2d", "N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3", "f16"},
+                           GpuCase{"conv2d", "N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1", "f16"},
+                           GpuCase{"conv2d", "N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1", "f16"},
+                           GpuCase{"conv2d", "N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0", "f32"}}) {
+    const auto res = measure_baseline(g, "cudnn_conv");
+    EXPECT_EQ(res.status, "ok") << g.shape << " " << g.dtype << ": " << res.message << " [" << res.detail << "]";
+    EXPECT_GT(res.time_ms, 0) << g.shape;
+    EXPECT_EQ(res.detail.rfind("cudnn ", 0), 0u) << g.shape << ": " << res.detail;
+    EXPECT_EQ(res.detail.find("graph path:"), std::string::npos) << g.shape << ": " << res.detail;
+    std::printf("  %s %s: %.4f ms, %s\n", g.shape, g.dtype, res.time_ms, res.detail.c_str());
+  }
+}
+
 TEST_F(GpuVendor, DeviceCopyBaselineTimesTheRowOpsBytes) {
   // The yardstick of softmax and layernorm (template_bench's "% vendor" on their rows): X copied into Y.
   for (const GpuCase& g : {GpuCase{"softmax", "rows=4096,cols=4096", "f16"}, GpuCase{"layernorm", "rows=64,cols=32768", "f16"}}) {

@@ -144,6 +144,16 @@ TEST(MeasureProtocol, ResultPhasesAndTheStoppingSettingsRoundTrip) {
   EXPECT_DOUBLE_EQ(rb.settings.max_time_ms, 42);
 }
 
+TEST(MeasureProtocol, AVendorDetailCrossesThePipeAndAKernelResultCarriesNone) {
+  MeasureResult r;
+  r.detail = "cudnn graph engine 12 (0.0295 ms, fastest of 9 timed)";
+  EXPECT_EQ(measure_result_from_json(nlohmann::json::parse(to_json(r).dump())).detail, r.detail);
+  // A kernel's result has no detail: nothing is written, and an older worker's reply still parses.
+  const auto plain = to_json(MeasureResult{});
+  EXPECT_FALSE(plain.contains("detail"));
+  EXPECT_EQ(measure_result_from_json(plain).detail, "");
+}
+
 TEST(WorkerClient, AMissingExecutableIsAnErrorNotACrash) {
   WorkerClient w("/nonexistent/tuner");
   auto r = w.measure(sim_request(), 5);
