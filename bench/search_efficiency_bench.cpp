@@ -34,6 +34,7 @@
 //   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
 //                                     [--replay-only 1] [--compile-cache DIR] [--heldout SEEDS]
+//                                     [--replay-transfer 1 [--replay-history N]]
 //
 // --compile-cache: where the prior's NVRTC compiles are cached (default: a new folder under the temp
 // directory, so the reported compile time is that of cold compiles).
@@ -42,6 +43,12 @@
 // outside the development set above (other
 // GEMM shapes, batched GEMM, conv2d, softmax and layernorm, on both sim GPUs); for N = 64 and 192, per
 // workload and seed, whether xgb's best after N trials is at least as fast as random's after 3N.
+//
+// --replay-transfer 1 runs only the transfer experiment on real data: for every pair of recordings of the
+// same template at another shape or GPU (tuner/replay_transfer.h), the strategies of --strategies (default
+// xgb,xgb-recorded) search the target cold, and warm with --replay-history records of the source (default
+// 0: all of them; a random draw per seed) fed to the model first; it reports the median trials to 95% of
+// the target's real best, cold and warm.
 //
 // Prints tables and writes results/search_efficiency.json.
 #include <algorithm>
@@ -71,6 +78,7 @@
 #include "tuner/compiled_resources.h"
 #include "tuner/nvrtc_builder.h"
 #include "tuner/replay_oracle.h"
+#include "tuner/replay_transfer.h"
 #include "tuner/strategy_factory.h"
 
 using namespace tuner;
@@ -227,6 +235,9 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
       else if (key == "pfirst") options.annealing.prior_first_batch = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "half_life") options.annealing.transfer_half_life = std::atof(value.c_str());
       else if (key == "hedge") options.annealing.transfer_only_epsilon = std::atof(value.c_str());
+      else if (key == "ppool") options.annealing.prior_diversity_pool = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "dpool") options.annealing.diversity_pool = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "div") options.annealing.diversity = std::atof(value.c_str());
       else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
       start = end + 1;
     }
@@ -290,6 +301,76 @@ void report_compiles(const CompiledResources& compiled, const RecordedSpace& rec
               differ, rec.version_matches ? "" : " (the recording's template version is not today's)");
 }
 
+/// The resources a recording stores, as the prior's source (what a session on a replay device uses).
+ResourcesOf recorded_resources_of(const RecordedSpace& rec) {
+  return [&rec](const std::vector<search::Config>& cs) {
+    std::vector<std::optional<costmodel::KernelResources>> out;
+    for (const auto& c : cs) {
+      const uint64_t idx = *rec.space.index_of(c);
+      const auto it = std::find_if(rec.configs.begin(), rec.configs.end(),
+                                   [idx](const RecordedConfig& r) { return r.index == idx; });
+      out.push_back(it == rec.configs.end() ? std::nullopt
+                                            : std::optional<costmodel::KernelResources>(it->resources));
+    }
+    return out;
+  };
+}
+
+/// Transfer on real data: for every ordered pair of recordings where one can feed the other (same op,
+/// dtype and template, another shape or GPU: tuner/replay_transfer.h), each variant searches the target
+/// cold, and warm with `history` records of the source (0: all of them, drawn anew per seed) fed to its
+/// model first, as a session's transfer stage feeds the database's records. Prints a table, returns its JSON.
+nlohmann::json run_replay_transfer(const std::string& dir, int seeds, const std::vector<size_t>& batches,
+                                   int64_t max_trials, const std::vector<std::string>& variants, size_t history) {
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<RecordedSpace> recs;
+  for (const auto& f : replay_files(dir)) {
+    try {
+      recs.push_back(load_recorded_space(f));
+    } catch (const std::exception& e) {
+      std::printf("  skipped: %s\n", e.what());
+    }
+  }
+  std::printf("\nTransfer between replay recordings in %s: trials to 95%% of the target's real best, cold and "
+              "warm\n(with %s records of the source fed to the model first; median over %d seeds)\n",
+              dir.c_str(), history == 0 ? "all" : std::to_string(history).c_str(), seeds);
+  std::printf("%-44s %-44s %5s %-14s %7s %7s %6s\n", "target", "source", "batch", "variant", "cold", "warm", "cut");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const RecordedSpace& to : recs)
+    for (const RecordedSpace& from : recs) {
+      if (&to == &from || !transferable(from, to)) continue;
+      const ReplayOracle real = replay_oracle(to, false);
+      ResourceSources sources;
+      sources.recorded = recorded_resources_of(to);
+      const int64_t cap = std::min<int64_t>(max_trials, static_cast<int64_t>(to.space.size()));
+      for (size_t batch : batches)
+        for (const auto& name : variants) {
+          std::vector<double> cold, warm;
+          for (int seed = 1; seed <= seeds; ++seed) {
+            auto c = make_variant(name, to.space, static_cast<uint64_t>(seed), *to.tmpl, to.workload, to.gpu, sources);
+            cold.push_back(static_cast<double>(trials_to_95(*c, real, cap, batch)));
+            auto w = make_variant(name, to.space, static_cast<uint64_t>(seed), *to.tmpl, to.workload, to.gpu, sources);
+            if (!w->transfer_learner()) throw std::invalid_argument("variant '" + name + "' learns nothing from transfer");
+            feed_transfer(*w->transfer_learner(), transfer_rows(from, history, static_cast<uint64_t>(seed)));
+            w->observe({}, {});
+            warm.push_back(static_cast<double>(trials_to_95(*w, real, cap, batch)));
+          }
+          const double cut = 1.0 - median(warm) / median(cold);
+          const auto brief = [](const RecordedSpace& r) {
+            return r.workload.shape_string() + " " + r.gpu.key + " " + r.tmpl->name();
+          };
+          std::printf("%-44s %-44s %5zu %-14s %7.1f %7.1f %5.0f%%\n", brief(to).c_str(), brief(from).c_str(), batch,
+                      name.c_str(), median(cold), median(warm), 100 * cut);
+          std::fflush(stdout);
+          out.push_back({{"target", to.label()}, {"source", from.label()}, {"batch", batch}, {"variant", name},
+                         {"history", history}, {"cold", cold}, {"warm", warm}, {"median_cold", median(cold)},
+                         {"median_warm", median(warm)}, {"cut", cut}});
+        }
+    }
+  std::printf("  (%.1f s)\n", seconds_since(t0));
+  return out;
+}
+
 /// The replay section: every recording in `dir` as an oracle (real times, and the sim's estimates of the
 /// same configs), each strategy over `seeds` seeds and each batch size. Prints a table, returns its JSON.
 nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<size_t>& batches, int64_t max_trials,
@@ -324,17 +405,7 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
     CompiledResources compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool);
     ResourceSources sources;
     sources.compiled = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
-    sources.recorded = [&rec](const std::vector<search::Config>& cs) {
-      std::vector<std::optional<costmodel::KernelResources>> out;
-      for (const auto& c : cs) {
-        const uint64_t idx = *rec.space.index_of(c);
-        const auto it = std::find_if(rec.configs.begin(), rec.configs.end(),
-                                     [idx](const RecordedConfig& r) { return r.index == idx; });
-        out.push_back(it == rec.configs.end() ? std::nullopt
-                                              : std::optional<costmodel::KernelResources>(it->resources));
-      }
-      return out;
-    };
+    sources.recorded = recorded_resources_of(rec);
     bool first = true;
     for (size_t batch : batches)
       for (const ReplayOracle* o : {&real, &sim}) {
@@ -493,6 +564,8 @@ int main(int argc, char** argv) {
   int replay_seeds = 20;
   std::vector<size_t> replay_batches = {64, 8};
   bool replay_only = false;
+  bool replay_transfer = false;  // --replay-transfer 1: only the transfer experiment between replay recordings
+  size_t replay_history = 0;     // --replay-history: the source's records fed per seed (0: all)
   int heldout_seeds = 0;
   std::string strategy_list;  // replay strategies, comma separated; default xgb,xgb-prior,bo,ga,random
   std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb5,bo,ga,random (xgb and random needed)
@@ -512,6 +585,8 @@ int main(int argc, char** argv) {
     else if (a == "--compile-cache") compile_cache = argv[i + 1];
     else if (a == "--replay-seeds") replay_seeds = std::atoi(argv[i + 1]);
     else if (a == "--replay-only") replay_only = std::string(argv[i + 1]) == "1";
+    else if (a == "--replay-transfer") replay_transfer = std::string(argv[i + 1]) == "1";
+    else if (a == "--replay-history") replay_history = static_cast<size_t>(std::atoll(argv[i + 1]));
     else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
     else if (a == "--strategies") strategy_list = argv[i + 1];
     else if (a == "--devices") device_list = argv[i + 1];
@@ -531,7 +606,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --compile-cache, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -575,6 +650,16 @@ int main(int argc, char** argv) {
     write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
                    {"heldout_variant", transfer_variant},
                    {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant)}},
+                  out_path);
+    return 0;
+  }
+  if (replay_transfer) {
+    const std::vector<std::string> variants =
+        strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb-recorded"} : split(strategy_list);
+    write_results({{"replay_seeds", replay_seeds},
+                   {"replay_history", replay_history},
+                   {"replay_transfer", run_replay_transfer(replay_dir, replay_seeds, replay_batches, max_trials,
+                                                           variants, replay_history)}},
                   out_path);
     return 0;
   }

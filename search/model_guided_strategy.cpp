@@ -259,7 +259,7 @@ std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
     order = ranking();
   }
   std::vector<uint64_t> ranked;
-  for (size_t i = 0; i < order.size() && ranked.size() < want * std::max<size_t>(1, params_.diversity_pool); ++i)
+  for (size_t i = 0; i < order.size() && ranked.size() < want * std::max<size_t>(1, params_.prior_diversity_pool); ++i)
     ranked.push_back(pool[order[i]]);
   std::vector<Config> out;
   for (uint64_t idx : diverse_pick(ranked, want))

@@ -61,6 +61,8 @@ struct AnnealingParams {
                                   ///< the tuner's refiner) before the first batch is picked; 0: none.
   size_t prior_first_batch = 8;   ///< With a prior: the most configs of the first proposal (its top picks; the
                                   ///< model steers from the next one); 0: first_batch's cap.
+  size_t prior_diversity_pool = 2;  ///< With a prior: its first batch is picked for diversity among the prior's
+                                    ///< best this many times the batch.
 };
 
 class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner {
