@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -257,8 +258,14 @@ struct CudnnConv::Impl {
               std::string* error) {
     std::vector<Choice> candidates;
     std::string graph_note, graph_error;
-    auto plans = graph_conv_plans(api, GraphTarget{handle, nullptr}, shape, conv_alignment(buffers), kMaxGraphPlans,
-                                  kPlanBudgetS, &graph_note, &graph_error);
+    std::vector<std::unique_ptr<GraphConvPlan>> plans;
+    // TUNER_CUDNN_GRAPH=0 keeps to the legacy algorithm (a graph engine that faults would otherwise take
+    // the shape's baseline down with the context on every try).
+    if (const char* env = std::getenv("TUNER_CUDNN_GRAPH"); env && std::string(env) == "0")
+      graph_error = "off (TUNER_CUDNN_GRAPH=0)";
+    else
+      plans = graph_conv_plans(api, GraphTarget{handle, nullptr}, shape, conv_alignment(buffers), kMaxGraphPlans,
+                               kPlanBudgetS, &graph_note, &graph_error);
     for (auto& p : plans) {
       Choice c;
       c.workspace = p->workspace_bytes();

@@ -10,8 +10,8 @@
 // rather than in the runner keeps the runner's protocol for the one figure it reports and keeps
 // cuDNN's candidates out of it, as cudnnFind does. A graph plan wins only when its output agrees with
 // the legacy algorithm's; when the graph path fails anywhere the legacy choice stands and
-// planned_detail() says why. Used inside the measurement worker, on the worker's
-// current CUDA context and the default stream.
+// planned_detail() says why; TUNER_CUDNN_GRAPH=0 in the environment keeps to the legacy path. Used
+// inside the measurement worker, on the worker's current CUDA context and the default stream.
 #pragma once
 
 #include <cstdint>
