@@ -126,6 +126,9 @@ TEST(CudnnVendor, GraphOperationTakesNhwcLayoutsAndRefusesAWrongOutputSize) {
     error.clear();
     EXPECT_FALSE(graph_conv_operation(api, wrong, 16, &w, &error)) << s.h << "x" << s.w << " C=" << s.c;
     EXPECT_NE(error.find("cudnnBackendFinalize(convolution forward) failed"), std::string::npos) << error;
+    // cuDNN's own reason follows the status, on the same line.
+    EXPECT_NE(error.find(") failed: CUDNN_STATUS_BAD_PARAM ("), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
 }
 
