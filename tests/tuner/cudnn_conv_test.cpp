@@ -170,6 +170,10 @@ TEST(CudnnVendor, GraphPlansForAnH100FinalizeWithoutAGpuOnePerTagWithinTheEngine
       {32, 56, 56, 64, 64, 3, 3, 1, 1, 1, 56, 56, DType::kF16},
       {32, 56, 56, 128, 128, 3, 3, 2, 1, 1, 28, 28, DType::kF16},
       {32, 28, 28, 512, 128, 1, 1, 1, 0, 1, 28, 28, DType::kF32},
+      // GpuVendor's small cases (dilated; C=6 rows of 24 bytes), and bf16.
+      {2, 15, 13, 16, 24, 3, 3, 2, 1, 2, 7, 6, DType::kF16},
+      {2, 15, 13, 6, 20, 3, 3, 1, 1, 1, 15, 13, DType::kF32},
+      {2, 15, 13, 16, 24, 3, 3, 2, 1, 2, 7, 6, DType::kBF16},
   };
   for (const ConvShape& s : shapes) {
     const std::string what = std::to_string(s.h) + "x" + std::to_string(s.w) + " C=" + std::to_string(s.c) + " " +
