@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     // cuBLAS (GEMMs), cuDNN (conv2d) or the device copy (memory-bound ops) on a GPU only (a sim device has
     // no vendor model).
     double vendor_pct = -1, baseline_ms = -1;
-    std::string baseline_detail;  // what the vendor call ran ("cudnn graph engine 12 (...)"), when it says
+    std::string baseline_detail;  // what the vendor call ran ("cudnn graph eng62_k2=5 (...)"), when it says
     const std::string vendor = memory_bound(bw.op) ? kDeviceCopyBaseline : vendor_baseline_for(o.workload);
     if (!device.simulated && !vendor.empty() && (ms > 0 || baseline_only)) {
       auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});

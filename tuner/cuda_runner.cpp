@@ -407,7 +407,8 @@ struct CudaRunner::Impl {
       };
       size_t need = 0;
       if (!cudnn->plan(shape, bufs, grow, &need, &err)) {
-        check(driver().cuCtxSynchronize(), "cuCtxSynchronize (cudnn plan)");  // a faulted candidate: context lost
+        // A faulted candidate: the context is lost, and err names the candidate.
+        check(driver().cuCtxSynchronize(), ("cuCtxSynchronize after cudnn plan (" + err + ")").c_str());
         throw CudaFailure(err, "launch_error", false);
       }
       if (need > cudnn_workspace.bytes()) cudnn_workspace = DeviceBuffer(need);

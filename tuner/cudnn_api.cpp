@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ bool CudnnApi::load(std::string* error) {
   if (!fn && graph_missing.empty()) graph_missing = std::string("cuDNN lacks ") + #fn;
   TUNER_CUDNN_GRAPH_FUNCTIONS(TUNER_RESOLVE_OPTIONAL)
 #undef TUNER_RESOLVE_OPTIONAL
+  cudnnGetLastErrorString = reinterpret_cast<decltype(&::cudnnGetLastErrorString)>(dlsym(lib, "cudnnGetLastErrorString"));
   dlerror();  // a missing optional entry point leaves nothing behind
   return true;
 }
@@ -56,6 +58,13 @@ bool CudnnApi::load(std::string* error) {
 bool CudnnApi::ok(cudnnStatus_t st, const char* call, std::string* error) const {
   if (st == CUDNN_STATUS_SUCCESS) return true;
   *error = std::string(call) + " failed: " + (cudnnGetErrorString ? cudnnGetErrorString(st) : std::to_string(st));
+  if (cudnnGetLastErrorString) {  // which check failed ("_nbDims < 1"): what a status alone never says
+    char reason[512] = "";
+    cudnnGetLastErrorString(reason, sizeof reason);
+    std::string r(reason);
+    std::replace(r.begin(), r.end(), '\n', ' ');
+    if (!r.empty()) *error += " (" + r + ")";
+  }
   return false;
 }
 

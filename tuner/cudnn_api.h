@@ -30,6 +30,8 @@ struct CudnnApi {
   TUNER_CUDNN_LEGACY_FUNCTIONS(TUNER_DECLARE)
   TUNER_CUDNN_GRAPH_FUNCTIONS(TUNER_DECLARE)
 #undef TUNER_DECLARE
+  /// cuDNN's reason for its last failure on this thread (read once, then cleared); optional.
+  decltype(&::cudnnGetLastErrorString) cudnnGetLastErrorString = nullptr;
   void* lib = nullptr;
   std::string graph_missing;  ///< "cuDNN lacks cudnnBackendExecute" when the graph API is unusable; else empty.
 
@@ -42,7 +44,7 @@ struct CudnnApi {
   /// lacks X") when the library or a legacy entry point is missing; a missing graph entry point only
   /// sets graph_missing.
   bool load(std::string* error);
-  /// True, or false with *error = "<call> failed: <cuDNN's message>".
+  /// True, or false with *error = "<call> failed: <status> (<cuDNN's reason, when it gives one>)", one line.
   bool ok(cudnnStatus_t st, const char* call, std::string* error) const;
   bool has_graph() const { return graph_missing.empty() && cudnnBackendExecute != nullptr; }
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -128,7 +129,7 @@ struct CudnnConv::Impl {
     std::unique_ptr<GraphConvPlan> graph;
     cudnnConvolutionFwdAlgoPerf_t legacy{};
     size_t workspace = 0;  ///< Bytes.
-    std::string name;      ///< "cudnn graph engine 12", "cudnn legacy algo 1".
+    std::string name;      ///< "cudnn graph eng12_k2=1", "cudnn legacy algo 1".
     std::string detail;    ///< The name and how it was chosen.
   };
 
@@ -221,9 +222,11 @@ struct CudnnConv::Impl {
               "cudnnConvolutionForward", error);
   }
 
-  /// Y's bytes after one run of a candidate, on the host; false with *error on any failure.
+  /// Y's bytes after one run of a candidate, on the host; false with *error on any failure, and
+  /// *cuda_failed set when the driver reported it (the context may be unusable: choosing stops).
   bool output_of(const ConvShape& s, const Choice& c, const ConvBuffers& b, const ConvWorkspace& workspace,
-                 std::string* out, std::string* error) {
+                 std::string* out, std::string* error, bool* cuda_failed) {
+    *cuda_failed = false;
     const uint64_t ws = c.workspace > 0 ? workspace(c.workspace) : 0;
     if (c.workspace > 0 && ws == 0) {
       *error = c.name + ": no workspace of " + std::to_string(c.workspace) + " bytes";
@@ -239,6 +242,7 @@ struct CudnnConv::Impl {
     out->assign(output_elements(s) * static_cast<size_t>(templates::dtype_bytes(s.dtype)), '\0');
     if (CUresult rc = cuda_driver().cuMemcpyDtoH(out->data(), b.y, out->size()); rc != CUDA_SUCCESS) {
       *error = c.name + ": cuMemcpyDtoH: " + cuda_error_text(rc);
+      *cuda_failed = true;
       return false;
     }
     return true;
@@ -254,12 +258,18 @@ struct CudnnConv::Impl {
               std::string* error) {
     std::vector<Choice> candidates;
     std::string graph_note, graph_error;
-    auto plans = graph_conv_plans(api, handle, shape, conv_alignment(buffers), kMaxGraphPlans, kPlanBudgetS,
-                                  &graph_note, &graph_error);
+    std::vector<std::unique_ptr<GraphConvPlan>> plans;
+    // TUNER_CUDNN_GRAPH=0 keeps to the legacy algorithm (a graph engine that faults would otherwise take
+    // the shape's baseline down with the context on every try).
+    if (const char* env = std::getenv("TUNER_CUDNN_GRAPH"); env && std::string(env) == "0")
+      graph_error = "off (TUNER_CUDNN_GRAPH=0)";
+    else
+      plans = graph_conv_plans(api, GraphTarget{handle, nullptr}, shape, conv_alignment(buffers), kMaxGraphPlans,
+                               kPlanBudgetS, &graph_note, &graph_error);
     for (auto& p : plans) {
       Choice c;
       c.workspace = p->workspace_bytes();
-      c.name = "cudnn graph engine " + std::to_string(p->engine());
+      c.name = "cudnn graph " + p->tag();
       c.graph = std::move(p);
       candidates.push_back(std::move(c));
     }
@@ -311,21 +321,26 @@ struct CudnnConv::Impl {
     // A graph plan wins only when its output agrees with the legacy algorithm's (when that ran): the
     // baseline is never a wrong answer where the legacy path was right.
     std::string disagreed;
-    if (candidates[static_cast<size_t>(best)].graph && legacy_ms > 0) {
+    if (candidates[static_cast<size_t>(best)].graph && legacy_ms >= 0) {
       std::vector<std::pair<double, size_t>> order;  // (ms, candidate) of the graph plans that ran
       for (size_t i = 0; i < candidates.size(); ++i)
         if (candidates[i].graph && times[i] >= 0) order.emplace_back(times[i], i);
       std::sort(order.begin(), order.end());
       const size_t legacy_index = candidates.size() - 1;  // the legacy candidate is last
       std::string want, got;
-      if (!output_of(shape, candidates[legacy_index], buffers, workspace, &want, error)) return false;
+      bool cuda_failed = false;
+      if (!output_of(shape, candidates[legacy_index], buffers, workspace, &want, error, &cuda_failed)) return false;
       best = static_cast<int>(legacy_index);
       best_ms = legacy_ms;
       for (size_t j = 0; j < order.size() && j < static_cast<size_t>(kMaxCrossChecks); ++j) {
         if (order[j].first >= legacy_ms) break;  // legacy is as fast
         const Choice& c = candidates[order[j].second];
         std::string why;
-        if (!output_of(shape, c, buffers, workspace, &got, &why)) {
+        if (!output_of(shape, c, buffers, workspace, &got, &why, &cuda_failed)) {
+          if (cuda_failed) {  // the run faulted: the runner finds the context's state and reports it
+            *error = why;
+            return false;
+          }
           if (disagreed.empty()) disagreed = "check of " + why;
           continue;
         }
@@ -340,7 +355,7 @@ struct CudnnConv::Impl {
     }
     *out = std::move(candidates[static_cast<size_t>(best)]);
     out->detail = out->name + " (" + format_ms(best_ms) + ", fastest of " + std::to_string(timed) + " timed";
-    if (out->graph && legacy_ms > 0) out->detail += "; legacy " + format_ms(legacy_ms);
+    if (out->graph && legacy_ms >= 0) out->detail += "; legacy " + format_ms(legacy_ms);
     if (!legacy_error.empty()) out->detail += "; legacy path: " + legacy_error;
     out->detail += plans.empty() && !graph_error.empty() ? "; graph path: " + graph_error : "; graph: " + graph_note;
     if (!failures.empty()) out->detail += "; first failure: " + failures;

@@ -10,8 +10,8 @@
 // rather than in the runner keeps the runner's protocol for the one figure it reports and keeps
 // cuDNN's candidates out of it, as cudnnFind does. A graph plan wins only when its output agrees with
 // the legacy algorithm's; when the graph path fails anywhere the legacy choice stands and
-// planned_detail() says why. Used inside the measurement worker, on the worker's
-// current CUDA context and the default stream.
+// planned_detail() says why; TUNER_CUDNN_GRAPH=0 in the environment keeps to the legacy path. Used
+// inside the measurement worker, on the worker's current CUDA context and the default stream.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +55,7 @@ class CudnnConv {
             size_t* workspace_bytes, std::string* error);
   /// Enqueues Y = conv(X, F) for the shape last planned, and nothing else (it is what gets timed).
   bool run(const ConvBuffers& buffers, uint64_t workspace, size_t workspace_bytes, std::string* error);
-  /// What the shape last planned runs, and why: "cudnn graph engine 12 (fastest of 9: ...)" or
+  /// What the shape last planned runs, and why: "cudnn graph eng12_k2=1 (fastest of 9: ...)" or
   /// "cudnn legacy algo 1 (graph path: <why it failed>)".
   const std::string& planned_detail() const;
 
@@ -67,7 +67,8 @@ class CudnnConv {
 
 /// Why an engine whose numerical notes (cudnnBackendNumericalNote_t values) are `notes` may not be the
 /// baseline for data of type `data`; "" when it may. As PyTorch with TF32 off: never an engine that
-/// down-converts its inputs, never tensor cores (TF32) on f32 data.
+/// down-converts its inputs, never tensor cores (TF32) on f32 data; and, as the templates accumulate in
+/// fp32, never one that reduces in reduced precision.
 std::string cudnn_engine_refusal(templates::DType data, const std::vector<int>& notes);
 
 /// max |got - want| / max |want| over two outputs of n elements of type d (max |got - want| when want

@@ -16,9 +16,12 @@ namespace {
 // cudnnBackendNumericalNote_t's values (cudnn_graph.h), checked against the header where it is present.
 constexpr int kNoteTensorCore = 0;
 constexpr int kNoteDownConvertInputs = 1;
+constexpr int kNoteReducedPrecisionReduction = 2;
 #ifdef TUNER_HAVE_CUDNN
 static_assert(CUDNN_NUMERICAL_NOTE_TENSOR_CORE == kNoteTensorCore, "cuDNN renumbered its numerical notes");
 static_assert(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS == kNoteDownConvertInputs, "cuDNN renumbered its numerical notes");
+static_assert(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION == kNoteReducedPrecisionReduction,
+              "cuDNN renumbered its numerical notes");
 #endif
 }  // namespace
 
@@ -26,6 +29,8 @@ std::string cudnn_engine_refusal(templates::DType data, const std::vector<int>& 
   for (int n : notes) {
     // Inputs converted to a narrower type: never (as PyTorch's cuDNN v8 path filters them).
     if (n == kNoteDownConvertInputs) return "down-converts its inputs";
+    // A reduction in a narrower type than the fp32 the graph asks for (and the templates accumulate in).
+    if (n == kNoteReducedPrecisionReduction) return "reduces in reduced precision";
     // Tensor cores on f32 data means TF32: the f32 baseline stays FMA-only, like the templates.
     if (n == kNoteTensorCore && data == templates::DType::kF32) return "tensor cores (TF32) on f32 data";
   }
@@ -150,8 +155,16 @@ bool graph_conv_operation(const CudnnApi& api, const ConvShape& s, int64_t align
 
 namespace {
 
-/// The operation graph of Y = conv(X, W) on the handle: graph_conv_operation's descriptors, the graph appended.
-bool build_graph(const CudnnApi& api, cudnnHandle_t handle, const ConvShape& s, int64_t alignment,
+// The handle attributes are deprecated from cuDNN 9.x headers on (device properties replace them) but
+// remain the way every cuDNN 9 release takes a GPU's handle.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+constexpr cudnnBackendAttributeName_t kGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_HANDLE;
+constexpr cudnnBackendAttributeName_t kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
+#pragma GCC diagnostic pop
+
+/// The operation graph of Y = conv(X, W) on the target: graph_conv_operation's descriptors, the graph appended.
+bool build_graph(const CudnnApi& api, const GraphTarget& target, const ConvShape& s, int64_t alignment,
                  std::vector<BackendDescriptor>* out, std::string* error) {
   std::vector<BackendDescriptor> d;
   if (!graph_conv_operation(api, s, alignment, &d, error)) return false;
@@ -160,7 +173,7 @@ bool build_graph(const CudnnApi& api, cudnnHandle_t handle, const ConvShape& s, 
   d.emplace_back();
   if (!b.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &d.back(), "cudnnBackendCreateDescriptor(operation graph)") ||
       !b.set(d.back(), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op, "set graph ops") ||
-      !b.set(d.back(), CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "set graph handle") ||
+      (target.handle && !b.set(d.back(), kGraphHandle, CUDNN_TYPE_HANDLE, 1, &target.handle, "set graph handle")) ||
       !b.finalize(d.back(), "cudnnBackendFinalize(operation graph)"))
     return false;
   *out = std::move(d);
@@ -168,14 +181,16 @@ bool build_graph(const CudnnApi& api, cudnnHandle_t handle, const ConvShape& s, 
 }
 
 /// The engine configs heuristics mode `mode` proposes for the graph, best first.
-bool heuristic_configs(const CudnnApi& api, const BackendDescriptor& graph, cudnnBackendHeurMode_t mode,
-                       std::vector<BackendDescriptor>* out, std::string* error) {
+bool heuristic_configs(const CudnnApi& api, const GraphTarget& target, const BackendDescriptor& graph,
+                       cudnnBackendHeurMode_t mode, std::vector<BackendDescriptor>* out, std::string* error) {
   Builder b(api, error);
   BackendDescriptor heur;
   cudnnBackendDescriptor_t g = graph.get();
   if (!b.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur, "cudnnBackendCreateDescriptor(heuristics)") ||
       !b.set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g, "set heuristics graph") ||
       !b.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "set heuristics mode") ||
+      (!target.handle && !b.set(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                &target.device_properties, "set heuristics device properties")) ||
       !b.finalize(heur, "cudnnBackendFinalize(heuristics)"))
     return false;
   int64_t count = 0;
@@ -199,9 +214,10 @@ bool heuristic_configs(const CudnnApi& api, const BackendDescriptor& graph, cudn
   return true;
 }
 
-/// The engine of a config: its global index and numerical notes.
-bool engine_of(const CudnnApi& api, const BackendDescriptor& config, int64_t* index, std::vector<int>* notes,
-               std::string* error) {
+/// The engine of a config (its global index and numerical notes) and the config's tag: "eng<index>" and
+/// "_k<type>=<value>" per knob choice, by knob type ascending.
+bool config_identity(const CudnnApi& api, const BackendDescriptor& config, int64_t* index, std::vector<int>* notes,
+                     std::string* tag, std::string* error) {
   Builder b(api, error);
   BackendDescriptor engine;
   if (!b.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine, "cudnnBackendCreateDescriptor(engine)")) return false;
@@ -221,6 +237,36 @@ bool engine_of(const CudnnApi& api, const BackendDescriptor& config, int64_t* in
     return false;
   notes->clear();
   for (int64_t i = 0; i < count && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; ++i) notes->push_back(static_cast<int>(raw[i]));
+  // The knob choices, into as many pre-created choice descriptors as there are knob types (a count
+  // query, requesting 0, answers 0 here: cuDNN 9.19).
+  const int64_t knobs = CUDNN_KNOB_TYPE_COUNTS;
+  std::vector<BackendDescriptor> choices(static_cast<size_t>(knobs));
+  std::vector<cudnnBackendDescriptor_t> raw_choices;
+  for (auto& c : choices) {
+    if (!b.create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &c, "cudnnBackendCreateDescriptor(knob choice)")) return false;
+    raw_choices.push_back(c.get());
+  }
+  int64_t got = 0;
+  if (!api.ok(api.cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                           knobs, &got, raw_choices.data()),
+              "cudnnBackendGetAttribute(config knob choices)", error))
+    return false;
+  std::vector<std::pair<int64_t, int64_t>> kv;  // (knob type, value)
+  for (int64_t i = 0; i < std::min(got, knobs); ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0, m = 0;
+    if (!api.ok(api.cudnnBackendGetAttribute(raw_choices[static_cast<size_t>(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                             CUDNN_TYPE_KNOB_TYPE, 1, &m, &type),
+                "cudnnBackendGetAttribute(knob type)", error) ||
+        !api.ok(api.cudnnBackendGetAttribute(raw_choices[static_cast<size_t>(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                             CUDNN_TYPE_INT64, 1, &m, &value),
+                "cudnnBackendGetAttribute(knob value)", error))
+      return false;
+    kv.emplace_back(static_cast<int64_t>(type), value);
+  }
+  std::sort(kv.begin(), kv.end());
+  *tag = "eng" + std::to_string(*index);
+  for (const auto& [type, value] : kv) *tag += "_k" + std::to_string(type) + "=" + std::to_string(value);
   return true;
 }
 
@@ -257,7 +303,7 @@ bool GraphConvPlan::execute(cudnnHandle_t handle, const ConvBuffers& b, uint64_t
   return api_.ok(api_.cudnnBackendExecute(handle, plan_.get(), pack_.get()), "cudnnBackendExecute", error);
 }
 
-std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api, cudnnHandle_t handle,
+std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api, const GraphTarget& target,
                                                              const ConvShape& shape, int64_t alignment,
                                                              size_t max_plans, double budget_s, std::string* note,
                                                              std::string* error) {
@@ -267,21 +313,28 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
     *error = api.graph_missing.empty() ? "no graph API" : api.graph_missing;
     return plans;
   }
+  if (!target.handle && !target.device_properties) {
+    *error = "graph plans need a handle or device properties";
+    return plans;
+  }
   auto graph = std::make_shared<std::vector<BackendDescriptor>>();
-  if (!build_graph(api, handle, shape, alignment, graph.get(), error)) return plans;
-  // Mode A's list, then the fallback list (the engines mode A did not name); a mode that fails is skipped.
+  if (!build_graph(api, target, shape, alignment, graph.get(), error)) return plans;
+  // Mode A's list, then the fallback list (its configs mode A named already are skipped as repeats);
+  // a mode that fails is skipped.
   std::vector<BackendDescriptor> configs;
   std::string first_failure;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     std::vector<BackendDescriptor> more;
     std::string why;
-    if (!heuristic_configs(api, graph->back(), mode, &more, &why)) {
+    if (!heuristic_configs(api, target, graph->back(), mode, &more, &why)) {
       if (first_failure.empty()) first_failure = why;
       continue;
     }
     for (auto& c : more) configs.push_back(std::move(c));
   }
-  std::vector<int64_t> seen;
+  // One plan per tag (engine and knobs): mode A proposes several knob variants of its best engines, and
+  // they differ in speed as much as engines do (PyTorch times each tag once).
+  std::vector<std::string> seen;
   int refused = 0, unfinalized = 0, duplicates = 0;
   std::string refusal, finalize_failure;
   bool out_of_time = false;
@@ -294,17 +347,17 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
     }
     int64_t engine = -1;
     std::vector<int> notes;
-    std::string why;
-    if (!engine_of(api, config, &engine, &notes, &why)) {
+    std::string tag, why;
+    if (!config_identity(api, config, &engine, &notes, &tag, &why)) {
       ++unfinalized;
       if (finalize_failure.empty()) finalize_failure = why;
       continue;
     }
-    if (std::find(seen.begin(), seen.end(), engine) != seen.end()) {
+    if (std::find(seen.begin(), seen.end(), tag) != seen.end()) {
       ++duplicates;
       continue;
     }
-    seen.push_back(engine);
+    seen.push_back(tag);
     const std::string refused_why = cudnn_engine_refusal(shape.dtype, notes);
     if (!refused_why.empty()) {
       ++refused;
@@ -316,7 +369,9 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
     int64_t workspace = 0, n = 0;
     Builder pb(api, &why);
     if (!pb.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan, "cudnnBackendCreateDescriptor(plan)") ||
-        !pb.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "set plan handle") ||
+        (target.handle ? !pb.set(plan, kPlanHandle, CUDNN_TYPE_HANDLE, 1, &target.handle, "set plan handle")
+                       : !pb.set(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &target.device_properties, "set plan device properties")) ||
         !pb.set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c, "set plan config") ||
         !pb.finalize(plan, "cudnnBackendFinalize(plan)") ||
         !api.ok(api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
@@ -327,11 +382,11 @@ std::vector<std::unique_ptr<GraphConvPlan>> graph_conv_plans(const CudnnApi& api
       if (finalize_failure.empty()) finalize_failure = why.empty() ? "negative workspace size" : why;
       continue;
     }
-    plans.push_back(std::make_unique<GraphConvPlan>(api, graph, std::move(config), std::move(plan), engine,
-                                                    static_cast<size_t>(workspace), alignment));
+    plans.push_back(std::make_unique<GraphConvPlan>(api, graph, std::move(config), std::move(plan), engine, tag,
+                                                    std::move(notes), static_cast<size_t>(workspace), alignment));
   }
   *note = std::to_string(configs.size()) + " configs";
-  if (duplicates) *note += ", " + std::to_string(duplicates) + " repeated engines";
+  if (duplicates) *note += ", " + std::to_string(duplicates) + " repeated";
   if (refused) *note += ", " + std::to_string(refused) + " refused (" + refusal + ")";
   if (unfinalized) *note += ", " + std::to_string(unfinalized) + " not finalized (" + finalize_failure + ")";
   if (out_of_time) *note += ", planning stopped after " + std::to_string(static_cast<int>(budget_s)) + " s";

@@ -85,7 +85,7 @@ struct MeasurePhases {
 struct MeasureResult {
   std::string status = "ok";   ///< An error kind of DESIGN.md ("ok", "launch_error", "runtime_fault", ...).
   std::string message;         ///< Why, when not ok.
-  std::string detail;          ///< What a vendor baseline ran and how it was chosen ("cudnn graph engine 12 (...)"); else empty.
+  std::string detail;          ///< What a vendor baseline ran and how it was chosen ("cudnn graph eng62_k2=5 (...)"); else empty.
   double time_ms = 0;          ///< Median of the timed runs in ms.
   double spread_ms = 0;        ///< Interquartile range of the timed runs in ms.
   int repeats = 0;             ///< Timed runs.

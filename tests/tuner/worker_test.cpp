@@ -146,7 +146,7 @@ TEST(MeasureProtocol, ResultPhasesAndTheStoppingSettingsRoundTrip) {
 
 TEST(MeasureProtocol, AVendorDetailCrossesThePipeAndAKernelResultCarriesNone) {
   MeasureResult r;
-  r.detail = "cudnn graph engine 12 (0.0295 ms, fastest of 9 timed)";
+  r.detail = "cudnn graph eng62_k2=5_k3=1 (0.0295 ms, fastest of 17 timed)";
   EXPECT_EQ(measure_result_from_json(nlohmann::json::parse(to_json(r).dump())).detail, r.detail);
   // A kernel's result has no detail: nothing is written, and an older worker's reply still parses.
   const auto plain = to_json(MeasureResult{});
