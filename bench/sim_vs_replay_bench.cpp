@@ -112,12 +112,13 @@ std::vector<double> estimates_with(const RecordedSpace& s, const Params& params)
   return est;
 }
 
-/// The analytic model without its row-op path: the sim as it was before the calibration.
+/// The analytic model without its row-op and ring-GEMM paths: the sim as it was before the calibration.
 std::vector<double> generic_estimates(const RecordedSpace& s) {
   std::vector<double> est;
   for (const auto& c : s.configs) {
     auto p = c.profile;
     p.row = {};
+    p.gemm = {};
     const auto e = costmodel::estimate(p, c.resources, s.gpu);
     est.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
   }
@@ -237,6 +238,7 @@ int main(int argc, char** argv) {
         const auto e = costmodel::estimate(c.profile, c.resources, s.gpu);
         auto generic_profile = c.profile;
         generic_profile.row = {};
+        generic_profile.gemm = {};
         const auto g = costmodel::estimate(generic_profile, c.resources, s.gpu);
         std::string config = s.space.to_json_string(c.config);
         std::replace(config.begin(), config.end(), ',', ';');
