@@ -5,14 +5,19 @@
 // memory and spills, and its ranking is compared with the measured times:
 // Spearman rank correlation, the real time of the config the sim ranks first
 // over the real best, and how many of the sim's top 10 are in the real top 10.
-// The "generic" columns are the analytic model without its row-op path (what
-// the sim was before it was calibrated on these recordings).
+// The "generic" columns are the analytic model without its row-op and
+// ring-GEMM paths (what the sim was before it was calibrated on these
+// recordings).
 //
 // For row-op recordings it also checks the calibration for overfitting: for
 // each of --splits random halves, the row-op model's parameters are fitted on
 // one half (coordinate search from textbook starting values, minimising the
 // squared log error of the times) and the Spearman is judged on the other;
-// the shipped parameters are judged on both halves.
+// the shipped parameters are judged on both halves. Ring-GEMM recordings
+// (gemm_tc_wgmma) get the same table for the ring model's parameters
+// (ring_gemm_model.h), and a second one: the parameters fitted on all of one
+// recording, judged on another recording of the same template (4096^3 ->
+// 8192^3 and back), against the shipped and the textbook values.
 //
 //   build/bin/sim_vs_replay_bench [--replay-dir data/replay] [--splits 10] [--out results/sim_vs_replay.json]
 //                                 [--dump FILE.csv]
@@ -35,6 +40,7 @@
 
 #include "costmodel/features.h"
 #include "costmodel/rank_correlation.h"
+#include "costmodel/ring_gemm_model.h"
 #include "costmodel/row_op_model.h"
 #include "tuner/replay_oracle.h"
 
@@ -43,6 +49,7 @@ using namespace tuner;
 namespace {
 
 using Params = costmodel::RowModelParams;
+using RingParams = costmodel::RingGemmParams;
 
 /// Textbook starting values for the fit (not the shipped ones): a ~300 ns loaded DRAM round trip, a 4x
 /// unrolled scalar loop, two
@@ -54,6 +61,25 @@ Params textbook_params() {
   p.merge_cycles = 50;
   p.shuffle_cycles = 30;
   p.barrier_cycles = 100;
+  p.l2_share = 1.0;
+  p.dram_efficiency = 0.85;
+  return p;
+}
+
+/// Textbook starting values of the ring-GEMM fit (not the shipped ones): the spec table's L2 bandwidth
+/// shared by the SMs, the whole tensor peak, the generic model's 600-cycle global latency for the ring
+/// and as much again for a DRAM miss, a stage released halfway through the next k-tile's MMAs, a near-max
+/// blend, a 600-cycle epilogue round trip with a sector per cycle, all of L2, 85% of DRAM bandwidth.
+RingParams textbook_ring_params(const costmodel::GpuSpec& gpu) {
+  RingParams p;
+  p.l2_bytes_per_clk_per_sm = gpu.l2_bandwidth_gbps / gpu.boost_clock_ghz / gpu.sm_count;
+  p.mma_efficiency = 1.0;
+  p.ring_latency_cycles = 600;
+  p.dram_latency_cycles = 600;
+  p.release_share = 0.5;
+  p.blend_exponent = 8;
+  p.epilogue_latency_cycles = 600;
+  p.epilogue_sector_cycles = 1;
   p.l2_share = 1.0;
   p.dram_efficiency = 0.85;
   return p;
@@ -82,73 +108,129 @@ size_t prior_first_hit(const RecordedSpace& s, const Params& p, size_t refine) {
   return order.size();
 }
 
+template <class P>
 struct ParamRef {
   const char* name;
-  double Params::*field;
+  double P::*field;
   double lo, hi;  ///< Physical bounds the fit keeps to.
 };
-const ParamRef kParams[] = {
-    {"memory_latency_cycles", &Params::memory_latency_cycles, 200, 2000},
-    {"scalar_loads_per_trip", &Params::scalar_loads_per_trip, 1, 16},
-    {"merge_cycles", &Params::merge_cycles, 10, 500},
-    {"shuffle_cycles", &Params::shuffle_cycles, 5, 200},
-    {"barrier_cycles", &Params::barrier_cycles, 20, 1000},
-    {"l2_share", &Params::l2_share, 0.1, 1.0},
-    {"dram_efficiency", &Params::dram_efficiency, 0.3, 0.95},
-};
 
-nlohmann::json params_json(const Params& p) {
+const std::vector<ParamRef<Params>>& param_refs(const Params&) {
+  static const std::vector<ParamRef<Params>> refs = {
+      {"memory_latency_cycles", &Params::memory_latency_cycles, 200, 2000},
+      {"scalar_loads_per_trip", &Params::scalar_loads_per_trip, 1, 16},
+      {"merge_cycles", &Params::merge_cycles, 10, 500},
+      {"shuffle_cycles", &Params::shuffle_cycles, 5, 200},
+      {"barrier_cycles", &Params::barrier_cycles, 20, 1000},
+      {"l2_share", &Params::l2_share, 0.1, 1.0},
+      {"dram_efficiency", &Params::dram_efficiency, 0.3, 0.95},
+  };
+  return refs;
+}
+
+const std::vector<ParamRef<RingParams>>& param_refs(const RingParams&) {
+  static const std::vector<ParamRef<RingParams>> refs = {
+      {"l2_bytes_per_clk_per_sm", &RingParams::l2_bytes_per_clk_per_sm, 8, 128},
+      {"mma_efficiency", &RingParams::mma_efficiency, 0.3, 1.0},
+      {"ring_latency_cycles", &RingParams::ring_latency_cycles, 200, 4000},
+      {"dram_latency_cycles", &RingParams::dram_latency_cycles, 50, 4000},
+      {"release_share", &RingParams::release_share, 0.05, 1.0},
+      {"blend_exponent", &RingParams::blend_exponent, 1.5, 16},
+      {"epilogue_latency_cycles", &RingParams::epilogue_latency_cycles, 100, 8000},
+      {"epilogue_sector_cycles", &RingParams::epilogue_sector_cycles, 0.1, 16},
+      {"l2_share", &RingParams::l2_share, 0.1, 1.0},
+      {"dram_efficiency", &RingParams::dram_efficiency, 0.3, 0.95},
+  };
+  return refs;
+}
+
+template <class P>
+nlohmann::json params_json(const P& p) {
   nlohmann::json j;
-  for (const auto& r : kParams) j[r.name] = p.*r.field;
+  for (const auto& r : param_refs(p)) j[r.name] = p.*r.field;
   return j;
 }
 
-std::vector<double> estimates_with(const RecordedSpace& s, const Params& params) {
+template <class P>
+std::string params_line(const P& p) {
+  std::string line;
+  char buf[32];
+  for (const auto& r : param_refs(p)) {
+    std::snprintf(buf, sizeof buf, "%s%.3g", line.empty() ? "" : ", ", p.*r.field);
+    line += buf;
+  }
+  return line;
+}
+
+costmodel::SimEstimate estimate_with(const RecordedConfig& c, const costmodel::GpuSpec& gpu, const Params& p) {
+  return costmodel::estimate_row_op(c.profile, c.resources, gpu, p);
+}
+costmodel::SimEstimate estimate_with(const RecordedConfig& c, const costmodel::GpuSpec& gpu, const RingParams& p) {
+  return costmodel::estimate_ring_gemm(c.profile, c.resources, gpu, p);
+}
+
+template <class P>
+std::vector<double> estimates_with(const RecordedSpace& s, const P& params) {
   std::vector<double> est;
   for (const auto& c : s.configs) {
-    const auto e = costmodel::estimate_row_op(c.profile, c.resources, s.gpu, params);
+    const auto e = estimate_with(c, s.gpu, params);
     est.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
   }
   return est;
 }
 
-/// The analytic model without its row-op path: the sim as it was before the calibration.
+/// The analytic model without its row-op and ring-GEMM paths: the sim as it was before the calibration.
 std::vector<double> generic_estimates(const RecordedSpace& s) {
   std::vector<double> est;
   for (const auto& c : s.configs) {
     auto p = c.profile;
     p.row = {};
+    p.gemm = {};
     const auto e = costmodel::estimate(p, c.resources, s.gpu);
     est.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
   }
   return est;
 }
 
-double spearman_on(const RecordedSpace& s, const Params& p, const std::vector<size_t>& subset) {
-  return rank_agreement(s, estimates_with(s, p), subset).spearman;
+template <class P>
+RankAgreement agreement_on(const RecordedSpace& s, const P& p, const std::vector<size_t>& subset) {
+  return rank_agreement(s, estimates_with(s, p), subset);
+}
+
+template <class P>
+double spearman_on(const RecordedSpace& s, const P& p, const std::vector<size_t>& subset) {
+  return agreement_on(s, p, subset).spearman;
 }
 
 /// Mean squared error of log(estimate / real time) over `subset`: what the fit minimises. Unlike the
 /// Spearman it is judged by, it pins the absolute scale of the latency terms against the bandwidth terms.
-double log_error(const RecordedSpace& s, const Params& p, const std::vector<size_t>& subset) {
+template <class P>
+double log_error(const RecordedSpace& s, const P& p, const std::vector<size_t>& subset) {
   const auto est = estimates_with(s, p);
   double sum = 0;
-  for (size_t i : subset) {
+  size_t n = 0;
+  const auto add = [&](size_t i) {
     const double d = std::log(est[i] / s.configs[i].time_ms);
     sum += std::isfinite(d) ? d * d : 100.0;
-  }
-  return sum / static_cast<double>(std::max<size_t>(subset.size(), 1));
+    ++n;
+  };
+  if (subset.empty())
+    for (size_t i = 0; i < s.configs.size(); ++i) add(i);
+  else
+    for (size_t i : subset) add(i);
+  return sum / static_cast<double>(std::max<size_t>(n, 1));
 }
 
 /// Coordinate search: each parameter in turn scaled by 0.5, 0.8, 1.25, 2 (within its bounds) while the
-/// log error on `subset` falls; at most 12 sweeps.
-Params fit(const RecordedSpace& s, Params p, const std::vector<size_t>& subset) {
+/// log error on `subset` (empty: all configs) falls; at most 12 sweeps.
+template <class P>
+P fit(const RecordedSpace& s, P p, const std::vector<size_t>& subset) {
   double best = log_error(s, p, subset);
   for (int sweep = 0; sweep < 12; ++sweep) {
     bool improved = false;
-    for (const auto& r : kParams)
+    for (const auto& r : param_refs(p))
       for (double f : {0.5, 0.8, 1.25, 2.0}) {
-        Params q = p;
+        P q = p;
         q.*r.field = std::clamp(p.*r.field * f, r.lo, r.hi);
         const double e = log_error(s, q, subset);
         if (e < best - 1e-12) {
@@ -160,6 +242,16 @@ Params fit(const RecordedSpace& s, Params p, const std::vector<size_t>& subset) 
     if (!improved) break;
   }
   return p;
+}
+
+/// The seed-th random half split of a recording's configs: (train, held-out).
+std::pair<std::vector<size_t>, std::vector<size_t>> random_halves(size_t n, int seed) {
+  std::vector<size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  std::shuffle(idx.begin(), idx.end(), rng);
+  return {std::vector<size_t>(idx.begin(), idx.begin() + idx.size() / 2),
+          std::vector<size_t>(idx.begin() + idx.size() / 2, idx.end())};
 }
 
 double median(std::vector<double> v) {
@@ -237,6 +329,7 @@ int main(int argc, char** argv) {
         const auto e = costmodel::estimate(c.profile, c.resources, s.gpu);
         auto generic_profile = c.profile;
         generic_profile.row = {};
+        generic_profile.gemm = {};
         const auto g = costmodel::estimate(generic_profile, c.resources, s.gpu);
         std::string config = s.space.to_json_string(c.config);
         std::replace(config.begin(), config.end(), ',', ';');
@@ -309,11 +402,104 @@ int main(int argc, char** argv) {
                        {"prior_first_hit", prior_hits}});
   }
 
+  // Held-out checks of the ring-GEMM parameters: fitted on a random half of a recording and judged on the
+  // other half; fitted on one whole recording and judged on another of the same template (another size).
+  nlohmann::json ring_heldout = nlohmann::json::array();
+  std::vector<size_t> ring_spaces;
+  for (size_t si = 0; si < spaces.size(); ++si)
+    if (costmodel::is_ring_gemm(spaces[si].configs.front().profile)) ring_spaces.push_back(si);
+  for (size_t si : ring_spaces) {
+    const RecordedSpace& s = spaces[si];
+    if (splits <= 0) break;
+    const RingParams textbook = textbook_ring_params(s.gpu);
+    std::printf("\nRing-GEMM parameters fitted on a random half of %s, judged on the other half\n", s.label().c_str());
+    std::printf("%5s | %8s %8s | %8s %8s | %s\n", "split", "fit:train", "held-out", "shipped", "shipped",
+                "fitted parameters (L2 B/clk/SM, MMA eff., ring latency, DRAM latency, release, blend, "
+                "epilogue latency, cycles/sector, L2 share, DRAM eff.)");
+    std::printf("%5s | %8s %8s | %8s %8s |\n", "", "", "", "train", "held-out");
+    std::vector<double> fit_test, shipped_test;
+    nlohmann::json split_rows = nlohmann::json::array();
+    for (int seed = 1; seed <= splits; ++seed) {
+      const auto [train, test] = random_halves(s.configs.size(), seed);
+      const RingParams fitted = fit(s, textbook, train);
+      const double train_sp = spearman_on(s, fitted, train), test_sp = spearman_on(s, fitted, test);
+      const double shipped_train = spearman_on(s, RingParams{}, train);
+      const double shipped_test_sp = spearman_on(s, RingParams{}, test);
+      fit_test.push_back(test_sp);
+      shipped_test.push_back(shipped_test_sp);
+      std::printf("%5d | %8.3f %8.3f | %8.3f %8.3f | %s\n", seed, train_sp, test_sp, shipped_train, shipped_test_sp,
+                  params_line(fitted).c_str());
+      split_rows.push_back({{"seed", seed},
+                            {"fit_train_spearman", train_sp},
+                            {"fit_heldout_spearman", test_sp},
+                            {"shipped_train_spearman", shipped_train},
+                            {"shipped_heldout_spearman", shipped_test_sp},
+                            {"fitted", params_json(fitted)}});
+    }
+    std::printf("  held-out Spearman: fitted median %.3f (min %.3f); shipped median %.3f (min %.3f)\n",
+                median(fit_test), *std::min_element(fit_test.begin(), fit_test.end()), median(shipped_test),
+                *std::min_element(shipped_test.begin(), shipped_test.end()));
+    const auto tb = agreement_on(s, textbook, {});
+    std::printf("  textbook starting values on all configs: Spearman %.3f, pick/best %.2fx\n", tb.spearman,
+                tb.pick_over_best);
+    // The search's cheap prior ranks configs before compiling them, with registers estimated from the
+    // profile (costmodel/features.h) rather than read from the cubin.
+    std::vector<double> cheap, cheap_generic;
+    for (const auto& c : s.configs) {
+      const costmodel::KernelResources est{costmodel::estimated_registers(c.profile), 0, 0};
+      const auto e = costmodel::estimate(c.profile, est, s.gpu);
+      cheap.push_back(e.launchable ? e.time_ms : std::numeric_limits<double>::infinity());
+      auto g = c.profile;
+      g.gemm = {};
+      const auto ge = costmodel::estimate(g, est, s.gpu);
+      cheap_generic.push_back(ge.launchable ? ge.time_ms : std::numeric_limits<double>::infinity());
+    }
+    const auto pa = rank_agreement(s, cheap), pg = rank_agreement(s, cheap_generic);
+    std::printf("  with estimated registers (the uncompiled prior): Spearman %.3f, pick/best %.2fx (generic model: "
+                "%.3f, %.2fx)\n", pa.spearman, pa.pick_over_best, pg.spearman, pg.pick_over_best);
+    ring_heldout.push_back({{"recording", s.label()},
+                            {"splits", split_rows},
+                            {"median_fit_heldout_spearman", median(fit_test)},
+                            {"median_shipped_heldout_spearman", median(shipped_test)},
+                            {"textbook_spearman", tb.spearman}});
+  }
+  nlohmann::json ring_across = nlohmann::json::array();
+  bool across_header = false;
+  for (size_t from : ring_spaces)
+    for (size_t to : ring_spaces) {
+      const RecordedSpace &a = spaces[from], &b = spaces[to];
+      if (from == to || splits <= 0 || a.tmpl->name() != b.tmpl->name()) continue;
+      if (!across_header) {
+        std::printf("\nRing-GEMM parameters fitted on all of one recording, judged on another (Spearman, pick/best)\n");
+        std::printf("%-30s %-30s | %15s | %15s | %15s\n", "fitted on", "judged on", "fitted", "shipped", "textbook");
+        across_header = true;
+      }
+      const RingParams fitted = fit(a, textbook_ring_params(a.gpu), {});
+      const auto f = agreement_on(b, fitted, {}), sh = agreement_on(b, RingParams{}, {});
+      const auto tb = agreement_on(b, textbook_ring_params(b.gpu), {});
+      const auto shape = [](const RecordedSpace& r) { return r.data.shape + " " + r.tmpl->name(); };
+      std::printf("%-30s %-30s | %7.3f %6.2fx | %7.3f %6.2fx | %7.3f %6.2fx\n", shape(a).c_str(), shape(b).c_str(),
+                  f.spearman, f.pick_over_best, sh.spearman, sh.pick_over_best, tb.spearman, tb.pick_over_best);
+      std::printf("  fitted: %s\n", params_line(fitted).c_str());
+      ring_across.push_back({{"fitted_on", a.label()},
+                             {"judged_on", b.label()},
+                             {"fitted", params_json(fitted)},
+                             {"fitted_spearman", f.spearman},
+                             {"fitted_pick_over_best", f.pick_over_best},
+                             {"shipped_spearman", sh.spearman},
+                             {"shipped_pick_over_best", sh.pick_over_best},
+                             {"textbook_spearman", tb.spearman},
+                             {"textbook_pick_over_best", tb.pick_over_best}});
+    }
+
   nlohmann::json result{{"replay_dir", dir},
                         {"recordings", rows},
                         {"shipped_row_params", params_json(Params{})},
                         {"textbook_row_params", params_json(textbook_params())},
-                        {"heldout", heldout}};
+                        {"heldout", heldout},
+                        {"shipped_ring_params", params_json(RingParams{})},
+                        {"ring_heldout", ring_heldout},
+                        {"ring_across_recordings", ring_across}};
   std::filesystem::path path(out_path);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::ofstream(path) << result.dump(2) << "\n";

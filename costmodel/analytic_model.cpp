@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "costmodel/ring_gemm_model.h"
 #include "costmodel/row_op_model.h"
 
 namespace tuner::costmodel {
@@ -66,6 +67,7 @@ std::string launch_limit_violation(const KernelProfile& p, const KernelResources
 
 SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu) {
   if (is_row_op(p)) return estimate_row_op(p, r, gpu);
+  if (is_ring_gemm(p)) return estimate_ring_gemm(p, r, gpu);
   SimEstimate e;
   e.reason = launch_limit_violation(p, r, gpu);
   if (!e.reason.empty()) return e;

@@ -8,7 +8,8 @@
 // latency hiding by warps and register-tile ILP, shared-memory bandwidth and
 // bank conflicts, L2 and DRAM traffic, spills, and the exposed latency of
 // single-buffered main loops. Row-wise kernels (softmax, layernorm) take a
-// path of their own, calibrated on a real recording (row_op_model.h). Its
+// path of their own, calibrated on a real recording (row_op_model.h), and so
+// do producer-ring GEMMs (TMA + wgmma: ring_gemm_model.h). Its
 // purpose is to rank configs sensibly, not to predict real timings: every
 // figure derived from it is labelled an estimate.
 #pragma once
@@ -47,7 +48,8 @@ Occupancy occupancy(const KernelProfile& p, const KernelResources& r, const GpuS
 /// Why a kernel cannot launch on the GPU (threads, shared memory or registers per block); empty if it can.
 std::string launch_limit_violation(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu);
 
-/// The estimate of one kernel launch (row ops, profile.row set, take the row-op path: row_op_model.h).
+/// The estimate of one kernel launch (row ops, profile.row set, take the row-op path: row_op_model.h;
+/// producer-ring GEMMs, profile.gemm set, the ring path: ring_gemm_model.h).
 SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu);
 
 }  // namespace tuner::costmodel

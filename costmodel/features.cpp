@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "costmodel/analytic_model.h"
+#include "costmodel/ring_gemm_model.h"
 
 namespace tuner::costmodel {
 
@@ -40,6 +41,12 @@ const std::vector<std::string>& device_names() {
 }  // namespace
 
 int estimated_registers(const KernelProfile& p) {
+  // A producer-ring GEMM is built for one CTA per SM (__launch_bounds__(threads, 1), setmaxnreg moving
+  // the producer's registers to the consumers): its launch takes the register file's share per thread
+  // (recorded on the H100: 168 with 384 threads, 240 with 256), in allocation units of 8.
+  constexpr int kRegisterFile = 65536;
+  if (is_ring_gemm(p) && p.threads_per_block > 0)
+    return std::min(255, kRegisterFile / p.threads_per_block) / 8 * 8;
   const double ilp = std::max(p.ilp, 1);
   return static_cast<int>(std::min(255.0, ilp + 2 * std::sqrt(ilp) + 24));
 }

@@ -22,7 +22,8 @@
 namespace tuner::costmodel {
 
 /// Registers per thread estimated from the register tile (accumulators, two fragments, ~24 for
-/// addresses), for candidates that have not been compiled.
+/// addresses), for candidates that have not been compiled; a producer-ring GEMM (one CTA per SM by
+/// design) gets the register file's share per thread.
 int estimated_registers(const KernelProfile& p);
 
 /// Names of the features kernel_features() returns, in order.

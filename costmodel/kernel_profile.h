@@ -34,6 +34,19 @@ struct RowOpProfile {
   int vector_width() const { return vec > 1 && cols % vec == 0 ? vec : 1; }
 };
 
+/// The tiling of a GEMM whose tiles stream through a shared-memory ring filled by a producer (TMA) and
+/// drained by asynchronous MMAs (Hopper wgmma), for the analytic model's ring-GEMM path
+/// (ring_gemm_model.h). m == 0: the kernel is not such a GEMM.
+struct GemmTileProfile {
+  int64_t batch = 1, m = 0, n = 0, k = 0;  ///< Problem size (per batch entry).
+  int bm = 0, bn = 0, bk = 0;             ///< Block tile and the k-tile of one ring stage.
+  int group_m = 1;                        ///< Block-rows rasterized together (L2 reuse of the B panels).
+  int split_k = 1;                        ///< K splits per tile, reduced in fp32 through a workspace.
+  int elem_bytes = 2;                     ///< Bytes per A and B element.
+  int out_bytes = 2;                      ///< Bytes per C element.
+  int persistent_ctas = 0;                ///< 0: a CTA per work unit; else the CTAs of a persistent grid.
+};
+
 struct KernelProfile {
   double flops = 0;                ///< Useful floating-point operations (FMA = 2).
   double dram_bytes = 0;           ///< Compulsory DRAM traffic: every input read once, every output written once.
@@ -60,6 +73,7 @@ struct KernelProfile {
   /// ring fills while the previous unit's epilogue runs, rather than after a fresh CTA starts.
   bool persistent = false;
   RowOpProfile row;                ///< Set by row-wise templates only.
+  GemmTileProfile gemm;            ///< Set by producer-ring GEMM templates (gemm_tc_wgmma) only.
 };
 
 /// Resources the compiler chose, read from the cubin.
@@ -71,11 +85,13 @@ struct KernelResources {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_bytes, row_threads, rows_per_block,
                                                 vec, one_pass, cache, prefetch, layernorm)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GemmTileProfile, batch, m, n, k, bm, bn, bk, group_m, split_k,
+                                                elem_bytes, out_bytes, persistent_ctas)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, shared_loads_per_step, vector_width, coalescing, stages,
                                                 main_loop_iterations, l2_reuse, tensor_cores, async_mma, persistent,
-                                                row)
+                                                row, gemm)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelResources, registers, static_shared_bytes, local_bytes)
 
 }  // namespace tuner::costmodel

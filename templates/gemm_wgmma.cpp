@@ -168,6 +168,20 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.l2_reuse = 1.0 + std::log2(static_cast<double>(std::min<int64_t>(t.group_m, grid_m))) / 2.0;
   p.tensor_cores = true;
   p.async_mma = true;
+  p.gemm.batch = d.batch;
+  p.gemm.m = d.m;
+  p.gemm.n = d.n;
+  p.gemm.k = d.k;
+  p.gemm.bm = t.bm;
+  p.gemm.bn = t.bn;
+  p.gemm.bk = kWgmmaBk;
+  p.gemm.group_m = t.group_m;
+  p.gemm.split_k = t.split_k;
+  p.gemm.elem_bytes = 2;
+  p.gemm.out_bytes = t.out_f32 ? 4 : 2;
+  // The whole grid's CTAs (grid x times the batch) when persistent.
+  p.gemm.persistent_ctas =
+      t.persistent_ctas > 0 ? static_cast<int>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch) * d.batch) : 0;
   return p;
 }
 

@@ -1,0 +1,70 @@
+// The analytic model's path for GEMMs whose k-tiles stream through a
+// shared-memory ring (a TMA producer fills STAGES buffers, asynchronous wgmma
+// consumers drain them: gemm_tc_wgmma), derived from and checked against the
+// whole-space H100 recordings of f16 4096^3 and 8192^3 (data/replay/).
+//
+// What decides such a kernel's time, per SM, in SM cycles:
+//  - a k-tile's throughput cost: the larger of its MMA time (the tensor peak
+//    at an achievable share) and its TMA transfer from L2 into shared memory
+//    (per-SM L2 read bandwidth); CTAs resident together share both;
+//  - the ring's latency bound (Little's law): a stage released after its
+//    k-tile's MMAs is refilled one round trip plus its transfer later, and the
+//    consumer needs it STAGES-1 k-tiles on, so a k-tile takes at least
+//    (latency + transfer + release lag) / (STAGES - 1); loads that miss L2
+//    pay DRAM's extra latency. The two bounds blend (a p-norm: a loaded
+//    pipeline sits above both);
+//  - per work unit, the epilogue (store sectors: a thread stores a pair of
+//    outputs, so f16 pairs fill half a 32-byte sector and f32 pairs a whole
+//    one) and, without a persistent grid, the fill of a fresh CTA's ring;
+//    split-K adds the fp32 partials' writes and the last split's read-back;
+//  - wave quantisation: the busiest SM's units (tiles x splits over the SMs),
+//    in rounds of the resident CTAs, or a persistent CTA's share of them;
+//  - DRAM: A and B panels a wave of concurrent units touches, fetched again
+//    unless L2 still holds them from an earlier wave (the GROUP_M raster keeps
+//    a wave's panels few), plus C; it blends with the SM time.
+// The parameters are physical (bandwidths, latencies, shares) and live in
+// RingGemmParams so benchmarks can refit them on part of a recording and
+// judge the rest. Pure and deterministic. Not responsible for mma.sync GEMMs
+// (the generic path in analytic_model.cpp) nor row ops (row_op_model.h).
+#pragma once
+
+#include "costmodel/analytic_model.h"
+#include "costmodel/gpu_spec.h"
+#include "costmodel/kernel_profile.h"
+
+namespace tuner::costmodel {
+
+/// The ring-GEMM model's parameters. Defaults: the coordinate-search fit of log times on all of the
+/// 4096^3 gemm_tc_wgmma H100 recording (bench/sim_vs_replay_bench, from its textbook values), rounded;
+/// the epilogue and L2-share parameters, which that fit drove to their bounds without changing the
+/// Spearman by more than 0.001, set to physical values instead. Judged out of sample on the 8192^3
+/// recording (and on random halves) by the same bench and by tests/costmodel/sim_calibration_test.
+struct RingGemmParams {
+  double l2_bytes_per_clk_per_sm = 36;   ///< L2 -> shared memory (TMA) bandwidth per SM with all SMs loading, bytes per cycle.
+  double mma_efficiency = 0.8;           ///< Share of the tensor-core peak a k-tile's wgmmas reach.
+  double ring_latency_cycles = 750;      ///< A stage's release to its refill's first bytes when they hit L2, SM cycles.
+  double dram_latency_cycles = 1200;      ///< Extra latency of a k-tile load that misses L2, SM cycles.
+  double release_share = 0.2;            ///< Share of a k-tile's MMA time that passes before its stage is released (wgmma.wait<1>).
+  double blend_exponent = 5;             ///< Exponent of the p-norm that blends two bounds (ring and throughput; SM and DRAM).
+  double epilogue_latency_cycles = 500; ///< A unit's epilogue round trip (stores, and the split-K read-back), SM cycles.
+  double epilogue_sector_cycles = 0.5;     ///< SM cycles per 32-byte sector the epilogue stores or reads.
+  double l2_share = 0.25;                 ///< Share of L2 that keeps A and B panels from one wave to a later one.
+  double dram_efficiency = 0.9;          ///< Achievable share of the DRAM bandwidth.
+};
+
+/// True when the profile describes a producer-ring GEMM (the template filled profile.gemm).
+inline bool is_ring_gemm(const KernelProfile& p) {
+  return p.async_mma && p.gemm.m > 0 && p.gemm.n > 0 && p.gemm.k > 0 && p.gemm.bm > 0 && p.gemm.bn > 0 &&
+         p.gemm.bk > 0;
+}
+
+/// Bytes of A and B the kernel reads from DRAM: each wave of `concurrent` units (in launch order, the
+/// GROUP_M raster) fetches the panels it touches unless they were touched within the last `l2_room`
+/// bytes of panels (a reuse-distance estimate of L2 hits).
+double ring_gemm_dram_input_bytes(const GemmTileProfile& g, int64_t concurrent, double l2_room);
+
+/// The estimate of a ring-GEMM launch (p must satisfy is_ring_gemm; launch limits as estimate() checks).
+SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r, const GpuSpec& gpu,
+                               const RingGemmParams& params = {});
+
+}  // namespace tuner::costmodel
