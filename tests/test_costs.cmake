@@ -6,7 +6,7 @@
 # ctest starts the costliest tests first; on a clean clone it has no timings of its own
 # (Testing/Temporary/CTestCostData.txt), so without these it would start the tests in the order of
 # their executables, and the runtime suite, the last, would run its cold set-up at the tail.
-# A COST here also wins over ctest's own timings on later runs. A name that no longer exists
+# On later runs ctest blends a COST here with its own timings. A name that no longer exists
 # is ignored: update the list when a long test is renamed or a new one is added.
 #
 # RESOURCE_LOCK: tests that compile the same kernels on the sim device (same workload and seed)
