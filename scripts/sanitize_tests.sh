@@ -66,7 +66,7 @@ export TUNER_CACHE_DIR="$ROOT/$BUILD/test-cache"
 runs=()
 for t in "${tests[@]}"; do runs+=("$t"); done
 for f in "${fuzzers[@]}"; do runs+=("${f}_fuzz"); done
-slow_first=(parallel_tests db_tests config_fuzz search_tests)
+slow_first=(parallel_tests search_tests config_fuzz replay_fuzz shape_fuzz db_tests model_json_fuzz)
 order=()
 for r in "${slow_first[@]}"; do
   case " ${runs[*]} " in *" $r "*) order+=("$r") ;; esac
