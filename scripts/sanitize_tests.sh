@@ -2,7 +2,8 @@
 # The sanitizer pass of `make test` (issue 12): an AddressSanitizer + UndefinedBehaviorSanitizer
 # build in build-asan (-O0, no debug info: the build is most of the cost), the unit tests that are
 # cheap to build and run (not templates_tests: NVRTC compiles of every template; not gpu_tests; no benches),
-# then every fuzz target of tests/fuzz/ over its corpus plus a fixed number of seeded mutants.
+# and every fuzz target of tests/fuzz/ over its corpus plus a fixed number of seeded mutants; the
+# tests and fuzz targets run $JOBS at a time (each is single-threaded), their logs printed at the end.
 # Any sanitizer report, test failure or fuzz failure fails the script; it goes on to the end first
 # and names what failed. Failing fuzz inputs land in $BUILD/fuzz-artifacts/.
 #
@@ -59,34 +60,66 @@ export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppres
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export TUNER_CACHE_DIR="$ROOT/$BUILD/test-cache"
 
+# The sanitized tests and the fuzz targets each run on one core: run them $JOBS at a time, the
+# slowest first (so the last to start are short), each into its own log under $BUILD/logs/, which
+# is printed when all have ended.
+runs=()
+for t in "${tests[@]}"; do runs+=("$t"); done
+for f in "${fuzzers[@]}"; do runs+=("${f}_fuzz"); done
+slow_first=(parallel_tests search_tests config_fuzz replay_fuzz shape_fuzz db_tests model_json_fuzz)
+order=()
+for r in "${slow_first[@]}"; do
+  case " ${runs[*]} " in *" $r "*) order+=("$r") ;; esac
+done
+for r in "${runs[@]}"; do
+  case " ${order[*]} " in *" $r "*) ;; *) order+=("$r") ;; esac
+done
+
+# One run: a test executable (its filter) or a fuzz target over its corpus and seeded mutants.
+run_one() {
+  local r=$1
+  case $r in
+    *_fuzz)
+      local f=${r%_fuzz}
+      local dict=()
+      [ -f "tests/fuzz/$f.dict" ] && dict=("-dict=tests/fuzz/$f.dict")
+      "$BUILD/fuzz/$r" "-runs=${fuzz_runs[$f]:-$FUZZ_RUNS}" "-seed=$FUZZ_SEED" "${dict[@]}" \
+        "-timeout=$FUZZ_TIMEOUT_S" -rss_limit_mb=2048 "-artifact_prefix=$BUILD/fuzz-artifacts/" "tests/fuzz/corpus/$f"
+      ;;
+    *)
+      echo "sanitize: $r ${filters[$r]:-*}"
+      (cd "$BUILD" && "./$r" --gtest_filter="${filters[$r]:-*}" --gtest_brief=1)
+      ;;
+  esac
+}
+
+start=$SECONDS
+rm -rf "$BUILD/logs"
+mkdir -p "$BUILD/fuzz-artifacts" "$BUILD/logs"
+for r in "${order[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  echo "sanitize: start $r"
+  (
+    s=$SECONDS
+    run_one "$r" >"$BUILD/logs/$r.log" 2>&1
+    echo "$? $((SECONDS - s))" >"$BUILD/logs/$r.rc"
+  ) &
+done
+wait
+runs_s=$(elapsed $start)
+
 declare -A took=()
-start=$SECONDS
-for t in "${tests[@]}"; do
-  s=$SECONDS
-  echo "sanitize: $t ${filters[$t]:-*}"
-  if ! (cd "$BUILD" && "./$t" --gtest_filter="${filters[$t]:-*}" --gtest_brief=1); then
-    failed+=("$t")
-  fi
-  took[$t]=$(elapsed $s)
+for r in "${order[@]}"; do
+  echo "---- $r"
+  cat "$BUILD/logs/$r.log"
+  rc=1 secs=?
+  [ -f "$BUILD/logs/$r.rc" ] && read -r rc secs <"$BUILD/logs/$r.rc"
+  took[$r]=$secs
+  [ "$rc" = 0 ] || failed+=("$r")
 done
-tests_s=$(elapsed $start)
 
-start=$SECONDS
-mkdir -p "$BUILD/fuzz-artifacts"
-for f in "${fuzzers[@]}"; do
-  s=$SECONDS
-  dict=()
-  [ -f "tests/fuzz/$f.dict" ] && dict=("-dict=tests/fuzz/$f.dict")
-  if ! "$BUILD/fuzz/${f}_fuzz" "-runs=${fuzz_runs[$f]:-$FUZZ_RUNS}" "-seed=$FUZZ_SEED" "${dict[@]}" \
-      "-timeout=$FUZZ_TIMEOUT_S" -rss_limit_mb=2048 "-artifact_prefix=$BUILD/fuzz-artifacts/" "tests/fuzz/corpus/$f"; then
-    failed+=("${f}_fuzz")
-  fi
-  took[${f}_fuzz]=$(elapsed $s)
-done
-fuzz_s=$(elapsed $start)
-
-echo "sanitize: build ${build_s} s, tests ${tests_s} s, fuzz ${fuzz_s} s"
-for k in "${tests[@]}" "${fuzzers[@]/%/_fuzz}"; do echo "sanitize:   $k ${took[$k]} s"; done
+echo "sanitize: build ${build_s} s, tests and fuzz targets ${runs_s} s ($JOBS at a time)"
+for k in "${order[@]}"; do echo "sanitize:   $k ${took[$k]} s"; done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "sanitize: FAILED: ${failed[*]}"
   exit 1
