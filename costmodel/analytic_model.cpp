@@ -34,6 +34,12 @@ constexpr double kSubPartitionsPerSm = 4;  // warp schedulers (and tensor-core q
 // 0.83-0.89 of the 32x64 warp tiles' two CTAs per SM (4 warps per scheduler) although their tiles reuse
 // more. Only mma.sync on cc 9 (Hopper) takes it: no other recording to check it against yet.
 constexpr double kMmaSyncLatencyWarps = 2.0;
+// Per k-tile of an mma.sync main loop on Hopper: the __syncthreads, the cp.async.wait_group for the next
+// stage and the first ldmatrix round trip of the new tile (its fragments cannot be fetched across the
+// barrier) stall the block, hidden only by the other resident blocks; it makes short k-tiles (BK 16)
+// dearer. Chosen on the same recording: 300-600 cycles all rank alike (random-half Spearman +0.014 over
+// the generic 150-cycle barrier); 450, the middle.
+constexpr double kMmaSyncKTileSyncCycles = 450;
 
 }  // namespace
 
@@ -159,7 +165,8 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
     // producer fills the next unit's ring while the previous unit's epilogue runs, so it pays that
     // only for its first unit (the tail of whole units stays: a static schedule does not split them).
     const double fill = p.async_mma && !p.persistent ? kGlobalLatencyCycles : 0.0;
-    const double latency = (iterations * (exposed_per_iter + kBarrierCycles) + fill) / resident;
+    const double barrier = tensor && !async_mma && gpu.cc_major == 9 ? kMmaSyncKTileSyncCycles : kBarrierCycles;
+    const double latency = (iterations * (exposed_per_iter + barrier) + fill) / resident;
     sm_cycles += rounds * (busy + latency);
     compute_c += rounds * compute;
     shared_c += rounds * shared;

@@ -107,11 +107,12 @@ TEST(SimCalibration, RingGemmRanksTheWgmmaSpaceBetterThanTheGenericModel) {
   EXPECT_LE(ring.pick_over_best, 1.1);
 }
 
-// The mma.sync path on Hopper (analytic_model.cpp: warps per scheduler hide a k-step's latency; its one
-// constant was chosen on this recording): on each random half (split 1 as the bench draws it) the
-// ranking beats the model without that term (Spearman 0.80 and 0.83; now 0.87 and 0.87) and measuring in
-// the sim's order reaches 95% of the half's best within 5 trials (without the term: at 32 and 28; now 3
-// and 1); on the whole recording the first pick is within 10% of the best (without the term: 1.15x).
+// The mma.sync terms on Hopper (analytic_model.cpp: warps per scheduler hide a k-step's latency; a
+// k-tile's sync stalls the block; both constants chosen on this recording): on each random half (split 1
+// as the bench draws it) the ranking beats the model without them (Spearman 0.80 and 0.83; now 0.88 and
+// 0.88) and measuring in the sim's order reaches 95% of the half's best within 5 trials (without them: at
+// 32 and 28; now 3 and 1); on the whole recording the first pick is within 10% of the best (without
+// them: 1.15x).
 TEST(SimCalibration, MmaSyncPathRanksEachHalfOfTheMmaRecording) {
   const RecordedSpace s = load_recorded_space(kReplayDir + "/gemm_f16_M4096_N4096_K4096_mma_h100_2026-11-25.json");
   ASSERT_FALSE(costmodel::is_ring_gemm(s.configs.front().profile));
