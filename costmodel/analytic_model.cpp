@@ -24,6 +24,22 @@ constexpr double kFmaPerWgmmaThread = 1024;    // FMAs per thread of one wgmma.m
 // the tensor peak that wgmma reaches (public microbenchmarks report roughly 60-70%). To be calibrated
 // with GPU measurements (issue 6).
 constexpr double kMmaSyncShareOfHopperPeak = 0.65;
+constexpr double kSubPartitionsPerSm = 4;  // warp schedulers (and tensor-core quarters) per SM
+// A warp's mma.sync k-step waits on its own ldmatrix fragments and on the previous k-step's MMAs (a
+// chain through the accumulators), so its scheduler's tensor pipe idles unless other warps have a
+// k-step ready: a scheduler with w resident warps keeps the pipe busy w / (w + h) of the time, h being
+// that latency in units of one warp's k-step work. h = 2 was chosen on the H100 mma.sync recording
+// (4096^3 f16): random-half fits pick 2.5-3 for Spearman; 2 is the smaller, safer value. What it models:
+// the 64x64 warp tiles need ~240 registers, one 8-warp CTA per SM (2 warps per scheduler), and run at
+// 0.83-0.89 of the 32x64 warp tiles' two CTAs per SM (4 warps per scheduler) although their tiles reuse
+// more. Only mma.sync on cc 9 (Hopper) takes it: no other recording to check it against yet.
+constexpr double kMmaSyncLatencyWarps = 2.0;
+// Per k-tile of an mma.sync main loop on Hopper: the __syncthreads, the cp.async.wait_group for the next
+// stage and the first ldmatrix round trip of the new tile (its fragments cannot be fetched across the
+// barrier) stall the block, hidden only by the other resident blocks; it makes short k-tiles (BK 16)
+// dearer. Chosen on the same recording: 300-600 cycles all rank alike (random-half Spearman +0.014 over
+// the generic 150-cycle barrier); 450, the middle.
+constexpr double kMmaSyncKTileSyncCycles = 450;
 
 }  // namespace
 
@@ -131,7 +147,10 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
     if (rounds <= 0 || resident <= 0) return;
     const double active_warps = resident * warps;
     const double hiding = std::min(1.0, active_warps * std::min(p.ilp, 8) / kWarpsToHideFmaLatency);
-    const double compute = resident * std::max(block_fma_cycles, block_issue_cycles) / hiding;
+    const double per_scheduler = active_warps / kSubPartitionsPerSm;
+    const double pipe_busy =
+        tensor && !async_mma && gpu.cc_major == 9 ? per_scheduler / (per_scheduler + kMmaSyncLatencyWarps) : 1.0;
+    const double compute = resident * std::max(block_fma_cycles, block_issue_cycles) / hiding / pipe_busy;
     const double shared = resident * block_shared_cycles;
     const double l2 = resident * block_l2_cycles;
     const double busy = std::max({compute, shared, l2});
@@ -146,7 +165,8 @@ SimEstimate estimate(const KernelProfile& p, const KernelResources& r, const Gpu
     // producer fills the next unit's ring while the previous unit's epilogue runs, so it pays that
     // only for its first unit (the tail of whole units stays: a static schedule does not split them).
     const double fill = p.async_mma && !p.persistent ? kGlobalLatencyCycles : 0.0;
-    const double latency = (iterations * (exposed_per_iter + kBarrierCycles) + fill) / resident;
+    const double barrier = tensor && !async_mma && gpu.cc_major == 9 ? kMmaSyncKTileSyncCycles : kBarrierCycles;
+    const double latency = (iterations * (exposed_per_iter + barrier) + fill) / resident;
     sm_cycles += rounds * (busy + latency);
     compute_c += rounds * compute;
     shared_c += rounds * shared;

@@ -5,7 +5,8 @@
 // Deterministic and cheap. It models occupancy (registers, shared memory,
 // threads, block slots), rounds of resident blocks per SM (wave
 // quantisation), instruction issue (FMAs against load/overhead instructions),
-// latency hiding by warps and register-tile ILP, shared-memory bandwidth and
+// latency hiding by warps and register-tile ILP (for mma.sync on Hopper, by
+// the warps per scheduler), shared-memory bandwidth and
 // bank conflicts, L2 and DRAM traffic, spills, and the exposed latency of
 // single-buffered main loops. Row-wise kernels (softmax, layernorm) take a
 // path of their own, calibrated on a real recording (row_op_model.h), and so
