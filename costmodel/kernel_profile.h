@@ -45,6 +45,9 @@ struct GemmTileProfile {
   int elem_bytes = 2;                     ///< Bytes per A and B element.
   int out_bytes = 2;                      ///< Bytes per C element.
   int persistent_ctas = 0;                ///< 0: a CTA per work unit; else the CTAs of a persistent grid.
+  /// Outputs of one row that the epilogue's store instructions write contiguously: 8 when each thread
+  /// stores a pair from its accumulators (4 threads per row), 32 when staged through shared memory.
+  int store_segment = 8;
 };
 
 struct KernelProfile {
@@ -86,7 +89,7 @@ struct KernelResources {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RowOpProfile, rows, cols, elem_bytes, row_threads, rows_per_block,
                                                 vec, one_pass, cache, prefetch, layernorm)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GemmTileProfile, batch, m, n, k, bm, bn, bk, group_m, split_k,
-                                                elem_bytes, out_bytes, persistent_ctas)
+                                                elem_bytes, out_bytes, persistent_ctas, store_segment)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelProfile, flops, dram_bytes, global_bytes, shared_bytes,
                                                 shared_conflict_ways, blocks, threads_per_block,
                                                 dynamic_shared_bytes, ilp, shared_loads_per_step, vector_width, coalescing, stages,

@@ -134,13 +134,13 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
 
   // --- Epilogue per unit: C's store sectors (a split's share of them), split-K partials and read-back. ---
   const double tile_outputs = static_cast<double>(g.bm) * g.bn;
-  const double segments = tile_outputs / (kPairThreadsPerRow * kOutputsPerThreadStore);
+  const double segment = g.store_segment > 0 ? g.store_segment : kPairThreadsPerRow * kOutputsPerThreadStore;
+  const double segments = tile_outputs / segment;
   const auto sectors_per_segment = [](double bytes) { return std::max(1.0, bytes / kSectorBytes); };
-  double epilogue_sectors =
-      segments * sectors_per_segment(kPairThreadsPerRow * kOutputsPerThreadStore * g.out_bytes) / split;
+  double epilogue_sectors = segments * sectors_per_segment(segment * g.out_bytes) / split;
   double epilogue_trips = 1;
   if (split > 1) {
-    const double partial_sectors = segments * sectors_per_segment(kPairThreadsPerRow * kOutputsPerThreadStore * 4.0);
+    const double partial_sectors = segments * sectors_per_segment(segment * 4.0);
     epilogue_sectors += partial_sectors * 2.0;  // every split writes its partial; the last reads all (on average one)
     epilogue_trips += 1;                        // the counter and the read-back wait for L2
   }

@@ -8,14 +8,17 @@
 # writes its summary). Plans: `first` (about 320 s on an H100 on 2026-11-25: GPU tests, vendor
 # baselines, loop speed, three whole-space recordings, the template_bench workloads with tune's
 # default auto template) and `more` (the fault-isolation test, two more recordings, bf16, batched,
-# short-K and conv2d rows).
+# short-K and conv2d rows) and `profile` (the cuDNN graph-API tests, baselines beside PyTorch, Nsight
+# Compute profiles of wgmma and cuBLAS on batched, decode, 4096^3 and short-K, the decode M=64 recording)
+# and `knobs` (gemm_tc_wgmma's GPU tests, then the GEMM rows of issue 16 tuned with tune's defaults).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
-[[ "$plan" == first || "$plan" == more ]] || { echo "gpu_session: '$plan' is not a plan; allowed: first, more" >&2; exit 2; }
+[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs ]] ||
+  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs" >&2; exit 2; }
 S=/tmp/gpu-session-$plan
 mkdir -p "$out"
 
@@ -80,6 +83,54 @@ plan_more() {
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_profile() {
+  steps
+  # ncu NAME LIMIT KERNEL_REGEX COMMAND...: Nsight Compute's full set on the 2nd launch of the first matching
+  # kernel, as a report and as CSV details (the launch geometry and registers there name the config).
+  ncu_step() { local name=$1 limit=$2 regex=$3; shift 3
+    step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
+      --launch-skip 1 --launch-count 1 --set full -f -o "$S/$name" "$@"
+    ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
+  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; which ncu; python3 -c "import torch; print(torch.__version__, torch.backends.cudnn.version())"'
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='GpuVendor.*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 120 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
+  step torch_ref 120 python3 scripts/torch_ref.py "$S/baselines.json" "$S/torch_ref.json"
+  local w="--device ${GPU_SESSION_DEVICE:-cuda:0} --trials 1 --batch 1 --remeasure 0 --seed 1 --quiet --json"
+  ncu_step ncu_batched_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
+    --template batched_gemm_tc_wgmma $w --db "$S/ncu_batched.db"
+  ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|gemm' .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter 'batched_gemm B=32,M=512,N=512,K=128 f16' --out "$S/ncu_batched_cublas.json"
+  ncu_step ncu_decode64_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 \
+    --template gemm_tc_wgmma $w --db "$S/ncu_decode64.db"
+  ncu_step ncu_decode64_cublas 60 'sm90|cutlass|xmma|gemm|gemv' .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter 'gemm M=64,N=4096,K=4096 f16' --out "$S/ncu_decode64_cublas.json"
+  ncu_step ncu_4096_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 \
+    --template gemm_tc_wgmma $w --db "$S/ncu_4096.db"
+  ncu_step ncu_shortk_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=4096,N=4096,K=512 --dtype f16 \
+    --template gemm_tc_wgmma $w --db "$S/ncu_shortk.db"
+  tune rec_gemm_f16_decode_m64_wgmma 150 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_decode_m64_wgmma.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_knobs() {
+  steps
+  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 150 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 60 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  for m in 16 32 64 128; do
+    tune xgb100_f16_decode_m$m 60 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+  done
+  tune xgb100_batched_f16_b32_512_auto 60 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb100_f16_shortk_auto 60 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  tune xgb200_f16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  tune xgb200_f16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
+  tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  tune xgb200_bf16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
@@ -105,6 +156,18 @@ summary() {
       baselines) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
       gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -30 ;;
       torch_ref) cat "$f" ;;
+      ncu_*) [[ -s "$S/$n.csv" ]] && python3 - "$S/$n.csv" "$n" <<'PY' 2>/dev/null || echo "  $n: $(tail -c 300 "$S/$n.log")"
+import csv, sys
+keep = ("Duration", "DRAM Throughput", "Memory Throughput", "Compute (SM) Throughput", "Registers Per Thread",
+        "Dynamic Shared Memory Per Block", "Achieved Occupancy", "L2 Hit Rate", "Executed Ipc Active")
+seen = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    seen.setdefault("kernel", "%s grid %s block %s" % (r["Kernel Name"][:60], r["Grid Size"], r["Block Size"]))
+    if r["Metric Name"] in keep: seen[r["Metric Name"]] = r["Metric Value"] + " " + r["Metric Unit"]
+print("  %s: %s" % (sys.argv[2], seen.pop("kernel", "")))
+print("    " + "; ".join("%s %s" % kv for kv in seen.items()))
+PY
+      ;;
       *) python3 - "$f" "$n" <<'PY' 2>/dev/null || echo "  $n: $(head -c 300 "$f")"
 import json, sys
 d = json.load(open(sys.argv[1])); s = d.get("summary", d); b = d.get("best") or {}

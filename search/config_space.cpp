@@ -128,7 +128,8 @@ std::vector<Config> ConfigSpace::neighbours(const Config& c) const {
 
 nlohmann::ordered_json ConfigSpace::to_json(const Config& c) const {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (size_t i = 0; i < knobs_.size(); ++i) j[knobs_[i].name] = c.at(i);
+  for (size_t i = 0; i < knobs_.size(); ++i)
+    if (!knobs_[i].absent || c.at(i) != *knobs_[i].absent) j[knobs_[i].name] = c.at(i);
   return j;
 }
 
@@ -141,7 +142,11 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   Config c(knobs_.size());
   for (size_t i = 0; i < knobs_.size(); ++i) {
     const auto& k = knobs_[i];
-    if (!j.contains(k.name)) throw std::invalid_argument("config lacks knob '" + k.name + "'");
+    if (!j.contains(k.name)) {
+      if (!k.absent) throw std::invalid_argument("config lacks knob '" + k.name + "'");
+      c[i] = *k.absent;
+      continue;
+    }
     const auto& v = j.at(k.name);
     if (!v.is_number_integer()) throw std::invalid_argument("knob '" + k.name + "' must be an integer");
     c[i] = v.get<int64_t>();

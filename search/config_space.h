@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,9 +27,18 @@ using Rng = std::mt19937_64;
 
 /// A knob: a name and its finite, ordered set of integer values.
 struct Knob {
+  Knob() = default;
+  Knob(std::string name_, std::vector<int64_t> values_, std::string doc_ = {},
+       std::optional<int64_t> absent_ = std::nullopt)
+      : name(std::move(name_)), values(std::move(values_)), doc(std::move(doc_)), absent(absent_) {}
+
   std::string name;
   std::vector<int64_t> values;
   std::string doc;  ///< One line for users: what the knob controls.
+  /// For a knob added to a template after configs were stored: the value that gives the kernel those
+  /// configs ran. A config's JSON leaves the knob out at this value and a JSON without the knob reads
+  /// as this value, so records, replay files and best-config files written before it stay valid.
+  std::optional<int64_t> absent;
 };
 
 /// Knob values in the order of ConfigSpace::knobs().
@@ -49,6 +59,7 @@ class ConfigView {
     if (read_) *read_ = ~uint64_t{0};
     return config_;
   }
+  const ConfigSpace& space() const { return space_; }
 
  private:
   const ConfigSpace& space_;

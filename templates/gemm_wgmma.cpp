@@ -14,27 +14,34 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                            "K splits reduced in fp32 (the CTA of the last split to finish sums them)"};
   const search::Knob persistent{"PERSISTENT", {0, std::max<int64_t>(sm_count, 1)},
                                 "0: a CTA per work unit; else the CTAs of a persistent grid (the SM count)"};
+  // Added after the first recordings: 0 (absent from their configs) is the kernel they measured.
+  const search::Knob epilogue{"EPILOGUE", {0, 1},
+                              "0: accumulators stored to C from registers; 1: staged through shared memory, "
+                              "stored as 16-byte row vectors (whole sectors)",
+                              0};
   if (reduced) {
     return {
         {"BM", {64, 128, 256}, "block tile rows"},
         {"BN", {64, 128, 256}, "block tile columns (the wgmma n)"},
         {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the block rows"},
-        {"STAGES", {2, 3, 4, 5}, "shared-buffer ring depth"},
+        {"STAGES", {2, 3, 4, 12}, "shared-buffer ring depth"},
         {"GROUP_M", {1, 8}, "block-rows rasterized together"},
         {"OUT_F32", {0, 1}, "1: C in fp32"},
         split,
         persistent,
+        epilogue,
     };
   }
   return {
       {"BM", {64, 128, 192, 256}, "block tile rows"},
       {"BN", {64, 128, 192, 256}, "block tile columns (the wgmma n)"},
       {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the block rows"},
-      {"STAGES", {2, 3, 4, 5, 6}, "shared-buffer ring depth"},
+      {"STAGES", {2, 3, 4, 5, 6, 8, 10, 12}, "shared-buffer ring depth (deep rings keep small tiles' loads in flight)"},
       {"GROUP_M", {1, 8}, "block-rows rasterized together"},
       {"OUT_F32", {0, 1}, "1: C in fp32"},
       split,
       persistent,
+      epilogue,
   };
 }
 
@@ -49,6 +56,7 @@ WgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
   t.out_f32 = static_cast<int>(v["OUT_F32"]);
   t.split_k = static_cast<int>(v["SPLIT_K"]);
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
+  t.epilogue = static_cast<int>(v["EPILOGUE"]);
   return t;
 }
 
@@ -111,11 +119,13 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
   // 22 configs that cover every value: the ring depth tied to the tile size, GROUP_M to OUT_F32, split-K
   // (where the workload allows it) to OUT_F32 too, and the persistent grid to BN == 128 (so neither adds
   // configs: the reduced space compiles as many sources as before).
-  cs.push_back({"reduced: STAGES == 2 + (BM+BN <= 320) + (BM+BN <= 256) + (BM+BN <= 128)",
+  cs.push_back({"reduced: STAGES == 2 + (BM+BN <= 320) + (BM+BN <= 256), and 12 for 64x64 tiles",
                 [](const search::ConfigView& v) {
                   const int64_t sum = v["BM"] + v["BN"];
-                  return v["STAGES"] == 2 + (sum <= 320) + (sum <= 256) + (sum <= 128);
+                  return v["STAGES"] == (sum <= 128 ? 12 : 2 + (sum <= 320) + (sum <= 256));
                 }});
+  cs.push_back({"reduced: EPILOGUE == 1 iff BM >= BN",
+                [](const search::ConfigView& v) { return (v["EPILOGUE"] == 1) == (v["BM"] >= v["BN"]); }});
   cs.push_back({"reduced: GROUP_M == 1 iff OUT_F32 == 1 (iff SPLIT_K == 4 where split-K is possible)",
                 [split_possible](const search::ConfigView& v) {
                   return (v["GROUP_M"] == 1) == (v["OUT_F32"] == 1) &&
@@ -153,6 +163,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   // Shared traffic: the TMA writes, then each consumer's wgmma reads its A rows and all of B.
   const double reads = static_cast<double>(t.bm + t.consumers * t.bn) * kWgmmaBk * 2.0;
   p.shared_bytes = tiles * static_cast<double>(k_tiles) * (tile_bytes + reads);
+  if (t.epilogue) p.shared_bytes += 2.0 * 4.0 * outputs * t.split_k;  // each output staged: written, read back
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both sides
   // Work units (tile, split); a persistent grid runs them in rounds of its CTAs just as the hardware
   // would run one CTA per unit, but fills each unit's ring while the previous unit's epilogue runs.
@@ -179,6 +190,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.gemm.split_k = t.split_k;
   p.gemm.elem_bytes = 2;
   p.gemm.out_bytes = t.out_f32 ? 4 : 2;
+  p.gemm.store_segment = t.epilogue ? 32 : 8;
   // The whole grid's CTAs (grid x times the batch) when persistent.
   p.gemm.persistent_ctas =
       t.persistent_ctas > 0 ? static_cast<int>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch) * d.batch) : 0;

@@ -11,7 +11,8 @@ WgmmaSmemLayout wgmma_smem_layout() { return {}; }
 int wgmma_threads(const WgmmaTiling& t) { return 128 * (1 + t.consumers); }
 
 size_t wgmma_shared_bytes(const WgmmaTiling& t) {
-  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * kWgmmaBk * 2 + 1024;
+  const size_t epilogue = t.epilogue ? static_cast<size_t>(t.consumers) * 4 * kWgmmaEpilogueWarpBytes : 0;
+  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * kWgmmaBk * 2 + 1024 + epilogue;
 }
 
 int wgmma_accumulators(const WgmmaTiling& t) { return (t.bm / t.consumers / 64) * t.bn / 2; }
@@ -38,6 +39,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   s.define("GROUP_M", t.group_m).define("OUT_F32", t.out_f32 ? 1 : 0).define("SPLIT_K", t.split_k);
   // The kernel loops over its units either way; PERSISTENT only says whether the grid strides them.
   s.define("PERSISTENT", t.persistent_ctas);
+  s.define("EPILOGUE", t.epilogue ? 1 : 0);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout();
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

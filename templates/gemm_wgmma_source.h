@@ -46,8 +46,14 @@
 //   grid = (wgmma_grid_x(t, M, N, batch), 1, batch); block = 128 * (1 + consumers) threads;
 //   workspace: gemm_tc's (tc_workspace_floats: split-K partials, then tile counters; zero before the
 //   first launch, left zero), used only when split_k > 1;
-//   dynamic shared memory = stages * (bm*64 + 64*bn) * 2 + 1024 bytes (the 1024 aligns the ring).
-// The epilogue stores each consumer's accumulators straight to C with bounds checks.
+//   dynamic shared memory = stages * (bm*64 + 64*bn) * 2 + 1024 bytes (the 1024 aligns the ring),
+//   plus, with epilogue 1, kWgmmaEpilogueWarpBytes per consumer warp after the ring.
+// Epilogue 0 stores each consumer thread's accumulator pairs straight to C (4 bytes per thread per
+// row for f16: half of every 32-byte sector a warp's store touches is wasted). Epilogue 1 has each
+// consumer warp stage its 16 x 32 pieces of the tile in a shared buffer of its own (fp32, rows padded
+// to 40 floats so both the pair writes and the vector reads are free of bank conflicts) and store
+// them as 4-column row vectors, 8 lanes per row: whole sectors, for C and for split-K's partials, whose
+// reduction then reads 16-byte vectors too. It needs N % 4 == 0 (the template asks N % 8 == 0).
 #pragma once
 
 #include <cstdint>
@@ -61,11 +67,12 @@ struct WgmmaTiling {
   DType dtype = DType::kF16;  ///< f16 or bf16 operands.
   int bm = 128, bn = 128;     ///< Block tile; bm / consumers is a multiple of 64, bn of 64 (<= 256).
   int consumers = 2;          ///< Consumer warpgroups (1 or 2).
-  int stages = 4;             ///< Shared-buffer ring depth (2..6).
+  int stages = 4;             ///< Shared-buffer ring depth (2..12).
   int group_m = 8;            ///< Block rasterization.
   int out_f32 = 0;            ///< 1: C is fp32; 0: C in the input type.
   int split_k = 1;            ///< K splits reduced in fp32 through the workspace (1: none; <= 8).
   int persistent_ctas = 0;    ///< 0: one CTA per work unit; else about this many CTAs (the SM count) in all.
+  int epilogue = 0;           ///< 0: C stored from registers; 1: staged through shared memory (16-byte rows).
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
@@ -86,6 +93,8 @@ WgmmaSmemLayout wgmma_smem_layout();
 inline constexpr const char* kWgmmaKernelName = "gemm_tc_wgmma";
 inline constexpr int kWgmmaBk = 64;       ///< k-tile depth: 64 halves = the 128-byte swizzle span.
 inline constexpr int kWgmmaBoxCols = 64;  ///< Columns of B per TMA box.
+/// Epilogue 1's shared buffer per consumer warp: 16 rows of 32 fp32 outputs padded to 40.
+inline constexpr int kWgmmaEpilogueWarpBytes = 16 * 40 * 4;
 
 int wgmma_threads(const WgmmaTiling& t);
 size_t wgmma_shared_bytes(const WgmmaTiling& t);

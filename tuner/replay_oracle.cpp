@@ -34,13 +34,10 @@ costmodel::KernelResources record_resources(const ReplayRecord& r, const costmod
 search::ConfigSpace recorded_space(const search::ConfigSpace& space, const ReplayData& data) {
   auto keys = std::make_shared<std::set<std::string>>();
   for (const auto& [json, rec] : data.records) keys->insert(json);
-  std::vector<std::string> names;
-  for (const auto& k : space.knobs()) names.push_back(k.name);
   std::vector<search::Constraint> constraints = space.constraints();
-  constraints.push_back({"recorded in the replay file '" + data.path + "'", [keys, names](const search::ConfigView& v) {
-                           nlohmann::json j;  // keys sorted, as the records are keyed
-                           const auto& c = v.config();
-                           for (size_t i = 0; i < names.size(); ++i) j[names[i]] = c[i];
+  // Keyed as the records are: the config's JSON (knobs at their `absent` value left out), keys sorted.
+  constraints.push_back({"recorded in the replay file '" + data.path + "'", [keys](const search::ConfigView& v) {
+                           const nlohmann::json j = v.space().to_json(v.config());
                            return keys->count(j.dump()) > 0;
                          }});
   return search::ConfigSpace(space.knobs(), std::move(constraints));

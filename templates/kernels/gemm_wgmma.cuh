@@ -1,7 +1,7 @@
 // gemm_wgmma.cuh: the Hopper GEMM (sm_90a): TMA bulk tensor copies into an mbarrier-guarded ring,
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
-// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
+// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
 // descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
 // Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
 // when the grid is persistent; the ring's phases run on across units.
@@ -16,6 +16,7 @@ constexpr int kGroupM = GROUP_M;              // block-rows swept together
 constexpr int kSplitK = SPLIT_K;              // K splits, reduced in fp32 through the workspace
 constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a persistent grid's CTAs
 constexpr int kConsumerRegs = CONSUMER_REGS;  // setmaxnreg.inc of the consumers
+constexpr int kEpilogue = EPILOGUE;           // 0: C from registers; 1: staged through shared memory
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
 constexpr unsigned kBSbo = B_SBO, kBLbo = B_LBO, kBK16Step = B_K16;
@@ -46,7 +47,7 @@ constexpr int kStageBytes = kABytes + kBBytes;
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
 static_assert(kBN % 64 == 0 && kBN <= 256, "bn: 64-column boxes, wgmma n <= 256");
 static_assert(kBM <= 256, "TMA box rows <= 256");
-static_assert(kStages >= 2 && kStages <= 6, "stages 2..6");
+static_assert(kStages >= 2 && kStages <= 16, "stages 2..16");
 static_assert(kSplitK >= 1 && kSplitK <= 8, "split_k 1..8 (the workspace holds 8 partial outputs)");
 constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
 constexpr int kMaxSplit = 8;                        // partial outputs the workspace holds
@@ -66,6 +67,51 @@ __device__ __forceinline__ void for_each_acc_pair(int row_base, int col0, int M,
         const int r = row_base + i * 64 + warp * 16 + lane / 4 + h * 8;
         if (r < M) f(i, j * 4 + h * 2, r, col0 + j * 8 + (lane % 4) * 2);
       }
+}
+
+// ---- epilogue 1: each consumer warp stages 16 x 32 pieces of its rows in a shared buffer of its own ----
+constexpr int kEpiCols = 32, kEpiPitch = 40;  // fp32 per staged row, padded: no bank conflicts either way
+constexpr int kEpiWarpFloats = 16 * kEpiPitch;
+constexpr int kEpiBytes = kEpilogue ? kConsumers * 4 * kEpiWarpFloats * 4 : 0;
+static_assert(kBN % kEpiCols == 0, "whole 32-column pieces");
+
+// Writes piece `chunk` (columns 32*chunk ..) of m64 tile acc_i's warp rows into the warp's buffer: the
+// thread's pair (e, e + 1) sits at row lane/4 + 8h, column 8jj + 2*(lane%4) of the piece. The 64-bit
+// writes of a half-warp cover 32 distinct banks (row pitch 40 = 8 banks apart).
+__device__ __forceinline__ void stage_piece(float* buf, const float* acc_i, int chunk, int lane) {
+  __syncwarp();  // the warp's reads of the previous piece are done
+#pragma unroll
+  for (int jj = 0; jj < kEpiCols / 8; ++jj)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int e = (chunk * (kEpiCols / 8) + jj) * 4 + h * 2;
+      *reinterpret_cast<float2*>(buf + (lane / 4 + 8 * h) * kEpiPitch + 8 * jj + 2 * (lane % 4)) =
+          make_float2(acc_i[e], acc_i[e + 1]);
+    }
+  __syncwarp();
+}
+
+// Calls f(lr, lc, r, c) for the 4 row vectors (4 columns each) a lane owns in a 16 x 32 piece whose
+// first output is (r0, c0): vector t is piece row lr = lane/8 + 4t, columns lc = 4*(lane%8) ..+3, so 8
+// lanes cover a row's 32 outputs (whole sectors). Only vectors inside M and N: N % 4 == 0, so a vector
+// is wholly in or out.
+template <typename F>
+__device__ __forceinline__ void for_each_piece_vec(int r0, int c0, int M, int N, int lane, F&& f) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const int lr = lane / 8 + 4 * t, lc = 4 * (lane % 8);
+    if (r0 + lr < M && c0 + lc < N) f(lr, lc, r0 + lr, c0 + lc);
+  }
+}
+
+// Four outputs at dst (16-byte aligned for fp32, 8-byte for 2-byte types: c % 4 == 0 and N % 4 == 0).
+__device__ __forceinline__ void store_vec4(out_t* dst, float4 v) {
+  if constexpr (sizeof(out_t) == 4) {
+    *reinterpret_cast<float4*>(dst) = v;
+  } else {
+    struct alignas(4 * sizeof(out_t)) Quad { out_t x, y, z, w; };
+    *reinterpret_cast<Quad*>(dst) = Quad{to_out(v.x), to_out(v.y), to_out(v.z), to_out(v.w)};
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -175,6 +221,10 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
 
     const int row_base = row0 + consumer * kRowsPerConsumer;
+    // Epilogue 1's buffer: after the ring, one per consumer warp.
+    float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring - smem_u32(wgmma_smem)) + kStages * kStageBytes) +
+                       (consumer * 4 + warp) * kEpiWarpFloats;
+    (void)epi;
     if constexpr (kSplitK > 1) {
       // Every split writes its fp32 partial to workspace[split][batch][M][N]; the CTA whose split
       // arrives last at the tile's counter sums the partials in split order (deterministic), stores C
@@ -182,9 +232,23 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       const int batches = static_cast<int>(gridDim.z);
       const long long outputs = static_cast<long long>(batches) * M * N;
       float* partial = workspace + (static_cast<size_t>(w.split) * batches + batch) * M * N;
-      for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
-        store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][e], acc[i][e + 1], c, N, pair_ok);
-      });
+      if constexpr (kEpilogue) {
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+          for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk) {
+            stage_piece(epi, acc[i], chunk, lane);
+            for_each_piece_vec(row_base + i * 64 + warp * 16, col0 + chunk * kEpiCols, M, N, lane,
+                               [&](int lr, int lc, int r, int c) {
+                                 *reinterpret_cast<float4*>(partial + static_cast<size_t>(r) * N + c) =
+                                     *reinterpret_cast<const float4*>(epi + lr * kEpiPitch + lc);
+                               });
+          }
+      } else {
+        for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
+          store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][e], acc[i][e + 1], c, N, pair_ok);
+        });
+      }
       __threadfence();
       named_barrier_sync<128 * kConsumers>();  // every consumer thread's partial is written and fenced
       __shared__ unsigned arrived;
@@ -195,6 +259,25 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       named_barrier_sync<128 * kConsumers>();  // the next unit writes `arrived` only after its first barrier
       if (arrived != kSplitK - 1) continue;
       __threadfence();
+      if constexpr (kEpilogue) {
+        // The partials as 16-byte vectors, summed in split order, straight to C.
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+          for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk)
+            for_each_piece_vec(row_base + i * 64 + warp * 16, col0 + chunk * kEpiCols, M, N, lane,
+                               [&](int, int, int r, int c) {
+                                 float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                                 for (int s2 = 0; s2 < kSplitK; ++s2) {
+                                   const float4 p = ld_cg_f32x4(workspace + (static_cast<size_t>(s2) * batches + batch) * M * N +
+                                                                static_cast<size_t>(r) * N + c);
+                                   s.x += p.x, s.y += p.y, s.z += p.z, s.w += p.w;
+                                 }
+                                 store_vec4(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c, s);
+                               });
+        if (tid == 128) counters[tile] = 0u;  // ready for the next launch
+        continue;
+      }
       for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
         float s0 = 0.0f, s1 = 0.0f;
         for (int s2 = 0; s2 < kSplitK; ++s2) {
@@ -208,9 +291,25 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       if (tid == 128) counters[tile] = 0u;  // ready for the next launch
     }
 
-    for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
-      store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c, to_out(acc[i][e]),
-                 to_out(acc[i][e + 1]), c, N, pair_ok);
-    });
+    if constexpr (kEpilogue) {
+      if constexpr (kSplitK == 1) {
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+          for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk) {
+            stage_piece(epi, acc[i], chunk, lane);
+            for_each_piece_vec(row_base + i * 64 + warp * 16, col0 + chunk * kEpiCols, M, N, lane,
+                               [&](int lr, int lc, int r, int c) {
+                                 store_vec4(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
+                                            *reinterpret_cast<const float4*>(epi + lr * kEpiPitch + lc));
+                               });
+          }
+      }
+    } else {
+      for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
+        store_pair(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c, to_out(acc[i][e]),
+                   to_out(acc[i][e + 1]), c, N, pair_ok);
+      });
+    }
   }
 }

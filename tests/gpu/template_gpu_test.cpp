@@ -123,6 +123,7 @@ struct WgmmaCase {
   const char* shape;
   const char* dtype;
   int bm, bn, consumers, stages, group_m, out_f32, split_k, persistent;
+  int epilogue = 0;  ///< 1: staged through shared memory
 };
 
 class GpuWgmmaKnobs : public GpuVendorBase {};
@@ -130,7 +131,7 @@ class GpuWgmmaKnobs : public GpuVendorBase {};
 // Split-K and the persistent grid of gemm_tc_wgmma against the reference: decode shapes (M 16..128,
 // N=K=4096 and a short K), every split count, persistent grids with several units per CTA (so the
 // ring's phases run on across tiles) with and without split-K, odd M and N, bf16, fp32 output, and
-// batches (a persistent grid per batch). Each config runs twice on the same workspace (the checked run
+// batches (a persistent grid per batch), the staged epilogue and deep rings. Each config runs twice on the same workspace (the checked run
 // and the timed runs): split-K's tile counters must be left zero by the first launch.
 TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
   const std::vector<WgmmaCase> cases = {
@@ -148,6 +149,15 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"gemm", "M=777,N=1000,K=200", "f16", 128, 192, 2, 4, 8, 1, 2, 1},
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 0, 2, 1},
       {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1},
+      // The staged epilogue (16-byte row vectors) and deep rings: split-K partials and their reduction,
+      // pieces cut by N (264, 1000: not multiples of 32) and M, fp32 and 2-byte C, batches.
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 12, 8, 0, 2, 0, 1},
+      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 10, 8, 0, 8, 1, 1},
+      {"gemm", "M=777,N=1000,K=200", "f16", 128, 192, 2, 4, 8, 1, 2, 1, 1},
+      {"gemm", "M=1000,N=2048,K=256", "bf16", 64, 64, 1, 12, 1, 1, 1, 1, 1},
+      {"gemm", "M=4096,N=4096,K=512", "f16", 128, 256, 2, 4, 8, 0, 1, 1, 1},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1, 1},
+      {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 1, 1, 0, 1},
   };
   NvrtcBuilder builder(nullptr);
   WorkerClient worker(TUNER_BIN);
@@ -158,7 +168,8 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
     auto space = tmpl.space(w, device_.limits);
     const nlohmann::json j = {{"BM", g.bm},          {"BN", g.bn},           {"CONSUMERS", g.consumers},
                               {"STAGES", g.stages},  {"GROUP_M", g.group_m}, {"OUT_F32", g.out_f32},
-                              {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0}};
+                              {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0},
+                              {"EPILOGUE", g.epilogue}};
     const search::Config c = space.from_json(j);
     const std::string cfg = w.to_string() + " " + j.dump();
     ASSERT_TRUE(space.is_valid(c)) << cfg << ": " << space.violation(c).value_or("");

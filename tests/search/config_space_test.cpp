@@ -123,5 +123,18 @@ TEST(ConfigSpace, JsonIsStableAndRoundTrips) {
   EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":"4","B":2,"C":1})")), std::invalid_argument);
 }
 
+TEST(ConfigSpace, AKnobAddedLaterKeepsOlderConfigsJson) {
+  // E was added after configs {A, B} were stored; E = 0 is the kernel they ran.
+  ConfigSpace s({{"A", {1, 2}, "a"}, {"B", {3, 4}, "b"}, {"E", {0, 1}, "added later", 0}}, {});
+  EXPECT_EQ(s.to_json_string({2, 3, 0}), R"({"A":2,"B":3})");
+  EXPECT_EQ(s.to_json_string({2, 3, 1}), R"({"A":2,"B":3,"E":1})");
+  EXPECT_EQ(s.from_json(nlohmann::json::parse(R"({"A":2,"B":3})")), (Config{2, 3, 0}));
+  EXPECT_EQ(s.from_json(nlohmann::json::parse(R"({"A":2,"B":3,"E":1})")), (Config{2, 3, 1}));
+  EXPECT_EQ(s.from_json(nlohmann::json::parse(R"({"A":2,"B":3,"E":0})")), (Config{2, 3, 0}));
+  // A knob without an `absent` value is still required.
+  EXPECT_THROW(s.from_json(nlohmann::json::parse(R"({"A":2,"E":1})")), std::invalid_argument);
+  for (const Config& c : s.enumerate()) EXPECT_EQ(s.from_json(s.to_json(c)), c);
+}
+
 }  // namespace
 }  // namespace tuner::search

@@ -104,8 +104,8 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
 }
 
 // A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
-// offered): 13 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value and
-// the first persistent one not already taken. Each compiles for sm_90a with no spills, leaves the
+// offered): 16 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value,
+// the first persistent one, staged epilogues (with split-K 8, with two consumers) and a 12-stage ring. Each compiles for sm_90a with no spills, leaves the
 // setmaxnreg pool enough registers, and passes the launch check.
 TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   const auto gpu = *costmodel::find_gpu_spec("h100-sxm");
@@ -117,16 +117,22 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   ASSERT_GT(all.size(), 100u);
   std::vector<search::Config> sample;
   for (size_t i = 0; i < all.size() && sample.size() < 8; i += all.size() / 8) sample.push_back(all[i]);
-  auto take_first = [&](const char* knob, int64_t value) {
-    for (const auto& c : all)
-      if (search::ConfigView(space, c)[knob] == value && std::find(sample.begin(), sample.end(), c) == sample.end()) {
+  auto take_first = [&](const char* knob, int64_t value, const char* knob2 = nullptr, int64_t value2 = 0) {
+    for (const auto& c : all) {
+      const search::ConfigView v(space, c);
+      if (v[knob] == value && (!knob2 || v[knob2] == value2) && std::find(sample.begin(), sample.end(), c) == sample.end()) {
         sample.push_back(c);
         return;
       }
+    }
   };
   for (int64_t split : {1, 2, 4, 8}) take_first("SPLIT_K", split);
   take_first("PERSISTENT", limits.sm_count);
-  ASSERT_EQ(sample.size(), 13u);
+  // The staged epilogue with the split-K reduction and with two consumers, and the deepest ring.
+  take_first("EPILOGUE", 1, "SPLIT_K", 8);
+  take_first("EPILOGUE", 1, "CONSUMERS", 2);
+  take_first("STAGES", 12);
+  ASSERT_EQ(sample.size(), 16u);
   const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
     expect_launchable(compiled, i, limits, space.to_json_string(sample[i]), true);
