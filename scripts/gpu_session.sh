@@ -10,15 +10,16 @@
 # default auto template) and `more` (the fault-isolation test, two more recordings, bf16, batched,
 # short-K and conv2d rows) and `profile` (the cuDNN graph-API tests, baselines beside PyTorch, Nsight
 # Compute profiles of wgmma and cuBLAS on batched, decode, 4096^3 and short-K, the decode M=64 recording)
-# and `knobs` (gemm_tc_wgmma's GPU tests, then the GEMM rows of issue 16 tuned with tune's defaults).
+# and `knobs` (gemm_tc_wgmma's GPU tests, then the GEMM rows of issue 16 tuned with tune's defaults),
+# `extra` (the wgmma 4096^3 whole space with its new knobs, longer decode and batched wgmma sessions).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
-[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs ]] ||
-  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs" >&2; exit 2; }
+[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs || "$plan" == extra ]] ||
+  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra" >&2; exit 2; }
 S=/tmp/gpu-session-$plan
 mkdir -p "$out"
 
@@ -128,6 +129,16 @@ plan_knobs() {
   tune xgb200_f16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
   tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
   tune xgb200_bf16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_extra() {
+  steps
+  tune rec_gemm_f16_4096_wgmma 70 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_4096_wgmma.replay.json"
+  tune xgb300_f16_decode_m64_wgmma 50 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma --trials 300
+  tune xgb200_batched_wgmma 40 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
+    --template batched_gemm_tc_wgmma --trials 200
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
