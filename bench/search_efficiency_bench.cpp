@@ -357,7 +357,11 @@ nlohmann::json run_replay_transfer(const std::string& dir, int seeds, const std:
           }
           const double cut = 1.0 - median(warm) / median(cold);
           const auto brief = [](const RecordedSpace& r) {
-            return r.workload.shape_string() + " " + r.gpu.key + " " + r.tmpl->name();
+            // The device's own name (an H200 recording maps to the h100-sxm spec key), shortened.
+            std::string dev = r.data.device.name;
+            for (const char* cut : {"NVIDIA ", " 80GB HBM3"})
+              if (auto at = dev.find(cut); at != std::string::npos) dev.erase(at, std::string(cut).size());
+            return r.workload.shape_string() + " " + dev + " " + r.tmpl->name();
           };
           std::printf("%-44s %-44s %5zu %-14s %7.1f %7.1f %5.0f%%\n", brief(to).c_str(), brief(from).c_str(), batch,
                       name.c_str(), median(cold), median(warm), 100 * cut);

@@ -11,7 +11,9 @@ namespace tuner {
 bool transferable(const RecordedSpace& from, const RecordedSpace& to) {
   if (!from.tmpl || !to.tmpl || from.tmpl->name() != to.tmpl->name()) return false;
   if (from.workload.op != to.workload.op || from.workload.dtype != to.workload.dtype) return false;
-  return from.workload.shape_string() != to.workload.shape_string() || from.gpu.key != to.gpu.key;
+  // Another GPU: another spec key, or another device under the same key (an H200 maps to the H100's).
+  return from.workload.shape_string() != to.workload.shape_string() || from.gpu.key != to.gpu.key ||
+         from.data.device.name != to.data.device.name;
 }
 
 std::vector<TransferRow> transfer_rows(const RecordedSpace& from, size_t most, uint64_t seed) {

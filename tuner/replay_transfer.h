@@ -27,7 +27,7 @@ struct TransferRow {
 };
 
 /// True when `from`'s records can feed a search of `to`: the same op, dtype and template (so the same
-/// feature columns), and another shape or GPU (a recording does not feed itself).
+/// feature columns), and another shape or GPU (spec key or device name; a recording does not feed itself).
 bool transferable(const RecordedSpace& from, const RecordedSpace& to);
 
 /// Up to `most` of `from`'s records (all of them when `most` is 0 or at least their number), drawn without
