@@ -34,7 +34,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
   }
   return {
       {"BM", {64, 128, 192, 256}, "block tile rows"},
-      {"BN", {64, 128, 192, 256}, "block tile columns (the wgmma n)"},
+      {"BN", {32, 64, 128, 192, 256}, "block tile columns (the wgmma n; 32: one 64-byte-swizzled B box)"},
       {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the block rows"},
       {"STAGES", {2, 3, 4, 5, 6, 8, 10, 12}, "shared-buffer ring depth (deep rings keep small tiles' loads in flight)"},
       {"GROUP_M", {1, 8}, "block-rows rasterized together"},
@@ -71,6 +71,10 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
        [split_possible, k_tiles](const search::ConfigView& v) {
          return v["SPLIT_K"] == 1 || (split_possible && v["SPLIT_K"] <= k_tiles);
        }},
+      // A 32-column tile is for short M (decode: enough CTAs without split-K); with a tall one A's box is
+      // most of every stage and B's columns are read by 4x the CTAs, which wider tiles never lose to.
+      {"BN >= 64, or BM <= 128 (32-column tiles for short M)",
+       [](const search::ConfigView& v) { return v["BN"] >= 64 || v["BM"] <= 128; }},
       {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
        [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0 && v["BM"] % v["CONSUMERS"] == 0; }},
       // 128 fp32 accumulators per consumer thread leave room for addresses within 232 registers.
@@ -215,11 +219,13 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
                {"C", d.batch * d.m * d.n, out, true, false},
                {"workspace", tc_workspace_floats(d.batch, d.m, d.n), DType::kF32, false, true}};
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  // A as {K, M, batch}, box {64, BM, 1}; B as {N, K, batch}, box {64, 64, 1}; 2-byte elements.
+  // A as {K, M, batch}, box {64, BM, 1}; B as {N, K, batch}, box {64, 64, 1} (BN 32: {32, 64, 1}, 64-byte
+  // swizzle); 2-byte elements.
+  const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   k.tensor_maps = {{0, {u(d.k), u(d.m), u(d.batch)}, {u(d.k * 2), u(d.m * d.k * 2)},
                     {static_cast<uint32_t>(kWgmmaBk), static_cast<uint32_t>(t.bm), 1}, 128},
                    {1, {u(d.n), u(d.k), u(d.batch)}, {u(d.n * 2), u(d.k * d.n * 2)},
-                    {static_cast<uint32_t>(kWgmmaBoxCols), static_cast<uint32_t>(kWgmmaBk), 1}, 128}};
+                    {static_cast<uint32_t>(l.b_box_cols), static_cast<uint32_t>(kWgmmaBk), 1}, l.b_swizzle}};
   k.scalar_args = {static_cast<int32_t>(d.m), static_cast<int32_t>(d.n), static_cast<int32_t>(d.k)};
   k.flops = k.profile.flops;
   k.bytes = k.profile.dram_bytes;

@@ -6,7 +6,17 @@
 
 namespace tuner::templates {
 
-WgmmaSmemLayout wgmma_smem_layout() { return {}; }
+WgmmaSmemLayout wgmma_smem_layout(int bn) {
+  WgmmaSmemLayout l;
+  if (bn < kWgmmaBoxCols) {  // one 32-column box: k-rows of 64 bytes, 64-byte swizzle (repeats every 512)
+    l.b_box_cols = 32;
+    l.b_swizzle = 64;
+    l.b_sbo = 8 * 64;
+    l.b_lbo = 32 * kWgmmaBk * 2;
+    l.b_k16_step = 16 * 64;
+  }
+  return l;
+}
 
 int wgmma_threads(const WgmmaTiling& t) { return 128 * (1 + t.consumers); }
 
@@ -41,9 +51,10 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   s.define("PERSISTENT", t.persistent_ctas);
   s.define("EPILOGUE", t.epilogue ? 1 : 0);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
-  const WgmmaSmemLayout l = wgmma_smem_layout();
+  const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);
   s.define("B_SBO", l.b_sbo).define("B_LBO", l.b_lbo).define("B_K16", l.b_k16_step);
+  s.define("B_BOX_COLS", l.b_box_cols).define("B_SWIZZLE", l.b_swizzle);
   return s.str();
 }
 

@@ -65,7 +65,7 @@ namespace tuner::templates {
 
 struct WgmmaTiling {
   DType dtype = DType::kF16;  ///< f16 or bf16 operands.
-  int bm = 128, bn = 128;     ///< Block tile; bm / consumers is a multiple of 64, bn of 64 (<= 256).
+  int bm = 128, bn = 128;     ///< Block tile; bm / consumers is a multiple of 64, bn 32 or a multiple of 64 (<= 256).
   int consumers = 2;          ///< Consumer warpgroups (1 or 2).
   int stages = 4;             ///< Shared-buffer ring depth (2..12).
   int group_m = 8;            ///< Block rasterization.
@@ -84,15 +84,19 @@ struct WgmmaSmemLayout {
   int a_lbo = 16;         ///< A: not used by K-major 128-byte swizzle (encoded as 1, as CUTLASS does).
   int a_k16_step = 32;    ///< A: start-address step per k16 (16 halves along the row).
   int a_m64_step = 8192;  ///< A: between a consumer's m64 tiles (64 rows).
+  int b_box_cols = 64;    ///< B: columns per TMA box (one k-row of a box is b_swizzle bytes).
+  int b_swizzle = 128;    ///< B: the swizzle of its boxes and descriptors, in bytes (128, or 64 for bn 32).
   int b_sbo = 1024;       ///< B (N-major): between 8-k-row groups.
-  int b_lbo = 8192;       ///< B: between 64-column boxes, the TMA destination stride too.
+  int b_lbo = 8192;       ///< B: between column boxes, the TMA destination stride too.
   int b_k16_step = 2048;  ///< B: start-address step per k16 (16 k-rows).
 };
-WgmmaSmemLayout wgmma_smem_layout();
+/// The layout for a block tile of bn columns: 64-column boxes with 128-byte swizzle, or for bn 32 one
+/// 32-column box (64-byte k-rows) with 64-byte swizzle: SBO 512, k16 step 1024, LBO the box (4096).
+WgmmaSmemLayout wgmma_smem_layout(int bn = 64);
 
 inline constexpr const char* kWgmmaKernelName = "gemm_tc_wgmma";
 inline constexpr int kWgmmaBk = 64;       ///< k-tile depth: 64 halves = the 128-byte swizzle span.
-inline constexpr int kWgmmaBoxCols = 64;  ///< Columns of B per TMA box.
+inline constexpr int kWgmmaBoxCols = 64;  ///< Columns of B per TMA box (32 when bn is 32).
 /// Epilogue 1's shared buffer per consumer warp: 16 rows of 32 fp32 outputs padded to 40.
 inline constexpr int kWgmmaEpilogueWarpBytes = 16 * 40 * 4;
 

@@ -20,6 +20,8 @@ constexpr int kEpilogue = EPILOGUE;           // 0: C from registers; 1: staged 
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
 constexpr unsigned kBSbo = B_SBO, kBLbo = B_LBO, kBK16Step = B_K16;
+constexpr int kBBoxCols = B_BOX_COLS;          // columns per B box: 64 (128-byte swizzle) or 32 (64-byte)
+constexpr unsigned kBLayout = B_SWIZZLE == 128 ? 1u : 2u;  // the descriptor's layout type: 128B or 64B swizzle
 #if OUT_F32
 typedef float out_t;                         // C's element type
 #else
@@ -40,12 +42,14 @@ constexpr int kRowsPerConsumer = kBM / kConsumers;
 constexpr int kMSub = kRowsPerConsumer / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;                     // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * kBK * 2;            // one stage of A: kBM rows of 128 bytes
-constexpr int kBBoxBytes = 64 * kBK * 2;          // one 64-column box of B: kBK rows of 128 bytes
+constexpr int kBBoxBytes = kBBoxCols * kBK * 2;   // one box of B: kBK rows of 128 (or 64) bytes
 static_assert(kBLbo == kBBoxBytes && kAM64Step == 64 * kBK * 2, "the layout's strides are the boxes' sizes");
-constexpr int kBBytes = (kBN / 64) * kBBoxBytes;
+static_assert(kBBoxCols * 2 == B_SWIZZLE, "a box's k-row is one swizzle span");
+constexpr int kBBytes = (kBN / kBBoxCols) * kBBoxBytes;
 constexpr int kStageBytes = kABytes + kBBytes;
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
-static_assert(kBN % 64 == 0 && kBN <= 256, "bn: 64-column boxes, wgmma n <= 256");
+static_assert(kBN % kBBoxCols == 0 && kBN <= 256 && (kBN == 32) == (kBBoxCols == 32),
+              "bn: 64-column boxes (or one 32-column box), wgmma n <= 256");
 static_assert(kBM <= 256, "TMA box rows <= 256");
 static_assert(kStages >= 2 && kStages <= 16, "stages 2..16");
 static_assert(kSplitK >= 1 && kSplitK <= 8, "split_k 1..8 (the workspace holds 8 partial outputs)");
@@ -152,8 +156,8 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
         const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
         // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
         // documented for boxes that overlap the tensor, not for boxes entirely outside it.
-        const int b_boxes_left = (N - col0 + 63) / 64;
-        const int b_boxes = b_boxes_left < kBN / 64 ? b_boxes_left : kBN / 64;
+        const int b_boxes_left = (N - col0 + kBBoxCols - 1) / kBBoxCols;
+        const int b_boxes = b_boxes_left < kBN / kBBoxCols ? b_boxes_left : kBN / kBBoxCols;
         const unsigned stage_tx = static_cast<unsigned>(kABytes + b_boxes * kBBoxBytes);
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++it) {
           const WgmmaSlot slot = wgmma_slot(it, kStages);
@@ -163,7 +167,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
           mbar_arrive_expect_tx(bar, stage_tx);  // out-of-bounds parts of a box count too (zero-filled)
           tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
           for (int j = 0; j < b_boxes; ++j)
-            tma_load_3d(a_dst + kABytes + j * kBLbo, &tmap_b, bar, col0 + j * 64, kt * kBK, batch);
+            tma_load_3d(a_dst + kABytes + j * kBLbo, &tmap_b, bar, col0 + j * kBBoxCols, kt * kBK, batch);
         }
       }
     }
@@ -197,7 +201,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       for (int kk = 0; kk < kBK / 16; ++kk) {
         // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
         // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
-        const unsigned long long db = smem_desc(b_base + kk * kBK16Step, kBLbo, kBSbo);
+        const unsigned long long db = smem_desc(b_base + kk * kBK16Step, kBLbo, kBSbo, kBLayout);
 #pragma unroll
         for (int i = 0; i < kMSub; ++i)
           wgmma_tile(acc[i], smem_desc(a_base + i * kAM64Step + kk * kAK16Step, kALbo, kASbo), db);

@@ -46,11 +46,12 @@ __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" : : "n"(N)); }
 
-// Shared-matrix descriptor, 128-byte swizzle: start address, leading and stride byte offsets (all
-// in 16-byte units, 14 bits each), base offset 0 (every pattern starts 1024-byte aligned).
-__device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+// Shared-matrix descriptor: start address, leading and stride byte offsets (all in 16-byte units, 14
+// bits each), base offset 0 (every pattern starts aligned to its repeat: 1024 bytes for the 128-byte
+// swizzle, 512 for the 64-byte one), layout type 1 (128-byte swizzle, the default) or 2 (64-byte).
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned layout = 1) {
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16) |
-         (static_cast<unsigned long long>(sbo >> 4) << 32) | (1ull << 62);
+         (static_cast<unsigned long long>(sbo >> 4) << 32) | (static_cast<unsigned long long>(layout) << 62);
 }
 
 // Named barrier 1 over kCount threads (the consumer warpgroups, while the producer's have left).

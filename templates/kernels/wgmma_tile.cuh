@@ -1,6 +1,6 @@
 // wgmma_tile.cuh: wgmma_tile(float (&d)[BN/2], a_desc, b_desc): D += A*B for one m64 x BN x k16 step,
 // A K-major and B N-major (imm-trans-b 1), both from shared memory, fp32 accumulators. The operand
-// list depends on BN (64, 128, 192 or 256), so each BN has its own asm statement below; the operand
+// list depends on BN (32, 64, 128, 192 or 256), so each BN has its own asm statement below; the operand
 // type is f16, or bf16 when ELEM_BF16 is defined.
 #pragma once
 
@@ -11,7 +11,13 @@
 #define WGMMA_AB "f16"
 #endif
 
-#if BN == 64
+#if BN == 32
+__device__ __forceinline__ void wgmma_tile(float (&d)[16], unsigned long long a_desc, unsigned long long b_desc) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32." WGMMA_AB "." WGMMA_AB " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 1; }"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               : "l"(a_desc), "l"(b_desc), "r"(1));
+}
+#elif BN == 64
 __device__ __forceinline__ void wgmma_tile(float (&d)[32], unsigned long long a_desc, unsigned long long b_desc) {
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_AB "." WGMMA_AB " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1; }"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
@@ -36,5 +42,5 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[128], unsigned long long a
                : "l"(a_desc), "l"(b_desc), "r"(1));
 }
 #else
-#error "BN must be 64, 128, 192 or 256"
+#error "BN must be 32, 64, 128, 192 or 256"
 #endif

@@ -69,7 +69,8 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
   auto space = t.space(w, h100_test_limits());
   // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE
   for (const search::Config& c :
-       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0}}) {
+       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0},
+        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1}}) {
     ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
     const auto k = t.instantiate(space, c, w);
     const WgmmaTiling tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
@@ -84,16 +85,19 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
     EXPECT_EQ(b.dims, (std::vector<uint64_t>{136, 304, 3}));  // {N, K, batch}
     EXPECT_EQ(a.strides_bytes, (std::vector<uint64_t>{304 * 2, 200 * 304 * 2}));
     EXPECT_EQ(b.strides_bytes, (std::vector<uint64_t>{136 * 2, 304 * 136 * 2}));
+    EXPECT_EQ(a.swizzle_bytes, 128);
+    EXPECT_EQ(b.swizzle_bytes, tl.bn == 32 ? 64 : 128) << "BN 32: one 32-column box, 64-byte swizzle";
     for (const auto* m : {&a, &b}) {
-      EXPECT_EQ(m->swizzle_bytes, 128);
-      EXPECT_EQ(m->box[0] * 2, 128u) << "the inner box spans the 128-byte swizzle exactly";
+      EXPECT_EQ(m->box[0] * 2, static_cast<uint32_t>(m->swizzle_bytes)) << "the inner box spans the swizzle exactly";
       for (auto s : m->strides_bytes) EXPECT_EQ(s % 16, 0u);
       for (auto e : m->box) EXPECT_LE(e, 256u);
     }
-    // The bytes one stage's copies complete (A's box plus BN/64 of B's) are the ring's stage size.
+    // The bytes one stage's copies complete (A's box plus BN/box columns of B's) are the ring's stage
+    // size; the staged epilogue's buffers come after the ring.
     const uint64_t a_box = uint64_t{a.box[0]} * a.box[1] * 2, b_box = uint64_t{b.box[0]} * b.box[1] * 2;
-    const uint64_t stage = a_box + static_cast<uint64_t>(tl.bn / kWgmmaBoxCols) * b_box;
-    EXPECT_EQ(stage * static_cast<uint64_t>(tl.stages) + 1024, wgmma_shared_bytes(tl));
+    const uint64_t stage = a_box + static_cast<uint64_t>(tl.bn / b.box[0]) * b_box;
+    const uint64_t epilogue = tl.epilogue ? static_cast<uint64_t>(tl.consumers) * 4 * kWgmmaEpilogueWarpBytes : 0;
+    EXPECT_EQ(stage * static_cast<uint64_t>(tl.stages) + 1024 + epilogue, wgmma_shared_bytes(tl));
     EXPECT_EQ(static_cast<size_t>(k.launch.dynamic_shared_bytes), wgmma_shared_bytes(tl));
     EXPECT_EQ(a.box[1], static_cast<uint32_t>(tl.bm));
     EXPECT_EQ(k.launch.block[0], 128u * (1 + static_cast<unsigned>(tl.consumers)));
@@ -141,10 +145,11 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   const auto reduced = t.reduced_space(decode, limits);
   EXPECT_EQ(reduced.knobs()[6].values, (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(reduced.knobs()[7].values, (std::vector<int64_t>{0, 132}));
-  // Tunable in 200 trials: the decode space stays in the thousands (4,352 with the staged epilogue and
-  // rings to 12 stages, which only small tiles can hold), 4096^3 (no split-K) smaller.
+  // Tunable in 200 trials with the compiled prior: the decode space stays in the thousands (5,760 with
+  // the staged epilogue, rings to 12 stages that only small tiles can hold, and 32-column tiles for BM up
+  // to 128), 4096^3 (no split-K) smaller.
   RecordProperty("decode_space", static_cast<int>(space.size()));
-  EXPECT_LE(space.size(), 5000u);
+  EXPECT_LE(space.size(), 6000u);
   // 4096 x 4096 x 512: 2^24 outputs are past the workspace's partials; persistent grids remain.
   const auto short_k = parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
   auto sk = t.space(short_k, limits);
@@ -209,28 +214,35 @@ namespace {
 // 128-byte swizzle as TMA writes it and wgmma reads it (CUTLASS's Swizzle<3,4,3> on byte addresses):
 // the 16-byte chunk bits [4, 7) are XOR-ed with the 128-byte row bits [7, 10) of a 1024-aligned pattern.
 uint32_t swizzle128(uint32_t addr) { return addr ^ (((addr >> 7) & 7u) << 4); }
+// The 64-byte swizzle (CUTLASS Swizzle<2,4,3>): the 16-byte chunk within 64 bytes XOR address bits 7-8.
+uint32_t swizzle64(uint32_t addr) { return addr ^ (((addr >> 7) & 3u) << 4); }
 
 TEST(GemmWgmmaLayout, DescriptorsReadBackWhatTheTmaBoxesWrote) {
-  const WgmmaSmemLayout l = wgmma_smem_layout();
   for (const WgmmaTiling t : {WgmmaTiling{DType::kF16, 128, 256, 2, 4, 8, 0}, WgmmaTiling{DType::kF16, 256, 64, 1, 3, 1, 0},
-                              WgmmaTiling{DType::kBF16, 64, 192, 1, 2, 1, 1}}) {
+                              WgmmaTiling{DType::kBF16, 64, 192, 1, 2, 1, 1}, WgmmaTiling{DType::kF16, 64, 32, 1, 12, 1, 0},
+                              WgmmaTiling{DType::kF16, 128, 32, 2, 8, 1, 0}}) {
     SCOPED_TRACE(std::to_string(t.bm) + "x" + std::to_string(t.bn) + "/" + std::to_string(t.consumers));
+    const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
+    const auto swizzle_b = [&l](uint32_t a) { return l.b_swizzle == 128 ? swizzle128(a) : swizzle64(a); };
+    const int box = l.b_box_cols, row_bytes = 2 * l.b_box_cols;
+    EXPECT_EQ(row_bytes, l.b_swizzle) << "a box's k-row is one swizzle span";
     // One stage, 1024-aligned at 0. A box: element (row r, k c) at row r of 128 bytes; B box j: element
-    // (k r, column c) at row r of its own 64 x 128-byte box, which starts b_lbo after the previous one.
+    // (k r, column c) at row r of its own box (64 k-rows of row_bytes), b_lbo after the previous one.
     const uint32_t a_bytes = static_cast<uint32_t>(t.bm * kWgmmaBk * 2);
-    std::vector<uint32_t> smem((a_bytes + (t.bn / 64) * l.b_lbo) / 2, 0);
+    std::vector<uint32_t> smem((a_bytes + (t.bn / box) * l.b_lbo) / 2, 0);
     auto a_tag = [](int r, int c) { return 1u + static_cast<uint32_t>(r * kWgmmaBk + c); };
     auto b_tag = [](int k, int n) { return 100000u + static_cast<uint32_t>(k * 256 + n); };
     for (int r = 0; r < t.bm; ++r)
       for (int c = 0; c < kWgmmaBk; ++c) smem[swizzle128(static_cast<uint32_t>(r * 128 + c * 2)) / 2] = a_tag(r, c);
-    for (int j = 0; j < t.bn / 64; ++j)
+    for (int j = 0; j < t.bn / box; ++j)
       for (int r = 0; r < kWgmmaBk; ++r)
-        for (int c = 0; c < 64; ++c)
-          smem[swizzle128(a_bytes + static_cast<uint32_t>(j * l.b_lbo + r * 128 + c * 2)) / 2] = b_tag(r, j * 64 + c);
+        for (int c = 0; c < box; ++c)
+          smem[swizzle_b(a_bytes + static_cast<uint32_t>(j * l.b_lbo + r * row_bytes + c * 2)) / 2] = b_tag(r, j * box + c);
 
-    // wgmma's canonical 128B-swizzle layouts (CUTLASS make_gmma_desc): K-major A element (m, k) of an
+    // wgmma's canonical layouts (CUTLASS make_gmma_desc): K-major 128B-swizzle A element (m, k) of an
     // m64 x k16 operand at start + (m/8)*SBO + (m%8)*128 + 2k; N-major B element (k, n) at
-    // start + (n/64)*LBO + 2*(n%64) + (k/8)*SBO + (k%8)*128; the address is then swizzled.
+    // start + (n/box)*LBO + 2*(n%box) + (k/8)*SBO + (k%8)*row_bytes (128B swizzle: box 64, 64B: box 32);
+    // the address is then swizzled.
     const int rows_per_consumer = t.bm / t.consumers;
     int mismatches = 0;
     for (int kk = 0; kk < kWgmmaBk / 16; ++kk) {
@@ -246,20 +258,27 @@ TEST(GemmWgmmaLayout, DescriptorsReadBackWhatTheTmaBoxesWrote) {
       const uint32_t start = a_bytes + static_cast<uint32_t>(kk * l.b_k16_step);
       for (int n = 0; n < t.bn; ++n)
         for (int k = 0; k < 16; ++k) {
-          const uint32_t at = swizzle128(
-              start + static_cast<uint32_t>((n / 64) * l.b_lbo + 2 * (n % 64) + (k / 8) * l.b_sbo + (k % 8) * 128));
+          const uint32_t at = swizzle_b(start + static_cast<uint32_t>((n / box) * l.b_lbo + 2 * (n % box) +
+                                                                      (k / 8) * l.b_sbo + (k % 8) * row_bytes));
           mismatches += smem[at / 2] != b_tag(kk * 16 + k, n);
         }
     }
     EXPECT_EQ(mismatches, 0);
   }
   // The generated source carries exactly these strides.
-  const std::string src = gemm_wgmma_source(WgmmaTiling{});
-  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{
-           {"A_SBO", l.a_sbo}, {"A_LBO", l.a_lbo}, {"A_K16", l.a_k16_step}, {"A_M64", l.a_m64_step},
-           {"B_SBO", l.b_sbo}, {"B_LBO", l.b_lbo}, {"B_K16", l.b_k16_step}})
-    EXPECT_NE(src.find("#define " + name + " " + std::to_string(value) + "\n"), std::string::npos) << name;
-  EXPECT_NE(expand_kernel_files(src).find("constexpr unsigned kASbo = A_SBO, kALbo = A_LBO"), std::string::npos);
+  for (int bn : {128, 32}) {
+    WgmmaTiling t;
+    t.bn = bn;
+    const WgmmaSmemLayout l = wgmma_smem_layout(bn);
+    const std::string src = gemm_wgmma_source(t);
+    for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{
+             {"A_SBO", l.a_sbo}, {"A_LBO", l.a_lbo}, {"A_K16", l.a_k16_step}, {"A_M64", l.a_m64_step},
+             {"B_SBO", l.b_sbo}, {"B_LBO", l.b_lbo}, {"B_K16", l.b_k16_step}, {"B_BOX_COLS", l.b_box_cols},
+             {"B_SWIZZLE", l.b_swizzle}})
+      EXPECT_NE(src.find("#define " + name + " " + std::to_string(value) + "\n"), std::string::npos) << name;
+  }
+  EXPECT_NE(expand_kernel_files(gemm_wgmma_source(WgmmaTiling{})).find("constexpr unsigned kASbo = A_SBO, kALbo = A_LBO"),
+            std::string::npos);
 }
 
 TEST(GemmWgmmaLayout, AWrongStrideIsCaught) {

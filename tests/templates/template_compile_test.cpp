@@ -104,8 +104,9 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
 }
 
 // A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
-// offered): 16 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value,
-// the first persistent one, staged epilogues (with split-K 8, with two consumers) and a 12-stage ring. Each compiles for sm_90a with no spills, leaves the
+// offered): 18 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value,
+// the first persistent one, staged epilogues (with split-K 8, with two consumers), a 12-stage ring and
+// BN 32 (64-byte swizzle) twice. Each compiles for sm_90a with no spills, leaves the
 // setmaxnreg pool enough registers, and passes the launch check.
 TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   const auto gpu = *costmodel::find_gpu_spec("h100-sxm");
@@ -132,7 +133,9 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   take_first("EPILOGUE", 1, "SPLIT_K", 8);
   take_first("EPILOGUE", 1, "CONSUMERS", 2);
   take_first("STAGES", 12);
-  ASSERT_EQ(sample.size(), 16u);
+  take_first("BN", 32, "EPILOGUE", 1);  // one 64-byte-swizzled B box
+  take_first("BN", 32, "SPLIT_K", 4);
+  ASSERT_EQ(sample.size(), 18u);
   const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
     expect_launchable(compiled, i, limits, space.to_json_string(sample[i]), true);
