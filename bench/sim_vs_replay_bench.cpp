@@ -20,7 +20,7 @@
 // 8192^3 and back), against the shipped and the textbook values.
 //
 //   build/bin/sim_vs_replay_bench [--replay-dir data/replay] [--splits 10] [--out results/sim_vs_replay.json]
-//                                 [--dump FILE.csv]
+//                                 [--dump FILE.csv] [--joint 1]
 //
 // Prints tables and writes the results JSON; --dump writes every recorded config with its real time
 // and the sim's estimate and terms (CSV), to study where the model is wrong.
@@ -244,6 +244,33 @@ P fit(const RecordedSpace& s, P p, const std::vector<size_t>& subset) {
   return p;
 }
 
+/// Coordinate search as fit(), on the mean of several recordings' log errors (each weighs the same).
+template <class P>
+P fit_joint(const std::vector<const RecordedSpace*>& recs, P p) {
+  const auto error = [&recs](const P& q) {
+    double sum = 0;
+    for (const RecordedSpace* r : recs) sum += log_error(*r, q, {});
+    return sum / static_cast<double>(std::max<size_t>(recs.size(), 1));
+  };
+  double best = error(p);
+  for (int sweep = 0; sweep < 12; ++sweep) {
+    bool improved = false;
+    for (const auto& r : param_refs(p))
+      for (double f : {0.5, 0.8, 1.25, 2.0}) {
+        P q = p;
+        q.*r.field = std::clamp(p.*r.field * f, r.lo, r.hi);
+        const double e = error(q);
+        if (e < best - 1e-12) {
+          best = e;
+          p = q;
+          improved = true;
+        }
+      }
+    if (!improved) break;
+  }
+  return p;
+}
+
 /// The seed-th random half split of a recording's configs: (train, held-out).
 std::pair<std::vector<size_t>, std::vector<size_t>> random_halves(size_t n, int seed) {
   std::vector<size_t> idx(n);
@@ -267,14 +294,16 @@ int main(int argc, char** argv) {
   std::string out_path = "results/sim_vs_replay.json";
   int splits = 10;
   std::string dump_path;
+  bool joint = false;  // --joint 1: also fit the ring parameters on every ring recording at once
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--replay-dir") dir = argv[i + 1];
     else if (a == "--out") out_path = argv[i + 1];
     else if (a == "--splits") splits = std::atoi(argv[i + 1]);
     else if (a == "--dump") dump_path = argv[i + 1];
+    else if (a == "--joint") joint = std::string(argv[i + 1]) == "1";
     else {
-      std::fprintf(stderr, "unknown option '%s' (allowed: --replay-dir, --splits, --out, --dump)\n", argv[i]);
+      std::fprintf(stderr, "unknown option '%s' (allowed: --replay-dir, --splits, --out, --dump, --joint)\n", argv[i]);
       return 2;
     }
   }
@@ -492,7 +521,46 @@ int main(int argc, char** argv) {
                              {"textbook_pick_over_best", tb.pick_over_best}});
     }
 
+  // One parameter set for every ring-GEMM recording at once (shapes, GPUs, template versions): fitted
+  // from the shipped values and from the textbook ones, each judged on every recording.
+  nlohmann::json ring_joint = nlohmann::json::object();
+  if (joint && ring_spaces.size() >= 2) {
+    std::vector<const RecordedSpace*> recs;
+    for (size_t i : ring_spaces) recs.push_back(&spaces[i]);
+    const RingParams from_shipped = fit_joint(recs, RingParams{});
+    const RingParams from_textbook = fit_joint(recs, textbook_ring_params(spaces[ring_spaces[0]].gpu));
+    std::printf("\nRing-GEMM parameters fitted jointly on every ring recording (Spearman, pick/best)\n");
+    std::printf("%-44s | %15s | %15s | %15s\n", "recording", "shipped", "joint (shipped)", "joint (textbook)");
+    nlohmann::json per = nlohmann::json::array();
+    for (const RecordedSpace* r : recs) {
+      const auto sh = agreement_on(*r, RingParams{}, {}), a = agreement_on(*r, from_shipped, {}),
+                 b = agreement_on(*r, from_textbook, {});
+      std::printf("%-44s | %7.3f %6.2fx | %7.3f %6.2fx | %7.3f %6.2fx\n",
+                  (r->data.shape + " " + r->data.device.name).c_str(), sh.spearman, sh.pick_over_best, a.spearman,
+                  a.pick_over_best, b.spearman, b.pick_over_best);
+      per.push_back({{"recording", r->label()}, {"shipped", sh.spearman}, {"joint_from_shipped", a.spearman},
+                     {"joint_from_textbook", b.spearman}});
+    }
+    std::printf("  joint (shipped):  %s\n  joint (textbook): %s\n", params_line(from_shipped).c_str(),
+                params_line(from_textbook).c_str());
+    // Leave one out: fitted (from the shipped values) on the other recordings, judged on this one.
+    std::printf("  left out (fitted on the others from the shipped values):");
+    for (size_t i = 0; i < recs.size(); ++i) {
+      std::vector<const RecordedSpace*> others;
+      for (size_t j = 0; j < recs.size(); ++j)
+        if (j != i) others.push_back(recs[j]);
+      const auto lo = agreement_on(*recs[i], fit_joint(others, RingParams{}), {});
+      std::printf(" %s %.3f %.2fx;", recs[i]->data.shape.c_str(), lo.spearman, lo.pick_over_best);
+      per[i]["left_out_spearman"] = lo.spearman;
+      per[i]["left_out_pick_over_best"] = lo.pick_over_best;
+    }
+    std::printf("\n");
+    ring_joint = {{"from_shipped", params_json(from_shipped)}, {"from_textbook", params_json(from_textbook)},
+                  {"recordings", per}};
+  }
+
   nlohmann::json result{{"replay_dir", dir},
+                        {"ring_joint", ring_joint},
                         {"recordings", rows},
                         {"shipped_row_params", params_json(Params{})},
                         {"textbook_row_params", params_json(textbook_params())},

@@ -11,15 +11,16 @@
 # short-K and conv2d rows) and `profile` (the cuDNN graph-API tests, baselines beside PyTorch, Nsight
 # Compute profiles of wgmma and cuBLAS on batched, decode, 4096^3 and short-K, the decode M=64 recording)
 # and `knobs` (gemm_tc_wgmma's GPU tests, then the GEMM rows of issue 16 tuned with tune's defaults),
-# `extra` (the wgmma 4096^3 whole space with its new knobs, longer decode and batched wgmma sessions).
+# `extra` (the wgmma 4096^3 whole space with its new knobs, longer decode and batched wgmma sessions),
+# `decode` (the wgmma knob tests, then the decode rows after BN 32 and 16-stage rings).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
-[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs || "$plan" == extra ]] ||
-  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra" >&2; exit 2; }
+[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs || "$plan" == extra || "$plan" == decode ]] ||
+  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode" >&2; exit 2; }
 S=/tmp/gpu-session-$plan
 mkdir -p "$out"
 
@@ -139,6 +140,17 @@ plan_extra() {
   tune xgb300_f16_decode_m64_wgmma 50 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma --trials 300
   tune xgb200_batched_wgmma 40 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
     --template batched_gemm_tc_wgmma --trials 200
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_decode() {
+  steps
+  step gpu_tests 45 .gpu/bin/gpu_tests --gtest_filter='GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 \
+    --filter 'N=4096,K=4096 f16' --out "$S/baselines.json"
+  for m in 64 16 128 32; do
+    tune xgb100_f16_decode_m$m 35 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+  done
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

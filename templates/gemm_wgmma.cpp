@@ -36,7 +36,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
       {"BM", {64, 128, 192, 256}, "block tile rows"},
       {"BN", {32, 64, 128, 192, 256}, "block tile columns (the wgmma n; 32: one 64-byte-swizzled B box)"},
       {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the block rows"},
-      {"STAGES", {2, 3, 4, 5, 6, 8, 10, 12}, "shared-buffer ring depth (deep rings keep small tiles' loads in flight)"},
+      {"STAGES", {2, 3, 4, 5, 6, 8, 10, 12, 16}, "shared-buffer ring depth (deep rings keep small tiles' loads in flight)"},
       {"GROUP_M", {1, 8}, "block-rows rasterized together"},
       {"OUT_F32", {0, 1}, "1: C in fp32"},
       split,

@@ -67,7 +67,7 @@ struct WgmmaTiling {
   DType dtype = DType::kF16;  ///< f16 or bf16 operands.
   int bm = 128, bn = 128;     ///< Block tile; bm / consumers is a multiple of 64, bn 32 or a multiple of 64 (<= 256).
   int consumers = 2;          ///< Consumer warpgroups (1 or 2).
-  int stages = 4;             ///< Shared-buffer ring depth (2..12).
+  int stages = 4;             ///< Shared-buffer ring depth (2..16).
   int group_m = 8;            ///< Block rasterization.
   int out_f32 = 0;            ///< 1: C is fp32; 0: C in the input type.
   int split_k = 1;            ///< K splits reduced in fp32 through the workspace (1: none; <= 8).

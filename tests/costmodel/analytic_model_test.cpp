@@ -159,23 +159,23 @@ TEST(AnalyticModel, MmaSyncOnHopperPaysEachKTilesSync) {
   EXPECT_GT(ratio(h100()), ratio(a100));
 }
 
-TEST(AnalyticModel, WgmmaSplitKFillsTheSmsOnDecodeAndPersistenceSavesTheRingFills) {
+TEST(AnalyticModel, WgmmaSplitKCostsMoreThanItFillsOnDecodeAndPersistenceSavesTheRingFills) {
   templates::DeviceLimits limits;
   limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
   limits.sm_count = h100().sm_count;
   templates::GemmWgmmaTemplate wg(false);
   const KernelResources res{168, 1024, 0};
-  // Decode M=16, N=K=4096 on 64x64 tiles: 64 CTAs leave half the SMs idle; 4 splits give 256 units,
-  // whose partials (16 x 4096 fp32, written and read back) cost less than the idle SMs.
+  // Decode M=16, N=K=4096 on 64x64 tiles: 64 CTAs leave half the SMs idle, yet 4 splits (256 units,
+  // their partials written and read back, each CTA's ring filled afresh) measured slower on the GPUs:
+  // best of each split count on the H200 decode M=64 recording 23.1 / 22.9 / 27.3 / 38.0 us for 1 / 2 /
+  // 4 / 8 splits; on the H100 at M=16 split 2 was best and 4 and 8 slower.
   auto decode = templates::parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   auto ds = wg.space(decode, limits);
   // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE
   const auto one = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 1, 0, 0}, decode), res, h100());
   const auto four = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 4, 0, 0}, decode), res, h100());
   ASSERT_TRUE(one.launchable && four.launchable);
-  // (The ring-GEMM model puts the gain near a fifth: reading B from DRAM, 10 us, bounds both, and
-  // the 3 us launch overhead is common to both.)
-  EXPECT_LT(four.time_ms, 0.85 * one.time_ms) << one.bound << " / " << four.bound;
+  EXPECT_GT(four.time_ms, one.time_ms) << one.bound << " / " << four.bound;
   // 4096 x 4096 x 512 on 128x128 tiles: 1024 units of 8 k-tiles; a persistent grid fills each unit's
   // ring during the previous epilogue: faster, but by less than a fifth (the tail of whole units stays).
   auto short_k = templates::parse_workload("gemm", "M=4096,N=4096,K=512", "f16");

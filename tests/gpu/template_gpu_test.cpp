@@ -160,7 +160,7 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 1, 1, 0, 1},
       // BN 32: one 32-column B box with 64-byte swizzle (decode: 128 CTAs at N=4096 without split-K);
       // N=264 and 1000 leave a partial last box, B=3 batches, 2 consumers, both epilogues.
-      {"gemm", "M=64,N=4096,K=4096", "f16", 64, 32, 1, 12, 1, 0, 1, 0, 1},
+      {"gemm", "M=64,N=4096,K=4096", "f16", 64, 32, 1, 16, 1, 0, 1, 0, 1},
       {"gemm", "M=16,N=4096,K=4096", "bf16", 64, 32, 1, 12, 8, 1, 2, 1, 0},
       {"gemm", "M=77,N=264,K=520", "f16", 64, 32, 1, 6, 8, 0, 4, 1, 1},
       {"gemm", "M=777,N=1000,K=200", "bf16", 128, 32, 2, 8, 8, 0, 1, 0, 0},
