@@ -99,6 +99,36 @@ TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
   EXPECT_NE(t.out.find("mode = \"full\"\n"), std::string::npos);
 }
 
+TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
+  // 12 blocks over pp=2 x v=3 chunks: 2 blocks per chunk.
+  const std::string model = "--model gpt:layers=12,hidden=2048,heads=16,seq=1024,vocab=32000 --cluster dgx-h100:2";
+  const std::string fix = " --global-batch 64 --fix tp=2,pp=2,mbs=1,schedule=interleaved,v=3,zero=0 --db " + db();
+  auto r = run("plan " + model + fix + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"], "interleaved");
+  EXPECT_EQ(j["virtual_stages"], 3);
+  auto table = run("plan " + model + fix);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("interleaved v=3"), std::string::npos) << table.out;
+
+  auto m = run("plan " + model + fix + " --export megatron");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("--num-layers-per-virtual-pipeline-stage 2\n"), std::string::npos) << m.out;
+  auto t = run("plan " + model + fix + " --export torchtitan");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("pipeline_parallel_layers_per_stage = 2\n"), std::string::npos) << t.out;
+  auto d = run("plan " + model + fix + " --export deepspeed");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.err.find("runs 1F1B only"), std::string::npos) << d.err;
+
+  // 4 chunks per device do not divide 12 blocks over 2 stages: refused with the reason.
+  auto bad = run("plan " + model + " --global-batch 64 --fix tp=2,pp=2,schedule=interleaved,v=4 --db " + db());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("chunks"), std::string::npos) << bad.err;
+}
+
 TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
   auto r = run(std::string("plan ") + kSmall + " --global-batch 64 --fix tp=2,pp=2 --attention unfused --json --db " + db());
   ASSERT_EQ(r.code, 0) << r.err;
