@@ -39,6 +39,9 @@ TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
                         "tflops_per_gpu", "mfu", "peak_memory_bytes", "stages"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_LE(j["peak_memory_bytes"].get<double>(), 80e9);
+  int stage_gpus = 0;  // each stage's GPUs: they cover the cluster
+  for (const auto& s : j["stages"]) stage_gpus += s["gpus"].get<int>();
+  EXPECT_EQ(stage_gpus, 16);
 
   auto q = run("query --plans --json --db " + db());
   ASSERT_EQ(q.code, 0) << q.err;
