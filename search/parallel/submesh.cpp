@@ -87,16 +87,21 @@ Pass dp_pass(const Tables& t, double T, int64_t& cells) {
     for (int b = s + 1; b <= K - (p - 1 - s); ++b)
       for (int v = 0; v < V; ++v) {
         const int lo = std::max(t.fit(s, v, b), s), wv = t.weight[v];
+        // Weights after this stage that leave the other stages a way to the budget (w_ok).
+        const int rest = p - 1 - s;
+        const int w_lo = W == 1 ? 0 : std::max(wv, budget - rest * t.max_w);
+        const int w_hi = W == 1 ? 0 : std::min(budget, budget - rest * t.min_w);
+        if (w_lo > w_hi) continue;
         for (int a = b - 1; a >= lo; --a) {
           const double base = t.c(v, a, b) + t.extra[static_cast<size_t>(s) * V + v];
           if (base > T) break;  // costs only grow as the stage starts earlier
           for (int u = 0; u < V; ++u) {
-            cells += W - wv;
+            cells += w_hi - w_lo + 1;
             const double x = base + t.boundary[(static_cast<size_t>(u) * V + v) * K + a];
             if (x > T) continue;
-            for (int w = wv; w < W; ++w) {
+            for (int w = w_lo; w <= w_hi; ++w) {
               const double prev = F[at(s - 1, a, u, w - wv)];
-              if (!std::isfinite(prev) || !w_ok(s, w)) continue;
+              if (!std::isfinite(prev)) continue;
               const size_t here = at(s, b, v, w);
               if (prev + x >= F[here]) continue;
               F[here] = prev + x, from_a[here] = a, from_v[here] = u;
