@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -130,6 +131,51 @@ TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
   auto bad = run("plan " + model + " --global-batch 64 --fix tp=2,pp=2,schedule=interleaved,v=4 --db " + db());
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("chunks"), std::string::npos) << bad.err;
+}
+
+TEST_F(PlanCli, UnequalGpuCountsPerStageAreTabledAndInTheJson) {
+  // 25 generic layers, the middle one 12x as wide, on 4 x 8 GPUs of 4.3 GB: the pipeline the memory needs runs best
+  // with the heavy layer's stage on more GPUs.
+  nlohmann::json layers = nlohmann::json::array();
+  for (auto [name, repeat, inner] : {std::tuple{"light_a", 12, 8192}, {"heavy", 1, 8192 * 12}, {"light_b", 12, 8192}})
+    layers.push_back({{"name", name},
+                      {"repeat", repeat},
+                      {"output", "add"},
+                      {"ops",
+                       {{{"name", "up"}, {"type", "linear"}, {"in", 4096}, {"out", inner}, {"inputs", {"input"}}},
+                        {{"name", "act"}, {"type", "elementwise"}, {"in", inner}, {"out", inner}, {"inputs", {"up"}}},
+                        {{"name", "down"}, {"type", "linear"}, {"in", inner}, {"out", 4096}, {"inputs", {"act"}}},
+                        {{"name", "add"}, {"type", "elementwise"}, {"in", 4096}, {"out", 4096}, {"inputs", {"input", "down"}}}}}});
+  std::ofstream(path("heavy.json")) << nlohmann::json{{"name", "heavy-group"}, {"seq", 2048}, {"layers", layers}}.dump();
+  std::ofstream(path("small.json")) << R"({"name": "small", "nodes": 4, "gpus_per_node": 8, "gpu": "h100-sxm",
+    "memory_gb": 4.3, "intra_node": {"bandwidth_gbps": 450, "latency_us": 3},
+    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}})";
+  const std::string args = "plan --model " + path("heavy.json") + " --cluster " + path("small.json") +
+                           " --global-batch 256 --db " + db();
+  auto r = run(args + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["partition"], "unequal");
+  EXPECT_FALSE(j["uniform_stages"].get<bool>());
+  int sum = 0, most = 0, heavy = 0;
+  for (const auto& s : j["stages"]) {
+    const int g = s["gpus"].get<int>();
+    sum += g, most = std::max(most, g);
+    if (s["first_layer"].get<int>() <= 12 && 12 <= s["last_layer"].get<int>()) heavy = g;
+    EXPECT_EQ(g, s["tp"].get<int>() * s["dp"].get<int>() * j["cp"].get<int>());
+  }
+  EXPECT_EQ(sum, 32);
+  EXPECT_EQ(heavy, most);
+  EXPECT_GT(heavy, 32 / j["pp"].get<int>());
+  auto t = run(args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("unequal GPU counts"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("stage  layers  gpus"), std::string::npos) << t.out;
+  // An export plans what the engines run: equal stages.
+  auto m = run(args + " --export megatron");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("--pipeline-model-parallel-size"), std::string::npos) << m.out;
+  EXPECT_EQ(m.err.find("stages differ"), std::string::npos) << m.err;
 }
 
 TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
