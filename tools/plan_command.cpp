@@ -60,7 +60,14 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                 par::to_string(c.schedule) +
                     (c.schedule == par::Schedule::kInterleaved ? " v=" + std::to_string(c.virtual_stages) : ""),
                 par::to_string(c.recompute), std::to_string(c.zero), plan.sequence_parallel ? "yes" : "no"}});
-  if (!plan.uniform_stages)
+  bool unequal = false;
+  for (const auto& sp : plan.stages) unequal = unequal || sp.gpus != plan.stages[0].gpus;
+  if (unequal)
+    std::cout << "\nper-stage submeshes of unequal GPU counts: each stage holds its own number of GPUs (the gpus "
+                 "column, adding up to "
+              << cluster.total_gpus() << ") as its own tp x dp; the pipeline micro-batch is " << c.micro_batch * c.dp
+              << " sequences (the table above gives the reference shape)\n";
+  else if (!plan.uniform_stages)
     std::cout << "\nper-stage submeshes: each stage runs its own tp x dp of its " << c.tp * c.dp
               << " GPUs (per context-parallel rank); the pipeline micro-batch is " << c.micro_batch * c.dp
               << " sequences (the table above gives the reference shape)\n";
@@ -77,13 +84,13 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
       shard += (shard.empty() ? "" : "; ") + ls.layer + " x" + std::to_string(ls.count) + " [" + ops + "]";
     }
     rows.push_back({std::to_string(s), std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1),
-                    std::to_string(sp.mesh.d0) + "x" + std::to_string(sp.mesh.d1),
+                    std::to_string(sp.gpus), std::to_string(sp.mesh.d0) + "x" + std::to_string(sp.mesh.d1),
                     std::to_string(sp.shape.tp) + "x" + std::to_string(sp.shape.dp) + " mbs " +
                         std::to_string(sp.shape.micro_batch) + (sp.memory_level > 0 ? " lean" : ""),
                     fixed(sp.time_per_micro_batch_s * 1e3, 2), gb(sp.memory.weights), gb(sp.memory.gradients),
                     gb(sp.memory.optimizer), gb(sp.memory.activations), gb(sp.memory.total()), shard});
   }
-  print_table({"stage", "layers", "mesh", "tp x dp", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
+  print_table({"stage", "layers", "gpus", "mesh", "tp x dp", "ms/micro-batch", "weights", "grads", "optimizer", "activations", "peak",
                "sharding (R repl, B batch, C column, K reduction, H heads, F features, V vocab, P inside experts)"},
               rows);
   std::cout << "\n";

@@ -42,6 +42,7 @@ nlohmann::ordered_json stage_json(const StagePlan& sp, size_t s) {
   js["mesh"] = {sp.mesh.d0, sp.mesh.d1};
   js["tp"] = sp.shape.tp;
   js["dp"] = sp.shape.dp;
+  js["gpus"] = sp.gpus;
   js["replicas"] = sp.shape.dp;
   js["micro_batch_size"] = sp.shape.micro_batch;
   js["memory_level"] = sp.memory_level;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/expert_parallel.h"
@@ -393,7 +394,17 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
 }
 
 double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const {
-  return layer_entry_s(cluster_, prev, cur, l, static_cast<double>(e.seq) * model_.hidden * e.dsize);
+  const double sample = static_cast<double>(e.seq) * model_.hidden * e.dsize;
+  double s = layer_entry_s(cluster_, prev, cur, l, sample);
+  // Stages of unequal GPU counts: the sender's p2p (stage_p2p_s) moves its share of the pipeline micro-batch per
+  // device; a receiver with fewer devices takes (and returns the gradient of) a larger share per device.
+  const int from = prev.shape.tp * prev.shape.dp, to = cur.shape.tp * cur.shape.dp;
+  if (to < from && e.p > 1) {
+    const double pipeline_seqs = static_cast<double>(prev.shape.micro_batch) * prev.shape.dp;
+    s += 2 * e.v * (p2p_s(cluster_, e.stage_cross_node, pipeline_seqs * sample / to) -
+                    p2p_s(cluster_, e.stage_cross_node, pipeline_seqs * sample / from));
+  }
+  return s;
 }
 
 double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {
@@ -570,6 +581,79 @@ std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::
   return assemble(e, per_stage, r.starts, "submesh", std::vector<int>(p, 0));
 }
 
+std::vector<StageShape> Planner::unequal_shapes(const ParallelConfig& c) const {
+  const int gpn = cluster_.gpus_per_node, max_tp = std::min(opts_.max_tp > 0 ? opts_.max_tp : gpn, gpn);
+  const int devices = c.tp * c.dp;  // per stage, per context-parallel rank
+  const int64_t pipeline_mb = static_cast<int64_t>(c.micro_batch) * c.dp;
+  auto pow2 = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
+  std::vector<StageShape> out = {{c.tp, c.dp, c.micro_batch}};
+  for (int g : {devices / 2, devices * 2}) {
+    if (g < 1 || (g == devices / 2 && devices % 2 != 0)) continue;
+    // Alpa's submeshes: 1, 2, 4, .. GPUs inside a node, or whole nodes.
+    const int64_t physical = static_cast<int64_t>(g) * c.cp;
+    if (physical > static_cast<int64_t>(cluster_.total_gpus()) ||
+        !(physical < gpn ? pow2(static_cast<int>(physical)) : physical % gpn == 0))
+      continue;
+    for (int tp : {c.tp, c.tp * 2, c.tp / 2}) {
+      // The configuration's tp, or a power of two inside a node next to it.
+      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp))) continue;
+      const int dp = g / tp;
+      if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;  // every stage: the same global batch
+      const StageShape sh{tp, dp, static_cast<int>(pipeline_mb / dp)};
+      if (std::find(out.begin(), out.end(), sh) == out.end()) out.push_back(sh);
+    }
+  }
+  return out;
+}
+
+std::optional<Plan> Planner::evaluate_unequal(const ParallelConfig& cfg, std::string* why) {
+  auto reject = [&](const std::string& reason) -> std::optional<Plan> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  ParallelConfig c = cfg;
+  bool uniform = false;
+  if (std::string bad = check_config(c, uniform); !bad.empty()) return reject(bad);
+  if (uniform) return reject("interleaved stages keep one shape (chunks of every stage alternate on each device)");
+  if (c.pp < 2) return reject("one stage holds every GPU");
+  const Eval e = make_eval(c);
+  std::vector<LayerTable> tables;
+  for (const StageShape& s : unequal_shapes(c)) {
+    LayerTable t;
+    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
+  }
+  const int p = e.p, V = static_cast<int>(tables.size());
+  // Weights: each variant's GPUs in units of their greatest common divisor; the stages must cover p x tp x dp.
+  std::vector<int> gpus;
+  int unit = 0;
+  for (const LayerTable& t : tables) gpus.push_back(t.shape.tp * t.shape.dp), unit = std::gcd(unit, gpus.back());
+  if (V < 2 || std::all_of(gpus.begin(), gpus.end(), [&](int g) { return g == c.tp * c.dp; }))
+    return reject("no other GPU count per stage runs this configuration");
+  VariantDpRequest req;
+  req.stages = p;
+  req.micro_batches = e.m;
+  for (int g : gpus) req.weight.push_back(g / unit);
+  req.budget = p * (c.tp * c.dp / unit);
+  // The DP's work grows with the weights it tracks: fewer units.
+  const int W = req.budget + 1;
+  const int v_eff = static_cast<int>(std::ceil(V * std::sqrt(static_cast<double>(W))));
+  req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, v_eff, opts_.cluster_units);
+  if (req.units.empty()) return reject("too many stages for the unequal-GPU DP");
+  req.variants = V;
+  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
+  req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
+  std::vector<double> p2p(V);
+  for (int v = 0; v < V; ++v) p2p[v] = stage_p2p_s(e, tables[v].shape);
+  req.extra = [&](int s, int v) { return s + 1 < p ? p2p[v] : 0.0; };
+  req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
+  const VariantDpResult r = solve_variant_dp(req);
+  submesh_cells_ += r.cells;
+  if (!r.feasible) return reject("no assignment of GPU counts to stages fits");
+  std::vector<const LayerTable*> per_stage;
+  for (int v : r.variant) per_stage.push_back(&tables[v]);
+  return assemble(e, per_stage, r.starts, "unequal", std::vector<int>(p, 0));
+}
+
 Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
                        const std::string& partition, const std::vector<int>& level) const {
   const ParallelConfig& c = e.c;
@@ -586,6 +670,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     StagePlan sp;
     sp.first_layer = i, sp.end_layer = j;
     sp.shape = t.shape;
+    sp.gpus = t.shape.tp * t.shape.dp * c.cp;
     sp.mesh = tensor_mesh(cluster_, t.shape.tp);
     sp.memory_level = level[s];
     const double p2p = s + 1 < p ? stage_p2p_s(e, t.shape) : 0.0;
@@ -754,6 +839,23 @@ void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<Para
   }
 }
 
+void Planner::refine_unequal(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit) {
+  std::vector<std::string> seen;
+  for (const ParallelConfig& c : candidates) {
+    const std::string key = std::to_string(c.tp) + "|" + std::to_string(c.pp) + "|" + std::to_string(c.cp) + "|" +
+                            std::to_string(static_cast<int64_t>(c.micro_batch) * c.dp) + "|" + to_string(c.schedule) +
+                            "|" + to_string(c.recompute) + "|" + std::to_string(c.zero) + "|" + std::to_string(c.ep);
+    if (c.pp < 2 || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (static_cast<int>(seen.size()) > limit) break;
+    std::optional<Plan> cand = evaluate_unequal(c);
+    if (!cand) continue;
+    bool unequal = false;
+    for (const StagePlan& sp : cand->stages) unequal = unequal || sp.gpus != cand->stages[0].gpus;
+    if (unequal && (!best || cand->iteration_time_s < best->iteration_time_s * (1 - 1e-9))) best = std::move(cand);
+  }
+}
+
 Plan Planner::plan() {
   const auto t0 = std::chrono::steady_clock::now();
   const int N = cluster_.total_gpus();
@@ -762,12 +864,19 @@ Plan Planner::plan() {
   const Search space = search_space();
   std::optional<Plan> best;
   std::vector<std::pair<double, ParallelConfig>> ranked;  // uniform 1F1B/GPipe plans, for the submesh search
+  std::vector<std::pair<double, ParallelConfig>> unbalanced;  // 1F1B/GPipe plans whose stage times differ
   std::vector<ParallelConfig> too_big;  // 1F1B/GPipe configurations no uniform partition fits: a shape per stage may
   std::string last_reason = "no configuration was tried";
   int64_t tried = 0;
   auto consider = [&](std::optional<Plan> cand) {
     if (!cand) return;
-    if (cand->config.schedule != Schedule::kInterleaved) ranked.push_back({cand->iteration_time_s, cand->config});
+    if (cand->config.schedule != Schedule::kInterleaved) {
+      ranked.push_back({cand->iteration_time_s, cand->config});
+      double sum = 0, mx = 0;
+      for (const StagePlan& sp : cand->stages) sum += sp.time_per_micro_batch_s, mx = std::max(mx, sp.time_per_micro_batch_s);
+      if (cand->stages.size() > 1 && mx * cand->stages.size() > sum * (1 + opts_.unequal_min_imbalance))
+        unbalanced.push_back({cand->iteration_time_s, cand->config});
+    }
     if (!best || cand->iteration_time_s < best->iteration_time_s * (1 - 1e-12) ||
         (cand->iteration_time_s <= best->iteration_time_s * (1 + 1e-12) &&
          cand->peak_memory_bytes < best->peak_memory_bytes))
@@ -814,6 +923,15 @@ Plan Planner::plan() {
     refine_submeshes(best, candidates, opts_.submesh_candidates);
 
     refine_submeshes(best, too_big, opts_.submesh_candidates / 2);
+  }
+  // Unequal GPU counts per stage: only where a uniform plan's stages are unbalanced or nothing uniform fits.
+  if (opts_.per_stage_submeshes && opts_.unequal_stage_gpus && !pin.tp && !pin.dp && !pin.pp &&
+      (!unbalanced.empty() || !too_big.empty())) {
+    std::stable_sort(unbalanced.begin(), unbalanced.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ParallelConfig> candidates;
+    for (const auto& r : unbalanced) candidates.push_back(r.second);
+    refine_unequal(best, candidates, opts_.submesh_candidates);
+    refine_unequal(best, too_big, opts_.submesh_candidates / 2);
   }
   if (!best) {
     if (!pin.empty())

@@ -51,6 +51,14 @@
 // stage keeps the configuration's ep, its experts divided over ep of its own dp_i x cp ranks and their gradients
 // reduced over its own dp_i x cp / ep: only shapes whose dp_i x cp ep divides are offered.
 //
+// Unequal GPU counts per stage (Alpa's submeshes covering the cluster): a stage may hold half or twice the
+// configuration's N / pp GPUs (a power of two inside a node, or whole nodes), the counts adding up to N. Every
+// stage keeps the pipeline's micro-batch of mbs x dp sequences, split over its own dp_i replicas (dp_i must divide
+// it), so every stage sees the same global batch; a stage with fewer GPUs than its neighbour receives (and sends
+// back) more bytes per device, charged with the resharding at the boundary. Tried after the submesh search on the
+// best few 1F1B/GPipe configurations whose stages are unbalanced (unequal_min_imbalance) or that no uniform split
+// fits, never with tp, dp or pp pinned; kept only when faster than the best plan so far.
+//
 // Evaluating one configuration (evaluate_impl), step by step:
 //   check_config -> layer tables (fill_table) -> partition (stage DP, or memory levels) -> assemble (stages,
 //   breakdown, pipeline and iteration totals).
@@ -100,7 +108,7 @@ struct PlannerOptions {
   TunedLookup lookup;                     ///< Tuned kernel times; empty: analytic only.
   double memory_reserve_bytes = 2e9;      ///< Kept free per GPU (CUDA context, workspaces, fragmentation).
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  ///< Tried unless pinned.
-  std::vector<int> virtual_stages = {2, 4};           ///< Interleaved chunks per device tried.
+  std::vector<int> virtual_stages = {2, 3, 4};        ///< Interleaved chunks per device tried (where pp * v chunks divide the blocks).
   /// Context-parallel degrees tried when the sequence is at least long_sequence tokens (else cp = 1 unless pinned).
   std::vector<int> context_parallel = {1, 2, 4, 8, 16};
   int64_t long_sequence = 32768;          ///< Tokens from which context parallelism is searched.
@@ -110,6 +118,11 @@ struct PlannerOptions {
   bool per_stage_submeshes = true;
   /// Best uniform configurations re-solved with per-stage shapes (and half as many that no uniform split fits).
   int submesh_candidates = 4;
+  /// Let stages hold unequal GPU counts (Alpa's submeshes covering the cluster: half or twice N / pp) when the
+  /// best uniform plans' stages are unbalanced; needs per_stage_submeshes, and no tp, dp or pp pin.
+  bool unequal_stage_gpus = true;
+  /// Stage-time imbalance (t_max / mean t_i - 1) of a uniform plan from which unequal GPU counts are tried.
+  double unequal_min_imbalance = 0.05;
   /// Choose each stage's layer shardings under its own memory budget inside the DP when the fastest do not fit.
   /// Use false for the old fallback: every layer capped at usable / ceil(L / pp), whatever its stage.
   bool memory_levels_in_dp = true;
@@ -141,6 +154,7 @@ struct StagePlan {
   int first_layer = 0, end_layer = 0;     ///< Layers [first, end) of the model's chain.
   Mesh mesh;                              ///< Tensor-parallel mesh of the stage (each of dp replicas).
   StageShape shape;                       ///< The stage's own tp, dp and per-device micro-batch.
+  int gpus = 0;                           ///< GPUs the stage holds: shape.tp x shape.dp x cp.
   int memory_level = 0;                   ///< 0: fastest layer shardings; > 0: solved under a memory budget.
   double time_per_micro_batch_s = 0;      ///< t_i.
   double params_per_device = 0;
@@ -152,7 +166,8 @@ struct StagePlan {
 struct Plan {
   ParallelConfig config;
   std::vector<StagePlan> stages;
-  std::string partition;                  ///< "dp" (stage DP), "uniform" or "submesh" (per-stage shapes).
+  /// "dp" (stage DP), "uniform", "submesh" (per-stage shapes) or "unequal" (per-stage shapes and GPU counts).
+  std::string partition;
   bool uniform_stages = true;             ///< Every stage runs config.tp x config.dp (else see stages[i].shape).
   bool sequence_parallel = false;
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How the cost model ran attention cores.
@@ -189,6 +204,13 @@ class Planner {
   std::optional<Plan> evaluate_submeshes(const ParallelConfig& c, std::string* why = nullptr);
   /// The shapes a stage of this configuration may take (the configuration's own first).
   std::vector<StageShape> stage_shapes(const ParallelConfig& c) const;
+  /// The configuration with unequal GPU counts per stage (Alpa): each stage holds tp x cp x dp GPUs (the
+  /// configuration's own, half or twice as many: a power of two inside a node or whole nodes), the counts adding
+  /// up to the cluster, each stage's dp replicas splitting the pipeline micro-batch of mbs x dp sequences evenly.
+  /// nullopt with *why when it is invalid, interleaved, has no other count or does not fit.
+  std::optional<Plan> evaluate_unequal(const ParallelConfig& c, std::string* why = nullptr);
+  /// The shapes evaluate_unequal offers a stage (the configuration's own first); their GPUs are tp x dp x cp.
+  std::vector<StageShape> unequal_shapes(const ParallelConfig& c) const;
 
   const ModelGraph& model() const { return model_; }
   const ClusterSpec& cluster() const { return cluster_; }
@@ -224,6 +246,8 @@ class Planner {
   void check_ep_pin() const;
   /// Re-solves up to `limit` distinct candidates with a shape per stage; keeps a faster plan in best.
   void refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit);
+  /// The same with unequal GPU counts per stage (evaluate_unequal).
+  void refine_unequal(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit);
   /// Exposed data-parallel communication of a stage holding g_bytes of gradients over `layers` layers, of which
   /// expert_bytes are expert gradients reduced over the expert data-parallel group instead.
   double dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double g_bytes, double last_bwd, int layers,

@@ -16,6 +16,9 @@ struct Tables {
   std::vector<int> first_fit;      ///< [(s * V + v) * (K + 1) + b]: the first a whose [a, b) fits (b if none).
   std::vector<double> extra;       ///< [s * V + v].
   std::vector<double> boundary;    ///< [(from * V + to) * K + a]: entering unit a.
+  std::vector<int> weight;         ///< Per variant (all 0 without a budget).
+  int W = 1;                       ///< Weight values tracked: budget + 1 (1 without a budget).
+  int min_w = 0, max_w = 0;        ///< Over the variants.
   double c(int v, int a, int b) const { return cost[(static_cast<size_t>(v) * K + a) * (K + 1) + b]; }
   int fit(int s, int v, int b) const { return first_fit[(static_cast<size_t>(s) * V + v) * (K + 1) + b]; }
 };
@@ -47,6 +50,13 @@ Tables tabulate(const VariantDpRequest& r) {
     for (int u = 0; u < V; ++u)
       for (int v = 0; v < V; ++v)
         for (int a = 1; a < K; ++a) t.boundary[(static_cast<size_t>(u) * V + v) * K + a] = r.boundary(u, v, r.units[a]);
+  t.weight.assign(V, 0);
+  if (!r.weight.empty()) {
+    t.weight = r.weight;
+    t.W = r.budget + 1;
+    t.min_w = *std::min_element(t.weight.begin(), t.weight.end());
+    t.max_w = *std::max_element(t.weight.begin(), t.weight.end());
+  }
   return t;
 }
 
@@ -58,45 +68,63 @@ struct Pass {
 };
 
 Pass dp_pass(const Tables& t, double T, int64_t& cells) {
-  const int p = t.p, K = t.K, V = t.V;
-  auto at = [&](int s, int b, int v) { return (static_cast<size_t>(s) * (K + 1) + b) * V + v; };
-  std::vector<double> F(static_cast<size_t>(p) * (K + 1) * V, kInf);
+  const int p = t.p, K = t.K, V = t.V, W = t.W;
+  const int budget = W - 1;
+  auto at = [&](int s, int b, int v, int w) { return ((static_cast<size_t>(s) * (K + 1) + b) * V + v) * W + w; };
+  // Weight used by the first s + 1 stages that still leaves the p - 1 - s others a way to end at the budget.
+  auto w_ok = [&](int s, int w) {
+    const int rest = p - 1 - s;
+    return W == 1 || (w + rest * t.min_w <= budget && w + rest * t.max_w >= budget);
+  };
+  std::vector<double> F(static_cast<size_t>(p) * (K + 1) * V * W, kInf);
   std::vector<int> from_a(F.size(), -1), from_v(F.size(), -1);
   for (int b = 1; b <= K - (p - 1); ++b)
     for (int v = 0; v < V; ++v) {
       const double x = t.c(v, 0, b) + t.extra[v];
-      if (t.fit(0, v, b) == 0 && x <= T) F[at(0, b, v)] = x;
+      if (t.fit(0, v, b) == 0 && x <= T && t.weight[v] < W && w_ok(0, t.weight[v])) F[at(0, b, v, t.weight[v])] = x;
     }
   for (int s = 1; s < p; ++s)
     for (int b = s + 1; b <= K - (p - 1 - s); ++b)
       for (int v = 0; v < V; ++v) {
-        const int lo = std::max(t.fit(s, v, b), s);
+        const int lo = std::max(t.fit(s, v, b), s), wv = t.weight[v];
+        // Weights after this stage that leave the other stages a way to the budget (w_ok).
+        const int rest = p - 1 - s;
+        const int w_lo = W == 1 ? 0 : std::max(wv, budget - rest * t.max_w);
+        const int w_hi = W == 1 ? 0 : std::min(budget, budget - rest * t.min_w);
+        if (w_lo > w_hi) continue;
         for (int a = b - 1; a >= lo; --a) {
           const double base = t.c(v, a, b) + t.extra[static_cast<size_t>(s) * V + v];
           if (base > T) break;  // costs only grow as the stage starts earlier
           for (int u = 0; u < V; ++u) {
-            ++cells;
-            const double prev = F[at(s - 1, a, u)];
-            if (!std::isfinite(prev)) continue;
+            cells += w_hi - w_lo + 1;
             const double x = base + t.boundary[(static_cast<size_t>(u) * V + v) * K + a];
-            if (x > T || prev + x >= F[at(s, b, v)]) continue;
-            F[at(s, b, v)] = prev + x, from_a[at(s, b, v)] = a, from_v[at(s, b, v)] = u;
+            if (x > T) continue;
+            for (int w = w_lo; w <= w_hi; ++w) {
+              const double prev = F[at(s - 1, a, u, w - wv)];
+              if (!std::isfinite(prev)) continue;
+              const size_t here = at(s, b, v, w);
+              if (prev + x >= F[here]) continue;
+              F[here] = prev + x, from_a[here] = a, from_v[here] = u;
+            }
           }
         }
       }
   Pass out;
   int v = -1;
+  const int w_end = W - 1;  // the budget exactly (0 without one)
   for (int u = 0; u < V; ++u)
-    if (F[at(p - 1, K, u)] < out.sum) out.sum = F[at(p - 1, K, u)], v = u;
+    if (F[at(p - 1, K, u, w_end)] < out.sum) out.sum = F[at(p - 1, K, u, w_end)], v = u;
   if (v < 0) return out;
   out.starts.assign(p + 1, 0), out.variant.assign(p, 0), out.stage_cost.assign(p, 0);
   out.starts[p] = K;
-  for (int s = p - 1, b = K; s >= 0; --s) {
-    const int a = s == 0 ? 0 : from_a[at(s, b, v)], u = s == 0 ? -1 : from_v[at(s, b, v)];
+  for (int s = p - 1, b = K, w = w_end; s >= 0; --s) {
+    const size_t here = at(s, b, v, w);
+    const int a = s == 0 ? 0 : from_a[here], u = s == 0 ? -1 : from_v[here];
+    const int pw = w - t.weight[v];
     out.starts[s] = a, out.variant[s] = v;
-    out.stage_cost[s] = F[at(s, b, v)] - (s == 0 ? 0 : F[at(s - 1, a, u)]);
+    out.stage_cost[s] = F[here] - (s == 0 ? 0 : F[at(s - 1, a, u, pw)]);
     out.t_max = std::max(out.t_max, out.stage_cost[s]);
-    b = a, v = u;
+    b = a, v = u, w = pw;
   }
   return out;
 }
@@ -119,6 +147,11 @@ double variant_objective(const VariantDpRequest& r, const std::vector<int>& star
                          std::vector<double>* stage_cost) {
   const int p = r.stages;
   if (static_cast<int>(starts.size()) != p + 1 || static_cast<int>(variant.size()) != p) return kInf;
+  if (!r.weight.empty()) {  // the stages' GPUs must cover the budget exactly
+    int64_t w = 0;
+    for (int v : variant) w += v >= 0 && v < static_cast<int>(r.weight.size()) ? r.weight[v] : 0;
+    if (w != r.budget) return kInf;
+  }
   double sum = 0, mx = 0;
   if (stage_cost) stage_cost->clear();
   for (int s = 0; s < p; ++s) {
@@ -136,6 +169,11 @@ double variant_objective(const VariantDpRequest& r, const std::vector<int>& star
 VariantDpResult solve_variant_dp(const VariantDpRequest& r) {
   const int p = r.stages, K = static_cast<int>(r.units.size()) - 1;
   if (p <= 0 || K < p || r.variants <= 0 || !r.cost) return {};
+  if (!r.weight.empty()) {
+    if (static_cast<int>(r.weight.size()) != r.variants || r.budget < 0) return {};
+    for (int w : r.weight)
+      if (w <= 0) return {};
+  }
   const Tables t = tabulate(r);
   int64_t cells = 0;
   // The loosest bound: is anything feasible at all?

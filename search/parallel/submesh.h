@@ -17,6 +17,11 @@
 // repaid by a smaller sum. The bound ladder is the one approximation: bounds
 // between its rungs are not tried.
 //
+// Stages of unequal GPU counts: a variant may also carry a weight (its GPUs), and
+// the stages' weights must then cover the cluster exactly, as Alpa's submeshes
+// do. The DP carries the weight used so far as one more dimension (W = budget + 1
+// values), so its work grows by W; the planner sizes the units for that.
+//
 // Plain data and callbacks in, plain data out; a brute force checks it in the tests.
 #pragma once
 
@@ -43,6 +48,10 @@ struct VariantDpRequest {
   /// Whether stage `stage` under v holds layers [begin, end); monotone: sub-ranges fit. Empty: all fit.
   std::function<bool(int stage, int v, int begin, int end)> fits;
   int max_rounds = 10;                 ///< Bounds tried above the smallest feasible one (1: that one only).
+  /// Unequal submeshes (Alpa's cover of the cluster): when set, variant v takes weight[v] > 0 GPUs (in any
+  /// unit) and the stages' weights must add up to `budget` exactly. Empty: no such constraint.
+  std::vector<int> weight;
+  int budget = 0;
 };
 
 struct VariantDpResult {

@@ -291,6 +291,41 @@ TEST(Planner, SchedulesTradeBubbleAndMemory) {
   EXPECT_NE(why.find("chunks"), std::string::npos) << why;
 }
 
+TEST(Planner, InterleavingTriesThreeChunksWhereTheBlocksSplitIntoThem) {
+  // 12 blocks: pp=4 splits them into 4 x 3 chunks only (not 4 x 2 = 8 or 4 x 4 = 16), pp=2 into 2 x 2 or 2 x 3.
+  const ModelGraph g = parse_model_spec("gpt:layers=12,hidden=2048,heads=16,seq=1024,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("pp=4,schedule=interleaved");
+  const Plan four = Planner(g, c, o).plan();  // only v = 3 is admissible: the search must try it
+  EXPECT_EQ(four.config.schedule, Schedule::kInterleaved);
+  EXPECT_EQ(four.config.virtual_stages, 3);
+  EXPECT_EQ(four.config.pp, 4);
+
+  // pp=2: v = 2 and v = 3 both run; the plan takes the faster one (3 chunks: a third of the bubble, the same work).
+  o.pins = parse_pins("tp=2,pp=2,mbs=1,schedule=interleaved,recompute=none,zero=1");
+  Planner p(g, c, o);
+  const Plan two = p.plan();
+  ParallelConfig cfg;
+  cfg.tp = 2, cfg.pp = 2, cfg.dp = 4, cfg.micro_batch = 1, cfg.zero = 1, cfg.schedule = Schedule::kInterleaved;
+  std::map<int, double> time;
+  for (int v : {2, 3, 4}) {
+    cfg.virtual_stages = v;
+    std::string why;
+    auto r = p.evaluate(cfg, true, &why);
+    if (v == 4) {
+      EXPECT_FALSE(r) << "12 blocks do not split into 2 x 4 chunks";
+      continue;
+    }
+    ASSERT_TRUE(r) << why;
+    time[v] = r->iteration_time_s;
+  }
+  EXPECT_LT(time[3], time[2]);
+  EXPECT_EQ(two.config.virtual_stages, 3);
+  EXPECT_DOUBLE_EQ(two.iteration_time_s, time[3]);
+}
+
 TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {
   const ModelGraph g = small_gpt();  // embedding, 8 blocks, head
   EXPECT_EQ(uniform_partition(g, 2), (std::vector<int>{0, 5, 10}));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,9 @@ TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
                         "tflops_per_gpu", "mfu", "peak_memory_bytes", "stages"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_LE(j["peak_memory_bytes"].get<double>(), 80e9);
+  int stage_gpus = 0;  // each stage's GPUs: they cover the cluster
+  for (const auto& s : j["stages"]) stage_gpus += s["gpus"].get<int>();
+  EXPECT_EQ(stage_gpus, 16);
 
   auto q = run("query --plans --json --db " + db());
   ASSERT_EQ(q.code, 0) << q.err;
@@ -97,6 +101,81 @@ TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
   EXPECT_NE(t.out.find("pipeline_parallel_degree = 2\n"), std::string::npos);
   EXPECT_NE(t.out.find("pipeline_parallel_microbatch_size = 2\n"), std::string::npos);
   EXPECT_NE(t.out.find("mode = \"full\"\n"), std::string::npos);
+}
+
+TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
+  // 12 blocks over pp=2 x v=3 chunks: 2 blocks per chunk.
+  const std::string model = "--model gpt:layers=12,hidden=2048,heads=16,seq=1024,vocab=32000 --cluster dgx-h100:2";
+  const std::string fix = " --global-batch 64 --fix tp=2,pp=2,mbs=1,schedule=interleaved,v=3,zero=0 --db " + db();
+  auto r = run("plan " + model + fix + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"], "interleaved");
+  EXPECT_EQ(j["virtual_stages"], 3);
+  auto table = run("plan " + model + fix);
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("interleaved v=3"), std::string::npos) << table.out;
+
+  auto m = run("plan " + model + fix + " --export megatron");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("--num-layers-per-virtual-pipeline-stage 2\n"), std::string::npos) << m.out;
+  auto t = run("plan " + model + fix + " --export torchtitan");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("pipeline_parallel_layers_per_stage = 2\n"), std::string::npos) << t.out;
+  auto d = run("plan " + model + fix + " --export deepspeed");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.err.find("runs 1F1B only"), std::string::npos) << d.err;
+
+  // 4 chunks per device do not divide 12 blocks over 2 stages: refused with the reason.
+  auto bad = run("plan " + model + " --global-batch 64 --fix tp=2,pp=2,schedule=interleaved,v=4 --db " + db());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("chunks"), std::string::npos) << bad.err;
+}
+
+TEST_F(PlanCli, UnequalGpuCountsPerStageAreTabledAndInTheJson) {
+  // 25 generic layers, the middle one 12x as wide, on 4 x 8 GPUs of 4.3 GB: the pipeline the memory needs runs best
+  // with the heavy layer's stage on more GPUs.
+  nlohmann::json layers = nlohmann::json::array();
+  for (auto [name, repeat, inner] : {std::tuple{"light_a", 12, 8192}, {"heavy", 1, 8192 * 12}, {"light_b", 12, 8192}})
+    layers.push_back({{"name", name},
+                      {"repeat", repeat},
+                      {"output", "add"},
+                      {"ops",
+                       {{{"name", "up"}, {"type", "linear"}, {"in", 4096}, {"out", inner}, {"inputs", {"input"}}},
+                        {{"name", "act"}, {"type", "elementwise"}, {"in", inner}, {"out", inner}, {"inputs", {"up"}}},
+                        {{"name", "down"}, {"type", "linear"}, {"in", inner}, {"out", 4096}, {"inputs", {"act"}}},
+                        {{"name", "add"}, {"type", "elementwise"}, {"in", 4096}, {"out", 4096}, {"inputs", {"input", "down"}}}}}});
+  std::ofstream(path("heavy.json")) << nlohmann::json{{"name", "heavy-group"}, {"seq", 2048}, {"layers", layers}}.dump();
+  std::ofstream(path("small.json")) << R"({"name": "small", "nodes": 4, "gpus_per_node": 8, "gpu": "h100-sxm",
+    "memory_gb": 4.3, "intra_node": {"bandwidth_gbps": 450, "latency_us": 3},
+    "inter_node": {"bandwidth_gbps": 50, "latency_us": 5}})";
+  const std::string args = "plan --model " + path("heavy.json") + " --cluster " + path("small.json") +
+                           " --global-batch 256 --db " + db();
+  auto r = run(args + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["partition"], "unequal");
+  EXPECT_FALSE(j["uniform_stages"].get<bool>());
+  int sum = 0, most = 0, heavy = 0;
+  for (const auto& s : j["stages"]) {
+    const int g = s["gpus"].get<int>();
+    sum += g, most = std::max(most, g);
+    if (s["first_layer"].get<int>() <= 12 && 12 <= s["last_layer"].get<int>()) heavy = g;
+    EXPECT_EQ(g, s["tp"].get<int>() * s["dp"].get<int>() * j["cp"].get<int>());
+  }
+  EXPECT_EQ(sum, 32);
+  EXPECT_EQ(heavy, most);
+  EXPECT_GT(heavy, 32 / j["pp"].get<int>());
+  auto t = run(args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("unequal GPU counts"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("stage  layers  gpus"), std::string::npos) << t.out;
+  // An export plans what the engines run: equal stages.
+  auto m = run(args + " --export megatron");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("--pipeline-model-parallel-size"), std::string::npos) << m.out;
+  EXPECT_EQ(m.err.find("stages differ"), std::string::npos) << m.err;
 }
 
 TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
