@@ -221,37 +221,10 @@ double log_error(const RecordedSpace& s, const P& p, const std::vector<size_t>& 
   return sum / static_cast<double>(std::max<size_t>(n, 1));
 }
 
-/// Coordinate search: each parameter in turn scaled by 0.5, 0.8, 1.25, 2 (within its bounds) while the
-/// log error on `subset` (empty: all configs) falls; at most 12 sweeps.
-template <class P>
-P fit(const RecordedSpace& s, P p, const std::vector<size_t>& subset) {
-  double best = log_error(s, p, subset);
-  for (int sweep = 0; sweep < 12; ++sweep) {
-    bool improved = false;
-    for (const auto& r : param_refs(p))
-      for (double f : {0.5, 0.8, 1.25, 2.0}) {
-        P q = p;
-        q.*r.field = std::clamp(p.*r.field * f, r.lo, r.hi);
-        const double e = log_error(s, q, subset);
-        if (e < best - 1e-12) {
-          best = e;
-          p = q;
-          improved = true;
-        }
-      }
-    if (!improved) break;
-  }
-  return p;
-}
-
-/// Coordinate search as fit(), on the mean of several recordings' log errors (each weighs the same).
-template <class P>
-P fit_joint(const std::vector<const RecordedSpace*>& recs, P p) {
-  const auto error = [&recs](const P& q) {
-    double sum = 0;
-    for (const RecordedSpace* r : recs) sum += log_error(*r, q, {});
-    return sum / static_cast<double>(std::max<size_t>(recs.size(), 1));
-  };
+/// Coordinate search: each parameter in turn scaled by 0.5, 0.8, 1.25, 2 (within its bounds) while
+/// `error` falls; at most 12 sweeps.
+template <class P, class Error>
+P coordinate_search(P p, const Error& error) {
   double best = error(p);
   for (int sweep = 0; sweep < 12; ++sweep) {
     bool improved = false;
@@ -269,6 +242,22 @@ P fit_joint(const std::vector<const RecordedSpace*>& recs, P p) {
     if (!improved) break;
   }
   return p;
+}
+
+/// The parameters that minimise the log error on `subset` (empty: all configs).
+template <class P>
+P fit(const RecordedSpace& s, P p, const std::vector<size_t>& subset) {
+  return coordinate_search(p, [&](const P& q) { return log_error(s, q, subset); });
+}
+
+/// fit() on the mean of several recordings' log errors (each weighs the same).
+template <class P>
+P fit_joint(const std::vector<const RecordedSpace*>& recs, P p) {
+  return coordinate_search(p, [&recs](const P& q) {
+    double sum = 0;
+    for (const RecordedSpace* r : recs) sum += log_error(*r, q, {});
+    return sum / static_cast<double>(std::max<size_t>(recs.size(), 1));
+  });
 }
 
 /// The seed-th random half split of a recording's configs: (train, held-out).

@@ -561,10 +561,17 @@ std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::
   const int p = e.p, V = static_cast<int>(tables.size());
   if (V < 2) return reject("one stage shape only");
   VariantDpRequest req;
-  req.stages = p;
-  req.micro_batches = e.m;
   req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, V, opts_.cluster_units);
   if (req.units.empty()) return reject("too many stages for the per-stage submesh DP");
+  return solve_variants(e, tables, req, "submesh", "no per-stage submesh assignment fits", why);
+}
+
+std::optional<Plan> Planner::solve_variants(const Eval& e, const std::vector<LayerTable>& tables, VariantDpRequest req,
+                                            const std::string& partition, const std::string& infeasible,
+                                            std::string* why) {
+  const int p = e.p, V = static_cast<int>(tables.size());
+  req.stages = p;
+  req.micro_batches = e.m;
   req.variants = V;
   // A stage's first layer is entered from the previous stage's variant: charged by the boundary, not the table.
   req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
@@ -575,10 +582,13 @@ std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::
   req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
   const VariantDpResult r = solve_variant_dp(req);
   submesh_cells_ += r.cells;
-  if (!r.feasible) return reject("no per-stage submesh assignment fits");
+  if (!r.feasible) {
+    if (why) *why = infeasible;
+    return std::nullopt;
+  }
   std::vector<const LayerTable*> per_stage;
   for (int v : r.variant) per_stage.push_back(&tables[v]);
-  return assemble(e, per_stage, r.starts, "submesh", std::vector<int>(p, 0));
+  return assemble(e, per_stage, r.starts, partition, std::vector<int>(p, 0));
 }
 
 std::vector<StageShape> Planner::unequal_shapes(const ParallelConfig& c) const {
@@ -630,8 +640,6 @@ std::optional<Plan> Planner::evaluate_unequal(const ParallelConfig& cfg, std::st
   if (V < 2 || std::all_of(gpus.begin(), gpus.end(), [&](int g) { return g == c.tp * c.dp; }))
     return reject("no other GPU count per stage runs this configuration");
   VariantDpRequest req;
-  req.stages = p;
-  req.micro_batches = e.m;
   for (int g : gpus) req.weight.push_back(g / unit);
   req.budget = p * (c.tp * c.dp / unit);
   // The DP's work grows with the weights it tracks: fewer units.
@@ -639,19 +647,7 @@ std::optional<Plan> Planner::evaluate_unequal(const ParallelConfig& cfg, std::st
   const int v_eff = static_cast<int>(std::ceil(V * std::sqrt(static_cast<double>(W))));
   req.units = dp_units(tables[0].t, std::vector<int>(layer_sig_.begin(), layer_sig_.end()), p, v_eff, opts_.cluster_units);
   if (req.units.empty()) return reject("too many stages for the unequal-GPU DP");
-  req.variants = V;
-  req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
-  req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
-  std::vector<double> p2p(V);
-  for (int v = 0; v < V; ++v) p2p[v] = stage_p2p_s(e, tables[v].shape);
-  req.extra = [&](int s, int v) { return s + 1 < p ? p2p[v] : 0.0; };
-  req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
-  const VariantDpResult r = solve_variant_dp(req);
-  submesh_cells_ += r.cells;
-  if (!r.feasible) return reject("no assignment of GPU counts to stages fits");
-  std::vector<const LayerTable*> per_stage;
-  for (int v : r.variant) per_stage.push_back(&tables[v]);
-  return assemble(e, per_stage, r.starts, "unequal", std::vector<int>(p, 0));
+  return solve_variants(e, tables, req, "unequal", "no assignment of GPU counts to stages fits", why);
 }
 
 Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,

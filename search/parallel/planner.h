@@ -78,6 +78,7 @@
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
 #include "search/parallel/resharding.h"
+#include "search/parallel/submesh.h"
 #include "search/parallel/time_breakdown.h"
 
 namespace tuner::parallel {
@@ -239,6 +240,10 @@ class Planner {
                               std::vector<int>& level);
   Plan assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
                 const std::string& partition, const std::vector<int>& level) const;
+  /// The per-stage variant DP over `tables` (req: its units, and weights/budget if any; the rest is filled
+  /// here), assembled as `partition`; nullopt with `infeasible` as the reason when nothing fits.
+  std::optional<Plan> solve_variants(const Eval& e, const std::vector<LayerTable>& tables, VariantDpRequest req,
+                                     const std::string& partition, const std::string& infeasible, std::string* why);
   void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
                      const std::vector<double>& stage_opt) const;
   Search search_space() const;

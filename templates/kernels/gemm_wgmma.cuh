@@ -108,6 +108,22 @@ __device__ __forceinline__ void for_each_piece_vec(int r0, int c0, int M, int N,
   }
 }
 
+// Stages each 16 x 32 piece of the warp's accumulators in turn (its rows from rows0, the tile's
+// columns from col0) and calls f(r, c, v) for each 4-column vector v of it inside M and N.
+template <typename F>
+__device__ __forceinline__ void for_each_staged_vec(float* buf, const float (&acc)[kMSub][kAcc], int rows0, int col0,
+                                                    int M, int N, int lane, F&& f) {
+#pragma unroll
+  for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+    for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk) {
+      stage_piece(buf, acc[i], chunk, lane);
+      for_each_piece_vec(rows0 + i * 64, col0 + chunk * kEpiCols, M, N, lane, [&](int lr, int lc, int r, int c) {
+        f(r, c, *reinterpret_cast<const float4*>(buf + lr * kEpiPitch + lc));
+      });
+    }
+}
+
 // Four outputs at dst (16-byte aligned for fp32, 8-byte for 2-byte types: c % 4 == 0 and N % 4 == 0).
 __device__ __forceinline__ void store_vec4(out_t* dst, float4 v) {
   if constexpr (sizeof(out_t) == 4) {
@@ -237,17 +253,9 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       const long long outputs = static_cast<long long>(batches) * M * N;
       float* partial = workspace + (static_cast<size_t>(w.split) * batches + batch) * M * N;
       if constexpr (kEpilogue) {
-#pragma unroll
-        for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-          for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk) {
-            stage_piece(epi, acc[i], chunk, lane);
-            for_each_piece_vec(row_base + i * 64 + warp * 16, col0 + chunk * kEpiCols, M, N, lane,
-                               [&](int lr, int lc, int r, int c) {
-                                 *reinterpret_cast<float4*>(partial + static_cast<size_t>(r) * N + c) =
-                                     *reinterpret_cast<const float4*>(epi + lr * kEpiPitch + lc);
-                               });
-          }
+        for_each_staged_vec(epi, acc, row_base + warp * 16, col0, M, N, lane, [&](int r, int c, float4 v) {
+          *reinterpret_cast<float4*>(partial + static_cast<size_t>(r) * N + c) = v;
+        });
       } else {
         for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
           store_pair(partial + static_cast<size_t>(r) * N + c, acc[i][e], acc[i][e + 1], c, N, pair_ok);
@@ -297,17 +305,9 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
 
     if constexpr (kEpilogue) {
       if constexpr (kSplitK == 1) {
-#pragma unroll
-        for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-          for (int chunk = 0; chunk < kBN / kEpiCols; ++chunk) {
-            stage_piece(epi, acc[i], chunk, lane);
-            for_each_piece_vec(row_base + i * 64 + warp * 16, col0 + chunk * kEpiCols, M, N, lane,
-                               [&](int lr, int lc, int r, int c) {
-                                 store_vec4(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c,
-                                            *reinterpret_cast<const float4*>(epi + lr * kEpiPitch + lc));
-                               });
-          }
+        for_each_staged_vec(epi, acc, row_base + warp * 16, col0, M, N, lane, [&](int r, int c, float4 v) {
+          store_vec4(C + static_cast<size_t>(batch) * M * N + static_cast<size_t>(r) * N + c, v);
+        });
       }
     } else {
       for_each_acc_pair(row_base, col0, M, warp, lane, [&](int i, int e, int r, int c) {
