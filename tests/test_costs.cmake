@@ -108,7 +108,7 @@ tuner_test_cost(6
   Ops/TemplateOpsCli.TunesOnTheSimDeviceAndQueriesTheBestRecord/gemm_f16)
 # The runtime suite's set-up tunes the same four workloads in each of its tests: one at a time, the
 # first (above) compiling, the others reading the cache; ahead of the short tests, not at the tail.
-tuner_test_cost(5
+set(runtime_suite_rest
   RuntimeLib.NearestTunedShapeByLogDistanceAndExactOnlyWhenAsked
   RuntimeLib.BestConfigsFileGivesTheSameChoicesAsTheDatabase
   RuntimeLib.TheChosenConfigWritesTheOutputTypeAskedFor
@@ -116,18 +116,9 @@ tuner_test_cost(5
   RuntimeLib.BadInputGetsAStatusAndOneLineNeverAnException
   RuntimeLib.WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName
   RuntimeLib.ConcurrentLookupsAgree)
-
-foreach(name
-    RuntimeLib.ExactShapeGivesTheConfigQueryCallsBest
-    RuntimeLib.NearestTunedShapeByLogDistanceAndExactOnlyWhenAsked
-    RuntimeLib.BestConfigsFileGivesTheSameChoicesAsTheDatabase
-    RuntimeLib.TheChosenConfigWritesTheOutputTypeAskedFor
-    RuntimeLib.RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed
-    RuntimeLib.BadInputGetsAStatusAndOneLineNeverAnException
-    RuntimeLib.WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName
-    RuntimeLib.ConcurrentLookupsAgree)
-  tuner_test_property(RESOURCE_LOCK runtime_suite_setup "${name}")
-endforeach()
+tuner_test_cost(5 ${runtime_suite_rest})
+tuner_test_property(RESOURCE_LOCK runtime_suite_setup RuntimeLib.ExactShapeGivesTheConfigQueryCallsBest
+                    ${runtime_suite_rest})
 # gemm f32 M=640,N=384,K=256 with seed 9: xgb's and bo's first 16 configs are the same in all three.
 foreach(name
     SessionStages.EachStrategyProposesWhatAPlainLoopOverItProposes

@@ -543,21 +543,31 @@ std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
   return out;
 }
 
+std::string Planner::check_variant_config(ParallelConfig& c) const {
+  bool uniform = false;
+  if (std::string bad = check_config(c, uniform); !bad.empty()) return bad;
+  if (uniform) return "interleaved stages keep one shape (chunks of every stage alternate on each device)";
+  return "";
+}
+
+std::vector<LayerTable> Planner::variant_tables(const Eval& e, const std::vector<StageShape>& shapes) {
+  std::vector<LayerTable> tables;
+  for (const StageShape& s : shapes) {
+    LayerTable t;
+    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
 std::optional<Plan> Planner::evaluate_submeshes(const ParallelConfig& cfg, std::string* why) {
   auto reject = [&](const std::string& reason) -> std::optional<Plan> {
     if (why) *why = reason;
     return std::nullopt;
   };
   ParallelConfig c = cfg;
-  bool uniform = false;
-  if (std::string bad = check_config(c, uniform); !bad.empty()) return reject(bad);
-  if (uniform) return reject("interleaved stages keep one shape (chunks of every stage alternate on each device)");
+  if (std::string bad = check_variant_config(c); !bad.empty()) return reject(bad);
   const Eval e = make_eval(c);
-  std::vector<LayerTable> tables;
-  for (const StageShape& s : stage_shapes(c)) {
-    LayerTable t;
-    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
-  }
+  std::vector<LayerTable> tables = variant_tables(e, stage_shapes(c));
   const int p = e.p, V = static_cast<int>(tables.size());
   if (V < 2) return reject("one stage shape only");
   VariantDpRequest req;
@@ -622,16 +632,10 @@ std::optional<Plan> Planner::evaluate_unequal(const ParallelConfig& cfg, std::st
     return std::nullopt;
   };
   ParallelConfig c = cfg;
-  bool uniform = false;
-  if (std::string bad = check_config(c, uniform); !bad.empty()) return reject(bad);
-  if (uniform) return reject("interleaved stages keep one shape (chunks of every stage alternate on each device)");
+  if (std::string bad = check_variant_config(c); !bad.empty()) return reject(bad);
   if (c.pp < 2) return reject("one stage holds every GPU");
   const Eval e = make_eval(c);
-  std::vector<LayerTable> tables;
-  for (const StageShape& s : unequal_shapes(c)) {
-    LayerTable t;
-    if (fill_table(e, s, kInf, t)) tables.push_back(std::move(t));
-  }
+  std::vector<LayerTable> tables = variant_tables(e, unequal_shapes(c));
   const int p = e.p, V = static_cast<int>(tables.size());
   // Weights: each variant's GPUs in units of their greatest common divisor; the stages must cover p x tp x dp.
   std::vector<int> gpus;

@@ -240,6 +240,10 @@ class Planner {
                               std::vector<int>& level);
   Plan assemble(const Eval& e, const std::vector<const LayerTable*>& tables, const std::vector<int>& starts,
                 const std::string& partition, const std::vector<int>& level) const;
+  /// check_config for a plan with a variant per stage: also refuses interleaved (uniform) schedules.
+  std::string check_variant_config(ParallelConfig& c) const;
+  /// The layer tables of the shapes that fit (fill_table without a memory cap), in order.
+  std::vector<LayerTable> variant_tables(const Eval& e, const std::vector<StageShape>& shapes);
   /// The per-stage variant DP over `tables` (req: its units, and weights/budget if any; the rest is filled
   /// here), assembled as `partition`; nullopt with `infeasible` as the reason when nothing fits.
   std::optional<Plan> solve_variants(const Eval& e, const std::vector<LayerTable>& tables, VariantDpRequest req,

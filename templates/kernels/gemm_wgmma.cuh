@@ -76,7 +76,6 @@ __device__ __forceinline__ void for_each_acc_pair(int row_base, int col0, int M,
 // ---- epilogue 1: each consumer warp stages 16 x 32 pieces of its rows in a shared buffer of its own ----
 constexpr int kEpiCols = 32, kEpiPitch = 40;  // fp32 per staged row, padded: no bank conflicts either way
 constexpr int kEpiWarpFloats = 16 * kEpiPitch;
-constexpr int kEpiBytes = kEpilogue ? kConsumers * 4 * kEpiWarpFloats * 4 : 0;
 static_assert(kBN % kEpiCols == 0, "whole 32-column pieces");
 
 // Writes piece `chunk` (columns 32*chunk ..) of m64 tile acc_i's warp rows into the warp's buffer: the
