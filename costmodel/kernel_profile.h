@@ -48,6 +48,8 @@ struct GemmTileProfile {
   /// Outputs of one row that the epilogue's store instructions write contiguously: 8 when each thread
   /// stores a pair from its accumulators (4 threads per row), 32 when staged through shared memory.
   int store_segment = 8;
+  /// CTAs per thread-block cluster along N sharing A's k-tiles by TMA multicast (each fetches 1/cluster).
+  int cluster = 1;
 };
 
 struct KernelProfile {

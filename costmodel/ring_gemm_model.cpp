@@ -97,7 +97,9 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   const double clock_hz = gpu.boost_clock_ghz * 1e9;
   const double q = std::max(k.blend_exponent, 1.0);
   const int64_t split = std::max(g.split_k, 1);
-  const int64_t units = g.batch * ceil_div(g.m, g.bm) * ceil_div(g.n, g.bn) * split;
+  // CTAs' work units; a partial cluster's idle CTAs count (they hold an SM while loading A's share).
+  const int64_t cluster = std::max(g.cluster, 1);
+  const int64_t units = g.batch * ceil_div(g.m, g.bm) * (ceil_div(ceil_div(g.n, g.bn), cluster) * cluster) * split;
   const int64_t k_tiles = ceil_div(ceil_div(g.k, g.bk), split);  // the longest split's
   const int stages = std::max(p.stages, 2);
 
@@ -121,7 +123,8 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   // --- One k-tile of one CTA. ---
   const double a_rows = static_cast<double>(std::min<int64_t>(g.bm, g.m));
   const double b_cols = static_cast<double>(std::min<int64_t>(g.bn, g.n));
-  const double stage_bytes = (a_rows + b_cols) * g.bk * g.elem_bytes;
+  // What L2 serves per CTA and k-tile: A's rows once per cluster (multicast), B's columns.
+  const double stage_bytes = (a_rows / static_cast<double>(cluster) + b_cols) * g.bk * g.elem_bytes;
   const double fma_per_clk = gpu.peak_fp16_tflops * 1e12 / 2.0 / (gpu.sm_count * clock_hz);
   const double mma = static_cast<double>(g.bm) * g.bn * g.bk / (fma_per_clk * k.mma_efficiency);
   const double transfer = stage_bytes / k.l2_bytes_per_clk_per_sm;

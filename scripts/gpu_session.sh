@@ -12,15 +12,20 @@
 # Compute profiles of wgmma and cuBLAS on batched, decode, 4096^3 and short-K, the decode M=64 recording)
 # and `knobs` (gemm_tc_wgmma's GPU tests, then the GEMM rows of issue 16 tuned with tune's defaults),
 # `extra` (the wgmma 4096^3 whole space with its new knobs, longer decode and batched wgmma sessions),
-# `decode` (the wgmma knob tests, then the decode rows after BN 32 and 16-stage rings).
+# `decode` (the wgmma knob tests, then the decode rows after BN 32 and 16-stage rings), `cluster` (the
+# wgmma tests with 2- and 4-CTA clusters that multicast A and persistent grids over the batch, then
+# issue 16's GEMM rows), `cluster2` (the 8192^3 rows, f32, the row ops and the conv rows on this GPU).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
-[[ "$plan" == first || "$plan" == more || "$plan" == profile || "$plan" == knobs || "$plan" == extra || "$plan" == decode ]] ||
-  { echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode" >&2; exit 2; }
+case "$plan" in
+  first | more | profile | knobs | extra | decode | cluster | cluster2) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2" >&2
+     exit 2 ;;
+esac
 S=/tmp/gpu-session-$plan
 mkdir -p "$out"
 
@@ -154,6 +159,36 @@ plan_decode() {
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_cluster() {
+  steps
+  step env 15 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 100 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  tune xgb100_batched_f16_b32_512_auto 45 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  for m in 64 16 128 32; do
+    tune xgb100_f16_decode_m$m 35 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+  done
+  tune xgb100_f16_shortk_auto 40 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  tune xgb200_f16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_cluster2() {
+  steps
+  tune xgb200_f16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
+  tune xgb200_bf16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
+  for f in f32 softmax layernorm; do
+    step baselines_$f 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 \
+      --filter "$f" --out "$S/baselines_$f.json"
+  done
+  tune xgb100_f32_4096 100 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
+  tune xgb64_layernorm_f16_4096x32768 60 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune xgb64_softmax_f16_4096x32768 60 --op softmax --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
@@ -176,7 +211,7 @@ summary() {
     n=$(basename "$f" .out)
     case "$n" in
       env) ;;
-      baselines) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
+      baselines*) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
       gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -30 ;;
       torch_ref) cat "$f" ;;
       ncu_*) [[ -s "$S/$n.csv" ]] && python3 - "$S/$n.csv" "$n" <<'PY' 2>/dev/null || echo "  $n: $(tail -c 300 "$S/$n.log")"

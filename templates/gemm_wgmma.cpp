@@ -19,6 +19,10 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                               "0: accumulators stored to C from registers; 1: staged through shared memory, "
                               "stored as 16-byte row vectors (whole sectors)",
                               0};
+  const search::Knob cluster{"CLUSTER", {1, 2, 4},
+                             "CTAs per thread-block cluster along N: adjacent block columns share A's rows, each "
+                             "CTA loading 1/CLUSTER of them and multicasting to all",
+                             1};
   if (reduced) {
     return {
         {"BM", {64, 128, 256}, "block tile rows"},
@@ -30,6 +34,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
         split,
         persistent,
         epilogue,
+        {"CLUSTER", {1, 2}, cluster.doc, 1},
     };
   }
   return {
@@ -42,6 +47,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
       split,
       persistent,
       epilogue,
+      cluster,
   };
 }
 
@@ -57,6 +63,7 @@ WgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
   t.split_k = static_cast<int>(v["SPLIT_K"]);
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
   t.epilogue = static_cast<int>(v["EPILOGUE"]);
+  t.cluster = static_cast<int>(v["CLUSTER"]);
   return t;
 }
 
@@ -84,6 +91,14 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
          return wgmma_shared_bytes(tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
        }},
+      // A cluster's CTAs take adjacent block columns: with fewer columns than CTAs some would only load.
+      {"CLUSTER <= ceil(N / BN) (every CTA of a cluster has a block column)",
+       [n = d.n](const search::ConfigView& v) { return v["CLUSTER"] <= (n + v["BN"] - 1) / v["BN"]; }},
+      // 1 CTA per SM: 4-CTA clusters need 4 free SMs of one GPC, which a persistent grid of one CTA per SM
+      // cannot always find (GPCs of 16 to 18 SMs); 2-CTA clusters pair up every SM.
+      {"PERSISTENT == 0 or CLUSTER <= 2", [](const search::ConfigView& v) { return v["PERSISTENT"] == 0 || v["CLUSTER"] <= 2; }},
+      // Four CTAs share A where it is most of each stage: narrow tiles (decode, short M).
+      {"CLUSTER <= 2 or BN <= 64", [](const search::ConfigView& v) { return v["CLUSTER"] <= 2 || v["BN"] <= 64; }},
       {"threads 128 * (1 + CONSUMERS) <= " + std::to_string(limits.max_threads_per_block),
        [max = limits.max_threads_per_block](const search::ConfigView& v) { return 128 * (1 + v["CONSUMERS"]) <= max; }},
   };
@@ -121,8 +136,9 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
   const bool split_possible = wgmma_split_possible(d) && d.k >= 4 * kWgmmaBk;
   if (!split_possible) knobs[6].values = {1};  // SPLIT_K
   // 22 configs that cover every value: the ring depth tied to the tile size, GROUP_M to OUT_F32, split-K
-  // (where the workload allows it) to OUT_F32 too, and the persistent grid to BN == 128 (so neither adds
-  // configs: the reduced space compiles as many sources as before).
+  // (where the workload allows it) to OUT_F32 too, the persistent grid to BN == 128 and 2-CTA clusters
+  // to the persistent grid where N has two block columns (so none adds configs: the reduced space
+  // compiles as many sources as before).
   cs.push_back({"reduced: STAGES == 2 + (BM+BN <= 320) + (BM+BN <= 256), and 12 for 64x64 tiles",
                 [](const search::ConfigView& v) {
                   const int64_t sum = v["BM"] + v["BN"];
@@ -137,6 +153,10 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
                 }});
   cs.push_back({"reduced: PERSISTENT != 0 iff BN == 128",
                 [](const search::ConfigView& v) { return (v["PERSISTENT"] != 0) == (v["BN"] == 128); }});
+  cs.push_back({"reduced: CLUSTER == 2 iff PERSISTENT != 0 and N has two block columns",
+                [n = d.n](const search::ConfigView& v) {
+                  return (v["CLUSTER"] == 2) == (v["PERSISTENT"] != 0 && n > v["BN"]);
+                }});
   return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
 
@@ -151,6 +171,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   const int64_t grid_m = (d.m + t.bm - 1) / t.bm, grid_n = (d.n + t.bn - 1) / t.bn;
   const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
   const int64_t per_split = (k_tiles + t.split_k - 1) / t.split_k;  // the longest split's k-tiles
+  const int64_t cluster_cols = (grid_n + t.cluster - 1) / t.cluster * t.cluster;  // idle CTAs of a partial cluster
   const double tiles = static_cast<double>(d.batch * grid_m * grid_n);
   const double out_bytes = t.out_f32 ? 4.0 : 2.0;
   const double outputs = static_cast<double>(d.batch * d.m * d.n);
@@ -161,9 +182,13 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.flops = 2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
             static_cast<double>(d.k);
   p.dram_bytes = 2.0 * static_cast<double>(d.batch * (d.m * d.k + d.k * d.n)) + out_bytes * outputs;
-  // TMA fetches whole boxes: every (tile, k-tile) once, out-of-bounds parts included.
+  // TMA fetches whole boxes: every (tile, k-tile) once, out-of-bounds parts included; A once per
+  // cluster (each CTA fetches its share and multicasts it).
   const double tile_bytes = static_cast<double>(t.bm + t.bn) * kWgmmaBk * 2.0;
-  p.global_bytes = tiles * static_cast<double>(k_tiles) * tile_bytes + out_bytes * outputs + split_bytes;
+  const double fetched = static_cast<double>(t.bm) / t.cluster * static_cast<double>(cluster_cols) +
+                         static_cast<double>(t.bn) * static_cast<double>(grid_n);
+  p.global_bytes = static_cast<double>(d.batch * grid_m) * static_cast<double>(k_tiles) * fetched * kWgmmaBk * 2.0 +
+                   out_bytes * outputs + split_bytes;
   // Shared traffic: the TMA writes, then each consumer's wgmma reads its A rows and all of B.
   const double reads = static_cast<double>(t.bm + t.consumers * t.bn) * kWgmmaBk * 2.0;
   p.shared_bytes = tiles * static_cast<double>(k_tiles) * (tile_bytes + reads);
@@ -171,7 +196,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both sides
   // Work units (tile, split); a persistent grid runs them in rounds of its CTAs just as the hardware
   // would run one CTA per unit, but fills each unit's ring while the previous unit's epilogue runs.
-  p.blocks = d.batch * grid_m * grid_n * t.split_k;
+  p.blocks = d.batch * grid_m * cluster_cols * t.split_k;
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = wgmma_threads(t);
   p.dynamic_shared_bytes = static_cast<int>(wgmma_shared_bytes(t));
@@ -195,9 +220,9 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.gemm.elem_bytes = 2;
   p.gemm.out_bytes = t.out_f32 ? 4 : 2;
   p.gemm.store_segment = t.epilogue ? 32 : 8;
-  // The whole grid's CTAs (grid x times the batch) when persistent.
-  p.gemm.persistent_ctas =
-      t.persistent_ctas > 0 ? static_cast<int>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch) * d.batch) : 0;
+  p.gemm.cluster = t.cluster;
+  // The whole grid's CTAs when persistent (its units span the batch).
+  p.gemm.persistent_ctas = t.persistent_ctas > 0 ? static_cast<int>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch)) : 0;
   return p;
 }
 
@@ -210,7 +235,10 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
   k.source = gemm_wgmma_source(t);
   k.kernel_name = kWgmmaKernelName;
   k.arch_specific = true;
-  k.launch.grid = {static_cast<unsigned>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch)), 1, static_cast<unsigned>(d.batch)};
+  // With CLUSTER > 1 the kernel carries __cluster_dims__: a plain launch forms the clusters, and the
+  // grid's x is a multiple of them.
+  k.launch.grid = {static_cast<unsigned>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch)), 1,
+                   static_cast<unsigned>(wgmma_grid_z(t, d.batch))};
   k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
   k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
   const DType out = t.out_f32 ? DType::kF32 : w.dtype;
@@ -219,14 +247,15 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
                {"C", d.batch * d.m * d.n, out, true, false},
                {"workspace", tc_workspace_floats(d.batch, d.m, d.n), DType::kF32, false, true}};
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  // A as {K, M, batch}, box {64, BM, 1}; B as {N, K, batch}, box {64, 64, 1} (BN 32: {32, 64, 1}, 64-byte
+  // A as {K, M, batch}, box {64, BM / CLUSTER, 1}; B as {N, K, batch}, box {64, 64, 1} (BN 32: {32, 64, 1}, 64-byte
   // swizzle); 2-byte elements.
   const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   k.tensor_maps = {{0, {u(d.k), u(d.m), u(d.batch)}, {u(d.k * 2), u(d.m * d.k * 2)},
-                    {static_cast<uint32_t>(kWgmmaBk), static_cast<uint32_t>(t.bm), 1}, 128},
+                    {static_cast<uint32_t>(kWgmmaBk), static_cast<uint32_t>(t.bm / t.cluster), 1}, 128},
                    {1, {u(d.n), u(d.k), u(d.batch)}, {u(d.n * 2), u(d.k * d.n * 2)},
                     {static_cast<uint32_t>(l.b_box_cols), static_cast<uint32_t>(kWgmmaBk), 1}, l.b_swizzle}};
-  k.scalar_args = {static_cast<int32_t>(d.m), static_cast<int32_t>(d.n), static_cast<int32_t>(d.k)};
+  k.scalar_args = {static_cast<int32_t>(d.m), static_cast<int32_t>(d.n), static_cast<int32_t>(d.k),
+                   static_cast<int32_t>(d.batch)};
   k.flops = k.profile.flops;
   k.bytes = k.profile.dram_bytes;
   k.reference_source = gemm_wgmma_reference_source(w.dtype, t.out_f32 != 0);

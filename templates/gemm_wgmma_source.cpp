@@ -36,11 +36,15 @@ int wgmma_consumer_registers(const WgmmaTiling& t) {
 
 int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch) {
   (void)k;
-  const int64_t units = ((m + t.bm - 1) / t.bm) * ((n + t.bn - 1) / t.bn) * t.split_k;
-  if (t.persistent_ctas <= 0) return units;
-  const int64_t per_batch = (t.persistent_ctas + batch - 1) / batch;
-  return std::max<int64_t>(1, std::min(units, per_batch));
+  const int64_t cluster = std::max(t.cluster, 1);
+  const int64_t col_groups = ((n + t.bn - 1) / t.bn + cluster - 1) / cluster;
+  const int64_t units = ((m + t.bm - 1) / t.bm) * col_groups * t.split_k;
+  if (t.persistent_ctas <= 0) return units * cluster;
+  const int64_t clusters = std::max<int64_t>(1, std::min(units * batch, t.persistent_ctas / cluster));
+  return clusters * cluster;
 }
+
+int64_t wgmma_grid_z(const WgmmaTiling& t, int64_t batch) { return t.persistent_ctas > 0 ? 1 : batch; }
 
 std::string gemm_wgmma_source(const WgmmaTiling& t) {
   KernelSource s("gemm_wgmma.cuh", "gemm_tc_wgmma: Hopper GEMM (TMA + wgmma, warp-specialised); one tiling.");
@@ -50,6 +54,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   // The kernel loops over its units either way; PERSISTENT only says whether the grid strides them.
   s.define("PERSISTENT", t.persistent_ctas);
   s.define("EPILOGUE", t.epilogue ? 1 : 0);
+  s.define("CLUSTER", t.cluster);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

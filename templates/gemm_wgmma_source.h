@@ -18,13 +18,20 @@
 // are not fetched (the stage's expected bytes shrink to match).
 //
 // Work units (templates/kernels/wgmma_schedule.cuh, host and device code):
-// a batch's work is ceil(M/bm) * ceil(N/bn) tiles times split_k K splits.
-// Without persistence the grid has one CTA per unit; with it (persistent_ctas
-// = the device's SM count) each batch gets about persistent_ctas / batch CTAs
-// that loop over units u = blockIdx.x, + gridDim.x, ...; the producer runs
-// ahead into the next unit while the consumers store the previous one, and
-// the ring's mbarrier phases continue across units (the k-tile count `it`
-// runs over all the CTA's units). Split-K (split_k > 1) is gemm_tc's: each
+// a batch's work is ceil(M/bm) * ceil(ceil(N/bn) / cluster) cluster tiles
+// times split_k K splits. Without persistence the grid has one cluster per
+// unit and blockIdx.z is the batch; with it (persistent_ctas = the device's
+// SM count) the grid is about persistent_ctas CTAs (a multiple of cluster,
+// z = 1) whose clusters loop over the units of all batch entries, u =
+// cluster id, + clusters, ...; the producer runs ahead into the next unit
+// while the consumers store the previous one, and the ring's mbarrier phases
+// continue across units (the k-tile count `it` runs over all the CTA's
+// units). Clusters (cluster 2 or 4, compile-time __cluster_dims__ along x):
+// the CTAs of one take adjacent block columns of one block row; each TMA-loads
+// bm / cluster of A's rows and multicasts them to every CTA of the cluster, so
+// A crosses L2 once per cluster; consumers release a stage on the empty
+// barrier of every CTA in the cluster, and a cluster barrier at the start and
+// the end keeps every CTA's barriers alive while others use them. Split-K (split_k > 1) is gemm_tc's: each
 // split writes an fp32 partial to the workspace and the CTA whose split
 // arrives last at the tile's counter sums them in split order and stores C.
 //
@@ -39,11 +46,11 @@
 //
 // Kernel contract:
 //   gemm_tc_wgmma(const elem_t* A, const elem_t* B, out_t* C, float* workspace, TensorMap tmap_a,
-//                 TensorMap tmap_b, int M, int N, int K)
-//   tmap_a: A as a 3-D tensor {K, M, batch}, box {64, bm, 1}; tmap_b: B as {N, K, batch}, box
+//                 TensorMap tmap_b, int M, int N, int K, int batch)
+//   tmap_a: A as a 3-D tensor {K, M, batch}, box {64, bm / cluster, 1}; tmap_b: B as {N, K, batch}, box
 //   {64, 64, 1}; both 128-byte swizzle, out-of-bounds elements zero-filled (this is what makes any
 //   M and any N, K that are multiples of 8 correct: TMA strides must be 16-byte multiples).
-//   grid = (wgmma_grid_x(t, M, N, batch), 1, batch); block = 128 * (1 + consumers) threads;
+//   grid = (wgmma_grid_x(t, M, N, K, batch), 1, wgmma_grid_z(t, batch)); block = 128 * (1 + consumers) threads;
 //   workspace: gemm_tc's (tc_workspace_floats: split-K partials, then tile counters; zero before the
 //   first launch, left zero), used only when split_k > 1;
 //   dynamic shared memory = stages * (bm*64 + 64*bn) * 2 + 1024 bytes (the 1024 aligns the ring),
@@ -73,6 +80,7 @@ struct WgmmaTiling {
   int split_k = 1;            ///< K splits reduced in fp32 through the workspace (1: none; <= 8).
   int persistent_ctas = 0;    ///< 0: one CTA per work unit; else about this many CTAs (the SM count) in all.
   int epilogue = 0;           ///< 0: C stored from registers; 1: staged through shared memory (16-byte rows).
+  int cluster = 1;            ///< CTAs per thread-block cluster along N sharing A by TMA multicast (1, 2, 4).
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
@@ -107,9 +115,12 @@ int wgmma_accumulators(const WgmmaTiling& t);
 /// Registers a consumer thread gets with setmaxnreg.inc (the producer keeps 40).
 int wgmma_consumer_registers(const WgmmaTiling& t);
 
-/// CTAs per batch along the grid's x: one per work unit (tiles * split_k), or, persistent, about
-/// persistent_ctas / batch of them (at least 1, at most one per unit).
+/// The grid's x: cluster CTAs per work unit (cluster tiles * split_k) of a batch entry, or, persistent,
+/// the CTAs of at most persistent_ctas / cluster clusters looping over the units of all batch entries
+/// (at least one cluster, at most one per unit); always a multiple of the cluster.
 int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch);
+/// The grid's z: the batch for a cluster per unit, 1 for a persistent grid.
+int64_t wgmma_grid_z(const WgmmaTiling& t, int64_t batch);
 
 std::string gemm_wgmma_source(const WgmmaTiling& t);
 /// The reference kernel (gemm_tc's, double accumulation) with this kernel's arguments.

@@ -1,6 +1,7 @@
 // gemm_tc_reference.cuh: the naive GEMM that checks gemm_tc.cuh and gemm_wgmma.cuh: one thread per C
 // element, batch blockIdx.z, double accumulation. Defines: ELEM_F16 or ELEM_BF16, OUT_F32, and
-// TENSOR_MAP_ARGS (1: gemm_wgmma's arguments: the two tensor maps follow the workspace pointer).
+// TENSOR_MAP_ARGS (1: gemm_wgmma's arguments: the two tensor maps follow the workspace pointer, the
+// batch count follows K).
 #pragma once
 #include "element.cuh"
 
@@ -20,7 +21,7 @@ typedef elem_t out_t;
 #if TENSOR_MAP_ARGS
 extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, float* workspace,
                                              const TensorMap tmap_a, const TensorMap tmap_b,
-                                             int M, int N, int K) {
+                                             int M, int N, int K, int /* batch: gridDim.z here */) {
 #else
 extern "C" __global__ void gemm_tc_reference(const elem_t* A, const elem_t* B, out_t* C, float* workspace,
                                              int M, int N, int K) {

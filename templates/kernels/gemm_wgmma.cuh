@@ -1,10 +1,13 @@
 // gemm_wgmma.cuh: the Hopper GEMM (sm_90a): TMA bulk tensor copies into an mbarrier-guarded ring,
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
-// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
+// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CLUSTER, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
 // descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
 // Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
-// when the grid is persistent; the ring's phases run on across units.
+// when the grid is persistent; the ring's phases run on across units. With CLUSTER > 1 the CTAs of a
+// thread-block cluster (compile-time __cluster_dims__) take adjacent block columns of one block row:
+// each loads BM / CLUSTER of A's rows and multicasts them to all, and a stage is refilled only once the
+// consumers of every CTA in the cluster have released it (they arrive on each CTA's empty barrier).
 #pragma once
 #include "element.cuh"
 
@@ -17,6 +20,7 @@ constexpr int kSplitK = SPLIT_K;              // K splits, reduced in fp32 throu
 constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a persistent grid's CTAs
 constexpr int kConsumerRegs = CONSUMER_REGS;  // setmaxnreg.inc of the consumers
 constexpr int kEpilogue = EPILOGUE;           // 0: C from registers; 1: staged through shared memory
+constexpr int kCluster = CLUSTER;             // CTAs per cluster along N, sharing A's rows by multicast
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
 constexpr unsigned kBSbo = B_SBO, kBLbo = B_LBO, kBK16Step = B_K16;
@@ -42,6 +46,8 @@ constexpr int kRowsPerConsumer = kBM / kConsumers;
 constexpr int kMSub = kRowsPerConsumer / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;                     // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * kBK * 2;            // one stage of A: kBM rows of 128 bytes
+constexpr int kABoxRows = kBM / kCluster;         // A's rows each CTA of a cluster loads (and multicasts)
+constexpr int kAShareBytes = kABoxRows * kBK * 2;
 constexpr int kBBoxBytes = kBBoxCols * kBK * 2;   // one box of B: kBK rows of 128 (or 64) bytes
 static_assert(kBLbo == kBBoxBytes && kAM64Step == 64 * kBK * 2, "the layout's strides are the boxes' sizes");
 static_assert(kBBoxCols * 2 == B_SWIZZLE, "a box's k-row is one swizzle span");
@@ -56,6 +62,13 @@ static_assert(kSplitK >= 1 && kSplitK <= 8, "split_k 1..8 (the workspace holds 8
 constexpr long long kMaxSplitOutputs = 1LL << 21;  // split-K partials exist when batch*M*N <= this
 constexpr int kMaxSplit = 8;                        // partial outputs the workspace holds
 static_assert(kABytes % 1024 == 0 && kBBoxBytes % 1024 == 0, "swizzle patterns stay 1024-byte aligned");
+static_assert((kCluster == 1 || kCluster == 2 || kCluster == 4) && kAShareBytes % 1024 == 0,
+              "cluster 1, 2 or 4; each CTA's share of A keeps the 128-byte swizzle's 1024-byte alignment");
+#if CLUSTER > 1
+#define WGMMA_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define WGMMA_CLUSTER_DIMS
+#endif
 
 // Calls f(i, e, r, c) for each pair of fp32 accumulators a consumer thread holds whose row is inside M:
 // acc[i][e] and acc[i][e + 1] of m64 tile i are C(r, c) and C(r, c + 1). Accumulator e of m64 tile i
@@ -123,6 +136,17 @@ __device__ __forceinline__ void for_each_staged_vec(float* buf, const float (&ac
     }
 }
 
+// A consumer warp is done with a stage: its arrival on the stage's empty barrier in every CTA of the
+// cluster (each CTA's producer refills the stage of all of them with its share of A). Lane r arrives
+// on CTA r's barrier, so the cluster's arrivals go out in parallel; lanes >= kCluster do nothing.
+__device__ __forceinline__ void release_stage(unsigned empty_bar, int lane) {
+  if constexpr (kCluster == 1) {
+    if (lane == 0) mbar_arrive(empty_bar);
+  } else {
+    if (lane < kCluster) mbar_arrive_cluster(empty_bar, static_cast<unsigned>(lane));
+  }
+}
+
 // Four outputs at dst (16-byte aligned for fp32, 8-byte for 2-byte types: c % 4 == 0 and N % 4 == 0).
 __device__ __forceinline__ void store_vec4(out_t* dst, float4 v) {
   if constexpr (sizeof(out_t) == 4) {
@@ -133,9 +157,10 @@ __device__ __forceinline__ void store_vec4(out_t* dst, float4 v) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(kThreads, 1) WGMMA_CLUSTER_DIMS
 gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, float* workspace,
-              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K) {
+              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K,
+              int batches) {
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
@@ -147,18 +172,21 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), 1);
-      mbar_init(smem_u32(&empty_bar[s]), 4 * kConsumers);
+      mbar_init(smem_u32(&empty_bar[s]), 4 * kConsumers * kCluster);  // every consumer warp of the cluster
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  // The cluster's barriers are initialised before any CTA multicasts into another or arrives on its.
+  if constexpr (kCluster > 1) cluster_sync();
+  else __syncthreads();
 
-  const int batch = static_cast<int>(blockIdx.z);
-  const WgmmaGrid grid = wgmma_grid(M, N, K, kBM, kBN, kBK, kSplitK, kGroupM);
+  const int rank = kCluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  // A persistent grid's units span the batch; otherwise blockIdx.z is the batch.
+  const WgmmaGrid grid = wgmma_grid(M, N, K, kBM, kBN, kBK, kSplitK, kGroupM, kCluster, kPersistentCtas > 0 ? batches : 1);
   const int units = wgmma_units(grid);
-  // A persistent CTA strides the units by the grid; otherwise the grid has a CTA per unit (one pass).
-  const int first_unit = static_cast<int>(blockIdx.x);
-  const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
+  // A persistent cluster strides the units by the grid's clusters; otherwise there is one per unit.
+  const int first_unit = static_cast<int>(blockIdx.x) / kCluster;
+  const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) / kCluster : units;
 
   if (warpgroup == 0) {
     // Producer: one thread keeps the ring full over all the CTA's units (the next unit's k-tiles load
@@ -167,25 +195,41 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     if (tid == 0) {
       int it = 0;  // k-tiles issued so far by this CTA: the ring position
       for (int u = first_unit; u < units; u += unit_step) {
-        const WgmmaUnit w = wgmma_unit(grid, u);
+        const WgmmaUnit w = wgmma_unit(grid, u, rank);
+        const int batch = static_cast<int>(blockIdx.z) + w.batch;
         const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
         // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
-        // documented for boxes that overlap the tensor, not for boxes entirely outside it.
-        const int b_boxes_left = (N - col0 + kBBoxCols - 1) / kBBoxCols;
+        // documented for boxes that overlap the tensor, not for boxes entirely outside it. An idle CTA
+        // of a partial cluster (col0 >= N) fetches no B, only its share of A for the others.
+        const int b_boxes_left = col0 < N ? (N - col0 + kBBoxCols - 1) / kBBoxCols : 0;
         const int b_boxes = b_boxes_left < kBN / kBBoxCols ? b_boxes_left : kBN / kBBoxCols;
-        const unsigned stage_tx = static_cast<unsigned>(kABytes + b_boxes * kBBoxBytes);
+        // A's shares wholly past M (decode: M=16 in a 64-row tile) are not fetched by any CTA of the
+        // cluster; their rows feed only outputs past M, which are never stored.
+        const int rows_left = M - row0;
+        const int a_shares = kCluster == 1 ? 1 : (rows_left >= kBM ? kCluster : (rows_left + kABoxRows - 1) / kABoxRows);
+        const unsigned stage_tx = static_cast<unsigned>(a_shares * kAShareBytes + b_boxes * kBBoxBytes);
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt, ++it) {
           const WgmmaSlot slot = wgmma_slot(it, kStages);
           if (slot.reuse) mbar_wait(smem_u32(&empty_bar[slot.stage]), slot.empty_parity);
           const unsigned bar = smem_u32(&full_bar[slot.stage]);
           const unsigned a_dst = ring + static_cast<unsigned>(slot.stage * kStageBytes);
           mbar_arrive_expect_tx(bar, stage_tx);  // out-of-bounds parts of a box count too (zero-filled)
-          tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
+          if constexpr (kCluster == 1) {
+            tma_load_3d(a_dst, &tmap_a, bar, kt * kBK, row0, batch);
+          } else if (rank < a_shares) {
+            // This CTA's share of A's rows, to the same stage of every CTA in the cluster: each stage
+            // receives all kABytes, a share from each CTA (some may land before this arrive; the
+            // transaction count may run ahead within the phase).
+            tma_load_3d_multicast(a_dst + rank * kAShareBytes, &tmap_a, bar, kt * kBK, row0 + rank * kABoxRows, batch,
+                                  static_cast<unsigned short>((1u << kCluster) - 1u));
+          }
           for (int j = 0; j < b_boxes; ++j)
             tma_load_3d(a_dst + kABytes + j * kBLbo, &tmap_b, bar, col0 + j * kBBoxCols, kt * kBK, batch);
         }
       }
     }
+    // No CTA leaves while another of its cluster may still arrive on its barriers.
+    if constexpr (kCluster > 1) cluster_sync();
     return;
   }
 
@@ -197,7 +241,8 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   int it = 0;  // k-tiles consumed so far by this CTA: follows the producer's count
   float acc[kMSub][kAcc];
   for (int u = first_unit; u < units; u += unit_step) {
-    const WgmmaUnit w = wgmma_unit(grid, u);
+    const WgmmaUnit w = wgmma_unit(grid, u, rank);
+    const int batch = static_cast<int>(blockIdx.z) + w.batch;
     const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)
@@ -228,7 +273,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       for (int i = 0; i < kMSub; ++i)
 #pragma unroll
         for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
-      if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+      if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
       prev_stage = slot.stage;
     }
     wgmma_wait<0>();
@@ -237,7 +282,8 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
 #pragma unroll
       for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
     // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
-    if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
+    if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
+    if (kCluster > 1 && col0 >= N) continue;  // an idle CTA of a partial cluster: nothing to store
 
     const int row_base = row0 + consumer * kRowsPerConsumer;
     // Epilogue 1's buffer: after the ring, one per consumer warp.
@@ -248,7 +294,6 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       // Every split writes its fp32 partial to workspace[split][batch][M][N]; the CTA whose split
       // arrives last at the tile's counter sums the partials in split order (deterministic), stores C
       // and resets the counter. No CTA waits for another, so no scheduling order can deadlock.
-      const int batches = static_cast<int>(gridDim.z);
       const long long outputs = static_cast<long long>(batches) * M * N;
       float* partial = workspace + (static_cast<size_t>(w.split) * batches + batch) * M * N;
       if constexpr (kEpilogue) {
@@ -315,4 +360,5 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       });
     }
   }
+  if constexpr (kCluster > 1) cluster_sync();
 }

@@ -34,6 +34,36 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
       : : "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
+// The same box multicast to the CTAs of the cluster in cta_mask: it lands at dst and completes its bytes
+// on the mbarrier at bar's offset in each of them.
+__device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                                      int c2, unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;"
+      : : "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      : "memory");
+}
+// ---- thread-block clusters ----
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster arrives (release) and waits for all (acquire); threads need
+// not be converged (no .aligned).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" : : : "memory");
+}
+// Arrives on the mbarrier at the offset of bar in the cluster's CTA `rank` (the default release
+// semantics at CTA scope, as CUTLASS's cluster barriers arrive: a cluster-scope release per arrival
+// cost the consumers most of their time on an H200).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;"
+      " mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
+      : : "r"(bar), "r"(rank) : "memory");
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" : : : "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory"); }
 // Waits until at most N committed wgmma groups of this warp are still pending.

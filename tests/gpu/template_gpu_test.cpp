@@ -124,6 +124,7 @@ struct WgmmaCase {
   const char* dtype;
   int bm, bn, consumers, stages, group_m, out_f32, split_k, persistent;
   int epilogue = 0;  ///< 1: staged through shared memory
+  int cluster = 1;   ///< CTAs per cluster sharing A by TMA multicast
 };
 
 class GpuWgmmaKnobs : public GpuVendorBase {};
@@ -131,7 +132,8 @@ class GpuWgmmaKnobs : public GpuVendorBase {};
 // Split-K and the persistent grid of gemm_tc_wgmma against the reference: decode shapes (M 16..128,
 // N=K=4096 and a short K), every split count, persistent grids with several units per CTA (so the
 // ring's phases run on across tiles) with and without split-K, odd M and N, bf16, fp32 output, and
-// batches (a persistent grid per batch), the staged epilogue and deep rings. Each config runs twice on the same workspace (the checked run
+// batches (a persistent grid over all batch entries' units), the staged epilogue and deep rings, and
+// clusters that multicast A. Each config runs twice on the same workspace (the checked run
 // and the timed runs): split-K's tile counters must be left zero by the first launch.
 TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
   const std::vector<WgmmaCase> cases = {
@@ -165,6 +167,18 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"gemm", "M=77,N=264,K=520", "f16", 64, 32, 1, 6, 8, 0, 4, 1, 1},
       {"gemm", "M=777,N=1000,K=200", "bf16", 128, 32, 2, 8, 8, 0, 1, 0, 0},
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 32, 1, 10, 1, 1, 1, 1, 1},
+      // Clusters multicasting A: 2 and 4 CTAs, decode (M=16: A's shares past M are not fetched), split-K,
+      // partial last clusters (N=264 and 1000: idle CTAs that only load), persistent grids over batches.
+      {"gemm", "M=64,N=4096,K=4096", "f16", 64, 32, 1, 16, 1, 0, 1, 0, 1, 2},
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 12, 1, 0, 2, 0, 1, 4},
+      {"gemm", "M=128,N=4096,K=4096", "bf16", 128, 64, 2, 8, 8, 0, 1, 1, 1, 2},
+      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 10, 8, 0, 8, 0, 1, 4},
+      {"gemm", "M=777,N=1000,K=200", "f16", 128, 32, 2, 8, 8, 1, 1, 0, 0, 4},
+      {"gemm", "M=777,N=1000,K=200", "f16", 128, 192, 2, 4, 8, 0, 2, 1, 1, 2},
+      {"gemm", "M=4096,N=4096,K=512", "f16", 128, 256, 2, 4, 8, 0, 1, 1, 1, 2},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1, 1, 2},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 256, 128, 2, 2, 1, 0, 1, 0, 1, 2},
+      {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 0, 2, 1, 1, 2},
   };
   NvrtcBuilder builder(nullptr);
   WorkerClient worker(TUNER_BIN);
@@ -176,7 +190,7 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
     const nlohmann::json j = {{"BM", g.bm},          {"BN", g.bn},           {"CONSUMERS", g.consumers},
                               {"STAGES", g.stages},  {"GROUP_M", g.group_m}, {"OUT_F32", g.out_f32},
                               {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0},
-                              {"EPILOGUE", g.epilogue}};
+                              {"EPILOGUE", g.epilogue},  {"CLUSTER", g.cluster}};
     const search::Config c = space.from_json(j);
     const std::string cfg = w.to_string() + " " + j.dump();
     ASSERT_TRUE(space.is_valid(c)) << cfg << ": " << space.violation(c).value_or("");

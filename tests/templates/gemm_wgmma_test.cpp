@@ -67,10 +67,11 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
   GemmWgmmaTemplate t(true);
   auto w = parse_workload("batched_gemm", "B=3,M=200,N=136,K=304", "bf16");
   auto space = t.space(w, h100_test_limits());
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER
   for (const search::Config& c :
-       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0},
-        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1}}) {
+       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0, 1}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0, 1},
+        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1, 1}, search::Config{64, 64, 1, 6, 8, 0, 1, 132, 1, 2},
+        search::Config{128, 32, 2, 8, 1, 0, 2, 0, 1, 4}}) {
     ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
     const auto k = t.instantiate(space, c, w);
     const WgmmaTiling tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
@@ -92,19 +93,26 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
       for (auto s : m->strides_bytes) EXPECT_EQ(s % 16, 0u);
       for (auto e : m->box) EXPECT_LE(e, 256u);
     }
-    // The bytes one stage's copies complete (A's box plus BN/box columns of B's) are the ring's stage
+    // The bytes one stage's copies complete (A's box from each CTA of the cluster plus BN/box columns
+    // of B's) are the ring's stage
     // size; the staged epilogue's buffers come after the ring.
-    const uint64_t a_box = uint64_t{a.box[0]} * a.box[1] * 2, b_box = uint64_t{b.box[0]} * b.box[1] * 2;
+    const uint64_t a_box = uint64_t{a.box[0]} * a.box[1] * 2 * static_cast<uint64_t>(tl.cluster), b_box = uint64_t{b.box[0]} * b.box[1] * 2;
     const uint64_t stage = a_box + static_cast<uint64_t>(tl.bn / b.box[0]) * b_box;
     const uint64_t epilogue = tl.epilogue ? static_cast<uint64_t>(tl.consumers) * 4 * kWgmmaEpilogueWarpBytes : 0;
     EXPECT_EQ(stage * static_cast<uint64_t>(tl.stages) + 1024 + epilogue, wgmma_shared_bytes(tl));
     EXPECT_EQ(static_cast<size_t>(k.launch.dynamic_shared_bytes), wgmma_shared_bytes(tl));
-    EXPECT_EQ(a.box[1], static_cast<uint32_t>(tl.bm));
+    // Each CTA of a cluster loads its share of A's rows (and multicasts it): the stage still holds BM.
+    EXPECT_EQ(a.box[1] * static_cast<uint32_t>(tl.cluster), static_cast<uint32_t>(tl.bm));
     EXPECT_EQ(k.launch.block[0], 128u * (1 + static_cast<unsigned>(tl.consumers)));
-    EXPECT_EQ(k.launch.grid[2], 3u);
-    // One CTA per (tile, split), or the persistent grid's ceil(132 / 3) per batch (at most one per unit).
-    const unsigned units = static_cast<unsigned>(((200 + tl.bm - 1) / tl.bm) * ((136 + tl.bn - 1) / tl.bn) * tl.split_k);
-    EXPECT_EQ(k.launch.grid[0], tl.persistent_ctas ? std::min(units, 44u) : units);
+    // A cluster per (cluster tile, split) and batch in z, or a persistent grid over all 3 batch entries'
+    // units (at most one cluster per unit, at most 132 CTAs).
+    const unsigned cluster = static_cast<unsigned>(tl.cluster);
+    const unsigned groups = ((136 + tl.bn - 1) / tl.bn + cluster - 1) / cluster;
+    const unsigned units = static_cast<unsigned>((200 + tl.bm - 1) / tl.bm) * groups * static_cast<unsigned>(tl.split_k);
+    EXPECT_EQ(k.launch.grid[2], tl.persistent_ctas ? 1u : 3u);
+    EXPECT_EQ(k.launch.grid[0], tl.persistent_ctas ? std::min(3 * units, 132u / cluster) * cluster : units * cluster);
+    EXPECT_NE(k.source.find("#define CLUSTER " + std::to_string(tl.cluster) + "\n"), std::string::npos);
+    EXPECT_EQ(k.scalar_args, (std::vector<int32_t>{200, 136, 304, 3})) << "M, N, K and the batch";
     // gemm_tc's workspace (split-K partials, then tile counters), zeroed by the runner, on every config.
     ASSERT_EQ(k.buffers.size(), 4u);
     EXPECT_TRUE(k.buffers[3].workspace);
@@ -115,7 +123,7 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
     EXPECT_TRUE(k.profile.tensor_cores && k.profile.async_mma);
     // The kernel and the reference take the maps between the pointers and the scalars.
     EXPECT_NE(expand_kernel_files(k.source).find(
-                  "float* workspace,\n              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M"),
+                  "float* workspace,\n              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K,\n              int batches)"),
               std::string::npos);
     EXPECT_NE(k.reference_source.find("#define TENSOR_MAP_ARGS 1\n"), std::string::npos);
     EXPECT_NE(expand_kernel_files(k.reference_source).find("float* workspace,\n                                             const TensorMap tmap_a, const TensorMap tmap_b"),
@@ -129,10 +137,10 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   // Decode: M=16, N=K=4096: split-K offered up to 8, the persistent grid holds the SM count.
   const auto decode = parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   auto space = t.space(decode, limits);
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE
-  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0};
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER
+  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0, 1};
   ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0})) << "the persistent grid is this device's SM count";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0, 1})) << "the persistent grid is this device's SM count";
   const auto k = t.instantiate(space, c, decode);
   // 64 tiles of 64 columns x 4 splits = 256 units on 132 persistent CTAs.
   EXPECT_EQ(k.launch.grid[0], 132u);
@@ -140,26 +148,35 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   EXPECT_TRUE(k.profile.persistent);
   EXPECT_EQ(k.profile.main_loop_iterations, 16) << "64 k-tiles over 4 splits";
   // Split-K costs the partials: each split writes and the last reads back 16 x 4096 fp32 values.
-  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0}, decode);
+  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0, 1}, decode);
   EXPECT_DOUBLE_EQ(k.profile.global_bytes - unsplit.global_bytes, 2.0 * 4.0 * 16 * 4096 * 4);
   const auto reduced = t.reduced_space(decode, limits);
   EXPECT_EQ(reduced.knobs()[6].values, (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(reduced.knobs()[7].values, (std::vector<int64_t>{0, 132}));
-  // Tunable in 200 trials with the compiled prior: the decode space stays in the thousands (5,760 with
-  // the staged epilogue, rings to 12 stages that only small tiles can hold, and 32-column tiles for BM up
-  // to 128), 4096^3 (no split-K) smaller.
+  // Tunable in 200 trials with the compiled prior: the decode space stays near ten thousand (5,760 with
+  // the staged epilogue, rings to 16 stages that only small tiles can hold, and 32-column tiles for BM
+  // up to 128; 13,440 with 2-CTA clusters and 4-CTA ones for tiles up to 64 columns), 4096^3 (no
+  // split-K) smaller.
   RecordProperty("decode_space", static_cast<int>(space.size()));
-  EXPECT_LE(space.size(), 6000u);
+  EXPECT_LE(space.size(), 14000u);
+  // Clusters: 4 CTAs only for narrow tiles and never persistent; never more CTAs than block columns.
+  EXPECT_TRUE(space.is_valid({64, 32, 1, 16, 1, 0, 1, 0, 1, 4}));
+  EXPECT_FALSE(space.is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 4}));
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 4}));
+  EXPECT_TRUE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 2}));
+  const auto narrow = parse_workload("gemm", "M=64,N=128,K=4096", "f16");
+  EXPECT_FALSE(t.space(narrow, limits).is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 2})) << "one block column";
+  EXPECT_TRUE(t.space(narrow, limits).is_valid({64, 64, 1, 6, 1, 0, 1, 0, 1, 2}));
   // 4096 x 4096 x 512: 2^24 outputs are past the workspace's partials; persistent grids remain.
   const auto short_k = parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
   auto sk = t.space(short_k, limits);
-  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0}));
-  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0}));
+  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0, 1}));
+  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0, 1}));
   EXPECT_EQ(t.reduced_space(short_k, limits).knobs()[6].values, (std::vector<int64_t>{1}));
   // Past K's k-tiles no split: K=192 has 3.
   const auto tiny_k = parse_workload("gemm", "M=64,N=512,K=192", "f16");
-  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0}));
-  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0}));
+  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0, 1}));
+  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0, 1}));
 }
 
 TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
@@ -198,11 +215,11 @@ TEST(GemmWgmmaTemplate, ConsumersNeverHoldMoreThan128Accumulators) {
     EXPECT_EQ((tl.bm / tl.consumers) % 64, 0) << space.to_json_string(c);
     EXPECT_LE(wgmma_shared_bytes(tl), static_cast<size_t>(h100_test_limits().max_shared_per_block_bytes));
   }
-  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0})) << "one consumer with 256 accumulators";
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0}));
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0})) << "persistent";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0})) << "5 x 48 KiB stages exceed 227 KiB";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0})) << "no split-K past 2^21 outputs";
+  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0, 1})) << "one consumer with 256 accumulators";
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0, 1}));
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0, 1})) << "persistent";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0, 1})) << "5 x 48 KiB stages exceed 227 KiB";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0, 1})) << "no split-K past 2^21 outputs";
 }
 
 }  // namespace

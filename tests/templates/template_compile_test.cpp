@@ -135,7 +135,11 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   take_first("STAGES", 12);
   take_first("BN", 32, "EPILOGUE", 1);  // one 64-byte-swizzled B box
   take_first("BN", 32, "SPLIT_K", 4);
-  ASSERT_EQ(sample.size(), 18u);
+  // Clusters that multicast A: 4 CTAs with 32-column tiles, 2 with split-K, 2 persistent.
+  take_first("CLUSTER", 4, "BN", 32);
+  take_first("CLUSTER", 2, "SPLIT_K", 4);
+  take_first("CLUSTER", 2, "PERSISTENT", limits.sm_count);
+  ASSERT_EQ(sample.size(), 21u);
   const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
     expect_launchable(compiled, i, limits, space.to_json_string(sample[i]), true);

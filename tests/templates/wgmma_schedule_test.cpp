@@ -32,9 +32,10 @@ struct Shape {
 };
 
 /// The units CTA (x, z) runs, in order, as the kernel's loops visit them.
-std::vector<WgmmaUnit> units_of_cta(const WgmmaGrid& g, int x, int grid_x) {
+std::vector<WgmmaUnit> units_of_cta(const WgmmaGrid& g, int x, int grid_x, bool persistent) {
   std::vector<WgmmaUnit> out;
-  for (int u = x; u < wgmma_units(g); u += grid_x) out.push_back(wgmma_unit(g, u));
+  const int step = persistent ? grid_x / g.cluster : wgmma_units(g);
+  for (int u = x / g.cluster; u < wgmma_units(g); u += step) out.push_back(wgmma_unit(g, u, x % g.cluster));
   return out;
 }
 
@@ -47,22 +48,36 @@ TEST(WgmmaSchedule, EveryTileAndKTileIsComputedExactlyOnce) {
       for (int bn : {64, 128, 256})
         for (int split : {1, 2, 3, 4, 8})
           for (int group : {1, 8})
-            for (int sms : {0, 1, 7, 114, 132}) {  // 0: a CTA per unit
+            for (int cluster : {1, 2, 4})
+            for (int sms : {0, 1, 7, 114, 132}) {  // 0: a cluster per unit
+              if (cluster == 4 && group == 8) continue;
               WgmmaTiling t;
               t.bm = bm;
               t.bn = bn;
               t.split_k = split;
               t.group_m = group;
               t.persistent_ctas = sms;
-              const WgmmaGrid g = wgmma_grid(s.m, s.n, s.k, bm, bn, kWgmmaBk, split, group);
+              t.cluster = cluster;
+              const bool persistent = sms > 0;
+              const WgmmaGrid g =
+                  wgmma_grid(s.m, s.n, s.k, bm, bn, kWgmmaBk, split, group, cluster, persistent ? s.batch : 1);
               if (split > g.k_tiles) continue;  // the space's constraint: no empty split
               const int grid_x = static_cast<int>(wgmma_grid_x(t, s.m, s.n, s.k, s.batch));
+              const int grid_z = static_cast<int>(wgmma_grid_z(t, s.batch));
               SCOPED_TRACE(std::to_string(s.batch) + "x" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
                            std::to_string(s.k) + " tile " + std::to_string(bm) + "x" + std::to_string(bn) + " split " +
-                           std::to_string(split) + " group " + std::to_string(group) + " ctas " + std::to_string(sms));
-              ASSERT_GE(grid_x, 1);
-              if (sms == 0) ASSERT_EQ(grid_x, wgmma_units(g));
-              else ASSERT_LE(static_cast<int64_t>(grid_x) * s.batch, std::max<int64_t>(sms, s.batch) + s.batch);
+                           std::to_string(split) + " group " + std::to_string(group) + " cluster " +
+                           std::to_string(cluster) + " ctas " + std::to_string(sms));
+              ASSERT_GE(grid_x, cluster);
+              ASSERT_EQ(grid_x % cluster, 0) << "whole clusters";
+              if (!persistent) {
+                ASSERT_EQ(grid_x, wgmma_units(g) * cluster);
+                ASSERT_EQ(grid_z, s.batch);
+              } else {
+                ASSERT_EQ(grid_z, 1) << "a persistent grid's units span the batch";
+                ASSERT_LE(grid_x, std::max(sms / cluster, 1) * cluster);
+                ASSERT_LE(grid_x / cluster, wgmma_units(g)) << "never more clusters than units";
+              }
               const int64_t counters = tc_workspace_floats(s.batch, s.m, s.n) -
                                        (int64_t{s.batch} * s.m * s.n <= kTcMaxSplitOutputElements
                                             ? int64_t{kTcMaxSplit} * s.batch * s.m * s.n
@@ -70,13 +85,20 @@ TEST(WgmmaSchedule, EveryTileAndKTileIsComputedExactlyOnce) {
               // covered[(batch, row, col)][kt] and the splits seen per tile.
               std::vector<int> covered(static_cast<size_t>(s.batch) * g.grid_m * g.grid_n * g.k_tiles, 0);
               std::vector<int> splits(static_cast<size_t>(s.batch) * g.grid_m * g.grid_n, 0);
-              for (int z = 0; z < s.batch; ++z)
+              for (int z = 0; z < grid_z; ++z)
                 for (int x = 0; x < grid_x; ++x)
-                  for (const WgmmaUnit& w : units_of_cta(g, x, grid_x)) {
-                    ASSERT_TRUE(w.block_row >= 0 && w.block_row < g.grid_m && w.block_col >= 0 && w.block_col < g.grid_n);
+                  for (const WgmmaUnit& w : units_of_cta(g, x, grid_x, persistent)) {
+                    const int batch = z + w.batch;
+                    ASSERT_TRUE(batch >= 0 && batch < s.batch);
+                    ASSERT_TRUE(w.block_row >= 0 && w.block_row < g.grid_m && w.block_col >= 0);
+                    // A partial cluster's idle CTAs: past N, within the cluster's columns.
+                    if (w.block_col >= g.grid_n) {
+                      ASSERT_LT(w.block_col, g.col_groups * cluster);
+                      continue;
+                    }
                     ASSERT_LT(w.kt_begin, w.kt_end) << "an empty split";
                     ASSERT_TRUE(w.kt_begin >= 0 && w.kt_end <= g.k_tiles);
-                    const int64_t tile = (int64_t{z} * g.grid_m + w.block_row) * g.grid_n + w.block_col;
+                    const int64_t tile = (int64_t{batch} * g.grid_m + w.block_row) * g.grid_n + w.block_col;
                     if (split > 1) ASSERT_LT(tile, counters) << "the split-K counter is past the workspace";
                     splits[static_cast<size_t>(tile)] += 1 << w.split;
                     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) ++covered[static_cast<size_t>(tile * g.k_tiles + kt)];
@@ -86,7 +108,7 @@ TEST(WgmmaSchedule, EveryTileAndKTileIsComputedExactlyOnce) {
               ++checked;
             }
   RecordProperty("schedules", checked);
-  EXPECT_GT(checked, 3000);
+  EXPECT_GT(checked, 7000);
 }
 
 TEST(WgmmaSchedule, SplitsAreBalancedAndPersistentGridsFillTheSms) {
@@ -103,9 +125,22 @@ TEST(WgmmaSchedule, SplitsAreBalancedAndPersistentGridsFillTheSms) {
   EXPECT_EQ(wgmma_grid_x(t, 16, 4096, 4096, 1), 256);
   t.persistent_ctas = 132;
   EXPECT_EQ(wgmma_grid_x(t, 16, 4096, 4096, 1), 132);
-  EXPECT_EQ(wgmma_grid_x(t, 16, 4096, 4096, 32), 5) << "ceil(132 / 32) CTAs per batch";
+  EXPECT_EQ(wgmma_grid_x(t, 16, 4096, 4096, 32), 132) << "the units of all 32 batch entries share the grid";
+  EXPECT_EQ(wgmma_grid_z(t, 32), 1);
   t.split_k = 1;
   EXPECT_EQ(wgmma_grid_x(t, 16, 256, 4096, 1), 4) << "never more CTAs than units";
+  // Clusters of 2 along N: 64 column groups of decode M=64 with 32-column tiles... 128 tiles, 64 clusters.
+  t.bn = 32;
+  t.cluster = 2;
+  t.persistent_ctas = 0;
+  EXPECT_EQ(wgmma_grid_x(t, 64, 4096, 4096, 1), 128);
+  t.bn = 64;
+  t.cluster = 4;
+  EXPECT_EQ(wgmma_grid_x(t, 64, 4160, 4096, 1), 68) << "65 block columns: 17 clusters of 4, 3 CTAs idle";
+  t.cluster = 2;
+  t.persistent_ctas = 133;
+  EXPECT_EQ(wgmma_grid_x(t, 64, 4096, 4096, 1), 64) << "32 units of 2 CTAs";
+  EXPECT_EQ(wgmma_grid_x(t, 4096, 4096, 4096, 1), 132) << "66 clusters of 2 in 133 CTAs";
 }
 
 // ---- the mbarrier ring ----
@@ -135,16 +170,29 @@ struct Barrier {
 struct RingBugs {
   bool keep_last_stage = false;  ///< Consumers do not release a unit's last stage.
   bool skip_empty_wait = false;  ///< The producer refills a stage without waiting for its release.
+  bool release_own_cta_only = false;  ///< A cluster's consumers release a stage only on their own CTA's barrier.
 };
 
-/// One run of the ring model; returns "" or what went wrong.
+/// One run of the ring model over the `ctas` CTAs of a cluster (1: no cluster); returns "" or what went
+/// wrong. Each CTA's producer issues, per k-tile, its share of A multicast to every CTA of the cluster
+/// and its own B: ctas + 1 copies land in each CTA's stage (ctas A shares and one B), each completing
+/// one transaction unit on that CTA's full barrier, in any order, also before that CTA's own producer
+/// has armed the barrier for the phase. Every consumer warp of the cluster releases a stage on every
+/// CTA's empty barrier (4 * consumers * ctas arrivals a phase); a producer waits on its own.
 std::string run_ring(const std::vector<WgmmaUnit>& units, int stages, int consumers, bool warps_in_lockstep,
-                     std::mt19937& rng, RingBugs bugs = {}) {
-  std::vector<Barrier> full(static_cast<size_t>(stages)), empty(static_cast<size_t>(stages));
-  for (auto& b : empty) b.count = b.pending = 4 * consumers;
-  std::vector<int> data(static_cast<size_t>(stages), -1);    // the k-tile (ring position) a stage holds
-  std::vector<int> readers(static_cast<size_t>(stages), 0);  // consumer warps reading the stage now
-  std::vector<std::pair<int, int>> in_flight;                  // TMA copies: (stage, it)
+                     std::mt19937& rng, RingBugs bugs = {}, int ctas = 1) {
+  const size_t S = static_cast<size_t>(stages), P = static_cast<size_t>(ctas) + 1;  // pieces per stage
+  const auto at = [S](int cta, int stage) { return static_cast<size_t>(cta) * S + static_cast<size_t>(stage); };
+  std::vector<Barrier> full(S * static_cast<size_t>(ctas)), empty(S * static_cast<size_t>(ctas));
+  for (auto& b : empty) b.count = b.pending = 4 * consumers * (bugs.release_own_cta_only ? 1 : ctas);
+  // pieces[at(cta, stage) * P + p]: the k-tile (ring position) of the last copy p landed there (A share
+  // of producer p < ctas, or B); readers: consumer warps of that CTA reading the stage now.
+  std::vector<int> pieces(S * static_cast<size_t>(ctas) * P, -1);
+  std::vector<int> readers(S * static_cast<size_t>(ctas), 0);
+  struct Copy {
+    int dst, stage, piece, it;
+  };
+  std::vector<Copy> in_flight;
   // Flattened k-tiles: the ring position it, and whether it ends its unit.
   std::vector<bool> unit_end;
   for (const auto& u : units)
@@ -160,76 +208,87 @@ std::string run_ring(const std::vector<WgmmaUnit>& units, int stages, int consum
     return by_parity;
   };
 
-  int produced = 0;
-  // Consumer agents: a warpgroup (4 warps in lockstep) or a single warp each.
+  std::vector<int> produced(static_cast<size_t>(ctas), 0);
+  // Consumer agents per CTA: a warpgroup (4 warps in lockstep) or a single warp each.
   const int agents = warps_in_lockstep ? consumers : 4 * consumers;
   const int arrivals_per_agent = warps_in_lockstep ? 4 : 1;
   struct Consumer {
+    int cta = 0;
     int it = 0;
     int prev_stage = -1;  // this unit's previous k-tile's stage, not yet released
-    int held = -1;        // the stage it reads now
   };
-  std::vector<Consumer> cons(static_cast<size_t>(agents));
-  auto release = [&](int stage) {
+  std::vector<Consumer> cons(static_cast<size_t>(agents * ctas));
+  for (size_t a = 0; a < cons.size(); ++a) cons[a].cta = static_cast<int>(a) / agents;
+  auto release = [&](int cta, int stage) {
     for (int a = 0; a < arrivals_per_agent; ++a) {
-      --readers[static_cast<size_t>(stage)];
-      empty[static_cast<size_t>(stage)].arrive();
+      --readers[at(cta, stage)];
+      for (int r = 0; r < ctas; ++r)
+        if (!bugs.release_own_cta_only || r == cta) empty[at(r, stage)].arrive();
     }
   };
 
   for (int steps = 0;; ++steps) {
     if (!error.empty()) return error;
-    std::vector<int> enabled;  // 0: producer; 1: a copy lands; 2 + a: consumer agent a
-    if (produced < total) {
-      const WgmmaSlot s = wgmma_slot(produced, stages);
-      if (!s.reuse || bugs.skip_empty_wait ||
-          static_cast<unsigned>(empty[static_cast<size_t>(s.stage)].phase & 1) != s.empty_parity)
-        enabled.push_back(0);
-    }
-    if (!in_flight.empty()) enabled.push_back(1);
-    for (int a = 0; a < agents; ++a) {
-      const Consumer& c = cons[static_cast<size_t>(a)];
+    std::vector<int> enabled;  // r < ctas: producer r; ctas: a copy lands; ctas + 1 + a: consumer agent a
+    for (int r = 0; r < ctas; ++r)
+      if (produced[static_cast<size_t>(r)] < total) {
+        const WgmmaSlot s = wgmma_slot(produced[static_cast<size_t>(r)], stages);
+        if (!s.reuse || bugs.skip_empty_wait || static_cast<unsigned>(empty[at(r, s.stage)].phase & 1) != s.empty_parity)
+          enabled.push_back(r);
+      }
+    if (!in_flight.empty()) enabled.push_back(ctas);
+    for (size_t a = 0; a < cons.size(); ++a) {
+      const Consumer& c = cons[a];
       if (c.it < total) {
         const WgmmaSlot s = wgmma_slot(c.it, stages);
-        if (static_cast<unsigned>(full[static_cast<size_t>(s.stage)].phase & 1) != s.full_parity) enabled.push_back(2 + a);
+        if (static_cast<unsigned>(full[at(c.cta, s.stage)].phase & 1) != s.full_parity)
+          enabled.push_back(ctas + 1 + static_cast<int>(a));
       }
     }
     if (enabled.empty()) {
-      bool done = produced == total && in_flight.empty();
+      bool done = in_flight.empty();
+      for (int n : produced) done = done && n == total;
       for (const auto& c : cons) done = done && c.it == total;
       return done ? "" : "deadlock after " + std::to_string(steps) + " steps";
     }
     const int pick = enabled[std::uniform_int_distribution<size_t>(0, enabled.size() - 1)(rng)];
-    if (pick == 0) {
-      const WgmmaSlot s = wgmma_slot(produced, stages);
-      if (s.reuse && !bugs.skip_empty_wait) try_wait(empty[static_cast<size_t>(s.stage)], s.empty_parity, produced / stages - 1);
-      if (readers[static_cast<size_t>(s.stage)] != 0)
-        return "stage " + std::to_string(s.stage) + " refilled while a consumer reads it";
-      full[static_cast<size_t>(s.stage)].arrive(1);  // arrive.expect_tx; the copy's bytes come later
-      in_flight.push_back({s.stage, produced});
-      ++produced;
-    } else if (pick == 1) {
+    if (pick < ctas) {
+      int& n = produced[static_cast<size_t>(pick)];
+      const WgmmaSlot s = wgmma_slot(n, stages);
+      if (s.reuse && !bugs.skip_empty_wait) try_wait(empty[at(pick, s.stage)], s.empty_parity, n / stages - 1);
+      for (int r = 0; r < ctas; ++r)
+        if (readers[at(r, s.stage)] != 0)
+          return "stage " + std::to_string(s.stage) + " refilled while a consumer reads it";
+      // arrive.expect_tx for all the stage's pieces; the copies' units come later (or came already).
+      full[at(pick, s.stage)].arrive(static_cast<int64_t>(P));
+      for (int r = 0; r < ctas; ++r) in_flight.push_back({r, s.stage, pick, n});
+      in_flight.push_back({pick, s.stage, ctas, n});
+      ++n;
+    } else if (pick == ctas) {
       const size_t i = std::uniform_int_distribution<size_t>(0, in_flight.size() - 1)(rng);
-      const auto [stage, it] = in_flight[i];
+      const Copy cp = in_flight[i];
       in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(i));
-      if (readers[static_cast<size_t>(stage)] != 0) return "a copy landed in a stage a consumer reads";
-      data[static_cast<size_t>(stage)] = it;
-      full[static_cast<size_t>(stage)].complete_tx(1);
+      if (readers[at(cp.dst, cp.stage)] != 0) return "a copy landed in a stage a consumer reads";
+      pieces[at(cp.dst, cp.stage) * P + static_cast<size_t>(cp.piece)] = cp.it;
+      full[at(cp.dst, cp.stage)].complete_tx(1);
     } else {
-      Consumer& c = cons[static_cast<size_t>(pick - 2)];
+      Consumer& c = cons[static_cast<size_t>(pick - ctas - 1)];
       const WgmmaSlot s = wgmma_slot(c.it, stages);
-      try_wait(full[static_cast<size_t>(s.stage)], s.full_parity, c.it / stages);
-      if (data[static_cast<size_t>(s.stage)] != c.it)
-        return "k-tile " + std::to_string(c.it) + " read stage " + std::to_string(s.stage) + " holding k-tile " +
-               std::to_string(data[static_cast<size_t>(s.stage)]);
-      readers[static_cast<size_t>(s.stage)] += arrivals_per_agent;
+      try_wait(full[at(c.cta, s.stage)], s.full_parity, c.it / stages);
+      for (size_t p = 0; p < P; ++p) {
+        const int held = pieces[at(c.cta, s.stage) * P + p];
+        if (held != c.it)
+          return "k-tile " + std::to_string(c.it) + " read stage " + std::to_string(s.stage) + " of CTA " +
+                 std::to_string(c.cta) + " whose piece " + std::to_string(p) + " holds k-tile " + std::to_string(held);
+      }
+      readers[at(c.cta, s.stage)] += arrivals_per_agent;
       // wgmma_wait<1>: the previous k-tile's reads are done; release its stage (within the unit).
-      if (c.prev_stage >= 0) release(c.prev_stage);
+      if (c.prev_stage >= 0) release(c.cta, c.prev_stage);
       c.prev_stage = s.stage;
       if (unit_end[static_cast<size_t>(c.it)]) {
         // wgmma_wait<0> then the unit's last stage; the epilogue follows and holds no stage.
-        if (!bugs.keep_last_stage) release(c.prev_stage);
-        else readers[static_cast<size_t>(c.prev_stage)] -= arrivals_per_agent;  // reads over, never released
+        if (!bugs.keep_last_stage) release(c.cta, c.prev_stage);
+        else readers[at(c.cta, c.prev_stage)] -= arrivals_per_agent;  // reads over, never released
         c.prev_stage = -1;
       }
       ++c.it;
@@ -247,11 +306,11 @@ std::vector<std::vector<WgmmaUnit>> ring_programs(int split, int persistent_ctas
     t.bn = 128;
     t.split_k = split;
     t.persistent_ctas = persistent_ctas;
-    const WgmmaGrid g = wgmma_grid(s.m, s.n, s.k, t.bm, t.bn, kWgmmaBk, split, 8);
+    const WgmmaGrid g = wgmma_grid(s.m, s.n, s.k, t.bm, t.bn, kWgmmaBk, split, 8, 1, persistent_ctas > 0 ? s.batch : 1);
     if (split > g.k_tiles) continue;
     const int grid_x = static_cast<int>(wgmma_grid_x(t, s.m, s.n, s.k, s.batch));
-    out.push_back(units_of_cta(g, 0, grid_x));
-    out.push_back(units_of_cta(g, grid_x - 1, grid_x));
+    out.push_back(units_of_cta(g, 0, grid_x, persistent_ctas > 0));
+    out.push_back(units_of_cta(g, grid_x - 1, grid_x, persistent_ctas > 0));
   }
   return out;
 }
@@ -274,10 +333,45 @@ TEST(WgmmaRing, NoDeadlockNoOverwriteAcrossPersistentTiles) {
   RecordProperty("runs", runs);
 }
 
+TEST(WgmmaRing, ClustersThatMulticastANeitherDeadlockNorOverwrite) {
+  // 2 and 4 CTAs per cluster: every producer multicasts its share of A into every CTA's stage, so a
+  // stage is refilled only when the consumers of all of them are done with it.
+  std::mt19937 rng(29);
+  int runs = 0;
+  for (int ctas : {2, 4})
+    for (int stages : {2, 3, 5})
+      for (int consumers : {1, 2})
+        for (int split : {1, 4})
+          for (int persistent : {0, 7})
+            for (const auto& program : ring_programs(split, persistent))
+              for (bool lockstep : {true, false}) {
+                const std::string e = run_ring(program, stages, consumers, lockstep, rng, {}, ctas);
+                ASSERT_EQ(e, "") << ctas << " CTAs, stages " << stages << " consumers " << consumers << " split "
+                                 << split << " units " << program.size() << (lockstep ? " lockstep" : " free warps");
+                ++runs;
+              }
+  RecordProperty("runs", runs);
+}
+
+TEST(WgmmaRing, TheClusterModelCatchesConsumersThatReleaseOnlyTheirOwnCta) {
+  // A persistent CTA's three units of 3 k-tiles, on a 2-stage ring, in a 2-CTA cluster. With consumers
+  // that release a stage only to their own CTA's producer, the peer's producer multicasts its share of
+  // A into a stage they may still read: some interleaving must show it.
+  const WgmmaGrid g = wgmma_grid(64, 192, 192, 64, 64, 64, 1, 1);
+  const std::vector<WgmmaUnit> units = units_of_cta(g, 0, 1, true);
+  std::mt19937 rng(3);
+  EXPECT_EQ(run_ring(units, 2, 1, false, rng, {}, 2), "");
+  RingBugs own;
+  own.release_own_cta_only = true;
+  int caught = 0;
+  for (int rep = 0; rep < 200; ++rep) caught += run_ring(units, 2, 1, false, rng, own, 2) != "";
+  EXPECT_GT(caught, 0);
+}
+
 TEST(WgmmaRing, TheModelCatchesABrokenRing) {
   // A persistent CTA with three units of 3 k-tiles on a 2-stage ring.
   const WgmmaGrid g = wgmma_grid(64, 192, 192, 64, 64, 64, 1, 1);
-  const std::vector<WgmmaUnit> units = units_of_cta(g, 0, 1);
+  const std::vector<WgmmaUnit> units = units_of_cta(g, 0, 1, true);
   ASSERT_EQ(units.size(), 3u);
   std::mt19937 rng(1);
   EXPECT_EQ(run_ring(units, 2, 2, true, rng), "");
