@@ -14,7 +14,10 @@
 # `extra` (the wgmma 4096^3 whole space with its new knobs, longer decode and batched wgmma sessions),
 # `decode` (the wgmma knob tests, then the decode rows after BN 32 and 16-stage rings), `cluster` (the
 # wgmma tests with 2- and 4-CTA clusters that multicast A and persistent grids over the batch, then
-# issue 16's GEMM rows), `cluster2` (the 8192^3 rows, f32, the row ops and the conv rows on this GPU).
+# issue 16's GEMM rows), `cluster2` (the 8192^3 rows, f32, the row ops and the conv rows on this GPU),
+# `cluster3` (the wgmma knob tests with each case's time, then the rows where clusters should pay),
+# `rows` (the row-op GPU tests with layernorm's shared gamma and beta, the baselines, the layernorm
+# rows, and the square and batched GEMM rows again beside cuBLAS in the same lease).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +25,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -189,6 +192,33 @@ plan_cluster2() {
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_cluster3() {
+  steps
+  step gpu_tests 60 .gpu/bin/gpu_tests --gtest_filter='GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
+  tune xgb100_f16_decode_m64_wgmma 40 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma --trials 100
+  tune xgb100_batched_wgmma 40 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
+    --template batched_gemm_tc_wgmma --trials 100
+  tune xgb200_f16_4096_auto 40 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  for m in 16 128; do
+    tune xgb100_f16_decode_m$m 35 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+  done
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_rows() {
+  steps
+  step env 15 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*layernorm*:*softmax*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
+  tune xgb64_layernorm_f16_4096x32768 40 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune xgb64_layernorm_f16_4096x4096 30 --op layernorm --shape rows=4096,cols=4096 --dtype f16 --trials 64
+  tune xgb200_f16_4096_auto 40 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  tune xgb200_bf16_4096_auto 40 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb128_layernorm_f16_4096x32768 40 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 128
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
@@ -212,7 +242,7 @@ summary() {
     case "$n" in
       env) ;;
       baselines*) grep -E ' baseline$' "$f" | awk '{printf "  %-10s %-34s %-5s %-16s %9s ms %8s TFLOP/s %6s GB/s\n", $1, $2, $3, $4, $5, $6, $7}' ;;
-      gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran' "$f" | head -30 ;;
+      gpu_tests) grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests ran|^  time ' "$f" | head -60 ;;
       torch_ref) cat "$f" ;;
       ncu_*) [[ -s "$S/$n.csv" ]] && python3 - "$S/$n.csv" "$n" <<'PY' 2>/dev/null || echo "  $n: $(tail -c 300 "$S/$n.log")"
 import csv, sys

@@ -11,6 +11,29 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr const char* kCacheDoc =
     "0: re-read the row per pass; 1: keep it in registers as fp32; 2: as elements, all loads issued first";
 
+// Layernorm's knob added after the first recordings: 0 (absent from their configs) is the kernel they
+// measured. Else the SM count: a persistent grid of blocks that each copy gamma and beta once.
+search::Knob params_knob(int64_t sm_count) {
+  return {"PARAMS_SMEM", {0, std::max<int64_t>(sm_count, 1)},
+          "layernorm: 0, gamma and beta read through L2 for every row; else the SM count: each block of a "
+          "persistent grid copies them to shared memory once and loops over rows",
+          0};
+}
+
+/// Elements from gamma's shared copy to beta's: cols rounded up to whole 16-byte units.
+int64_t params_pitch(int64_t cols, int bytes) {
+  const int64_t per16 = 16 / bytes;
+  return ceil_div(cols, per16) * per16;
+}
+
+/// Blocks per SM a persistent layernorm grid asks for: what the threads and the shared copies allow
+/// on the smaller SM of the two GPUs (sm_80's 164 KiB; sm_90 has 228), at least one.
+int64_t params_blocks_per_sm(int64_t threads, int64_t shared_bytes) {
+  const int64_t by_threads = 2048 / std::max<int64_t>(threads, 1);
+  const int64_t by_shared = (164 * 1024) / (shared_bytes + 1024);
+  return std::max<int64_t>(1, std::min(by_threads, by_shared));
+}
+
 std::vector<search::Knob> row_knobs(bool reduced) {
   if (reduced) {
     return {
@@ -65,6 +88,35 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
   };
 }
 
+/// Whether layernorm's gamma and beta both fit a block's shared memory.
+bool params_fit(const Workload& w, const DeviceLimits& limits) {
+  const int bytes = dtype_bytes(w.dtype);
+  return 2 * params_pitch(w.dim("cols"), bytes) * bytes <= limits.max_shared_per_block_bytes;
+}
+
+/// Layernorm's knob and rule: offered where gamma and beta fit shared memory, with 16-byte accesses
+/// (a bandwidth-bound persistent loop gains nothing from narrower ones).
+void add_params_knob(const Workload& w, const DeviceLimits& limits, std::vector<search::Knob>& knobs,
+                     std::vector<search::Constraint>& cs) {
+  knobs.push_back(params_knob(limits.sm_count));
+  if (!params_fit(w, limits)) {
+    knobs.back().values = {0};
+    return;
+  }
+  cs.push_back({"PARAMS_SMEM == 0 or VEC * element bytes == 16",
+                [bytes = dtype_bytes(w.dtype)](const search::ConfigView& v) {
+                  return v["PARAMS_SMEM"] == 0 || v["VEC"] * bytes == 16;
+                }});
+  // The row loop keeps a few more registers alive: a cached row of 192 bytes per thread spilled 32
+  // bytes on sm_90 (32 threads on 3,000 f16 columns); 128 bytes (32 registers) leave room.
+  cs.push_back({"PARAMS_SMEM == 0 or CACHE == 0 or the cached row <= 128 bytes per thread",
+                [cols = w.dim("cols"), bytes = dtype_bytes(w.dtype)](const search::ConfigView& v) {
+                  const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+                  return v["PARAMS_SMEM"] == 0 || v["CACHE"] == 0 ||
+                         per_thread * (v["CACHE"] == 2 ? bytes : 4) <= 128;
+                }});
+}
+
 }  // namespace
 
 double RowNormTemplate::tolerance(DType d) {
@@ -95,7 +147,10 @@ std::optional<std::string> RowNormTemplate::unsupported(const Workload& w) const
 }
 
 search::ConfigSpace RowNormTemplate::space(const Workload& w, const DeviceLimits& limits) const {
-  return search::ConfigSpace(row_knobs(false), row_constraints(w, limits));
+  auto knobs = row_knobs(false);
+  auto cs = row_constraints(w, limits);
+  if (op_ == RowOp::kLayernorm) add_params_knob(w, limits, knobs, cs);
+  return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
 
 search::ConfigSpace RowNormTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
@@ -107,6 +162,16 @@ search::ConfigSpace RowNormTemplate::reduced_space(const Workload& w, const Devi
   // VEC 8 is 32 bytes of f32: use 4 there instead.
   auto knobs = row_knobs(true);
   if (bytes == 4) knobs[2].values = {1, 4};
+  if (op_ == RowOp::kLayernorm) {
+    // Tied to CACHE 2 with 16-byte vectors (so it adds no configs): the shared copies beside a
+    // prefetched row, where they fit.
+    add_params_knob(w, limits, knobs, cs);
+    if (params_fit(w, limits))
+      cs.push_back({"reduced: PARAMS_SMEM != 0 iff CACHE == 2 and VEC * element bytes == 16",
+                    [bytes](const search::ConfigView& v) {
+                      return (v["PARAMS_SMEM"] != 0) == (v["CACHE"] == 2 && v["VEC"] * bytes == 16);
+                    }});
+  }
   return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
 
@@ -121,6 +186,10 @@ RowTiling RowNormTemplate::tiling(const search::ConfigSpace& space, const search
   t.one_pass = static_cast<int>(v["ONE_PASS"]);
   t.cache = static_cast<int>(v["CACHE"]);
   t.items = static_cast<int>(ceil_div(w.dim("cols"), int64_t{t.row_threads} * t.vec));
+  if (op_ == RowOp::kLayernorm && v["PARAMS_SMEM"] != 0) {
+    t.params_smem = static_cast<int>(v["PARAMS_SMEM"]);  // the SM count
+    t.params_pitch = static_cast<int>(params_pitch(w.dim("cols"), dtype_bytes(w.dtype)));
+  }
   return t;
 }
 
@@ -143,16 +212,26 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   p.row.cache = t.cache != 0;
   p.row.prefetch = t.cache == 2;
   p.row.layernorm = layernorm;
+  p.row.params_smem = t.params_smem != 0;
   const int passes = p.row.global_reads();
 
   p.flops = (layernorm ? 8.0 : 5.0) * elems;
   p.dram_bytes = 2.0 * elems * bytes + (layernorm ? 2.0 * static_cast<double>(cols) * bytes : 0.0);
-  p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
+  // Gamma and beta: read per row, or once per block of a persistent grid (params_smem).
+  const int64_t row_blocks = ceil_div(rows, t.rows_per_block);
+  const int64_t params_shared = t.params_smem ? 2 * int64_t{t.params_pitch} * static_cast<int64_t>(bytes) : 0;
+  const int64_t blocks =
+      t.params_smem ? std::min(row_blocks, t.params_smem * params_blocks_per_sm(int64_t{t.row_threads} * t.rows_per_block,
+                                                                                params_shared))
+                    : row_blocks;
+  const double params_reads = !layernorm ? 0.0 : t.params_smem ? static_cast<double>(blocks) : static_cast<double>(rows);
+  p.global_bytes = (passes + 1.0) * elems * bytes + params_reads * 2.0 * static_cast<double>(cols) * bytes;
   p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
   p.shared_conflict_ways = 1;
-  p.blocks = ceil_div(rows, t.rows_per_block);
+  p.blocks = blocks;
+  p.persistent = t.params_smem != 0;
   p.threads_per_block = t.row_threads * t.rows_per_block;
-  p.dynamic_shared_bytes = 0;
+  p.dynamic_shared_bytes = static_cast<int>(params_shared);
   p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
   p.vector_width = p.row.vector_width();
   p.coalescing = 1.0;
@@ -173,6 +252,7 @@ KernelInstance RowNormTemplate::instantiate(const search::ConfigSpace& space, co
   k.kernel_name = row_kernel_name(op_);
   k.launch.grid = {static_cast<unsigned>(k.profile.blocks), 1, 1};
   k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
+  k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
   k.buffers.push_back({"X", rows * cols, w.dtype, false, false});
   if (op_ == RowOp::kLayernorm) {
     k.buffers.push_back({"gamma", cols, w.dtype, false, false});
