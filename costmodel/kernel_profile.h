@@ -26,9 +26,6 @@ struct RowOpProfile {
   bool cache = false;         ///< The row stays in registers: read from global memory once.
   bool prefetch = false;      ///< A cached row's loads are all issued before the first use (overlapping).
   bool layernorm = false;     ///< Layernorm (gamma and beta read in the output pass) rather than softmax.
-  /// Layernorm's gamma and beta copied into each block's shared memory once (a persistent grid loops
-  /// over the rows): they cross L2 once per block, not once per row.
-  bool params_smem = false;
 
   /// Reads of each element from global memory: 1 when cached, else one per pass (stats passes + output).
   int global_reads() const { return cache ? 1 : (one_pass ? 2 : 3); }

@@ -74,7 +74,7 @@ SimEstimate estimate_row_op(const KernelProfile& p, const KernelResources& r, co
   const double per_trip = (row.vec == 1 && !row.cache) ? std::max(1.0, k.scalar_loads_per_trip) : 1.0;
   const double trips_per_pass = std::ceil(static_cast<double>(chunks) / std::min(per_trip, static_cast<double>(chunks)));
   double round_trips = row.cache ? (row.prefetch ? 1.0 : static_cast<double>(chunks)) : passes * trips_per_pass;
-  if (row.layernorm && row.cache && !row.params_smem)  // gamma and beta are still read in the output pass
+  if (row.layernorm && row.cache)  // gamma and beta are still read in the output pass
     round_trips += static_cast<double>(chunks);
   double chain = round_trips * k.memory_latency_cycles;
   // Per-chunk dependent arithmetic of the statistics: a chunk's own statistics (a dependent op per
@@ -105,7 +105,7 @@ SimEstimate estimate_row_op(const KernelProfile& p, const KernelResources& r, co
   const double l2_room = k.l2_share * static_cast<double>(gpu.l2_bytes);
   const double miss = in_flight > l2_room ? (in_flight - l2_room) / in_flight : 0.0;
   const double dram_bytes = rows_on_sm * row_bytes * (2.0 + (passes - 1) * miss);
-  const double l2_bytes = rows_on_sm * row_bytes * (passes + 1.0 + (row.layernorm && !row.params_smem ? 2.0 : 0.0));
+  const double l2_bytes = rows_on_sm * row_bytes * (passes + 1.0 + (row.layernorm ? 2.0 : 0.0));
   e.dram_ms = dram_bytes / (gpu.dram_bandwidth_gbps * 1e9 * k.dram_efficiency / gpu.sm_count) * 1e3;
   e.l2_ms = l2_bytes / (gpu.l2_bandwidth_gbps * 1e9 / gpu.sm_count) * 1e3;
   e.shared_ms = 0;

@@ -17,7 +17,9 @@
 # issue 16's GEMM rows), `cluster2` (the 8192^3 rows, f32, the row ops and the conv rows on this GPU),
 # `cluster3` (the wgmma knob tests with each case's time, then the rows where clusters should pay),
 # `rows` (the row-op GPU tests with layernorm's shared gamma and beta, the baselines, the layernorm
-# rows, and the square and batched GEMM rows again beside cuBLAS in the same lease).
+# rows, and the square and batched GEMM rows again beside cuBLAS in the same lease), `rows2` (the row-op
+# GPU tests with layernorm's MIN_BLOCKS, the device copies, the four row-op rows of issue 16), `conv`
+# (the conv2d rows of issue 16 against cuDNN's graph-API baseline, in one lease).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +27,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -216,6 +218,36 @@ plan_rows() {
   tune xgb200_bf16_4096_auto 40 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
   tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
   tune xgb128_layernorm_f16_4096x32768 40 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 128
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_rows2() {
+  steps
+  step gpu_tests 60 .gpu/bin/gpu_tests --gtest_filter='*layernorm*' --gtest_output="json:$S/gpu_tests.json"
+  for f in layernorm softmax; do
+    step baselines_$f 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 \
+      --filter "$f" --out "$S/baselines_$f.json"
+  done
+  tune xgb64_layernorm_f16_4096x32768 30 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune xgb64_layernorm_f16_4096x4096 30 --op layernorm --shape rows=4096,cols=4096 --dtype f16 --trials 64
+  tune xgb64_softmax_f16_4096x32768 30 --op softmax --shape rows=4096,cols=32768 --dtype f16 --trials 64
+  tune xgb64_softmax_f16_4096x4096 30 --op softmax --shape rows=4096,cols=4096 --dtype f16 --trials 64
+  step baselines_bf16 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 \
+    --filter "K=4096 bf16" --out "$S/baselines_bf16.json"
+  tune xgb200_bf16_4096_auto 40 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  tune grid_layernorm_f16_4096x32768_all 60 --op layernorm --shape rows=4096,cols=32768 --dtype f16 --trials all \
+    --strategy grid --remeasure 0 --replay-out "$S/layernorm_f16_4096x32768.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_conv() {
+  steps
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter conv2d \
+    --out "$S/baselines.json"
+  tune xgb64_conv_stem_f16 40 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 64
+  tune xgb64_conv_3x3_f16 30 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 64
+  tune xgb64_conv_3x3s2_f16 30 --op conv2d --shape N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1 --dtype f16 --trials 64
+  tune xgb64_conv_1x1_f32 40 --op conv2d --shape N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0 --dtype f32 --trials 64
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

@@ -11,27 +11,33 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr const char* kCacheDoc =
     "0: re-read the row per pass; 1: keep it in registers as fp32; 2: as elements, all loads issued first";
 
-// Layernorm's knob added after the first recordings: 0 (absent from their configs) is the kernel they
-// measured. Else the SM count: a persistent grid of blocks that each copy gamma and beta once.
-search::Knob params_knob(int64_t sm_count) {
-  return {"PARAMS_SMEM", {0, std::max<int64_t>(sm_count, 1)},
-          "layernorm: 0, gamma and beta read through L2 for every row; else the SM count: each block of a "
-          "persistent grid copies them to shared memory once and loops over rows",
-          0};
+// Layernorm's knob added after the first recordings: 1 (absent from their configs) is the kernel they
+// measured.
+search::Knob min_blocks_knob() {
+  return {"MIN_BLOCKS", {1, 2},
+          "layernorm: blocks per SM the compiler must leave registers for (__launch_bounds__); 2 caps them at "
+          "32768 / threads per block",
+          1};
 }
 
-/// Elements from gamma's shared copy to beta's: cols rounded up to whole 16-byte units.
-int64_t params_pitch(int64_t cols, int bytes) {
-  const int64_t per16 = 16 / bytes;
-  return ceil_div(cols, per16) * per16;
+/// Layernorm's rule for MIN_BLOCKS 2: for two-pass prefetched rows (CACHE 2, ONE_PASS 0) in blocks of
+/// 512 threads or more (below, the cap 32768 / threads is above what the kernel uses: the same kernel),
+/// with 16-byte vectors, whose packed row leaves 32 working registers under the cap. Compiled for sm_90:
+/// a 32-register row at 64 spills 8 bytes; one-pass or fp32-cached rows and 1,024-thread blocks spilled
+/// 24-72, 2-element vectors (a register of column arithmetic per vector) 276.
+bool min_blocks_allowed(const search::ConfigView& v, int64_t cols, int bytes) {
+  const int64_t threads = v["ROW_THREADS"] * v["ROWS_PER_BLOCK"];
+  if (v["CACHE"] != 2 || v["ONE_PASS"] != 0 || threads < 512 || v["VEC"] * bytes != 16) return false;
+  const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+  return ceil_div(per_thread * bytes, 4) + 32 <= 32768 / threads;
 }
 
-/// Blocks per SM a persistent layernorm grid asks for: what the threads and the shared copies allow
-/// on the smaller SM of the two GPUs (sm_80's 164 KiB; sm_90 has 228), at least one.
-int64_t params_blocks_per_sm(int64_t threads, int64_t shared_bytes) {
-  const int64_t by_threads = 2048 / std::max<int64_t>(threads, 1);
-  const int64_t by_shared = (164 * 1024) / (shared_bytes + 1024);
-  return std::max<int64_t>(1, std::min(by_threads, by_shared));
+search::Constraint min_blocks_constraint(const Workload& w) {
+  return {"MIN_BLOCKS == 1, or CACHE 2, ONE_PASS 0, 16-byte vectors, 512+ threads per block and the packed "
+          "row + 32 registers <= 32768 / threads",
+          [cols = w.dim("cols"), bytes = dtype_bytes(w.dtype)](const search::ConfigView& v) {
+            return v["MIN_BLOCKS"] == 1 || min_blocks_allowed(v, cols, bytes);
+          }};
 }
 
 std::vector<search::Knob> row_knobs(bool reduced) {
@@ -88,35 +94,6 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
   };
 }
 
-/// Whether layernorm's gamma and beta both fit a block's shared memory.
-bool params_fit(const Workload& w, const DeviceLimits& limits) {
-  const int bytes = dtype_bytes(w.dtype);
-  return 2 * params_pitch(w.dim("cols"), bytes) * bytes <= limits.max_shared_per_block_bytes;
-}
-
-/// Layernorm's knob and rule: offered where gamma and beta fit shared memory, with 16-byte accesses
-/// (a bandwidth-bound persistent loop gains nothing from narrower ones).
-void add_params_knob(const Workload& w, const DeviceLimits& limits, std::vector<search::Knob>& knobs,
-                     std::vector<search::Constraint>& cs) {
-  knobs.push_back(params_knob(limits.sm_count));
-  if (!params_fit(w, limits)) {
-    knobs.back().values = {0};
-    return;
-  }
-  cs.push_back({"PARAMS_SMEM == 0 or VEC * element bytes == 16",
-                [bytes = dtype_bytes(w.dtype)](const search::ConfigView& v) {
-                  return v["PARAMS_SMEM"] == 0 || v["VEC"] * bytes == 16;
-                }});
-  // The row loop keeps a few more registers alive: a cached row of 192 bytes per thread spilled 32
-  // bytes on sm_90 (32 threads on 3,000 f16 columns); 128 bytes (32 registers) leave room.
-  cs.push_back({"PARAMS_SMEM == 0 or CACHE == 0 or the cached row <= 128 bytes per thread",
-                [cols = w.dim("cols"), bytes = dtype_bytes(w.dtype)](const search::ConfigView& v) {
-                  const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
-                  return v["PARAMS_SMEM"] == 0 || v["CACHE"] == 0 ||
-                         per_thread * (v["CACHE"] == 2 ? bytes : 4) <= 128;
-                }});
-}
-
 }  // namespace
 
 double RowNormTemplate::tolerance(DType d) {
@@ -149,7 +126,10 @@ std::optional<std::string> RowNormTemplate::unsupported(const Workload& w) const
 search::ConfigSpace RowNormTemplate::space(const Workload& w, const DeviceLimits& limits) const {
   auto knobs = row_knobs(false);
   auto cs = row_constraints(w, limits);
-  if (op_ == RowOp::kLayernorm) add_params_knob(w, limits, knobs, cs);
+  if (op_ == RowOp::kLayernorm) {
+    knobs.push_back(min_blocks_knob());
+    cs.push_back(min_blocks_constraint(w));
+  }
   return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
 
@@ -163,14 +143,20 @@ search::ConfigSpace RowNormTemplate::reduced_space(const Workload& w, const Devi
   auto knobs = row_knobs(true);
   if (bytes == 4) knobs[2].values = {1, 4};
   if (op_ == RowOp::kLayernorm) {
-    // Tied to CACHE 2 with 16-byte vectors (so it adds no configs): the shared copies beside a
-    // prefetched row, where they fit.
-    add_params_knob(w, limits, knobs, cs);
-    if (params_fit(w, limits))
-      cs.push_back({"reduced: PARAMS_SMEM != 0 iff CACHE == 2 and VEC * element bytes == 16",
-                    [bytes](const search::ConfigView& v) {
-                      return (v["PARAMS_SMEM"] != 0) == (v["CACHE"] == 2 && v["VEC"] * bytes == 16);
-                    }});
+    // Where the shape has configs the rule allows, MIN_BLOCKS 2 is tied to them (so it adds no
+    // configs); else only 1 is offered.
+    const auto tied = [cols = w.dim("cols"), bytes](const search::ConfigView& v) {
+      return min_blocks_allowed(v, cols, bytes);
+    };
+    knobs.push_back(min_blocks_knob());
+    knobs.back().values = {1};
+    const search::ConfigSpace without(knobs, cs);
+    bool any = false;
+    for (const auto& c : without.enumerate()) any = any || tied(search::ConfigView(without, c));
+    if (any) knobs.back().values = {1, 2};
+    cs.push_back(min_blocks_constraint(w));
+    cs.push_back({"reduced: MIN_BLOCKS == 2 wherever the rule allows it",
+                  [tied](const search::ConfigView& v) { return (v["MIN_BLOCKS"] == 2) == tied(v); }});
   }
   return search::ConfigSpace(std::move(knobs), std::move(cs));
 }
@@ -186,10 +172,7 @@ RowTiling RowNormTemplate::tiling(const search::ConfigSpace& space, const search
   t.one_pass = static_cast<int>(v["ONE_PASS"]);
   t.cache = static_cast<int>(v["CACHE"]);
   t.items = static_cast<int>(ceil_div(w.dim("cols"), int64_t{t.row_threads} * t.vec));
-  if (op_ == RowOp::kLayernorm && v["PARAMS_SMEM"] != 0) {
-    t.params_smem = static_cast<int>(v["PARAMS_SMEM"]);  // the SM count
-    t.params_pitch = static_cast<int>(params_pitch(w.dim("cols"), dtype_bytes(w.dtype)));
-  }
+  if (op_ == RowOp::kLayernorm) t.min_blocks = static_cast<int>(v["MIN_BLOCKS"]);
   return t;
 }
 
@@ -212,26 +195,16 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   p.row.cache = t.cache != 0;
   p.row.prefetch = t.cache == 2;
   p.row.layernorm = layernorm;
-  p.row.params_smem = t.params_smem != 0;
   const int passes = p.row.global_reads();
 
   p.flops = (layernorm ? 8.0 : 5.0) * elems;
   p.dram_bytes = 2.0 * elems * bytes + (layernorm ? 2.0 * static_cast<double>(cols) * bytes : 0.0);
-  // Gamma and beta: read per row, or once per block of a persistent grid (params_smem).
-  const int64_t row_blocks = ceil_div(rows, t.rows_per_block);
-  const int64_t params_shared = t.params_smem ? 2 * int64_t{t.params_pitch} * static_cast<int64_t>(bytes) : 0;
-  const int64_t blocks =
-      t.params_smem ? std::min(row_blocks, t.params_smem * params_blocks_per_sm(int64_t{t.row_threads} * t.rows_per_block,
-                                                                                params_shared))
-                    : row_blocks;
-  const double params_reads = !layernorm ? 0.0 : t.params_smem ? static_cast<double>(blocks) : static_cast<double>(rows);
-  p.global_bytes = (passes + 1.0) * elems * bytes + params_reads * 2.0 * static_cast<double>(cols) * bytes;
+  p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
   p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
   p.shared_conflict_ways = 1;
-  p.blocks = blocks;
-  p.persistent = t.params_smem != 0;
+  p.blocks = ceil_div(rows, t.rows_per_block);
   p.threads_per_block = t.row_threads * t.rows_per_block;
-  p.dynamic_shared_bytes = static_cast<int>(params_shared);
+  p.dynamic_shared_bytes = 0;
   p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
   p.vector_width = p.row.vector_width();
   p.coalescing = 1.0;
@@ -252,7 +225,6 @@ KernelInstance RowNormTemplate::instantiate(const search::ConfigSpace& space, co
   k.kernel_name = row_kernel_name(op_);
   k.launch.grid = {static_cast<unsigned>(k.profile.blocks), 1, 1};
   k.launch.block = {static_cast<unsigned>(k.profile.threads_per_block), 1, 1};
-  k.launch.dynamic_shared_bytes = k.profile.dynamic_shared_bytes;
   k.buffers.push_back({"X", rows * cols, w.dtype, false, false});
   if (op_ == RowOp::kLayernorm) {
     k.buffers.push_back({"gamma", cols, w.dtype, false, false});

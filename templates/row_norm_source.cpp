@@ -14,7 +14,7 @@ std::string row_norm_source(const RowTiling& t) {
   s.element(t.dtype);
   s.define("ROW_THREADS", t.row_threads).define("ROWS_PER_BLOCK", t.rows_per_block).define("VEC", t.vec);
   s.define("ONE_PASS", t.one_pass).define("CACHE", t.cache).define("ITEMS", t.cache ? t.items : 1);
-  if (t.params_smem) s.define("PARAMS_SMEM", 1).define("PARAMS_PITCH", t.params_pitch);
+  if (t.min_blocks > 1) s.define("MIN_BLOCKS", t.min_blocks);  // 1 leaves the recorded kernels' sources as they were
   return s.str();
 }
 

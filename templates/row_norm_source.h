@@ -48,8 +48,7 @@ struct RowTiling {
   int one_pass = 1;        ///< 1: online softmax / pairwise-merged moments; 0: two passes.
   int cache = 0;           ///< 1: the row in fp32 registers; 2: in element registers, loads first; 0: re-read.
   int items = 1;           ///< Vectors per thread when cached: ceil(cols / (row_threads * vec)).
-  int params_smem = 0;     ///< Layernorm: 1, gamma and beta in shared memory, a persistent grid over the rows.
-  int params_pitch = 0;    ///< Elements from gamma's shared copy to beta's (cols rounded up to 16 bytes).
+  int min_blocks = 1;      ///< Layernorm: blocks per SM the compiler keeps registers for (1 or 2).
 };
 
 inline constexpr double kLayernormEps = 1e-5;

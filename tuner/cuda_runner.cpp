@@ -373,9 +373,10 @@ struct CudaRunner::Impl {
   std::function<void()> launcher(const MeasureRequest& r, CUfunction fn, std::vector<CUdeviceptr>& ptrs,
                                  std::vector<int32_t>& scalars) {
     if (r.vendor == "cublas_gemm_ex") {
-      // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K; the batch count from A's size.
-      if (ptrs.size() < 3 || r.scalar_args.size() != 3)
-        throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K", "unknown", false);
+      // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K (gemm_tc_wgmma's instances add
+      // the batch count, which A's size gives too); the batch count from A's size.
+      if (ptrs.size() < 3 || r.scalar_args.size() < 3 || r.scalar_args.size() > 4)
+        throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K [, batch]", "unknown", false);
       const int64_t mk = int64_t{r.scalar_args[0]} * r.scalar_args[2];
       const int batch = static_cast<int>(mk > 0 ? r.buffers[0].elements / mk : 1);
       return [this, &r, &ptrs, batch] {

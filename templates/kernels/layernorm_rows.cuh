@@ -1,21 +1,22 @@
 // layernorm_rows.cuh: row layernorm with gamma and beta, eps 1e-5 (ONE_PASS: per-chunk moments merged
-// pairwise, row_stats.cuh). Macros: see row_norm.cuh, and PARAMS_SMEM: 0, a row group per row (gamma
-// and beta read from global memory, through L2, for every row); 1, each block first copies gamma and
-// beta into its dynamic shared memory (2 * PARAMS_PITCH elements) and its row groups then loop over
-// rows (a persistent grid), so gamma and beta cross L2 once per block instead of once per row.
+// pairwise, row_stats.cuh). Macros: see row_norm.cuh, and MIN_BLOCKS: the blocks per SM the compiler
+// must leave registers for (__launch_bounds__): 2 caps a 512-thread block at 64 registers, which lets
+// two 32,768-column rows share an SM (88 registers otherwise, one block per SM).
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+// Without MIN_BLOCKS the bounds stay as they were: an explicit minimum of 1 changes ptxas's register
+// choice (a 512-thread block spilled 32 bytes at 128 registers where it used 109 without).
+#if MIN_BLOCKS > 1
+#define LAYERNORM_BOUNDS __launch_bounds__(kThreads, MIN_BLOCKS)
+#else
+#define LAYERNORM_BOUNDS __launch_bounds__(kThreads)
+#endif
 #pragma once
 #define ROW_LAYERNORM 1
 #include "row_norm.cuh"
 
 constexpr float kEps = 1e-5f;
-#ifndef PARAMS_SMEM
-#define PARAMS_SMEM 0
-#endif
-#ifndef PARAMS_PITCH
-#define PARAMS_PITCH 0
-#endif
-constexpr int kParamsSmem = PARAMS_SMEM;
-constexpr int kParamsPitch = PARAMS_PITCH;  // elements from gamma's copy to beta's (cols rounded up to 16 bytes)
 
 // The moments of the row group: this thread's, merged across the warp, then across warps.
 __device__ __forceinline__ MomentStat group_moments(MomentStat st, float* scratch, int group, int t) {
@@ -35,12 +36,18 @@ __device__ __forceinline__ MomentStat group_moments(MomentStat st, float* scratc
   return st;
 }
 
-// Normalises row r into Y with gamma and beta (global or shared pointers); scratch is the row group's.
-__device__ __forceinline__ void layernorm_row(const elem_t* __restrict__ X, const elem_t* gamma, const elem_t* beta,
-                                              elem_t* __restrict__ Y, int r, int cols, bool vec_ok, float* scratch,
-                                              int group, int t) {
+extern "C" __global__ void LAYERNORM_BOUNDS
+layernorm_rows(const elem_t* __restrict__ X, const elem_t* __restrict__ gamma, const elem_t* __restrict__ beta,
+               elem_t* __restrict__ Y, int rows, int cols) {
+  __shared__ float scratch_all[kRPB][kWarpsPerRow * 3 + 1];
+  const int group = static_cast<int>(threadIdx.x) / kRT;
+  const int t = static_cast<int>(threadIdx.x) % kRT;
+  const int r = static_cast<int>(blockIdx.x) * kRPB + group;
+  if (r >= rows) return;
+  float* scratch = scratch_all[group];
   const elem_t* row = X + static_cast<size_t>(r) * cols;
   elem_t* out = Y + static_cast<size_t>(r) * cols;
+  const bool vec_ok = cols % kVec == 0;
   RowRegs regs;
   float mean = 0.0f, var = 0.0f;
   if constexpr (kOnePass) {
@@ -77,41 +84,4 @@ __device__ __forceinline__ void layernorm_row(const elem_t* __restrict__ X, cons
     for (int j = 0; j < kVec; ++j) y[j] = (v[j] - mean) * rstd * g[j] + b[j];
     store_chunk(out, col, cols, vec_ok, y);
   });
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads)
-layernorm_rows(const elem_t* __restrict__ X, const elem_t* __restrict__ gamma, const elem_t* __restrict__ beta,
-               elem_t* __restrict__ Y, int rows, int cols) {
-  __shared__ float scratch_all[kRPB][kWarpsPerRow * 3 + 1];
-  const int group = static_cast<int>(threadIdx.x) / kRT;
-  const int t = static_cast<int>(threadIdx.x) % kRT;
-  float* scratch = scratch_all[group];
-  const bool vec_ok = cols % kVec == 0;
-  if constexpr (kParamsSmem) {
-    extern __shared__ __align__(16) unsigned char params_smem[];
-    elem_t* sg = reinterpret_cast<elem_t*>(params_smem);
-    elem_t* sb = sg + kParamsPitch;
-    // 16-byte copies where the rows of gamma and beta are whole 16-byte units, else element by element.
-    constexpr int kPer16 = 16 / static_cast<int>(sizeof(elem_t));
-    if (cols % kPer16 == 0) {
-      for (int i = static_cast<int>(threadIdx.x); i < cols / kPer16; i += kThreads) {
-        reinterpret_cast<uint4*>(sg)[i] = reinterpret_cast<const uint4*>(gamma)[i];
-        reinterpret_cast<uint4*>(sb)[i] = reinterpret_cast<const uint4*>(beta)[i];
-      }
-    } else {
-      for (int i = static_cast<int>(threadIdx.x); i < cols; i += kThreads) {
-        sg[i] = gamma[i];
-        sb[i] = beta[i];
-      }
-    }
-    __syncthreads();
-    for (int r = static_cast<int>(blockIdx.x) * kRPB + group; r < rows; r += static_cast<int>(gridDim.x) * kRPB) {
-      layernorm_row(X, sg, sb, Y, r, cols, vec_ok, scratch, group, t);
-      row_sync(group);  // the group's scratch is free for the next row's statistics
-    }
-  } else {
-    const int r = static_cast<int>(blockIdx.x) * kRPB + group;
-    if (r >= rows) return;
-    layernorm_row(X, gamma, beta, Y, r, cols, vec_ok, scratch, group, t);
-  }
 }

@@ -6,8 +6,6 @@
 // with a reason on a machine without a CUDA driver or GPU.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include <ostream>
 
 #include <future>
@@ -98,10 +96,6 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"layernorm", "rows=300,cols=4096", "f16"},
                       GpuCase{"layernorm", "rows=20,cols=32768", "f16"}, GpuCase{"softmax", "rows=9,cols=1", "f16"},
                       GpuCase{"layernorm", "rows=9,cols=1", "f32"}, GpuCase{"layernorm", "rows=33,cols=33", "bf16"},
-                      // More rows than a persistent grid with gamma and beta in shared memory has row
-                      // groups (PARAMS_SMEM): each group loops; 16-byte and element-wise copies.
-                      GpuCase{"layernorm", "rows=20000,cols=1000", "f16"},
-                      GpuCase{"layernorm", "rows=20000,cols=1001", "f32"},
                       GpuCase{"gemm", "M=200,N=136,K=300", "f16"}, GpuCase{"gemm", "M=200,N=131,K=301", "f16"},
                       GpuCase{"gemm", "M=77,N=136,K=520", "bf16"},
                       // Hopper only (skips elsewhere): partial tiles in M, N and K through TMA's zero fill.
@@ -213,9 +207,6 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
     auto res = worker.measure(req, 60);
     EXPECT_EQ(res.status, "ok") << cfg << ": " << res.message;
     EXPECT_LE(res.max_error, k.tolerance) << cfg;
-    // Not asserted (speed belongs to the benchmarks): each case's time, so twins that differ in one knob
-    // (a cluster, the epilogue) can be compared from the log.
-    std::printf("  time %9.4f ms  %s\n", res.time_ms, cfg.c_str());
   }
 }
 

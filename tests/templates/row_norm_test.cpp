@@ -33,8 +33,8 @@ TEST(RowNormTemplate, GeometryBuffersAndCompulsoryBytes) {
   RowNormTemplate ln(RowOp::kLayernorm);
   auto w = parse_workload("layernorm", "rows=1000,cols=1001", "f16");
   auto space = ln.space(w, h100_test_limits());
-  // ROW_THREADS, ROWS_PER_BLOCK, VEC, ONE_PASS, CACHE, PARAMS_SMEM
-  search::Config c{128, 4, 8, 1, 1, 0};
+  // ROW_THREADS, ROWS_PER_BLOCK, VEC, ONE_PASS, CACHE, MIN_BLOCKS
+  search::Config c{128, 4, 8, 1, 1, 1};
   ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
   auto k = ln.instantiate(space, c, w);
   EXPECT_EQ(k.launch.grid[0], 250u);   // 1000 rows / 4 per block
@@ -49,7 +49,7 @@ TEST(RowNormTemplate, GeometryBuffersAndCompulsoryBytes) {
   EXPECT_EQ(k.reference_launch.grid[0], 1000u);
   EXPECT_DOUBLE_EQ(k.tolerance, 2e-3);
   // A cached row is read once, an uncached two-pass one three times: more L2 traffic.
-  search::Config uncached{128, 4, 8, 0, 0, 0};
+  search::Config uncached{128, 4, 8, 0, 0, 1};
   EXPECT_GT(ln.profile(space, uncached, w).global_bytes, k.profile.global_bytes);
 }
 
@@ -101,7 +101,7 @@ TEST(RowNormTemplate, SpacesStayTunableInAFewHundredTrials) {
       auto w = parse_workload(t.op(), shape, "f16");
       const auto full = t.space(w, h100_test_limits());
       const auto reduced = t.reduced_space(w, h100_test_limits());
-      EXPECT_LE(full.size(), 460u) << shape;  // layernorm's PARAMS_SMEM: up to 442
+      EXPECT_LE(full.size(), 400u) << shape;
       EXPECT_GT(full.size(), 100u) << shape;
       EXPECT_LE(reduced.size(), 64u) << shape;
       std::set<int64_t> caches;
@@ -117,41 +117,25 @@ TEST(RowNormTemplate, SpacesStayTunableInAFewHundredTrials) {
 namespace tuner::templates {
 namespace {
 
-TEST(RowNormTemplate, LayernormCanKeepGammaAndBetaInSharedMemoryOverAPersistentGrid) {
+TEST(RowNormTemplate, LayernormCanCapRegistersForTwoBlocksPerSm) {
   RowNormTemplate ln(RowOp::kLayernorm);
   auto w = parse_workload("layernorm", "rows=4096,cols=32768", "f16");
   auto space = ln.space(w, h100_test_limits());
-  // ROW_THREADS, ROWS_PER_BLOCK, VEC, ONE_PASS, CACHE, PARAMS_SMEM (the SM count)
-  const search::Config shared{512, 2, 8, 1, 0, 132}, plain{512, 2, 8, 1, 0, 0};
-  ASSERT_TRUE(space.is_valid(shared)) << space.violation(shared).value_or("");
-  EXPECT_FALSE(space.is_valid({512, 2, 4, 1, 0, 132})) << "16-byte accesses only";
-  EXPECT_FALSE(space.is_valid({512, 2, 8, 1, 0, 114})) << "the persistent grid is this device's SM count";
-  const auto k = ln.instantiate(space, shared, w);
-  EXPECT_EQ(k.launch.dynamic_shared_bytes, 2 * 32768 * 2) << "gamma and beta as elements";
-  EXPECT_EQ(k.launch.grid[0], 132u) << "1,024 threads and 128 KiB each: one block per SM";
-  EXPECT_NE(k.source.find("#define PARAMS_SMEM 1\n"), std::string::npos);
-  EXPECT_NE(k.source.find("#define PARAMS_PITCH 32768\n"), std::string::npos);
-  EXPECT_TRUE(k.profile.row.params_smem);
-  // Gamma and beta cross L2 once per block instead of once per row.
-  const auto p = ln.profile(space, plain, w);
-  EXPECT_DOUBLE_EQ(p.global_bytes - k.profile.global_bytes, (4096.0 - 132.0) * 2 * 32768 * 2);
-  const auto k0 = ln.instantiate(space, plain, w);
-  EXPECT_EQ(k0.launch.grid[0], 2048u);
-  EXPECT_EQ(k0.launch.dynamic_shared_bytes, 0);
-  EXPECT_EQ(k0.source.find("PARAMS_SMEM"), std::string::npos) << "the recorded kernels' sources are unchanged";
-  // Configs stored before the knob read as 0, and a 0 is left out of the JSON.
-  EXPECT_EQ(space.from_json(nlohmann::json::parse(
-                R"({"ROW_THREADS":512,"ROWS_PER_BLOCK":2,"VEC":8,"ONE_PASS":1,"CACHE":0})")),
+  // ROW_THREADS, ROWS_PER_BLOCK, VEC, ONE_PASS, CACHE, MIN_BLOCKS: 512 threads per 32,768-column row
+  // keep 32 registers of packed row; capped at 64 registers, two blocks share an SM.
+  const search::Config capped{512, 1, 8, 0, 2, 2}, plain{512, 1, 8, 0, 2, 1};
+  ASSERT_TRUE(space.is_valid(capped)) << space.violation(capped).value_or("");
+  EXPECT_FALSE(space.is_valid({1024, 1, 8, 0, 2, 2})) << "a 16-register row under a 32-register cap";
+  EXPECT_FALSE(space.is_valid({256, 2, 8, 0, 2, 2})) << "64 registers of row under a 64-register cap";
+  EXPECT_NE(ln.instantiate(space, capped, w).source.find("#define MIN_BLOCKS 2\n"), std::string::npos);
+  EXPECT_EQ(ln.instantiate(space, plain, w).source.find("MIN_BLOCKS"), std::string::npos)
+      << "the recorded kernels' sources are unchanged";
+  // Configs stored before the knob read as 1, and a 1 is left out of the JSON; softmax has no such knob.
+  EXPECT_EQ(space.from_json(nlohmann::json::parse(R"({"ROW_THREADS":512,"ROWS_PER_BLOCK":1,"VEC":8,"ONE_PASS":0,"CACHE":2})")),
             plain);
-  EXPECT_EQ(space.to_json_string(plain).find("PARAMS_SMEM"), std::string::npos);
-  // Small rows: more blocks per SM, at most what 2,048 threads allow; where gamma and beta do not fit
-  // (the 48 KiB default), the knob offers 0 only; softmax has no such knob.
-  auto small = parse_workload("layernorm", "rows=100000,cols=1000", "f16");
-  auto ss = ln.space(small, h100_test_limits());
-  EXPECT_EQ(ln.instantiate(ss, {128, 1, 8, 1, 2, 132}, small).launch.grid[0], 132u * 16);
-  EXPECT_EQ(ln.space(w, DeviceLimits{}).knobs().back().values, (std::vector<int64_t>{0}));
-  RowNormTemplate sm(RowOp::kSoftmax);
-  EXPECT_EQ(sm.space(w, h100_test_limits()).knobs().size(), 5u);
+  EXPECT_EQ(space.to_json_string(plain).find("MIN_BLOCKS"), std::string::npos);
+  EXPECT_NE(space.to_json_string(capped).find("\"MIN_BLOCKS\":2"), std::string::npos);
+  EXPECT_EQ(RowNormTemplate(RowOp::kSoftmax).space(w, h100_test_limits()).knobs().size(), 5u);
 }
 
 }  // namespace

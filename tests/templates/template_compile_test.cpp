@@ -172,8 +172,15 @@ TEST(RowFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
       const auto& tmpl = templates::find_template(w.op, w.dtype, &limits);
       const auto space = tmpl.space(w, limits);
       const std::vector<search::Config> all = space.enumerate();
-      std::vector<search::Config> sample;
-      for (size_t i = 0; i < all.size(); i += 64) sample.push_back(all[i]);
+      // Every 64th config of the space as it was before layernorm's MIN_BLOCKS (its configs at 1, in
+      // the same order), and every 8th of those at MIN_BLOCKS 2.
+      const auto& knobs = space.knobs();
+      const bool has_min_blocks =
+          std::any_of(knobs.begin(), knobs.end(), [](const search::Knob& k) { return k.name == "MIN_BLOCKS"; });
+      std::vector<search::Config> base, capped_configs, sample;
+      for (const auto& c : all) (has_min_blocks && space.value(c, "MIN_BLOCKS") == 2 ? capped_configs : base).push_back(c);
+      for (size_t i = 0; i < base.size(); i += 64) sample.push_back(base[i]);
+      for (size_t i = 0; i < capped_configs.size(); i += 8) sample.push_back(capped_configs[i]);
       for (int64_t mode : {0, 1, 2})
         for (const auto& c : all)
           if (search::ConfigView(space, c)["CACHE"] == mode) {
@@ -190,8 +197,12 @@ TEST(RowFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
         auto r = results[i].get();
         const std::string cfg = std::string(gpu_key) + " " + op + " " + shape + " " + space.to_json_string(sample[i]);
         ASSERT_TRUE(r.ok()) << cfg << "\n" << r.log.substr(0, 4000);
-        if (r.ptxas_spill_bytes >= 0) EXPECT_EQ(r.ptxas_spill_bytes, 0) << cfg << "\n" << r.log;
-        EXPECT_EQ(r.resources.local_bytes, 0) << cfg;
+        // Layernorm's MIN_BLOCKS 2 caps registers on purpose: a few spilled bytes (24 at 4096 x 32768) are
+        // its price.
+        const bool capped = has_min_blocks && space.value(sample[i], "MIN_BLOCKS") == 2;
+        const int allowed = capped ? 32 : 0;  // local bytes; ptxas counts spill stores and loads (2x)
+        if (r.ptxas_spill_bytes >= 0) EXPECT_LE(r.ptxas_spill_bytes, 2 * allowed) << cfg << "\n" << r.log;
+        EXPECT_LE(r.resources.local_bytes, allowed) << cfg;
         EXPECT_FALSE(templates::launch_problem(instances[i].launch, r.resources.registers,
                                                r.resources.static_shared_bytes, limits))
             << cfg;
