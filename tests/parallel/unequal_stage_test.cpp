@@ -144,7 +144,9 @@ TEST(UnequalStages, HeavyLayerGetsMoreGpusAndBeatsEveryUniformPlan) {
   EXPECT_NEAR(plan.pipeline_s, cfg.num_micro_batches * t_max + sum_t - t_max, 1e-9 * plan.pipeline_s);
   // A boundary from more GPUs to fewer charges the receiver's larger share (the resharding term).
   for (size_t s = 1; s < plan.stages.size(); ++s)
-    if (plan.stages[s].gpus < plan.stages[s - 1].gpus) EXPECT_GT(plan.stages[s].time.reshard_s, 0) << s;
+    if (plan.stages[s].gpus < plan.stages[s - 1].gpus) {
+      EXPECT_GT(plan.stages[s].time.reshard_s, 0) << s;
+    }
   // The JSON reports every stage's GPUs.
   const auto j = plan_to_json(plan, g, c, 256);
   int json_sum = 0;
