@@ -44,6 +44,21 @@ steps() {
   }
   tune() { local name=$1 limit=$2; shift 2
     step "$name" "$limit" "$t" tune "$@" --device "${GPU_SESSION_DEVICE:-cuda:0}" --seed 1 --quiet --json --db "$S/$name.db"; }
+  # The GPU's clocks, the wgmma GPU tests and every GEMM baseline: wgmma_checks TESTS_LIMIT_S BASELINES_LIMIT_S.
+  wgmma_checks() {
+    step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+    step gpu_tests "$1" .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
+    step baselines "$2" .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+      --out "$S/baselines.json"
+  }
+  # Issue 16's decode rows (M = 16, 32, 64, 128 with N = K = 4096) and short K, tune's defaults, 100
+  # trials each: decode_rows LIMIT_S (per row).
+  decode_rows() {
+    for m in 16 32 64 128; do
+      tune xgb100_f16_decode_m$m "$1" --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
+    done
+    tune xgb100_f16_shortk_auto "$1" --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  }
 }
 
 plan_first() {
@@ -127,15 +142,9 @@ plan_profile() {
 
 plan_knobs() {
   steps
-  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
-  step gpu_tests 150 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 60 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
-    --out "$S/baselines.json"
-  for m in 16 32 64 128; do
-    tune xgb100_f16_decode_m$m 60 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
-  done
+  wgmma_checks 150 60
+  decode_rows 60
   tune xgb100_batched_f16_b32_512_auto 60 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
-  tune xgb100_f16_shortk_auto 60 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
   tune xgb200_f16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
   tune xgb200_f16_8192_auto 90 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
   tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
@@ -166,15 +175,9 @@ plan_decode() {
 
 plan_cluster() {
   steps
-  step env 15 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
-  step gpu_tests 100 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
-    --out "$S/baselines.json"
+  wgmma_checks 100 40
   tune xgb100_batched_f16_b32_512_auto 45 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
-  for m in 64 16 128 32; do
-    tune xgb100_f16_decode_m$m 35 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 100
-  done
-  tune xgb100_f16_shortk_auto 40 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  decode_rows 40
   tune xgb200_f16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
   tune xgb200_bf16_4096_auto 60 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
   echo "all-done $(date +%s)" >> "$S/steps.txt"
