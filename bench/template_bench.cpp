@@ -184,6 +184,10 @@ int main(int argc, char** argv) {
         baseline_ms = cub.time_ms;
         baseline_detail = cub.detail;
         vendor_pct = 100.0 * cub.time_ms / ms;
+      } else {
+        // Said, not swallowed: a refused vendor call once printed as a 0 ms baseline for three runs.
+        baseline_detail = vendor + " failed (" + cub.status + "): " + cub.message;
+        std::fprintf(stderr, "template_bench: %s %s %s: %s\n", bw.op, bw.shape, bw.dtype, baseline_detail.c_str());
       }
     }
     if (baseline_only) {

@@ -26,6 +26,29 @@ std::string vendor_baseline_for(const templates::Workload& w) {
   return "";
 }
 
+std::optional<CublasGemmCall> cublas_gemm_call(size_t buffers, int64_t a_elements, const std::vector<int32_t>& scalars,
+                                               std::string* why) {
+  const auto fail = [why](std::string text) -> std::optional<CublasGemmCall> {
+    if (why) *why = std::move(text);
+    return std::nullopt;
+  };
+  if (buffers < 3 || scalars.size() < 3 || scalars.size() > 4)
+    return fail("needs buffers A, B, C and scalars M, N, K [, batch]; got " + std::to_string(buffers) + " buffers and " +
+                std::to_string(scalars.size()) + " scalars");
+  CublasGemmCall c;
+  c.m = scalars[0];
+  c.n = scalars[1];
+  c.k = scalars[2];
+  if (c.m <= 0 || c.n <= 0 || c.k <= 0) return fail("M, N and K must be positive");
+  const int64_t mk = int64_t{c.m} * c.k;
+  c.batch = static_cast<int>(a_elements / mk);
+  if (c.batch < 1 || c.batch * mk != a_elements)
+    return fail("A holds " + std::to_string(a_elements) + " elements, not a whole number of M x K batches");
+  if (scalars.size() == 4 && scalars[3] != c.batch)
+    return fail("the batch scalar " + std::to_string(scalars[3]) + " disagrees with A's " + std::to_string(c.batch));
+  return c;
+}
+
 struct CublasSgemm::Impl {
   void* lib = nullptr;
   cublasHandle_t handle = nullptr;

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "templates/workload.h"
 
@@ -19,6 +21,16 @@ namespace tuner {
 /// "cublas_gemm_ex" (gemm f16/bf16, batched_gemm any dtype), "cudnn_conv" (conv2d, tuner/cudnn_conv.h),
 /// "" when there is none.
 std::string vendor_baseline_for(const templates::Workload& w);
+
+/// The GEMM a cuBLAS baseline runs for a template's instance, read the way the worker reads it: M, N,
+/// K from the first three scalars (a fourth, gemm_tc_wgmma's, is the batch count and must agree), the
+/// batch count from A's elements / (M·K); buffers A, B, C first (a trailing workspace is ignored).
+struct CublasGemmCall {
+  int m = 0, n = 0, k = 0, batch = 1;
+};
+/// nullopt with *why when the instance's buffers and scalars do not fit the call.
+std::optional<CublasGemmCall> cublas_gemm_call(size_t buffers, int64_t a_elements, const std::vector<int32_t>& scalars,
+                                               std::string* why);
 
 class CublasSgemm {
  public:

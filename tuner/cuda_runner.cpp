@@ -373,16 +373,13 @@ struct CudaRunner::Impl {
   std::function<void()> launcher(const MeasureRequest& r, CUfunction fn, std::vector<CUdeviceptr>& ptrs,
                                  std::vector<int32_t>& scalars) {
     if (r.vendor == "cublas_gemm_ex") {
-      // Buffers A, B, C (a trailing workspace is ignored), scalars M, N, K (gemm_tc_wgmma's instances add
-      // the batch count, which A's size gives too); the batch count from A's size.
-      if (ptrs.size() < 3 || r.scalar_args.size() < 3 || r.scalar_args.size() > 4)
-        throw CudaFailure("cublas_gemm_ex needs buffers A, B, C and scalars M, N, K [, batch]", "unknown", false);
-      const int64_t mk = int64_t{r.scalar_args[0]} * r.scalar_args[2];
-      const int batch = static_cast<int>(mk > 0 ? r.buffers[0].elements / mk : 1);
-      return [this, &r, &ptrs, batch] {
+      // The call the host checks too (cublas_gemm_call, tests/tuner/cublas_gemm_test.cpp).
+      std::string why;
+      const auto call = cublas_gemm_call(ptrs.size(), r.buffers.empty() ? 0 : r.buffers[0].elements, r.scalar_args, &why);
+      if (!call) throw CudaFailure("cublas_gemm_ex " + why, "unknown", false);
+      return [this, &r, &ptrs, c = *call] {
         std::string e;
-        if (!cublas->run_ex(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], batch,
-                            r.buffers[0].dtype, r.buffers[2].dtype, &e))
+        if (!cublas->run_ex(ptrs[0], ptrs[1], ptrs[2], c.m, c.n, c.k, c.batch, r.buffers[0].dtype, r.buffers[2].dtype, &e))
           throw CudaFailure(e, "launch_error", false);
       };
     }
