@@ -213,8 +213,8 @@ TEST(ExpertParallel, ExportsCarryEp) {
   std::vector<std::string> warnings;
   (void)export_deepspeed(ds, m, 64, &warnings);
   bool named = false;
-  for (const auto& w : warnings) named = named || w.find("deepspeed.moe.layer.MoE(") != std::string::npos &&
-                                                      w.find("ep_size=4") != std::string::npos;
+  for (const auto& w : warnings)
+    named = named || (w.find("deepspeed.moe.layer.MoE(") != std::string::npos && w.find("ep_size=4") != std::string::npos);
   EXPECT_TRUE(named);
 
   // torchtitan borrows ep from FSDP's shard ranks: fine under zero 2/3 (dp_shard = dp), warned under replication.

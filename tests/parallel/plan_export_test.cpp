@@ -227,8 +227,12 @@ TEST(PlanExport, MegatronArgumentsAreMegatronsAndNameEveryPresetsModel) {
     EXPECT_EQ(a["--normalization"], llama ? "RMSNorm" : "LayerNorm");
     EXPECT_EQ(a.count("--disable-bias-linear") == 1, llama);
     EXPECT_EQ(a.count("--untie-embeddings-and-output-weights") == 1, llama);
-    if (llama) EXPECT_EQ(std::stod(a["--rotary-base"]), m.rope_base);
-    if (name.rfind("llama3", 0) == 0) EXPECT_EQ(a["--rotary-base"], "500000");
+    if (llama) {
+      EXPECT_EQ(std::stod(a["--rotary-base"]), m.rope_base);
+    }
+    if (name.rfind("llama3", 0) == 0) {
+      EXPECT_EQ(a["--rotary-base"], "500000");
+    }
     EXPECT_EQ(std::stod(a["--hidden-dropout"]), llama ? 0.0 : 0.1);
     if (m.experts > 0) {
       EXPECT_EQ(a["--num-experts"], std::to_string(m.experts));
@@ -291,7 +295,9 @@ TEST(PlanExport, DeepSpeedKeysAreDeepSpeeds) {
                                                         j["gradient_accumulation_steps"].get<int64_t>() *
                                                         (16 / (f.plan.config.tp * f.plan.config.pp)));
     EXPECT_EQ(j["train_batch_size"], 64);
-    if (j.contains("pipeline")) EXPECT_LE(j["zero_optimization"]["stage"].get<int>(), 1);
+    if (j.contains("pipeline")) {
+      EXPECT_LE(j["zero_optimization"]["stage"].get<int>(), 1);
+    }
   }
   // A pipelined plan with ZeRO-2 is not planned for DeepSpeed.
   PlannerOptions o;
@@ -337,8 +343,9 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
     }
     EXPECT_EQ(t["model.name"], "llama3");
     EXPECT_EQ(t["model.flavor"], "8B");
-    if (plan.config.schedule == Schedule::kInterleaved)
+    if (plan.config.schedule == Schedule::kInterleaved) {
       EXPECT_EQ(t["parallelism.pipeline_parallel_layers_per_stage"], "4");  // 32 blocks / (pp 4 x v 2)
+    }
     // global = local x dp (x accumulation when pp = 1).
     const int64_t local = std::stoll(t["training.local_batch_size"]);
     EXPECT_EQ(64 % (local * plan.config.dp), 0);

@@ -209,7 +209,9 @@ TEST(RowStats, EveryElementIsReadAndWrittenOnce) {
         ASSERT_TRUE(std::all_of(uncached.begin(), uncached.end(), once)) << cols << " " << rt << " " << vec;
         ASSERT_TRUE(std::all_of(cached.begin(), cached.end(), once)) << cols << " " << rt << " " << vec;
         // Consecutive threads read consecutive vectors (coalesced).
-        if (cols >= 2 * vec) EXPECT_EQ(row_chunk_col(0, 1, rt, vec) - row_chunk_col(0, 0, rt, vec), vec);
+        if (cols >= 2 * vec) {
+          EXPECT_EQ(row_chunk_col(0, 1, rt, vec) - row_chunk_col(0, 0, rt, vec), vec);
+        }
       }
 }
 

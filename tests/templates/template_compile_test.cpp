@@ -201,7 +201,9 @@ TEST(RowFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
         // its price.
         const bool capped = has_min_blocks && space.value(sample[i], "MIN_BLOCKS") == 2;
         const int allowed = capped ? 32 : 0;  // local bytes; ptxas counts spill stores and loads (2x)
-        if (r.ptxas_spill_bytes >= 0) EXPECT_LE(r.ptxas_spill_bytes, 2 * allowed) << cfg << "\n" << r.log;
+        if (r.ptxas_spill_bytes >= 0) {
+          EXPECT_LE(r.ptxas_spill_bytes, 2 * allowed) << cfg << "\n" << r.log;
+        }
         EXPECT_LE(r.resources.local_bytes, allowed) << cfg;
         EXPECT_FALSE(templates::launch_problem(instances[i].launch, r.resources.registers,
                                                r.resources.static_shared_bytes, limits))

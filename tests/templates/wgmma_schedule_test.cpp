@@ -99,7 +99,9 @@ TEST(WgmmaSchedule, EveryTileAndKTileIsComputedExactlyOnce) {
                     ASSERT_LT(w.kt_begin, w.kt_end) << "an empty split";
                     ASSERT_TRUE(w.kt_begin >= 0 && w.kt_end <= g.k_tiles);
                     const int64_t tile = (int64_t{batch} * g.grid_m + w.block_row) * g.grid_n + w.block_col;
-                    if (split > 1) ASSERT_LT(tile, counters) << "the split-K counter is past the workspace";
+                    if (split > 1) {
+                      ASSERT_LT(tile, counters) << "the split-K counter is past the workspace";
+                    }
                     splits[static_cast<size_t>(tile)] += 1 << w.split;
                     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) ++covered[static_cast<size_t>(tile * g.k_tiles + kt)];
                   }

@@ -107,8 +107,9 @@ TEST_F(CompiledPrior, TheFirstProposalIsTheBestByCompiledRegistersAmongThePriors
   const auto picked = compiled_.resources({first.front()}).front();
   ASSERT_TRUE(picked);
   for (size_t i = 0; i < top.size(); ++i)
-    if (estimated_value(top[i]) > cut)
+    if (estimated_value(top[i]) > cut) {
       EXPECT_GE(value(first.front(), *picked), value(top[i], *resources[i])) << "the refined best comes first";
+    }
   EXPECT_NE(estimated_value(first.front()), estimated_value(top[0]))
       << "compiled registers moved another config first than the estimate's favourite";
   EXPECT_EQ(first.size(), search::AnnealingParams{}.prior_first_batch);
