@@ -416,12 +416,16 @@ struct CudaRunner::Impl {
       };
     }
     if (r.vendor == "cublas_sgemm") {
-      if (ptrs.size() != 3 || r.scalar_args.size() != 3)
-        throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K", "unknown", false);
-      return [this, &r, &ptrs] {
+      // The same reading as cublas_gemm_ex's, for exactly A, B, C and M, N, K of one batch entry.
+      std::string why;
+      const auto call = cublas_gemm_call(ptrs.size(), r.buffers.empty() ? 0 : r.buffers[0].elements, r.scalar_args, &why);
+      if (ptrs.size() != 3 || r.scalar_args.size() != 3 || !call || call->batch != 1)
+        throw CudaFailure("cublas_sgemm needs buffers A, B, C and scalars M, N, K of one batch entry" +
+                              (why.empty() ? std::string() : ": " + why),
+                          "unknown", false);
+      return [this, &ptrs, c = *call] {
         std::string e;
-        if (!cublas->run(ptrs[0], ptrs[1], ptrs[2], r.scalar_args[0], r.scalar_args[1], r.scalar_args[2], &e))
-          throw CudaFailure(e, "launch_error", false);
+        if (!cublas->run(ptrs[0], ptrs[1], ptrs[2], c.m, c.n, c.k, &e)) throw CudaFailure(e, "launch_error", false);
       };
     }
     if (r.vendor == kDeviceCopyBaseline) {
