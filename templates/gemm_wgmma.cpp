@@ -251,9 +251,9 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
   // swizzle); 2-byte elements.
   const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   k.tensor_maps = {{0, {u(d.k), u(d.m), u(d.batch)}, {u(d.k * 2), u(d.m * d.k * 2)},
-                    {static_cast<uint32_t>(kWgmmaBk), static_cast<uint32_t>(t.bm / t.cluster), 1}, 128},
+                    {static_cast<uint32_t>(kWgmmaBk), static_cast<uint32_t>(t.bm / t.cluster), 1}, 128, {}},
                    {1, {u(d.n), u(d.k), u(d.batch)}, {u(d.n * 2), u(d.k * d.n * 2)},
-                    {static_cast<uint32_t>(l.b_box_cols), static_cast<uint32_t>(kWgmmaBk), 1}, l.b_swizzle}};
+                    {static_cast<uint32_t>(l.b_box_cols), static_cast<uint32_t>(kWgmmaBk), 1}, l.b_swizzle, {}}};
   k.scalar_args = {static_cast<int32_t>(d.m), static_cast<int32_t>(d.n), static_cast<int32_t>(d.k),
                    static_cast<int32_t>(d.batch)};
   k.flops = k.profile.flops;

@@ -61,6 +61,9 @@ struct TensorMapSpec {
   std::vector<uint64_t> strides_bytes; ///< Byte strides of dimensions 1..rank-1 (multiples of 16).
   std::vector<uint32_t> box;           ///< Box elements per dimension (each <= 256).
   int swizzle_bytes = 0;               ///< 0 (none), 32, 64 or 128.
+  /// Traversal step per dimension (1..8; the first is always 1): a box dimension of n * stride elements
+  /// loads n of them, stride apart. Empty: all 1.
+  std::vector<uint32_t> element_strides;
 };
 
 struct KernelInstance {

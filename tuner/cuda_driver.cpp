@@ -56,7 +56,9 @@ std::string encode_tensor_map(const templates::TensorMapSpec& m, templates::DTyp
   const CudaDriver& d = cuda_driver();
   if (!d.cuTensorMapEncodeTiled) return "the CUDA driver lacks cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)";
   const size_t rank = m.dims.size();
-  if (rank < 1 || rank > 5 || m.box.size() != rank || m.strides_bytes.size() + 1 != rank) return "malformed";
+  if (rank < 1 || rank > 5 || m.box.size() != rank || m.strides_bytes.size() + 1 != rank ||
+      (!m.element_strides.empty() && m.element_strides.size() != rank))
+    return "malformed";
   const CUtensorMapDataType type = dtype == templates::DType::kF16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                    : dtype == templates::DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
@@ -69,7 +71,7 @@ std::string encode_tensor_map(const templates::TensorMapSpec& m, templates::DTyp
   for (size_t i = 0; i < rank; ++i) {
     dims[i] = m.dims[i];
     box[i] = m.box[i];
-    element_strides[i] = 1;
+    element_strides[i] = m.element_strides.empty() ? 1 : m.element_strides[i];
     if (i + 1 < rank) strides[i] = m.strides_bytes[i];
   }
   CUresult rc = d.cuTensorMapEncodeTiled(out, type, static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(base), dims,

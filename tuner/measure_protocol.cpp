@@ -65,9 +65,11 @@ nlohmann::json to_json(const MeasureRequest& r) {
   for (const auto& b : r.buffers)
     buffers.push_back({{"name", b.name}, {"elements", b.elements}, {"dtype", templates::to_string(b.dtype)}, {"output", b.output}, {"workspace", b.workspace}});
   nlohmann::json maps = nlohmann::json::array();
-  for (const auto& m : r.tensor_maps)
+  for (const auto& m : r.tensor_maps) {
     maps.push_back({{"buffer", m.buffer}, {"dims", m.dims}, {"strides_bytes", m.strides_bytes}, {"box", m.box},
                     {"swizzle_bytes", m.swizzle_bytes}});
+    if (!m.element_strides.empty()) maps.back()["element_strides"] = m.element_strides;
+  }
   const auto& s = r.settings;
   return {{"device", r.device},
           {"cubin", base64_encode(r.cubin)},
@@ -103,7 +105,8 @@ MeasureRequest measure_request_from_json(const nlohmann::json& j) {
   for (const auto& m : j.value("tensor_maps", nlohmann::json::array()))
     r.tensor_maps.push_back({m.at("buffer").get<int>(), m.at("dims").get<std::vector<uint64_t>>(),
                              m.at("strides_bytes").get<std::vector<uint64_t>>(), m.at("box").get<std::vector<uint32_t>>(),
-                             m.at("swizzle_bytes").get<int>()});
+                             m.at("swizzle_bytes").get<int>(),
+                             m.value("element_strides", std::vector<uint32_t>{})});
   r.scalar_args = j.at("scalar_args").get<std::vector<int32_t>>();
   r.reference_cubin = base64_decode(j.at("reference_cubin").get<std::string>());
   r.reference_kernel_name = j.at("reference_kernel_name").get<std::string>();

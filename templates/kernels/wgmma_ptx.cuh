@@ -34,6 +34,14 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
       : : "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
+// A box of the 4-D tensor map at (c0, c1, c2, c3) into shared memory at dst; completes tx bytes on bar.
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1, int c2,
+                                            int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+      : : "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
 // The same box multicast to the CTAs of the cluster in cta_mask: it lands at dst and completes its bytes
 // on the mbarrier at bar's offset in each of them.
 __device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,

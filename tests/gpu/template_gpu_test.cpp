@@ -108,7 +108,15 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f32"},
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f16"},
                       GpuCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16"},
-                      GpuCase{"conv2d", "N=1,H=16,W=16,C=8,K=24,R=5,S=3,stride=3,pad=2", "bf16"}),
+                      GpuCase{"conv2d", "N=1,H=16,W=16,C=8,K=24,R=5,S=3,stride=3,pad=2", "bf16"},
+                      // Hopper only, built without a GPU: TMA's im2col boxes (strided, dilated, the padding
+                      // zero-filled, channels past C in a 64-channel chunk), pixel tiles past P and Q, filter
+                      // tiles past K, taps that miss whole tiles (pad 4).
+                      GpuCase{"conv2d", "N=2,H=15,W=13,C=24,K=40,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
+                              "conv2d_igemm_wgmma"},
+                      GpuCase{"conv2d", "N=2,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1", "bf16", "conv2d_igemm_wgmma"},
+                      GpuCase{"conv2d", "N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", "f16", "conv2d_igemm_wgmma"},
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=136,K=72,R=1,S=1,stride=1,pad=0", "f16", "conv2d_igemm_wgmma"}),
     [](const auto& info) {
       std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape +
                       (*info.param.template_name ? std::string("_") + info.param.template_name : "");

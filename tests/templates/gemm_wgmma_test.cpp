@@ -197,8 +197,11 @@ TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
               std::string::npos);
     // bn/2 accumulator operands, then the two descriptors and the scale-d predicate's source.
     const std::string last = "%" + std::to_string(bn / 2 - 1) + "}, %" + std::to_string(bn / 2) + ", %" +
-                             std::to_string(bn / 2 + 1) + ", p, 1, 1, 0, 1;";
-    EXPECT_NE(src.find(last), std::string::npos) << "trans-a 0 (K-major A), trans-b 1 (N-major B)";
+                             std::to_string(bn / 2 + 1) + ", p, 1, 1, 0, \" WGMMA_TRANS_B \";";
+    EXPECT_NE(src.find(last), std::string::npos) << "trans-a 0 (K-major A), trans-b from WGMMA_TRANS_B";
+    // The GEMM's B is N-major: trans-b 1 (B_K_MAJOR is conv2d_wgmma's).
+    EXPECT_EQ(config.find("B_K_MAJOR"), std::string::npos);
+    EXPECT_NE(src.find("#else\n#define WGMMA_TRANS_B \"1\""), std::string::npos);
     EXPECT_NE(src.find("setmaxnreg.inc.sync.aligned.u32"), std::string::npos);
     EXPECT_NE(src.find("cp.async.bulk.tensor.3d"), std::string::npos);
   }

@@ -253,7 +253,9 @@ INSTANTIATE_TEST_SUITE_P(
                       CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
                                   "h100-sxm"},
                       CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
-                                  "a100-sxm4-80gb"}),
+                                  "a100-sxm4-80gb"},
+                      CompileCase{"conv2d", "N=2,H=30,W=27,C=24,K=72,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
+                                  "h100-sxm", 16, "conv2d_igemm_wgmma"}),
     case_name);
 
 }  // namespace

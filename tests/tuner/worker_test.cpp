@@ -36,9 +36,12 @@ TEST(MeasureProtocol, RequestRoundTripsThroughJson) {
                 {"C", 4, templates::DType::kF32, true, false}};
   r.scalar_args = {3, 4, 5};
   r.launch.grid = {7, 1, 1};
-  r.tensor_maps = {{1, {136, 304, 3}, {272, 82688}, {64, 64, 1}, 128}};
+  r.tensor_maps = {{1, {136, 304, 3}, {272, 82688}, {64, 64, 1}, 128, {}},
+                   {0, {64, 56, 56, 2}, {128, 7168, 401408}, {64, 16, 16, 1}, 128, {1, 2, 2, 1}}};
   auto back = measure_request_from_json(nlohmann::json::parse(to_json(r).dump()));
-  ASSERT_EQ(back.tensor_maps.size(), 1u);
+  ASSERT_EQ(back.tensor_maps.size(), 2u);
+  EXPECT_TRUE(back.tensor_maps[0].element_strides.empty()) << "unit strides stay implicit";
+  EXPECT_EQ(back.tensor_maps[1].element_strides, (std::vector<uint32_t>{1, 2, 2, 1}));
   EXPECT_EQ(back.tensor_maps[0].buffer, 1);
   EXPECT_EQ(back.tensor_maps[0].dims, r.tensor_maps[0].dims);
   EXPECT_EQ(back.tensor_maps[0].strides_bytes, r.tensor_maps[0].strides_bytes);
