@@ -35,6 +35,12 @@ std::string gemm_f32_batched_source(const GemmTiling& t) { return gemm_f32_kerne
 
 std::string gemm_f32_batched_reference_source() { return gemm_f32_reference(true); }
 
+std::string conv2d_gemm_f32_source(const GemmTiling& t) {
+  KernelSource s = gemm_f32_kernel(t, false);
+  s.define("B_TRANS", 1).define("CONV_1X1", 1);
+  return s.str();
+}
+
 int gemm_threads(const GemmTiling& t) { return (t.bm / t.tm) * (t.bn / t.tn); }
 
 size_t gemm_shared_bytes(const GemmTiling& t) {

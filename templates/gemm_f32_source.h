@@ -110,6 +110,9 @@ inline constexpr const char* kGemmBatchedReferenceKernelName = "gemm_f32_batched
 /// it with gridDim.z = batch. The alignment checks of the vector paths see the moved pointers.
 std::string gemm_f32_batched_source(const GemmTiling& t);
 /// The reference for batches: gemm_f32_reference with the same moves by blockIdx.z.
+/// The 1x1 conv2d kernel (conv2d_gemm_simt): the same tiling with B transposed (the KRSC filter is
+/// K x C) and conv2d_igemm's arguments (CONV_1X1 in gemm_f32.cuh). cp_async must be off.
+std::string conv2d_gemm_f32_source(const GemmTiling& t);
 std::string gemm_f32_batched_reference_source();
 
 /// Threads per block: (bm/tm)*(bn/tn).

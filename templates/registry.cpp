@@ -6,6 +6,7 @@
 
 #include "templates/batched_gemm_f32.h"
 #include "templates/conv2d.h"
+#include "templates/conv2d_gemm_f32.h"
 #include "templates/conv2d_tc.h"
 #include "templates/conv2d_wgmma.h"
 #include "templates/gemm_f32.h"
@@ -25,16 +26,17 @@ std::vector<const KernelTemplate*>& registered() {
   static const BatchedGemmF32Template batched_f32;
   static const GemmTcTemplate batched_tc(true);
   static const Conv2dTemplate conv2d;
+  static const Conv2dGemmF32Template conv2d_gemm;
   static const Conv2dTcTemplate conv2d_tc;
   static const Conv2dWgmmaTemplate conv2d_wgmma;
   static const GemmWgmmaTemplate gemm_wgmma(false);
   static const GemmWgmmaTemplate batched_wgmma(true);
   // Registration order is preference order: the first template of an op and dtype that runs on the
   // device is the default. gemm_tc_wgmma stays behind gemm_tc_mma until a GPU has checked it, and
-  // conv2d_igemm_wgmma (built without a GPU) behind conv2d_igemm_tc.
+  // conv2d_igemm_wgmma and conv2d_gemm_simt (built without a GPU) behind conv2d_igemm_tc and _simt.
   static std::vector<const KernelTemplate*> all = {&gemm_f32,  &gemm_tc,   &gemm_wgmma, &batched_f32,
                                                          &batched_tc, &batched_wgmma, &softmax, &layernorm,
-                                                         &conv2d,    &conv2d_tc,  &conv2d_wgmma};
+                                                         &conv2d,    &conv2d_gemm, &conv2d_tc,  &conv2d_wgmma};
   return all;
 }
 

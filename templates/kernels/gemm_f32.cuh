@@ -3,7 +3,10 @@
 // including this file: BM, BN, TM, TN, BK, VEC, STAGES, PAD, GROUP_M, WARP_N (warp tiling: lanes along n
 // of a one-warp thread group; 0, the default, makes the whole block one group), FRAG_DB and CP_ASYNC (0
 // when not defined), and BATCHED (0 or 1: the kernel is gemm_f32_batched and moves A, B and C to batch
-// blockIdx.z). Needs output_tile.cuh,
+// blockIdx.z), B_TRANS (0 or 1: B is stored transposed, N x K row-major, and its slabs are read along
+// K like A's) and CONV_1X1 (0 or 1, with B_TRANS: the kernel is conv2d_gemm_simt, a 1x1 stride-1
+// unpadded NHWC conv2d with KRSC filters: A = X as [N*H*W x C], B^T = F as [K x C], C = Y, taking
+// conv2d_igemm's arguments). Needs output_tile.cuh,
 // gemm_f32_layout.cuh (the thread -> element maps) and cp_async.cuh.
 #pragma once
 #include "output_tile.cuh"
@@ -21,6 +24,12 @@
 #endif
 #ifndef CP_ASYNC
 #define CP_ASYNC 0
+#endif
+#ifndef B_TRANS
+#define B_TRANS 0
+#endif
+#ifndef CONV_1X1
+#define CONV_1X1 0
 #endif
 #if BATCHED
 #define GEMM_F32_KERNEL gemm_f32_batched
@@ -98,6 +107,8 @@ static_assert(kWarpN == 0 || kWarpN == 1 || kWarpN == 2 || kWarpN == 4 || kWarpN
                   kWarpN == 32, "warp_n must be 0 (no warp tiling) or a power of two up to 32");
 static_assert(kBM % kWM == 0 && kBN % kWN == 0, "the warp tile (32/warp_n)*tm x warp_n*tn must divide BM x BN");
 static_assert(!kCpAsync || kStages == 2, "CP_ASYNC needs STAGES == 2");
+static_assert(!(kCpAsync && B_TRANS), "CP_ASYNC copies B's rows along N; a transposed B is read along K");
+static_assert(!CONV_1X1 || (B_TRANS && !BATCHED), "the 1x1 conv is a GEMM with B transposed, one batch");
 #if CP_ASYNC && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "CP_ASYNC needs sm_80 or newer (cp.async)"
 #endif
@@ -150,7 +161,8 @@ __device__ __forceinline__ void load_a(const float* __restrict__ A, int M, int K
   }
 }
 
-// Global -> registers for one B slab (rows k0..k0+kBK, cols col0..), along N.
+// Global -> registers for one B slab (rows k0..k0+kBK, cols col0..), along N. B_TRANS: B is N x K
+// and the slab's kBN rows of kBK are read along K with A's vector map (f32_a_row / f32_a_k).
 __device__ __forceinline__ void load_b(const float* __restrict__ B, int N, int K, int col0, int k0,
                                        bool b_vec, float (&r)[kBLoads][kVec]) {
   const F32Layout lay = kernel_layout();
@@ -158,6 +170,18 @@ __device__ __forceinline__ void load_b(const float* __restrict__ B, int N, int K
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
+    if constexpr (B_TRANS) {
+      const int gc = col0 + f32_a_row(lay, v);
+      const int gk = k0 + f32_a_k(lay, v);
+      if (kVec > 1 && b_vec && gc < N && gk + kVec <= K) {
+        load_run<kVec>(B + static_cast<size_t>(gc) * K + gk, r[i]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e)
+          r[i][e] = (gc < N && gk + e < K) ? B[static_cast<size_t>(gc) * K + gk + e] : 0.0f;
+      }
+      continue;
+    }
     const int gk = k0 + f32_b_k(lay, v);
     const int gc = col0 + f32_b_col(lay, v);
     if (kVec > 1 && b_vec && gk < K && gc + kVec <= N) {
@@ -210,13 +234,20 @@ __device__ __forceinline__ void store_a(float* __restrict__ as, const float (&ra
   }
 }
 
-// Registers -> shared stage: B as Bs[k][n].
+// Registers -> shared stage: B as Bs[k][n] (B_TRANS: transposed into it, as A).
 __device__ __forceinline__ void store_b(float* __restrict__ bs, const float (&rb)[kBLoads][kVec]) {
   const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
+    if constexpr (B_TRANS) {
+      const int n = f32_a_row(lay, v);
+      const int k = f32_a_k(lay, v);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) bs[(k + e) * kBStride + n] = rb[i][e];
+      continue;
+    }
     const int k = f32_b_k(lay, v);
     const int n = f32_b_col(lay, v);
 #pragma unroll
@@ -271,9 +302,18 @@ __device__ __forceinline__ void compute_slab(const float* __restrict__ as, const
   }
 }
 
+#if CONV_1X1
+// conv2d_igemm's arguments: X (A, N*H*W x C), F (B^T, K x C), Y (C, N*H*W x K), then N, H, W, C, K and
+// R, S, stride, pad, dilation, P, Q (1, 1, 1, 0, any, H, W for the shapes this kernel takes).
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
+conv2d_gemm_simt(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int conv_n,
+                 int conv_h, int conv_w, int conv_c, int conv_k, int, int, int, int, int, int, int) {
+  const int M = conv_n * conv_h * conv_w, N = conv_k, K = conv_c;
+#else
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 GEMM_F32_KERNEL(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
          int M, int N, int K) {
+#endif
 #if BATCHED
   // Packed strided batches: this block's batch is blockIdx.z.
   A += static_cast<size_t>(blockIdx.z) * M * K;
@@ -304,7 +344,7 @@ GEMM_F32_KERNEL(const float* __restrict__ A, const float* __restrict__ B, float*
   // Uniform checks: vector accesses need an aligned leading dimension and base.
   constexpr unsigned long long kVecBytes = sizeof(float) * kVec;
   const bool a_vec = K % kVec == 0 && reinterpret_cast<unsigned long long>(A) % kVecBytes == 0;
-  const bool b_vec = N % kVec == 0 && reinterpret_cast<unsigned long long>(B) % kVecBytes == 0;
+  const bool b_vec = (B_TRANS ? K : N) % kVec == 0 && reinterpret_cast<unsigned long long>(B) % kVecBytes == 0;
 
   float acc[kTM][kTN];
 #pragma unroll

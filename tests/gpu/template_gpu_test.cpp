@@ -116,7 +116,11 @@ INSTANTIATE_TEST_SUITE_P(
                               "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=2,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1", "bf16", "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", "f16", "conv2d_igemm_wgmma"},
-                      GpuCase{"conv2d", "N=3,H=9,W=10,C=136,K=72,R=1,S=1,stride=1,pad=0", "f16", "conv2d_igemm_wgmma"}),
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=136,K=72,R=1,S=1,stride=1,pad=0", "f16", "conv2d_igemm_wgmma"},
+                      // The 1x1 f32 conv as gemm_f32 with the filter transposed (built without a GPU):
+                      // a ragged C and K (scalar loads) and a vector-aligned one.
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"},
+                      GpuCase{"conv2d", "N=2,H=14,W=14,C=64,K=96,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"}),
     [](const auto& info) {
       std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape +
                       (*info.param.template_name ? std::string("_") + info.param.template_name : "");

@@ -255,7 +255,11 @@ INSTANTIATE_TEST_SUITE_P(
                       CompileCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
                                   "a100-sxm4-80gb"},
                       CompileCase{"conv2d", "N=2,H=30,W=27,C=24,K=72,R=3,S=3,stride=2,pad=1,dilation=2", "f16",
-                                  "h100-sxm", 16, "conv2d_igemm_wgmma"}),
+                                  "h100-sxm", 16, "conv2d_igemm_wgmma"},
+                      // gemm_f32's reduced space: its 8x8-per-thread tiles of 64 threads spill at 255 registers
+                      // (40 bytes as a GEMM, up to 216 with the filter read along K), as batched_gemm's do.
+                      CompileCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f32", "h100-sxm", 512,
+                                  "conv2d_gemm_simt"}),
     case_name);
 
 }  // namespace
