@@ -19,7 +19,9 @@
 # `rows` (the row-op GPU tests with layernorm's shared gamma and beta, the baselines, the layernorm
 # rows, and the square and batched GEMM rows again beside cuBLAS in the same lease), `rows2` (the row-op
 # GPU tests with layernorm's MIN_BLOCKS, the device copies, the four row-op rows of issue 16), `conv`
-# (the conv2d rows of issue 16 against cuDNN's graph-API baseline, in one lease).
+# (the conv2d rows of issue 16 against cuDNN's graph-API baseline, in one lease), `conv2` (the GPU tests
+# of the two conv templates built without a GPU, conv2d_igemm_wgmma and conv2d_gemm_simt, then the conv
+# rows with each by name, with tune's default auto, and a whole-space recording of the 3x3 wgmma space).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +29,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -251,6 +253,25 @@ plan_conv() {
   tune xgb64_conv_3x3_f16 30 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 64
   tune xgb64_conv_3x3s2_f16 30 --op conv2d --shape N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1 --dtype f16 --trials 64
   tune xgb64_conv_1x1_f32 40 --op conv2d --shape N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0 --dtype f32 --trials 64
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_conv2() {
+  steps
+  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter conv2d \
+    --out "$S/baselines.json"
+  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
+  local c11=N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0
+  tune xgb100_conv_3x3_wgmma 40 --op conv2d --shape $c33 --dtype f16 --trials 100 --template conv2d_igemm_wgmma
+  tune xgb100_conv_3x3s2_wgmma 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100 --template conv2d_igemm_wgmma
+  tune xgb100_conv_1x1_gemm_simt 40 --op conv2d --shape $c11 --dtype f32 --trials 100 --template conv2d_gemm_simt
+  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
+  tune xgb100_conv_3x3s2_auto 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100
+  tune xgb100_conv_1x1_f32_auto 40 --op conv2d --shape $c11 --dtype f32 --trials 100
+  tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
+    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
