@@ -73,18 +73,15 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
     // Producer: one thread keeps the ring full over all the CTA's units.
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      int it = 0;  // k-tiles issued so far: the ring position
+      int it = 0;  // k-tiles issued so far: the ring position (skipped k-tiles take no slot)
       for (long long u = blockIdx.x; u < units; u += unit_step) {
         const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
-        for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
-          const WgmmaSlot slot = wgmma_slot(it, kStages);
+        for (int kt = 0; kt < g.k_tiles; ++kt) {
+          const ConvWgmmaTap t = conv_wgmma_tap(g, kt);
+          if (conv_wgmma_box_outside(g, w, t)) continue;  // nothing to load; the consumers skip it too
+          const WgmmaSlot slot = wgmma_slot(it++, kStages);
           if (slot.reuse) mbar_wait(smem_u32(&empty_bar[slot.stage]), slot.empty_parity);
           const unsigned bar = smem_u32(&full_bar[slot.stage]);
-          const ConvWgmmaTap t = conv_wgmma_tap(g, kt);
-          if (conv_wgmma_box_outside(g, w, t)) {
-            mbar_arrive(bar);  // nothing to load: the phase completes with no bytes
-            continue;
-          }
           const unsigned dst = ring + static_cast<unsigned>(slot.stage * kStageBytes);
           mbar_arrive_expect_tx(bar, static_cast<unsigned>(kStageBytes));  // zero-filled parts count too
           tma_load_4d(dst, &tmap_x, bar, t.c0, conv_wgmma_box_w(g, w, t), conv_wgmma_box_h(g, w, t), w.n);
@@ -101,7 +98,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   const int warp = ctid / 32, lane = ctid % 32;
   float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring - smem_u32(wgmma_smem)) + kStages * kStageBytes) +
                      (consumer * 4 + warp) * kEpiWarpFloats;
-  int it = 0;  // k-tiles consumed so far: follows the producer's count
+  int it = 0;  // k-tiles consumed so far: follows the producer's count (skipped k-tiles take no slot)
   float acc[kMSub][kAcc];
   for (long long u = blockIdx.x; u < units; u += unit_step) {
     const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
@@ -111,13 +108,13 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       for (int e = 0; e < kAcc; ++e) acc[i][e] = 0.0f;
 
     int prev_stage = -1;  // the stage of the previous multiplied k-tile, released one k-tile late
-    for (int kt = 0; kt < g.k_tiles; ++kt, ++it) {
-      const WgmmaSlot slot = wgmma_slot(it, kStages);
+    // A skipped k-tile must not occupy a ring slot: were it one, the consumers would hold the previous
+    // k-tile's stage (released one k-tile late) across the run of skipped slots, and a run of STAGES - 1
+    // of them (a tap missing the tile, C >= 64 * (STAGES - 1)) would deadlock the ring.
+    for (int kt = 0; kt < g.k_tiles; ++kt) {
+      if (conv_wgmma_box_outside(g, w, conv_wgmma_tap(g, kt))) continue;  // the producer skipped it too
+      const WgmmaSlot slot = wgmma_slot(it++, kStages);
       mbar_wait(smem_u32(&full_bar[slot.stage]), slot.full_parity);
-      if (conv_wgmma_box_outside(g, w, conv_wgmma_tap(g, kt))) {
-        if (lane == 0) mbar_arrive(smem_u32(&empty_bar[slot.stage]));  // loaded nothing, read nothing
-        continue;
-      }
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
       const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
       const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);

@@ -116,6 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
                               "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=2,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1", "bf16", "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", "f16", "conv2d_igemm_wgmma"},
+                      // One-pixel last tile row and column: taps of 2 channel chunks each miss whole tiles
+                      // between multiplied ones (the first version's ring deadlocked on such runs).
+                      GpuCase{"conv2d", "N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", "f16", "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=136,K=72,R=1,S=1,stride=1,pad=0", "f16", "conv2d_igemm_wgmma"},
                       // The 1x1 f32 conv as gemm_f32 with the filter transposed (built without a GPU):
                       // a ragged C and K (scalar loads) and a vector-aligned one.

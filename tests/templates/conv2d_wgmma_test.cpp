@@ -7,10 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <string>
 
 #include "templates/conv2d.h"
 #include "templates/kernels/conv_wgmma_schedule.cuh"
+#include "templates/kernels/wgmma_schedule.cuh"
 #include "templates/registry.h"
 #include "template_checks.h"
 
@@ -160,6 +163,8 @@ TEST(ConvWgmmaSchedule, EmulatedTmaBoxesComputeTheConvolution) {
       {"N=1,H=7,W=7,C=136,K=16,R=1,S=1,stride=1,pad=0", {64, 32, 8, 1, 3, 132}},
       {"N=1,H=20,W=9,C=24,K=8,R=3,S=3,stride=2,pad=0", {64, 32, 8, 1, 3, 0}},
       {"N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", {64, 32, 8, 1, 3, 132}, true},
+      // The last tile column and row hold one pixel each: the taps s = 2 and r = 2 miss them (2 chunks each).
+      {"N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 8, 1, 3, 0}, true},
   };
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);
@@ -240,6 +245,156 @@ TEST(ConvWgmmaSchedule, EmulatedTmaBoxesComputeTheConvolution) {
       EXPECT_GT(skipped, 0) << ec.shape;
     }
   }
+}
+
+// ---- the mbarrier ring with skipped k-tiles ----
+
+struct RingBarrier {
+  int count = 1, pending = 1, phase = 0;  // phases completed so far
+  void arrive() {
+    if (--pending == 0) ++phase, pending = count;
+  }
+};
+
+/// How the kernel's producer and consumers treat a k-tile whose box misses the tile.
+enum class SkipPolicy {
+  kTakesNoSlot,  // conv2d_wgmma.cuh: neither side touches the ring, `it` does not advance
+  kTakesSlot,    // its first version: the producer arrived on the slot's full barrier with no bytes, each
+                 // consumer warp arrived on its empty barrier at once, the previous stage still held
+};
+
+struct RingTile {
+  bool outside;   // conv_wgmma_box_outside
+  bool unit_end;  // the unit's last k-tile: the consumers release their held stage after it
+};
+
+/// One CTA's k-tiles in the kernel's order (its units blockIdx.x, + step, ...).
+std::vector<RingTile> ring_program(const ConvWgmmaGeom& g, long long cta, long long step) {
+  std::vector<RingTile> out;
+  for (long long u = cta; u < conv_wgmma_units(g); u += step) {
+    const ConvWgmmaUnit unit = conv_wgmma_unit(g, u);
+    for (int kt = 0; kt < g.k_tiles; ++kt)
+      out.push_back({conv_wgmma_box_outside(g, unit, conv_wgmma_tap(g, kt)), kt + 1 == g.k_tiles});
+  }
+  return out;
+}
+
+/// Runs the producer thread and the 4 * consumers consumer warps of one CTA over `program`, in a random
+/// interleaving, with the kernel's stage and parity functions (wgmma_slot) and its barrier counts (full:
+/// 1 arrival, empty: 4 * consumers). Returns "" when every k-tile was produced and consumed, else what
+/// went wrong: a deadlock, a refill of a stage a warp still reads, or an ambiguous parity wait.
+std::string run_conv_ring(const std::vector<RingTile>& program, int stages, int consumers, SkipPolicy policy,
+                          std::mt19937& rng) {
+  // The ring positions: with kTakesNoSlot only the fetched k-tiles, a unit's end moving to its last one
+  // (the kernel's release after the k-loop); a unit with none fetched touches the ring not at all.
+  std::vector<RingTile> slots;
+  for (const RingTile& t : program) {
+    if (policy == SkipPolicy::kTakesSlot || !t.outside) slots.push_back(t);
+    else if (t.unit_end && !slots.empty()) slots.back().unit_end = true;
+  }
+  const int total = static_cast<int>(slots.size());
+  const size_t S = static_cast<size_t>(stages);
+  std::vector<RingBarrier> full(S), empty(S);
+  for (auto& b : empty) b.count = b.pending = 4 * consumers;
+  std::vector<int> readers(S, 0);
+  std::string error;
+  auto done_waiting = [&](const RingBarrier& b, unsigned parity, int target) {
+    if (b.phase < target || b.phase > target + 1) error = "ambiguous parity wait";
+    return static_cast<unsigned>(b.phase & 1) != parity;
+  };
+  struct Warp {
+    int it = 0, prev_stage = -1;
+  };
+  std::vector<Warp> warps(static_cast<size_t>(4 * consumers));
+  int produced = 0;
+  auto release = [&](int stage) {
+    --readers[static_cast<size_t>(stage)];
+    empty[static_cast<size_t>(stage)].arrive();
+  };
+  for (int steps = 0;; ++steps) {
+    if (!error.empty()) return error;
+    std::vector<int> enabled;  // -1: the producer; w >= 0: consumer warp w
+    if (produced < total) {
+      const WgmmaSlot s = wgmma_slot(produced, stages);
+      if (!s.reuse || done_waiting(empty[static_cast<size_t>(s.stage)], s.empty_parity, produced / stages - 1))
+        enabled.push_back(-1);
+    }
+    for (size_t w = 0; w < warps.size(); ++w)
+      if (warps[w].it < total) {
+        const WgmmaSlot s = wgmma_slot(warps[w].it, stages);
+        if (done_waiting(full[static_cast<size_t>(s.stage)], s.full_parity, warps[w].it / stages))
+          enabled.push_back(static_cast<int>(w));
+      }
+    if (!error.empty()) return error;
+    if (enabled.empty()) {
+      bool done = produced == total;
+      for (const Warp& w : warps) done = done && w.it == total;
+      return done ? "" : "deadlock after " + std::to_string(steps) + " steps";
+    }
+    const int pick = enabled[std::uniform_int_distribution<size_t>(0, enabled.size() - 1)(rng)];
+    if (pick < 0) {
+      const WgmmaSlot s = wgmma_slot(produced, stages);
+      if (readers[static_cast<size_t>(s.stage)] != 0) return "stage " + std::to_string(s.stage) + " refilled while read";
+      full[static_cast<size_t>(s.stage)].arrive();  // arrive.expect_tx, then the copies land (or no bytes)
+      ++produced;
+      continue;
+    }
+    Warp& w = warps[static_cast<size_t>(pick)];
+    const RingTile t = slots[static_cast<size_t>(w.it)];
+    const WgmmaSlot s = wgmma_slot(w.it, stages);
+    if (t.outside) {
+      empty[static_cast<size_t>(s.stage)].arrive();  // kTakesSlot: read nothing, released at once
+    } else {
+      ++readers[static_cast<size_t>(s.stage)];
+      if (w.prev_stage >= 0) release(w.prev_stage);  // wgmma_wait<1>: the previous k-tile's reads are done
+      w.prev_stage = s.stage;
+    }
+    if (t.unit_end) {
+      if (w.prev_stage >= 0) release(w.prev_stage);  // wgmma_wait<0>, then the unit's last stage
+      w.prev_stage = -1;
+    }
+    ++w.it;
+  }
+}
+
+// Taps that miss a tile come in runs (all chunks of a tap, whole filter rows): the ring must neither
+// deadlock nor refill a stage still read, for every STAGES and CONSUMERS value, for the busiest and the
+// last CTA of one-unit and persistent grids. The kernel's first version, whose skipped k-tiles took ring
+// slots while the consumers held the previous stage, deadlocked on such runs (STAGES - 1 skipped slots
+// after a multiplied k-tile): the model must see that, or it checks nothing.
+TEST(ConvWgmmaRing, SkippedKTilesNeitherDeadlockNorOverwrite) {
+  const std::vector<std::vector<int>> shapes = {
+      // N H W C K R S stride pad dilation, tile_h tile_w bn
+      {1, 9, 9, 128, 32, 3, 3, 1, 1, 1, 8, 8, 32},     // one-pixel last tile row and column: 2-chunk runs
+      {2, 6, 6, 16, 16, 3, 3, 1, 4, 1, 8, 8, 32},      // padding wider than the filter: whole rows missed
+      {1, 17, 33, 256, 64, 3, 3, 1, 1, 1, 4, 16, 64},  // 4-chunk runs at the last row and column
+      {1, 15, 13, 72, 40, 3, 3, 2, 1, 2, 8, 8, 32},
+      {1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 8, 8, 64},    // ResNet: no tap misses a tile
+  };
+  std::mt19937 rng(11);
+  int old_deadlocks = 0, runs = 0;
+  for (const auto& v : shapes) {
+    const int P = (v[1] + 2 * v[8] - v[9] * (v[5] - 1) - 1) / v[7] + 1;
+    const int Q = (v[2] + 2 * v[8] - v[9] * (v[6] - 1) - 1) / v[7] + 1;
+    const ConvWgmmaGeom g = conv_wgmma_geom(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], P, Q, v[10],
+                                            v[11], v[12]);
+    const long long units = conv_wgmma_units(g);
+    for (long long grid : {units, std::min<long long>(units, 3), 1LL}) {
+      for (long long cta : {0LL, grid - 1}) {
+        const auto program = ring_program(g, cta, grid);
+        for (int stages : {2, 3, 4, 6, 8})
+          for (int consumers : {1, 2}) {
+            ++runs;
+            const std::string e = run_conv_ring(program, stages, consumers, SkipPolicy::kTakesNoSlot, rng);
+            ASSERT_EQ(e, "") << "shape " << v[1] << "x" << v[2] << " C " << v[3] << " grid " << grid << " cta " << cta
+                             << " stages " << stages << " consumers " << consumers;
+            if (!run_conv_ring(program, stages, consumers, SkipPolicy::kTakesSlot, rng).empty()) ++old_deadlocks;
+          }
+      }
+    }
+  }
+  EXPECT_GT(runs, 100);
+  EXPECT_GT(old_deadlocks, 0) << "the model no longer sees the first version's deadlock";
 }
 
 }  // namespace
