@@ -66,15 +66,15 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   __syncthreads();
 
   const ConvWgmmaGeom g = conv_wgmma_geom(N, H, W, C, K, R, S, stride, pad, dilation, P, Q, kTileH, kTileW, kBN);
-  const long long units = conv_wgmma_units(g);
-  const long long unit_step = kPersistentCtas > 0 ? static_cast<long long>(gridDim.x) : units;
+  const int units = conv_wgmma_units(g);
+  const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
 
   if (warpgroup == 0) {
     // Producer: one thread keeps the ring full over all the CTA's units.
     setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0;  // k-tiles issued so far: the ring position (skipped k-tiles take no slot)
-      for (long long u = blockIdx.x; u < units; u += unit_step) {
+      for (int u = static_cast<int>(blockIdx.x); u < units; u += unit_step) {
         const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
         for (int kt = 0; kt < g.k_tiles; ++kt) {
           const ConvWgmmaTap t = conv_wgmma_tap(g, kt);
@@ -100,7 +100,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
                      (consumer * 4 + warp) * kEpiWarpFloats;
   int it = 0;  // k-tiles consumed so far: follows the producer's count (skipped k-tiles take no slot)
   float acc[kMSub][kAcc];
-  for (long long u = blockIdx.x; u < units; u += unit_step) {
+  for (int u = static_cast<int>(blockIdx.x); u < units; u += unit_step) {
     const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)

@@ -55,18 +55,18 @@ CONVW_HD ConvWgmmaGeom conv_wgmma_geom(int n, int h, int w, int c, int k, int r,
   return g;
 }
 
-CONVW_HD long long conv_wgmma_units(const ConvWgmmaGeom& g) {
-  return static_cast<long long>(g.n) * g.tiles_p * g.tiles_q * g.tiles_k;
-}
+// Units and their decomposition in 32-bit integers: the producer thread runs this after giving up its
+// registers (setmaxnreg.dec 40), and there are fewer units than output elements (< 2^31, conv2d's limit).
+CONVW_HD int conv_wgmma_units(const ConvWgmmaGeom& g) { return g.n * g.tiles_p * g.tiles_q * g.tiles_k; }
 
-CONVW_HD ConvWgmmaUnit conv_wgmma_unit(const ConvWgmmaGeom& g, long long u) {
+CONVW_HD ConvWgmmaUnit conv_wgmma_unit(const ConvWgmmaGeom& g, int u) {
   ConvWgmmaUnit t;
-  t.k0 = static_cast<int>(u % g.tiles_k) * g.bn;
+  t.k0 = u % g.tiles_k * g.bn;
   u /= g.tiles_k;
-  t.q0 = static_cast<int>(u % g.tiles_q) * g.tile_w;
+  t.q0 = u % g.tiles_q * g.tile_w;
   u /= g.tiles_q;
-  t.p0 = static_cast<int>(u % g.tiles_p) * g.tile_h;
-  t.n = static_cast<int>(u / g.tiles_p);
+  t.p0 = u % g.tiles_p * g.tile_h;
+  t.n = u / g.tiles_p;
   return t;
 }
 
