@@ -259,6 +259,10 @@ plan_conv() {
 plan_conv2() {
   steps
   step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  # A few configs of the strided, dilated wgmma case first, each with a 5 s limit: a hang in a kernel never
+  # run before costs 5 s here, not the GPU test's 60 s per config.
+  tune smoke_conv_s2_wgmma 30 --op conv2d --shape N=2,H=15,W=13,C=24,K=40,R=3,S=3,stride=2,pad=1,dilation=2 \
+    --dtype f16 --trials 4 --template conv2d_igemm_wgmma --timeout 5
   step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*' --gtest_output="json:$S/gpu_tests.json"
   step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter conv2d \
     --out "$S/baselines.json"
