@@ -43,6 +43,7 @@
 // outside the development set above (other
 // GEMM shapes, batched GEMM, conv2d, softmax and layernorm, on both sim GPUs); for N = 64 and 192, per
 // workload and seed, whether xgb's best after N trials is at least as fast as random's after 3N.
+// --heldout-workloads "op|shape|dtype;..." replaces that set (e.g. "gemm|M=1536,N=1536,K=512|f32").
 //
 // --replay-transfer 1 runs only the transfer experiment on real data: for every pair of recordings of the
 // same template at another shape or GPU (tuner/replay_transfer.h), the strategies of --strategies (default
@@ -238,6 +239,12 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
       else if (key == "ppool") options.annealing.prior_diversity_pool = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "dpool") options.annealing.diversity_pool = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "div") options.annealing.diversity = std::atof(value.c_str());
+      else if (key == "local") options.annealing.local_share = std::atof(value.c_str());
+      else if (key == "lseeds") options.annealing.local_seeds = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "growth") options.annealing.batch_growth = std::atof(value.c_str());
+      else if (key == "hseeds") options.annealing.local_hop_seeds = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "ldpool") options.annealing.local_diversity_pool = static_cast<size_t>(std::atoi(value.c_str()));
+      else if (key == "hops") options.annealing.local_hops = static_cast<size_t>(std::atoi(value.c_str()));
       else throw std::invalid_argument("unknown xgb variant key '" + key + "'");
       start = end + 1;
     }
@@ -490,17 +497,29 @@ double best_within(search::SearchStrategy& s, const Oracle& o, int64_t n, size_t
 /// The held-out check: workloads outside the development set (other GEMM shapes, other ops and dtypes,
 /// both sim GPUs). Per workload, seed and N: is the best config xgb finds in N trials at least as fast as
 /// the best random search finds in 3N? Prints a table, returns its JSON.
-nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t batch, const std::string& variant) {
+nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t batch, const std::string& variant,
+                           const std::string& workloads) {
   struct Held {
     std::string op, shape, dtype;
   };
-  const std::vector<Held> held = {
+  std::vector<Held> held = {
       {"gemm", "M=2048,N=2048,K=2048", "f32"},  {"gemm", "M=4096,N=512,K=1024", "f32"},
       {"gemm", "M=768,N=3072,K=768", "f32"},    {"gemm", "M=333,N=4000,K=1200", "f32"},
       {"batched_gemm", "B=16,M=256,N=256,K=256", "f32"},
       {"conv2d", "N=8,H=28,W=28,C=128,K=128,R=3,S=3,stride=1,pad=1", "f32"},
       {"softmax", "rows=8192,cols=2048", "f16"}, {"layernorm", "rows=4096,cols=1024", "f32"},
   };
+  if (!workloads.empty()) {  // --heldout-workloads "op|shape|dtype;op|shape|dtype"
+    held.clear();
+    for (size_t start = 0; start < workloads.size();) {
+      const size_t end = std::min(workloads.find(';', start), workloads.size());
+      const std::string w = workloads.substr(start, end - start);
+      const size_t a = w.find('|'), b = w.rfind('|');
+      if (a == std::string::npos || a == b) throw std::invalid_argument("held-out workload '" + w + "' is not op|shape|dtype");
+      held.push_back({w.substr(0, a), w.substr(a + 1, b - a - 1), w.substr(b + 1)});
+      start = end + 1;
+    }
+  }
   const std::vector<std::string> devices = {"sim:h100-sxm", "sim:a100-sxm4-80gb"};
   std::printf("\nHeld-out workloads (not in the development set): %s with N trials against random with 3N, "
               "%d seeds, batch %zu.\n'pass' counts the seeds where xgb's best is at least as fast as random's; "
@@ -571,6 +590,7 @@ int main(int argc, char** argv) {
   bool replay_transfer = false;  // --replay-transfer 1: only the transfer experiment between replay recordings
   size_t replay_history = 0;     // --replay-history: the source's records fed per seed (0: all)
   int heldout_seeds = 0;
+  std::string heldout_workloads;  // --heldout-workloads: "op|shape|dtype;..." instead of the built-in set
   std::string strategy_list;  // replay strategies, comma separated; default xgb,xgb-prior,bo,ga,random
   std::string sim_strategy_list;  // sim-table strategies; default xgb,xgb5,bo,ga,random (xgb and random needed)
   std::string device_list;    // sim devices, comma separated; default sim:h100-sxm,sim:a100-sxm4-80gb
@@ -592,6 +612,7 @@ int main(int argc, char** argv) {
     else if (a == "--replay-transfer") replay_transfer = std::string(argv[i + 1]) == "1";
     else if (a == "--replay-history") replay_history = static_cast<size_t>(std::atoll(argv[i + 1]));
     else if (a == "--heldout") heldout_seeds = std::atoi(argv[i + 1]);
+    else if (a == "--heldout-workloads") heldout_workloads = argv[i + 1];
     else if (a == "--strategies") strategy_list = argv[i + 1];
     else if (a == "--devices") device_list = argv[i + 1];
     else if (a == "--transfer-variant" || a == "--variant") transfer_variant = argv[i + 1];
@@ -610,7 +631,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --heldout-workloads, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
                    argv[i]);
       return 2;
     }
@@ -653,7 +674,7 @@ int main(int argc, char** argv) {
   if (heldout_seeds > 0) {
     write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
                    {"heldout_variant", transfer_variant},
-                   {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant)}},
+                   {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant, heldout_workloads)}},
                   out_path);
     return 0;
   }

@@ -215,6 +215,49 @@ std::vector<uint64_t> ModelGuidedStrategy::anneal(size_t want) {
   return out;
 }
 
+std::vector<uint64_t> ModelGuidedStrategy::local_pick(size_t want) {
+  if (want == 0 || best_measured_.empty()) return {};
+  // Candidates: one-knob neighbours of the best local_seeds measured configs, and everything up to
+  // local_hops knob changes from the best one; in a fixed order (first reached first), so ties replay.
+  std::vector<uint64_t> pool;
+  std::set<uint64_t> reached;
+  auto reach = [&](const Config& c) {
+    const auto idx = space_.index_of(c);
+    if (!idx || !reached.insert(*idx).second) return false;
+    if (!seen_.contains(*idx)) pool.push_back(*idx);
+    return true;
+  };
+  for (size_t i = 0; i < best_measured_.size() && i < std::max<size_t>(params_.local_seeds, 1); ++i) {
+    // Breadth first from this seed; a config another seed reached is still expanded from this one.
+    std::vector<Config> frontier{best_measured_[i].second};
+    std::set<uint64_t> mine{*space_.index_of(frontier.front())};
+    reach(frontier.front());
+    const size_t hops = i < params_.local_hop_seeds ? std::max<size_t>(params_.local_hops, 1) : 1;
+    for (size_t hop = 0; hop < hops; ++hop) {
+      std::vector<Config> next;
+      for (const auto& c : frontier)
+        for (auto& n : space_.neighbours(c)) {
+          if (!mine.insert(*space_.index_of(n)).second) continue;
+          reach(n);
+          next.push_back(std::move(n));
+        }
+      frontier = std::move(next);
+    }
+  }
+  if (pool.empty()) return {};
+  std::vector<Config> configs;
+  for (uint64_t idx : pool) configs.push_back(space_.at(idx));
+  const std::vector<float> s = score(configs);
+  if (s.size() != configs.size()) return {};
+  std::vector<size_t> order(pool.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&s](size_t a, size_t b) { return s[a] > s[b]; });
+  std::vector<uint64_t> ranked;
+  const size_t keep = want * std::max<size_t>(1, params_.local_diversity_pool);
+  for (size_t i = 0; i < order.size() && ranked.size() < keep; ++i) ranked.push_back(pool[order[i]]);
+  return diverse_pick(ranked, want);
+}
+
 std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
   // The prior ranks every unseen config of a small space, or a uniform sample of a large one; the refiner
   // (when there is one) re-scores the best prior_refine of them, once, before the first batch; the batch
@@ -272,7 +315,10 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
   const uint64_t total = space_.size();
   if (n == 0 || seen_.size() >= total) return out;
   // Small batches while the model knows little of this workload, growing with its own rows.
-  if (params_.first_batch > 0) n = std::min(n, std::max(params_.first_batch, rows_.rows));
+  if (params_.first_batch > 0) {
+    const auto grown = static_cast<size_t>(params_.batch_growth * static_cast<double>(rows_.rows));
+    n = std::min(n, std::max(params_.first_batch, grown));
+  }
   if (!model_ready_ && prior_) {
     if (params_.prior_first_batch > 0 && rows_.rows == 0) n = std::min(n, params_.prior_first_batch);
     out = prior_pick(n);
@@ -288,7 +334,15 @@ std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
     const double epsilon = rows_.rows == 0 ? std::max(own_epsilon, params_.transfer_only_epsilon) : own_epsilon;
     const size_t random_share = static_cast<size_t>(std::floor(epsilon * static_cast<double>(n)));
     const size_t model_share = n - random_share;
-    picks = diverse_pick(anneal(model_share * std::max<size_t>(1, params_.diversity_pool)), model_share);
+    // Exploitation first: the model's best configs near the incumbents (own rows only; taken, so
+    // annealing does not offer them again).
+    const size_t local_share =
+        rows_.rows == 0 ? 0 : static_cast<size_t>(std::floor(params_.local_share * static_cast<double>(model_share)));
+    for (uint64_t idx : local_pick(local_share))
+      if (seen_.insert_index(idx)) out.push_back(space_.at(idx));
+    const size_t global_share = model_share - out.size();
+    if (global_share > 0)
+      picks = diverse_pick(anneal(global_share * std::max<size_t>(1, params_.diversity_pool)), global_share);
   }
   for (uint64_t idx : picks) {
     if (out.size() >= n) break;

@@ -38,8 +38,8 @@ struct StrategyOptions {
   /// xgb: boosted models in the cost model. With more than one (an XgbEnsemble of bootstrap members),
   /// candidates are picked by an upper confidence bound on the members' mean and spread; 1 (the default)
   /// is a lone model with a fixed 5% share of random picks. 1 because the ensemble of 5 measured no
-  /// better: held-out workloads 63 of 96 cases (xgb N >= random 3N) against 73 for the lone model, and
-  /// median trials to 95% over the sim workloads 66.5 against 64 (bench/search_efficiency_bench).
+  /// better: held-out workloads 73 of 96 cases (xgb N >= random 3N) against 81 for the lone model (with
+  /// the local share and batch growth of search::AnnealingParams; 3 seeds, bench/search_efficiency_bench).
   int xgb_members = 1;
   /// xgb: the search's parameters (batch growth, confidence bound, annealing); defaults as documented there.
   search::AnnealingParams annealing;

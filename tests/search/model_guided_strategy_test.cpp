@@ -65,6 +65,16 @@ class UncertainFunction final : public costmodel::CostModel {
   KnownFunction known_;
 };
 
+/// The whole model share by annealing, in batches of 16, 16, 32: the search these tests of annealing, diversity and
+/// the confidence bound are about (by default most of a batch is the incumbent's neighbourhood, batches of 8).
+AnnealingParams annealing_only() {
+  AnnealingParams p;
+  p.local_share = 0;
+  p.first_batch = 16;
+  p.batch_growth = 1;
+  return p;
+}
+
 Featurizer identity() {
   return [](const Config& c) { return std::vector<float>(c.begin(), c.end()); };
 }
@@ -77,7 +87,7 @@ std::vector<TrialOutcome> outcomes_of(const std::vector<Config>& cs) {
 
 TEST(ModelGuidedStrategy, AnnealingFindsTheOptimumOfAKnownFunction) {
   auto space = big_space();
-  ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity());
+  ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity(), annealing_only());
   auto first = s.propose(16);  // random: the model has no rows yet
   s.observe(first, outcomes_of(first));
   auto second = s.propose(16);
@@ -161,7 +171,7 @@ TEST(ModelGuidedStrategy, TransferredRowsAloneMakeTheFirstBatchModelGuided) {
 
 TEST(ModelGuidedStrategy, TransferOfZeroOneAndManyRecords) {
   auto space = big_space();
-  AnnealingParams p;
+  AnnealingParams p = annealing_only();
   p.min_rows = 1;  // the model's own minimum; transfer adds none of its own
   for (int records : {0, 1, 500}) {
     auto model = std::make_unique<KnownFunction>();
@@ -253,7 +263,7 @@ TEST(ModelGuidedStrategy, WithAPriorATransferOnlyBatchHedgesWithThePriorsBestFir
 TEST(ModelGuidedStrategy, DiversityWidensTheBatchWithoutLeavingTheGoodRegion) {
   auto space = big_space();
   auto batch_of = [&space](double diversity) {
-    AnnealingParams p;
+    AnnealingParams p = annealing_only();
     p.diversity = diversity;
     p.epsilon = 0;
     ModelGuidedStrategy s(space, 21, std::make_unique<KnownFunction>(), identity(), p);
@@ -295,15 +305,17 @@ TEST(ModelGuidedStrategy, APriorRanksTheFirstBatchWhichStartsSmallAndGrows) {
   // Without a prior the same seed's first batch is a random draw, which almost never holds the peak.
   ModelGuidedStrategy cold(space, 4, std::make_unique<KnownFunction>(), identity());
   auto random_first = cold.propose(64);
-  EXPECT_EQ(random_first.size(), 16u);
+  EXPECT_EQ(random_first.size(), 8u) << "first_batch";
   EXPECT_EQ(std::count(random_first.begin(), random_first.end(), peak), 0);
-  // Batches grow with the model's own rows: 8 rows seen -> first_batch (16), then 24 -> 24.
+  // Batches grow with the model's own rows: 8 rows seen -> first_batch (8), then 16 -> 8, ..., 40 -> 40 / 4 = 10.
   std::vector<TrialOutcome> out(first.size(), TrialOutcome{true, 1.0});
   s.observe(first, out);
-  auto second = s.propose(64);
-  EXPECT_EQ(second.size(), 16u);
-  s.observe(second, std::vector<TrialOutcome>(second.size(), TrialOutcome{true, 1.0}));
-  EXPECT_EQ(s.propose(64).size(), 24u);
+  for (size_t rows = 8; rows < 40; rows += 8) {
+    auto next = s.propose(64);
+    EXPECT_EQ(next.size(), 8u) << rows << " rows";
+    s.observe(next, std::vector<TrialOutcome>(next.size(), TrialOutcome{true, 1.0}));
+  }
+  EXPECT_EQ(s.propose(64).size(), 10u);
 }
 
 // 4 knobs x 8 values (4096 configs, all ranked by a prior), and a prior that peaks at (5,2,7,1).
@@ -358,7 +370,7 @@ TEST(ModelGuidedStrategy, ARefinerReRanksThePriorsBestBeforeTheFirstBatch) {
 TEST(ModelGuidedStrategy, TheUpperConfidenceBoundPicksAnUnexploredHighMeanCandidate) {
   auto space = big_space();
   auto batch_of = [&space](double kappa) {
-    AnnealingParams p;
+    AnnealingParams p = annealing_only();
     p.ucb_kappa = kappa;
     ModelGuidedStrategy s(space, 5, std::make_unique<UncertainFunction>(), identity(), p);
     auto first = s.propose(16);
@@ -398,6 +410,54 @@ class MisledByManyRows final : public costmodel::CostModel {
   KnownFunction known_;
 };
 
+TEST(ModelGuidedStrategy, TheLocalShareIsTheModelsBestNearTheIncumbent) {
+  auto space = big_space();
+  AnnealingParams p;
+  p.local_share = 1;  // the whole model share from the incumbent's neighbourhood
+  p.local_seeds = 1;
+  p.local_hops = 2;
+  p.epsilon = 0;
+  p.first_batch = 8;
+  ModelGuidedStrategy s(space, 3, std::make_unique<KnownFunction>(), identity(), p);
+  std::vector<Config> history;
+  for (uint64_t i = 1; i <= 8; ++i) history.push_back(space.at(i * 30011));
+  std::vector<TrialOutcome> out;  // every config runs; the better by the known function, the faster
+  for (const auto& c : history) out.push_back({true, 50.0 - truth(c)});
+  s.observe(history, out);
+  const Config incumbent = *std::max_element(history.begin(), history.end(),
+                                             [](const Config& a, const Config& b) { return truth(a) < truth(b); });
+  auto batch = s.propose(8);
+  ASSERT_EQ(batch.size(), 8u);
+  for (const auto& c : batch) {
+    int changed = 0;
+    for (size_t k = 0; k < c.size(); ++k) changed += c[k] != incumbent[k] ? 1 : 0;
+    EXPECT_GE(changed, 1);
+    EXPECT_LE(changed, 2) << "a local pick is at most local_hops knob changes from the incumbent";
+  }
+  // The first pick moves the two knobs farthest from the peak onto it: truth(incumbent) + the two
+  // largest |incumbent_k - peak_k|.
+  std::vector<double> gaps;
+  for (size_t k = 0; k < incumbent.size(); ++k) gaps.push_back(std::abs(static_cast<double>(incumbent[k] - kPeak[k])));
+  std::sort(gaps.rbegin(), gaps.rend());
+  EXPECT_EQ(truth(batch.front()), truth(incumbent) + gaps[0] + gaps[1]);
+}
+
+TEST(ModelGuidedStrategy, BatchGrowthSetsHowFastBatchesGrow) {
+  auto space = big_space();
+  AnnealingParams p;
+  p.first_batch = 8;
+  p.batch_growth = 0.25;
+  ModelGuidedStrategy s(space, 5, std::make_unique<KnownFunction>(), identity(), p);
+  // At most max(8, rows / 4): rows 0, 8, 16, 24, 32 -> 8; 40 -> 10; 50 -> 12; 62 -> 15 (15.5 rounded down).
+  std::vector<size_t> sizes;
+  for (int round = 0; round < 8; ++round) {
+    auto b = s.propose(64);
+    sizes.push_back(b.size());
+    s.observe(b, std::vector<TrialOutcome>(b.size(), TrialOutcome{true, 1.0}));
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{8, 8, 8, 8, 8, 10, 12, 15}));
+}
+
 TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
   auto space = big_space();
   for (bool misled : {true, false}) {
@@ -405,7 +465,7 @@ TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
     if (misled) model = std::make_unique<MisledByManyRows>();
     else model = std::make_unique<KnownFunction>();
     auto* raw = model.get();
-    ModelGuidedStrategy s(space, 8, std::move(model), identity());
+    ModelGuidedStrategy s(space, 8, std::move(model), identity(), annealing_only());  // a first batch of 16
     for (int i = 0; i < 100; ++i) {
       Config c = space.at(static_cast<uint64_t>(i) * 2621);
       s.add_transfer(std::vector<float>(c.begin(), c.end()), 0.5f);
