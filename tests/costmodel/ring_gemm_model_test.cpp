@@ -7,7 +7,7 @@
 namespace tuner::costmodel {
 namespace {
 
-const GpuSpec& h100() {
+const GpuSpec& ring_h100() {
   static const GpuSpec g = *find_gpu_spec("h100-sxm");
   return g;
 }
@@ -16,8 +16,8 @@ const GpuSpec& h100() {
 KernelProfile wgmma_profile(const search::Config& c, const std::string& shape = "M=4096,N=4096,K=4096") {
   templates::GemmWgmmaTemplate tmpl(false);
   templates::DeviceLimits limits;
-  limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
-  limits.sm_count = h100().sm_count;
+  limits.max_shared_per_block_bytes = ring_h100().shared_per_block_bytes;
+  limits.sm_count = ring_h100().sm_count;
   const auto w = templates::parse_workload("gemm", shape, "f16");
   const auto space = tmpl.space(w, limits);
   EXPECT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
@@ -25,7 +25,7 @@ KernelProfile wgmma_profile(const search::Config& c, const std::string& shape = 
 }
 
 double ms(const KernelProfile& p, int registers = 168) {
-  const auto e = estimate(p, {registers, 0, 0}, h100());
+  const auto e = estimate(p, {registers, 0, 0}, ring_h100());
   EXPECT_TRUE(e.launchable) << e.reason;
   return e.time_ms;
 }

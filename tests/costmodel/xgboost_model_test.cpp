@@ -17,12 +17,12 @@ namespace {
 
 // Uniform in [0, 1) from the raw engine output, so the data are the same
 // with every standard library (std::uniform_real_distribution is not).
-float uniform(std::mt19937& rng) { return float(rng() >> 8) * (1.0f / 16777216.0f); }
+float unit_uniform(std::mt19937& rng) { return float(rng() >> 8) * (1.0f / 16777216.0f); }
 
 FeatureMatrix random_features(size_t rows, size_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   FeatureMatrix x{rows, cols, std::vector<float>(rows * cols)};
-  for (float& v : x.values) v = uniform(rng);
+  for (float& v : x.values) v = unit_uniform(rng);
   return x;
 }
 
@@ -38,7 +38,7 @@ double truth(const FeatureMatrix& x, size_t r) {
 std::vector<float> targets_of(const FeatureMatrix& x, uint32_t seed, double noise = 0.05) {
   std::mt19937 rng(seed);
   std::vector<double> f(x.rows);
-  for (size_t r = 0; r < x.rows; ++r) f[r] = truth(x, r) + noise * (2 * uniform(rng) - 1);
+  for (size_t r = 0; r < x.rows; ++r) f[r] = truth(x, r) + noise * (2 * unit_uniform(rng) - 1);
   // f >= 3*0 - 2 + sin(...) >= -3, so f + 3.5 > 0.
   double best = *std::max_element(f.begin(), f.end()) + 3.5;
   std::vector<float> t(x.rows);

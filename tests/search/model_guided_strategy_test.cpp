@@ -13,7 +13,7 @@ namespace tuner::search {
 namespace {
 
 // 6 knobs x 8 values = 262144 configs; the score peaks at (5,2,7,1,4,6).
-ConfigSpace big_space() {
+ConfigSpace guided_big_space() {
   std::vector<Knob> knobs;
   for (const char* n : {"a", "b", "c", "d", "e", "f"}) knobs.push_back({n, {0, 1, 2, 3, 4, 5, 6, 7}, ""});
   return ConfigSpace(std::move(knobs), {});
@@ -86,7 +86,7 @@ std::vector<TrialOutcome> outcomes_of(const std::vector<Config>& cs) {
 }
 
 TEST(ModelGuidedStrategy, AnnealingFindsTheOptimumOfAKnownFunction) {
-  auto space = big_space();
+  auto space = guided_big_space();
   ModelGuidedStrategy s(space, 4, std::make_unique<KnownFunction>(), identity(), annealing_only());
   auto first = s.propose(16);  // random: the model has no rows yet
   s.observe(first, outcomes_of(first));
@@ -121,7 +121,7 @@ TEST(ModelGuidedStrategy, NeverProposesAConfigTwice) {
 }
 
 TEST(ModelGuidedStrategy, ReplaysExactlyUnderASeed) {
-  auto space = big_space();
+  auto space = guided_big_space();
   auto run = [&](uint64_t seed) {
     ModelGuidedStrategy s(space, seed, std::make_unique<KnownFunction>(), identity());
     std::vector<Config> all;
@@ -137,7 +137,7 @@ TEST(ModelGuidedStrategy, ReplaysExactlyUnderASeed) {
 }
 
 TEST(ModelGuidedStrategy, HistoryIsNeverProposedAndTrainsTheModel) {
-  auto space = big_space();
+  auto space = guided_big_space();
   auto model = std::make_unique<KnownFunction>();
   auto* raw = model.get();
   ModelGuidedStrategy s(space, 2, std::move(model), identity());
@@ -154,7 +154,7 @@ TEST(ModelGuidedStrategy, HistoryIsNeverProposedAndTrainsTheModel) {
 }
 
 TEST(ModelGuidedStrategy, TransferredRowsAloneMakeTheFirstBatchModelGuided) {
-  auto space = big_space();
+  auto space = guided_big_space();
   auto model = std::make_unique<KnownFunction>();
   auto* raw = model.get();
   ModelGuidedStrategy s(space, 6, std::move(model), identity());
@@ -170,7 +170,7 @@ TEST(ModelGuidedStrategy, TransferredRowsAloneMakeTheFirstBatchModelGuided) {
 }
 
 TEST(ModelGuidedStrategy, TransferOfZeroOneAndManyRecords) {
-  auto space = big_space();
+  auto space = guided_big_space();
   AnnealingParams p = annealing_only();
   p.min_rows = 1;  // the model's own minimum; transfer adds none of its own
   for (int records : {0, 1, 500}) {
@@ -197,7 +197,7 @@ TEST(ModelGuidedStrategy, TransferOfZeroOneAndManyRecords) {
 }
 
 TEST(ModelGuidedStrategy, ATransferOnlyFirstBatchHedgesWithWellScoredRandomPicks) {
-  auto space = big_space();
+  auto space = guided_big_space();
   AnnealingParams full;
   full.first_batch = 0;  // batches of 32 from the start: this test is about the hedge, not the batch size
   ModelGuidedStrategy s(space, 11, std::make_unique<KnownFunction>(), identity(), full);
@@ -231,7 +231,7 @@ TEST(ModelGuidedStrategy, WithAPriorATransferOnlyBatchHedgesWithThePriorsBestFir
   // The transferred model (the known function, peak (5,2,7,1,4,6)) and a prior that peaks elsewhere
   // ((0,0,0,0,0,0)): the hedge is the prior's picks, interleaved from position 0, so a good prior is
   // measured first even when a model of another shape or GPU is sure of itself.
-  auto space = big_space();
+  auto space = guided_big_space();
   AnnealingParams full;
   full.first_batch = 0;
   full.prior_pool = 4096;
@@ -261,7 +261,7 @@ TEST(ModelGuidedStrategy, WithAPriorATransferOnlyBatchHedgesWithThePriorsBestFir
 }
 
 TEST(ModelGuidedStrategy, DiversityWidensTheBatchWithoutLeavingTheGoodRegion) {
-  auto space = big_space();
+  auto space = guided_big_space();
   auto batch_of = [&space](double diversity) {
     AnnealingParams p = annealing_only();
     p.diversity = diversity;
@@ -368,7 +368,7 @@ TEST(ModelGuidedStrategy, ARefinerReRanksThePriorsBestBeforeTheFirstBatch) {
 }
 
 TEST(ModelGuidedStrategy, TheUpperConfidenceBoundPicksAnUnexploredHighMeanCandidate) {
-  auto space = big_space();
+  auto space = guided_big_space();
   auto batch_of = [&space](double kappa) {
     AnnealingParams p = annealing_only();
     p.ucb_kappa = kappa;
@@ -459,7 +459,7 @@ TEST(ModelGuidedStrategy, BatchGrowthSetsHowFastBatchesGrow) {
 }
 
 TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
-  auto space = big_space();
+  auto space = guided_big_space();
   for (bool misled : {true, false}) {
     std::unique_ptr<costmodel::CostModel> model;
     if (misled) model = std::make_unique<MisledByManyRows>();
