@@ -62,18 +62,18 @@ std::vector<search::Constraint> conv_constraints(const DeviceLimits& limits) {
   };
 }
 
-struct ConvDims {
-  int64_t n, h, w, c, k, r, s, stride, pad, dilation, p, q;
-  int64_t m() const { return n * p * q; }
-  int64_t kg() const { return r * s * c; }
-};
+}  // namespace
 
-ConvDims dims_of(const Workload& w) {
+ConvDims conv_dims(const Workload& w) {
   return {w.dim("N"), w.dim("H"), w.dim("W"), w.dim("C"), w.dim("K"), w.dim("R"), w.dim("S"), w.dim("stride"),
           w.dim("pad"), w.dim("dilation"), conv_output_p(w), conv_output_q(w)};
 }
 
-}  // namespace
+KernelInstance conv2d_contract_instance(const Workload& w) {
+  Conv2dTemplate simt;
+  const auto space = simt.reduced_space(w, DeviceLimits{});
+  return simt.instantiate(space, space.at(0), w);
+}
 
 int64_t conv_output_p(const Workload& w) {
   return (w.dim("H") + 2 * w.dim("pad") - w.dim("dilation") * (w.dim("R") - 1) - 1) / w.dim("stride") + 1;
@@ -97,7 +97,7 @@ double Conv2dTemplate::tolerance(DType d) {
 std::string Conv2dTemplate::source_text() const { return conv2d_template_text(); }
 
 std::optional<std::string> Conv2dTemplate::unsupported(const Workload& w) const {
-  const ConvDims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   if (d.h + 2 * d.pad < d.dilation * (d.r - 1) + 1 || d.w + 2 * d.pad < d.dilation * (d.s - 1) + 1)
     return "the dilated filter (R=" + std::to_string(d.r) + ", S=" + std::to_string(d.s) + ", dilation=" +
            std::to_string(d.dilation) + ") is larger than the padded input; no output";
@@ -128,7 +128,7 @@ ConvTiling Conv2dTemplate::tiling(const search::ConfigSpace& space, const search
 costmodel::KernelProfile Conv2dTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
                                                  const Workload& w) const {
   const ConvTiling t = tiling(space, c, w.dtype);
-  const ConvDims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   const double bytes = dtype_bytes(w.dtype);
   const int64_t grid_m = ceil_div(d.m(), t.bm), grid_n = ceil_div(d.k, t.bn);
   const int64_t slabs = ceil_div(d.kg(), t.bk);
@@ -161,7 +161,7 @@ costmodel::KernelProfile Conv2dTemplate::profile(const search::ConfigSpace& spac
 KernelInstance Conv2dTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                            const Workload& w) const {
   const ConvTiling t = tiling(space, c, w.dtype);
-  const ConvDims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   KernelInstance k;
   k.profile = profile(space, c, w);
   k.source = conv2d_source(t);

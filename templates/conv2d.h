@@ -17,6 +17,19 @@ namespace tuner::templates {
 int64_t conv_output_p(const Workload& w);
 int64_t conv_output_q(const Workload& w);
 
+/// A conv2d workload's dimensions, with its output height P and width Q.
+struct ConvDims {
+  int64_t n, h, w, c, k, r, s, stride, pad, dilation, p, q;
+  int64_t m() const { return n * p * q; }   ///< GEMM-M: output pixels.
+  int64_t kg() const { return r * s * c; }  ///< GEMM-K: taps.
+};
+ConvDims conv_dims(const Workload& w);
+
+/// The instance every conv2d template with conv2d_igemm's arguments starts from: this template's first
+/// reduced config for w, which carries the buffers (X, F, Y), the scalars, the reference, its launch and
+/// the tolerance; a template replaces the kernel, its launch, profile and counts.
+KernelInstance conv2d_contract_instance(const Workload& w);
+
 class Conv2dTemplate final : public KernelTemplate {
  public:
   std::string name() const override { return "conv2d_igemm_simt"; }

@@ -57,9 +57,7 @@ costmodel::KernelProfile Conv2dGemmF32Template::profile(const search::ConfigSpac
 KernelInstance Conv2dGemmF32Template::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                                   const Workload& w) const {
   // The conv's instance (buffers X, F, Y, its scalars, reference and tolerance), with the GEMM's kernel.
-  Conv2dTemplate simt;
-  const auto simt_space = simt.reduced_space(w, DeviceLimits{});
-  KernelInstance k = simt.instantiate(simt_space, simt_space.at(0), w);
+  KernelInstance k = conv2d_contract_instance(w);
   const KernelInstance g = gemm_.instantiate(space, c, as_gemm(w));
   k.profile = g.profile;
   k.source = conv2d_gemm_f32_source(GemmF32Template::tiling(space, c));

@@ -115,10 +115,7 @@ costmodel::KernelProfile Conv2dTcTemplate::profile(const search::ConfigSpace& sp
 
 KernelInstance Conv2dTcTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                              const Workload& w) const {
-  // The SIMT template's instance carries the buffers, scalars, reference and tolerance of the workload.
-  Conv2dTemplate simt;
-  auto simt_space = simt.reduced_space(w, DeviceLimits{});
-  KernelInstance k = simt.instantiate(simt_space, simt_space.at(0), w);
+  KernelInstance k = conv2d_contract_instance(w);
   k.profile = profile(space, c, w);
   k.source = conv2d_tc_source(tiling(space, c, w.dtype));
   k.kernel_name = kConvTcKernelName;

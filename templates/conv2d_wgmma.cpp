@@ -47,16 +47,7 @@ ConvWgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
   return t;
 }
 
-struct Dims {
-  int64_t n, h, w, c, k, r, s, stride, pad, dilation, p, q;
-};
-
-Dims dims_of(const Workload& w) {
-  return {w.dim("N"), w.dim("H"), w.dim("W"), w.dim("C"), w.dim("K"), w.dim("R"), w.dim("S"), w.dim("stride"),
-          w.dim("pad"), w.dim("dilation"), conv_output_p(w), conv_output_q(w)};
-}
-
-std::vector<search::Constraint> constraints(const Dims& d, const DeviceLimits& limits) {
+std::vector<search::Constraint> constraints(const ConvDims& d, const DeviceLimits& limits) {
   return {
       {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
        [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0; }},
@@ -92,7 +83,7 @@ std::string Conv2dWgmmaTemplate::source_text() const { return conv2d_wgmma_templ
 
 std::optional<std::string> Conv2dWgmmaTemplate::unsupported(const Workload& w) const {
   if (auto why = Conv2dTemplate().unsupported(w)) return why;
-  const Dims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   if (d.c % 8 != 0 || d.k % 8 != 0)
     return name() + " needs C and K to be multiples of 8 (TMA strides and 16-byte output vectors), got C=" +
            std::to_string(d.c) + ", K=" + std::to_string(d.k) + "; conv2d_igemm_tc takes any shape";
@@ -110,11 +101,11 @@ std::optional<std::string> Conv2dWgmmaTemplate::unsupported_on(const DeviceLimit
 }
 
 search::ConfigSpace Conv2dWgmmaTemplate::space(const Workload& w, const DeviceLimits& limits) const {
-  return search::ConfigSpace(knobs(false, limits.sm_count), constraints(dims_of(w), limits));
+  return search::ConfigSpace(knobs(false, limits.sm_count), constraints(conv_dims(w), limits));
 }
 
 search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
-  const Dims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   auto cs = constraints(d, limits);
   auto knobs_ = knobs(true, limits.sm_count);
   // Only the values the workload allows (every reduced value is then in some reduced config): filter
@@ -152,7 +143,7 @@ ConvWgmmaTiling Conv2dWgmmaTemplate::tiling(const search::ConfigSpace& space, co
 costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
                                                       const Workload& w) const {
   const ConvWgmmaTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   const int64_t tile_h = t.bm / t.tile_w;
   const int64_t pixel_tiles = d.n * ceil_div(d.p, tile_h) * ceil_div(d.q, t.tile_w);
   const int64_t grid_n = ceil_div(d.k, t.bn);
@@ -201,12 +192,9 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
 
 KernelInstance Conv2dWgmmaTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                                 const Workload& w) const {
-  // The SIMT template's instance carries the buffers, scalars, reference launch and tolerance.
-  Conv2dTemplate simt;
-  auto simt_space = simt.reduced_space(w, DeviceLimits{});
-  KernelInstance k = simt.instantiate(simt_space, simt_space.at(0), w);
+  KernelInstance k = conv2d_contract_instance(w);
   const ConvWgmmaTiling t = tiling(space, c, w.dtype);
-  const Dims d = dims_of(w);
+  const ConvDims d = conv_dims(w);
   k.profile = profile(space, c, w);
   k.source = conv2d_wgmma_source(t);
   k.kernel_name = kConvWgmmaKernelName;

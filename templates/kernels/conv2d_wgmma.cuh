@@ -118,28 +118,14 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
       const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
       const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        const unsigned long long db = smem_desc(b_base + kk * kK16Step, kLbo, kSbo);
-#pragma unroll
-        for (int i = 0; i < kMSub; ++i)
-          wgmma_tile(acc[i], smem_desc(a_base + i * kM64Step + kk * kK16Step, kLbo, kSbo), db);
-      }
-      wgmma_commit();
+      wgmma_k_tile(acc, a_base, kM64Step, kK16Step, kLbo, kSbo, b_base, kK16Step, kLbo, kSbo, 1u);
       wgmma_wait<1>();
-#pragma unroll
-      for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+      fence_accumulators(acc);
       if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
       prev_stage = slot.stage;
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-      for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+    fence_accumulators(acc);
     if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
 
     // Local rows of the tile (all bm of them "inside"): each vector goes to its pixel's output row, or

@@ -62,8 +62,7 @@ constexpr int kAVecs = kBM * (kBK / kVec);     // A slab: kBM rows of kBK floats
 constexpr int kBVecs = kBK * (kBN / kVec);     // B slab: kBK rows of kBN floats
 constexpr int kALoads = (kAVecs + kThreads - 1) / kThreads;  // vectors per thread
 constexpr int kBLoads = (kBVecs + kThreads - 1) / kThreads;
-constexpr bool kAExact = kAVecs % kThreads == 0;  // no per-thread guard needed
-constexpr bool kBExact = kBVecs % kThreads == 0;
+constexpr bool kBExact = kBVecs % kThreads == 0;  // no per-thread guard needed (load_k_major checks its own)
 constexpr int kVM = kTM < 4 ? kTM : 4;          // contiguous rows per run
 constexpr int kVN = kTN < 4 ? kTN : 4;          // contiguous cols per run
 constexpr int kSVM = kAStride % kVM == 0 ? kVM : 1;  // shared read width, As
@@ -139,49 +138,49 @@ __device__ __forceinline__ void store_run(float* p, const float* src) {
   }
 }
 
-// Global -> registers for one A slab (rows row0.., cols k0..k0+kBK), along K. Vector i of this
-// thread is v = tid + i*kThreads, at (f32_a_row, f32_a_k) of the slab. a_vec: K % kVec == 0 and A
-// aligned, so a vector starting in bounds ends in bounds (k0 and the col are multiples of kVec).
-__device__ __forceinline__ void load_a(const float* __restrict__ A, int M, int K, int row0, int k0,
-                                       bool a_vec, float (&r)[kALoads][kVec]) {
+// Global -> registers for one slab of a K-major matrix X (rows x K row-major: A, or B with B_TRANS),
+// rows row0.. and cols k0..k0+kBK, along K. Vector i of this thread is v = tid + i*kThreads (of the
+// slab's kVecs), at (f32_a_row, f32_a_k) of the slab. vec: K % kVec == 0 and X aligned, so a vector
+// starting in bounds ends in bounds (k0 and the col are multiples of kVec).
+template <int kLoads, int kVecs>
+__device__ __forceinline__ void load_k_major(const float* __restrict__ X, int rows, int K, int row0, int k0, bool vec,
+                                             float (&r)[kLoads][kVec]) {
   const F32Layout lay = kernel_layout();
 #pragma unroll
-  for (int i = 0; i < kALoads; ++i) {
+  for (int i = 0; i < kLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (!kAExact && v >= kAVecs) continue;
+    if (kVecs % kThreads != 0 && v >= kVecs) continue;
     const int gr = row0 + f32_a_row(lay, v);
     const int gk = k0 + f32_a_k(lay, v);
-    if (kVec > 1 && a_vec && gr < M && gk + kVec <= K) {
-      load_run<kVec>(A + static_cast<size_t>(gr) * K + gk, r[i]);
+    if (kVec > 1 && vec && gr < rows && gk + kVec <= K) {
+      load_run<kVec>(X + static_cast<size_t>(gr) * K + gk, r[i]);
     } else {
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
-        r[i][e] = (gr < M && gk + e < K) ? A[static_cast<size_t>(gr) * K + gk + e] : 0.0f;
+        r[i][e] = (gr < rows && gk + e < K) ? X[static_cast<size_t>(gr) * K + gk + e] : 0.0f;
     }
   }
 }
 
+// Global -> registers for one A slab (rows row0.., cols k0..k0+kBK), along K.
+__device__ __forceinline__ void load_a(const float* __restrict__ A, int M, int K, int row0, int k0,
+                                       bool a_vec, float (&r)[kALoads][kVec]) {
+  load_k_major<kALoads, kAVecs>(A, M, K, row0, k0, a_vec, r);
+}
+
 // Global -> registers for one B slab (rows k0..k0+kBK, cols col0..), along N. B_TRANS: B is N x K
-// and the slab's kBN rows of kBK are read along K with A's vector map (f32_a_row / f32_a_k).
+// and the slab's kBN rows of kBK are read along K as A's are.
 __device__ __forceinline__ void load_b(const float* __restrict__ B, int N, int K, int col0, int k0,
                                        bool b_vec, float (&r)[kBLoads][kVec]) {
+  if constexpr (B_TRANS) {
+    load_k_major<kBLoads, kBVecs>(B, N, K, col0, k0, b_vec, r);
+    return;
+  }
   const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
-    if constexpr (B_TRANS) {
-      const int gc = col0 + f32_a_row(lay, v);
-      const int gk = k0 + f32_a_k(lay, v);
-      if (kVec > 1 && b_vec && gc < N && gk + kVec <= K) {
-        load_run<kVec>(B + static_cast<size_t>(gc) * K + gk, r[i]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          r[i][e] = (gc < N && gk + e < K) ? B[static_cast<size_t>(gc) * K + gk + e] : 0.0f;
-      }
-      continue;
-    }
     const int gk = k0 + f32_b_k(lay, v);
     const int gc = col0 + f32_b_col(lay, v);
     if (kVec > 1 && b_vec && gk < K && gc + kVec <= N) {
@@ -220,34 +219,38 @@ __device__ __forceinline__ void copy_b_async(const float* __restrict__ B, int N,
   }
 }
 
-// Registers -> shared stage: A transposed into As[k][m].
-__device__ __forceinline__ void store_a(float* __restrict__ as, const float (&ra)[kALoads][kVec]) {
+// Registers -> shared stage: a K-major slab (load_k_major's vectors) transposed into S[k][row], rows of
+// kStride floats.
+template <int kLoads, int kVecs, int kStride>
+__device__ __forceinline__ void store_transposed(float* __restrict__ s, const float (&r)[kLoads][kVec]) {
   const F32Layout lay = kernel_layout();
 #pragma unroll
-  for (int i = 0; i < kALoads; ++i) {
+  for (int i = 0; i < kLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (!kAExact && v >= kAVecs) continue;
+    if (kVecs % kThreads != 0 && v >= kVecs) continue;
     const int m = f32_a_row(lay, v);
     const int k = f32_a_k(lay, v);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) as[(k + e) * kAStride + m] = ra[i][e];
+    for (int e = 0; e < kVec; ++e) s[(k + e) * kStride + m] = r[i][e];
   }
+}
+
+// Registers -> shared stage: A transposed into As[k][m].
+__device__ __forceinline__ void store_a(float* __restrict__ as, const float (&ra)[kALoads][kVec]) {
+  store_transposed<kALoads, kAVecs, kAStride>(as, ra);
 }
 
 // Registers -> shared stage: B as Bs[k][n] (B_TRANS: transposed into it, as A).
 __device__ __forceinline__ void store_b(float* __restrict__ bs, const float (&rb)[kBLoads][kVec]) {
+  if constexpr (B_TRANS) {
+    store_transposed<kBLoads, kBVecs, kBStride>(bs, rb);
+    return;
+  }
   const F32Layout lay = kernel_layout();
 #pragma unroll
   for (int i = 0; i < kBLoads; ++i) {
     const int v = static_cast<int>(threadIdx.x) + i * kThreads;
     if (!kBExact && v >= kBVecs) continue;
-    if constexpr (B_TRANS) {
-      const int n = f32_a_row(lay, v);
-      const int k = f32_a_k(lay, v);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) bs[(k + e) * kBStride + n] = rb[i][e];
-      continue;
-    }
     const int k = f32_b_k(lay, v);
     const int n = f32_b_col(lay, v);
 #pragma unroll

@@ -198,31 +198,17 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
       const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
       const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
-        // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
-        const unsigned long long db = smem_desc(b_base + kk * kBK16Step, kBLbo, kBSbo, kBLayout);
-#pragma unroll
-        for (int i = 0; i < kMSub; ++i)
-          wgmma_tile(acc[i], smem_desc(a_base + i * kAM64Step + kk * kAK16Step, kALbo, kASbo), db);
-      }
-      wgmma_commit();
+      // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
+      // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
+      wgmma_k_tile(acc, a_base, kAM64Step, kAK16Step, kALbo, kASbo, b_base, kBK16Step, kBLbo, kBSbo, kBLayout);
       // Keep this k-tile's wgmmas in flight; once the previous tile's have finished, release its stage.
       wgmma_wait<1>();
-#pragma unroll
-      for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-        for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+      fence_accumulators(acc);
       if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
       prev_stage = slot.stage;
     }
     wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < kMSub; ++i)
-#pragma unroll
-      for (int e = 0; e < kAcc; ++e) fence_operand(acc[i][e]);
+    fence_accumulators(acc);
     // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
     if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
     if (kCluster > 1 && col0 >= N) continue;  // an idle CTA of a partial cluster: nothing to store

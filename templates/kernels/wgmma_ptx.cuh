@@ -79,6 +79,14 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" : : "n"(N) : "memory"); }
 // Keeps the compiler from moving accesses of an accumulator across the asynchronous wgmma.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r) : : "memory"); }
+// fence_operand on every accumulator of a consumer thread's m64 tiles.
+template <int M, int N>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int e = 0; e < N; ++e) fence_operand(acc[i][e]);
+}
 template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" : : "n"(N)); }
 template <int N>

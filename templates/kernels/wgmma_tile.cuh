@@ -1,4 +1,5 @@
 // wgmma_tile.cuh: wgmma_tile(float (&d)[BN/2], a_desc, b_desc): D += A*B for one m64 x BN x k16 step,
+// and wgmma_k_tile: a consumer's whole 64-deep k-tile of them (needs wgmma_ptx.cuh first),
 // A K-major and B N-major (imm-trans-b 1; B_K_MAJOR 1: B K-major like A, imm-trans-b 0), both from
 // shared memory, fp32 accumulators. The operand
 // list depends on BN (32, 64, 128, 192 or 256), so each BN has its own asm statement below; the operand
@@ -51,3 +52,21 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[128], unsigned long long a
 #else
 #error "BN must be 32, 64, 128, 192 or 256"
 #endif
+
+// One 64-deep k-tile of a consumer warpgroup, between wgmma.fence and wgmma.commit_group (the caller
+// waits): 4 k16 steps over its MSub m64 tiles. A is K-major at a_base (m64 tiles a_m64 bytes apart,
+// a_k16 bytes per k16 step, descriptor LBO/SBO a_lbo/a_sbo, 128-byte swizzle); B at b_base with its own
+// k16 step, LBO, SBO and layout type.
+template <int MSub, int Acc>
+__device__ __forceinline__ void wgmma_k_tile(float (&acc)[MSub][Acc], unsigned a_base, unsigned a_m64, unsigned a_k16,
+                                             unsigned a_lbo, unsigned a_sbo, unsigned b_base, unsigned b_k16,
+                                             unsigned b_lbo, unsigned b_sbo, unsigned b_layout) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const unsigned long long db = smem_desc(b_base + kk * b_k16, b_lbo, b_sbo, b_layout);
+#pragma unroll
+    for (int i = 0; i < MSub; ++i) wgmma_tile(acc[i], smem_desc(a_base + i * a_m64 + kk * a_k16, a_lbo, a_sbo), db);
+  }
+  wgmma_commit();
+}
