@@ -815,10 +815,14 @@ Planner::Search Planner::search_space() const {
     }
     s.zeros = {*pin.zero};
   }
-  // Context parallelism only pays for long sequences: searched from long_sequence tokens on, else pinned.
+  // Context parallelism pays for long sequences, searched from long_sequence tokens on; and where the batch is too
+  // small for the cluster (fewer than batch_starved_sequences per tensor-parallel group of the largest tp), since
+  // splitting each sequence is then the way to use the GPUs without a pipeline starved of micro-batches.
   s.cps = {1};
+  const bool starved = static_cast<double>(opts_.global_batch) * max_tp <
+                       static_cast<double>(N) * opts_.batch_starved_sequences;
   if (pin.cp) s.cps = {*pin.cp};
-  else if (model_.seq >= opts_.long_sequence) s.cps = opts_.context_parallel;
+  else if (model_.seq >= opts_.long_sequence || starved) s.cps = opts_.context_parallel;
   return s;
 }
 

@@ -113,6 +113,9 @@ struct PlannerOptions {
   /// Context-parallel degrees tried when the sequence is at least long_sequence tokens (else cp = 1 unless pinned).
   std::vector<int> context_parallel = {1, 2, 4, 8, 16};
   int64_t long_sequence = 32768;          ///< Tokens from which context parallelism is searched.
+  /// ...and at any length when the global batch holds fewer than this many sequences per tensor-parallel group
+  /// (GPUs / the largest tp tried): a pipeline would then have too few micro-batches to hide its bubble.
+  double batch_starved_sequences = 4;
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
   /// Let each pipeline stage run its own tp x dp view of its GPUs when faster (Alpa's per-stage submeshes).
   /// Use false for plans whose every stage runs the configuration's tp and dp (what the engines run).

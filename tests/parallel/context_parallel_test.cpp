@@ -1,6 +1,7 @@
 // Context parallelism: a long sequence split over cp GPUs fits where it did
-// not, pinned cp is honoured and exported, the planner searches cp only for
-// long sequences, degrees multiply to the cluster, and the ring's K/V exchange
+// not, pinned cp is honoured and exported, the planner searches cp for long
+// sequences and for batches too small for the cluster (and not otherwise),
+// degrees multiply to the cluster, and the ring's K/V exchange
 // hidden behind attention still pays overlap_interference.
 #include <gtest/gtest.h>
 
@@ -63,6 +64,25 @@ TEST(ContextParallel, ShortSequencesKeepCpOneAndBadPinsAreRefused) {
   }
   EXPECT_EQ(to_string(parse_pins("tp=2,cp=4")), "tp=2,cp=4");
   EXPECT_THROW(parse_pins("cp=0"), SpecError);
+}
+
+TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
+  // 16 sequences of 8,192 tokens on 128 GPUs: 1 sequence per tensor group of 8, so without splitting sequences
+  // only tp 8 x dp 16 uses every GPU. cp is searched (the sequence is short of long_sequence) and wins.
+  const ModelGraph m =
+      parse_model_spec("llama:layers=8,hidden=4096,heads=32,kv_heads=8,ffn=14336,seq=8192,vocab=128256");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:16");
+  const Plan free = Planner(m, c, options(16, "")).plan();
+  const Plan no_cp = Planner(m, c, options(16, "cp=1")).plan();
+  EXPECT_GT(free.config.cp, 1) << describe(free.config);
+  EXPECT_LT(free.iteration_time_s, no_cp.iteration_time_s * 0.99);
+  EXPECT_EQ(free.config.tp * free.config.cp * free.config.pp * free.config.dp, 128);
+  // The old rule (cp only for long sequences) plans cp 1 here.
+  PlannerOptions old_rule = options(16, "");
+  old_rule.batch_starved_sequences = 0;
+  EXPECT_EQ(Planner(m, c, old_rule).plan().config.cp, 1);
+  // With enough sequences for every tensor group (4 each), cp is not searched.
+  EXPECT_EQ(Planner(m, c, options(64, "")).plan().config.cp, 1);
 }
 
 TEST(ContextParallel, RingExchangeHiddenBehindAttentionPaysTheInterference) {
