@@ -818,11 +818,19 @@ Planner::Search Planner::search_space() const {
   // Context parallelism pays for long sequences, searched from long_sequence tokens on; and where the batch is too
   // small for the cluster (fewer than batch_starved_sequences per tensor-parallel group of the largest tp), since
   // splitting each sequence is then the way to use the GPUs without a pipeline starved of micro-batches.
+  // There only degrees up to the shortfall (rounded up to a power of two) that leave each GPU at least
+  // starved_cp_min_tokens of the sequence.
   s.cps = {1};
-  const bool starved = static_cast<double>(opts_.global_batch) * max_tp <
-                       static_cast<double>(N) * opts_.batch_starved_sequences;
-  if (pin.cp) s.cps = {*pin.cp};
-  else if (model_.seq >= opts_.long_sequence || starved) s.cps = opts_.context_parallel;
+  const double shortfall = static_cast<double>(N) * opts_.batch_starved_sequences /
+                           (static_cast<double>(opts_.global_batch) * max_tp);
+  if (pin.cp) {
+    s.cps = {*pin.cp};
+  } else if (model_.seq >= opts_.long_sequence) {
+    s.cps = opts_.context_parallel;
+  } else if (shortfall > 1) {
+    for (int c : opts_.context_parallel)
+      if (c > 1 && c < 2 * shortfall && model_.seq / c >= opts_.starved_cp_min_tokens) s.cps.push_back(c);
+  }
   return s;
 }
 

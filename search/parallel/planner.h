@@ -116,6 +116,8 @@ struct PlannerOptions {
   /// ...and at any length when the global batch holds fewer than this many sequences per tensor-parallel group
   /// (GPUs / the largest tp tried): a pipeline would then have too few micro-batches to hide its bubble.
   double batch_starved_sequences = 4;
+  /// There, degrees up to twice the shortfall that leave each GPU at least this many tokens of a sequence.
+  int64_t starved_cp_min_tokens = 1024;
   int max_tp = 0;                         ///< Largest tensor-parallel degree tried (0: GPUs per node).
   /// Let each pipeline stage run its own tp x dp view of its GPUs when faster (Alpa's per-stage submeshes).
   /// Use false for plans whose every stage runs the configuration's tp and dp (what the engines run).

@@ -83,6 +83,13 @@ TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   EXPECT_EQ(Planner(m, c, old_rule).plan().config.cp, 1);
   // With enough sequences for every tensor group (4 each), cp is not searched.
   EXPECT_EQ(Planner(m, c, options(64, "")).plan().config.cp, 1);
+  // Nor where a split would leave a GPU fewer than starved_cp_min_tokens (1,024) of a sequence: here only cp 2 is
+  // offered, and at a limit of 4,096 tokens none.
+  PlannerOptions few_tokens = options(16, "");
+  few_tokens.starved_cp_min_tokens = 4096;
+  EXPECT_EQ(Planner(m, c, few_tokens).plan().config.cp, 2);
+  few_tokens.starved_cp_min_tokens = 8192;
+  EXPECT_EQ(Planner(m, c, few_tokens).plan().config.cp, 1);
 }
 
 TEST(ContextParallel, RingExchangeHiddenBehindAttentionPaysTheInterference) {
