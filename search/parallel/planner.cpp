@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -497,8 +498,12 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const double min_expert = static_cast<double>(model_expert_params_) / (static_cast<double>(split) * c.ep);
   const double min_params = least_params_per_device(static_cast<double>(model_params_),
                                                     static_cast<double>(model_expert_params_), split, c.ep);
-  if (e.states(e.shape, min_params, min_expert).total() > e.usable)
-    return reject("model states alone need more than the " + std::to_string(e.usable / 1e9) + " GB per GPU");
+  if (const double need = e.states(e.shape, min_params, min_expert).total(); need > e.usable) {
+    char text[160];
+    std::snprintf(text, sizeof text, "model states alone need %.1f GB per GPU (weights, gradients and optimizer "
+                  "states under ZeRO-%d), more than the %.1f GB usable", need / 1e9, c.zero, e.usable / 1e9);
+    return reject(text);
+  }
 
   // Layer plans: the fastest shardings first; if no partition fits, memory levels per stage.
   std::vector<LayerTable> tables(1);
@@ -878,7 +883,9 @@ Plan Planner::plan() {
   std::vector<std::pair<double, ParallelConfig>> ranked;  // uniform 1F1B/GPipe plans, for the submesh search
   std::vector<std::pair<double, ParallelConfig>> unbalanced;  // 1F1B/GPipe plans whose stage times differ
   std::vector<ParallelConfig> too_big;  // 1F1B/GPipe configurations no uniform partition fits: a shape per stage may
-  std::string last_reason = "no configuration was tried";
+  // Why nothing fits, for the error: a configuration that was valid but did not fit (memory) says more than one the
+  // structural checks refused (e.g. interleaved with pp 1), so the last of those is reported only when no other.
+  std::string fit_reason, structural_reason = "no configuration was tried";
   int64_t tried = 0;
   auto consider = [&](std::optional<Plan> cand) {
     if (!cand) return;
@@ -899,7 +906,11 @@ Plan Planner::plan() {
     const bool interleaved = c.schedule != Schedule::k1F1B && c.schedule != Schedule::kGpipe;
     std::string why;
     consider(evaluate_impl(c, interleaved, best ? best->iteration_time_s : kInf, &why));
-    if (!why.empty() && why != "cannot beat the best plan found") last_reason = describe(c) + ": " + why;
+    if (!why.empty() && why != "cannot beat the best plan found") {
+      ParallelConfig probe = c;
+      bool probe_uniform = interleaved;
+      (check_config(probe, probe_uniform).empty() ? fit_reason : structural_reason) = describe(c) + ": " + why;
+    }
     if (!interleaved && why.rfind("no stage partition fits", 0) == 0) too_big.push_back(c);
     // Hand-written configurations split layers evenly: try that too, so the plan is never worse.
     if (!interleaved) {
@@ -946,6 +957,7 @@ Plan Planner::plan() {
     refine_unequal(best, too_big, opts_.submesh_candidates / 2);
   }
   if (!best) {
+    const std::string& last_reason = fit_reason.empty() ? structural_reason : fit_reason;
     if (!pin.empty())
       throw SpecError("no configuration with --fix " + to_string(pin) + " is feasible on " + cluster_.name + " (" +
                       last_reason + ")");
