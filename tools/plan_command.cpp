@@ -121,6 +121,7 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
   std::cout << "searched " << plan.configs_evaluated << " configurations, " << plan.ilp_solves
             << " sharding ILPs (CBC" << (plan.ilp_optimal ? ", all proven optimal" : "") << "), in "
             << fixed(plan.planning_s, 2) << " s\n";
+  for (const auto& n : plan.notes) std::cout << "note: " << n << "\n";
 }
 
 }  // namespace

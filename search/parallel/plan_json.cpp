@@ -117,6 +117,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
                        {"tuned", plan.tuned_estimates},
                        {"analytic", plan.kernel_estimates - plan.tuned_estimates}};
   j["ilp_optimal"] = plan.ilp_optimal;
+  j["notes"] = plan.notes;
   j["search"] = {{"configs_evaluated", plan.configs_evaluated},
                  {"ilp_solves", plan.ilp_solves},
                  {"submesh_dp_cells", plan.submesh_dp_cells},

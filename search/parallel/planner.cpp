@@ -782,6 +782,11 @@ struct Planner::Search {
   std::vector<Recompute> recomputes;
 };
 
+double Planner::sequences_per_tensor_group() const {
+  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
+  return static_cast<double>(opts_.global_batch) * max_tp / cluster_.total_gpus();
+}
+
 Planner::Search Planner::search_space() const {
   const int N = cluster_.total_gpus();
   const PlanPins& pin = opts_.pins;
@@ -826,8 +831,7 @@ Planner::Search Planner::search_space() const {
   // There only degrees up to the shortfall (rounded up to a power of two) that leave each GPU at least
   // starved_cp_min_tokens of the sequence.
   s.cps = {1};
-  const double shortfall = static_cast<double>(N) * opts_.batch_starved_sequences /
-                           (static_cast<double>(opts_.global_batch) * max_tp);
+  const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
   if (pin.cp) {
     s.cps = {*pin.cp};
   } else if (model_.seq >= opts_.long_sequence) {
@@ -963,6 +967,17 @@ Plan Planner::plan() {
                       last_reason + ")");
     throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
                     cluster_.name + " (" + last_reason + ")");
+  }
+  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
+  if (const double per_group = sequences_per_tensor_group(); per_group < opts_.batch_starved_sequences) {
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "the global batch of %lld sequences gives %.3g per tensor-parallel group of %d GPUs on %d GPUs "
+                  "(fewer than %.0f): the plan splits sequences (cp) or runs pipelines with few micro-batches; "
+                  "a global batch of %lld or more would keep the GPUs busier",
+                  static_cast<long long>(opts_.global_batch), per_group, max_tp, N, opts_.batch_starved_sequences,
+                  static_cast<long long>(std::ceil(opts_.batch_starved_sequences * N / max_tp)));
+    best->notes.push_back(text);
   }
   best->configs_evaluated = tried;
   best->ilp_solves = ilp_solves_;

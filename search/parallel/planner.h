@@ -192,6 +192,8 @@ struct Plan {
   int64_t ilp_solves = 0;
   int64_t submesh_dp_cells = 0;           ///< Work of the per-stage DPs (submesh.h), over the whole search.
   double planning_s = 0;
+  /// What the user may want to change about the inputs (e.g. a global batch too small for the cluster).
+  std::vector<std::string> notes;
 };
 
 class Planner {
@@ -256,6 +258,8 @@ class Planner {
   void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
                      const std::vector<double>& stage_opt) const;
   Search search_space() const;
+  /// Sequences of the global batch per tensor-parallel group of the largest tp tried (GPUs / max tp).
+  double sequences_per_tensor_group() const;
   /// Throws SpecError when a pinned ep cannot run: no experts, or it does not divide them or dp x cp.
   void check_ep_pin() const;
   /// Re-solves up to `limit` distinct candidates with a shape per stage; keeps a faster plan in best.

@@ -75,14 +75,21 @@ TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   const Plan free = Planner(m, c, options(16, "")).plan();
   const Plan no_cp = Planner(m, c, options(16, "cp=1")).plan();
   EXPECT_GT(free.config.cp, 1) << describe(free.config);
+  // The plan says so, and names the batch that would give every tensor group 4 sequences.
+  ASSERT_EQ(free.notes.size(), 1u);
+  EXPECT_NE(free.notes[0].find("gives 1 per tensor-parallel group of 8 GPUs on 128 GPUs"), std::string::npos)
+      << free.notes[0];
+  EXPECT_NE(free.notes[0].find("a global batch of 64 or more"), std::string::npos) << free.notes[0];
   EXPECT_LT(free.iteration_time_s, no_cp.iteration_time_s * 0.99);
   EXPECT_EQ(free.config.tp * free.config.cp * free.config.pp * free.config.dp, 128);
   // The old rule (cp only for long sequences) plans cp 1 here.
   PlannerOptions old_rule = options(16, "");
   old_rule.batch_starved_sequences = 0;
   EXPECT_EQ(Planner(m, c, old_rule).plan().config.cp, 1);
-  // With enough sequences for every tensor group (4 each), cp is not searched.
-  EXPECT_EQ(Planner(m, c, options(64, "")).plan().config.cp, 1);
+  // With enough sequences for every tensor group (4 each), cp is not searched, and there is no note.
+  const Plan enough = Planner(m, c, options(64, "")).plan();
+  EXPECT_EQ(enough.config.cp, 1);
+  EXPECT_TRUE(enough.notes.empty());
   // Nor where a split would leave a GPU fewer than starved_cp_min_tokens (1,024) of a sequence: here only cp 2 is
   // offered, and at a limit of 4,096 tokens none.
   PlannerOptions few_tokens = options(16, "");
