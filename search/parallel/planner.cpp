@@ -782,15 +782,16 @@ struct Planner::Search {
   std::vector<Recompute> recomputes;
 };
 
+int Planner::max_tensor_parallel() const { return opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node; }
+
 double Planner::sequences_per_tensor_group() const {
-  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
-  return static_cast<double>(opts_.global_batch) * max_tp / cluster_.total_gpus();
+  return static_cast<double>(opts_.global_batch) * max_tensor_parallel() / cluster_.total_gpus();
 }
 
 Planner::Search Planner::search_space() const {
   const int N = cluster_.total_gpus();
   const PlanPins& pin = opts_.pins;
-  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
+  const int max_tp = max_tensor_parallel();
   Search s;
   for (int d : divisors(N))
     if (pin.tp ? d == *pin.tp : d <= max_tp) s.tps.push_back(d);
@@ -828,8 +829,8 @@ Planner::Search Planner::search_space() const {
   // Context parallelism pays for long sequences, searched from long_sequence tokens on; and where the batch is too
   // small for the cluster (fewer than batch_starved_sequences per tensor-parallel group of the largest tp), since
   // splitting each sequence is then the way to use the GPUs without a pipeline starved of micro-batches.
-  // There only degrees up to the shortfall (rounded up to a power of two) that leave each GPU at least
-  // starved_cp_min_tokens of the sequence.
+  // There only degrees below twice the shortfall (the factor by which the batch falls short) that leave each GPU
+  // at least starved_cp_min_tokens of the sequence.
   s.cps = {1};
   const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
   if (pin.cp) {
@@ -968,7 +969,7 @@ Plan Planner::plan() {
     throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
                     cluster_.name + " (" + last_reason + ")");
   }
-  const int max_tp = opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node;
+  const int max_tp = max_tensor_parallel();
   if (const double per_group = sequences_per_tensor_group(); per_group < opts_.batch_starved_sequences) {
     char text[320];
     std::snprintf(text, sizeof text,

@@ -258,6 +258,8 @@ class Planner {
   void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
                      const std::vector<double>& stage_opt) const;
   Search search_space() const;
+  /// The largest tensor-parallel degree tried: PlannerOptions::max_tp, else the GPUs of a node.
+  int max_tensor_parallel() const;
   /// Sequences of the global batch per tensor-parallel group of the largest tp tried (GPUs / max tp).
   double sequences_per_tensor_group() const;
   /// Throws SpecError when a pinned ep cannot run: no experts, or it does not divide them or dp x cp.
