@@ -1,5 +1,6 @@
 #include "search/parallel/plan_export.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,24 @@ std::string number(double v) {
 
 int transformer_blocks(const ModelGraph& m) {
   return m.transformer_layers > 0 ? m.transformer_layers : static_cast<int>(m.layers.size());
+}
+
+/// Transformer blocks each pipeline stage of a (non-interleaved) plan holds.
+std::vector<int> blocks_per_stage(const Plan& plan, const ModelGraph& m) {
+  std::vector<int> out;
+  for (const StagePlan& st : plan.stages) {
+    int n = 0;
+    for (int i = st.first_layer; i < st.end_layer && i < static_cast<int>(m.layers.size()); ++i)
+      n += m.layers[i].kind == LayerKind::kTransformer ? 1 : 0;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
 }
 
 }  // namespace
@@ -125,6 +144,28 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   arg("--pipeline-model-parallel-size", std::to_string(c.pp));
   if (c.schedule == Schedule::kInterleaved && c.virtual_stages > 1)
     arg("--num-layers-per-virtual-pipeline-stage", std::to_string(transformer_blocks(model) / (c.pp * c.virtual_stages)));
+  // The stage partition: Megatron splits the blocks evenly, except that the first and the last stage may hold
+  // their own counts (--decoder-first/last-pipeline-num-layers; the middle stages then split the rest evenly).
+  if (c.pp > 1 && c.virtual_stages <= 1 && model.transformer_layers > 0 &&
+      static_cast<int>(plan.stages.size()) == c.pp) {
+    const std::vector<int> blocks = blocks_per_stage(plan, model);
+    const bool even = std::all_of(blocks.begin(), blocks.end(), [&](int b) { return b == blocks[0]; });
+    const bool middle_even = std::all_of(blocks.begin() + 1, blocks.end() - 1, [&](int b) { return b == blocks[1]; });
+    if (!even && c.pp == 2) {
+      arg("--decoder-first-pipeline-num-layers", std::to_string(blocks[0]));
+    } else if (!even && middle_even) {
+      if (blocks.front() != blocks[1]) arg("--decoder-first-pipeline-num-layers", std::to_string(blocks.front()));
+      if (blocks.back() != blocks[1]) arg("--decoder-last-pipeline-num-layers", std::to_string(blocks.back()));
+    } else if (!even) {
+      const bool divides = model.transformer_layers % c.pp == 0;
+      warn(warnings, "Megatron-LM gives every pipeline stage but the first and the last the same number of layers; "
+                     "this plan's stages hold " + join_ints(blocks) + " blocks: " +
+                     (divides ? "Megatron will split them evenly (" + std::to_string(model.transformer_layers / c.pp) +
+                                    " per stage), which the plan did not predict"
+                              : "Megatron will refuse " + std::to_string(model.transformer_layers) +
+                                    " layers over pp=" + std::to_string(c.pp)));
+    }
+  }
   if (c.schedule == Schedule::kGpipe) warn(warnings, "Megatron-LM runs 1F1B, not GPipe: the schedule is its own");
   if (plan.sequence_parallel) arg("--sequence-parallel");
   arg("--context-parallel-size", std::to_string(c.cp));
@@ -247,6 +288,12 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     out += "pipeline_parallel_microbatch_size = " + std::to_string(c.micro_batch) + "\n";
     const int v = c.schedule == Schedule::kInterleaved ? c.virtual_stages : 1;
     out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
+    if (v == 1 && model.transformer_layers > 0 && static_cast<int>(plan.stages.size()) == c.pp) {
+      const std::vector<int> blocks = blocks_per_stage(plan, model);
+      if (std::any_of(blocks.begin(), blocks.end(), [&](int b) { return b != blocks[0]; }))
+        warn(warnings, "torchtitan splits the layers by its own rule (pipeline_parallel_layers_per_stage); this plan's "
+                       "stages hold " + join_ints(blocks) + " blocks, and its predicted time is for that split");
+    }
   }
   out += "context_parallel_degree = " + std::to_string(c.cp) + "\n";
   if (c.ep > 1) {

@@ -151,6 +151,7 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
   static const std::map<std::string, std::vector<std::string>> a = {
       {"--tensor-model-parallel-size", {"<int>"}}, {"--pipeline-model-parallel-size", {"<int>"}},
       {"--num-layers-per-virtual-pipeline-stage", {"<int>"}}, {"--sequence-parallel", {}},
+      {"--decoder-first-pipeline-num-layers", {"<int>"}}, {"--decoder-last-pipeline-num-layers", {"<int>"}},
       {"--context-parallel-size", {"<int>"}}, {"--expert-model-parallel-size", {"<int>"}},
       {"--expert-tensor-parallel-size", {"<int>"}}, {"--micro-batch-size", {"<int>"}},
       {"--global-batch-size", {"<int>"}}, {"--use-distributed-optimizer", {}}, {"--overlap-param-gather", {}},
@@ -240,6 +241,91 @@ TEST(PlanExport, MegatronArgumentsAreMegatronsAndNameEveryPresetsModel) {
     }
     EXPECT_FALSE(a.count("--use-distributed-optimizer") && plan.config.zero != 1);
   }
+}
+
+/// Transformer blocks per pipeline stage of a plan (the oracle for the export's partition).
+std::vector<int> plan_blocks(const Plan& plan, const ModelGraph& m) {
+  std::vector<int> out;
+  for (const StagePlan& st : plan.stages) {
+    int n = 0;
+    for (int i = st.first_layer; i < st.end_layer; ++i) n += m.layers[i].kind == LayerKind::kTransformer ? 1 : 0;
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// Megatron-LM's split of --num-layers over --pipeline-model-parallel-size (core_r0.12, transformer_layer.py's
+/// get_num_layers_to_build): the first and last stage take --decoder-first/last-pipeline-num-layers when given,
+/// the other stages the rest evenly (which must divide).
+std::vector<int> megatron_split(std::map<std::string, std::string> a) {
+  const int layers = std::stoi(a["--num-layers"]), pp = std::stoi(a["--pipeline-model-parallel-size"]);
+  const bool first = a.count("--decoder-first-pipeline-num-layers"), last = a.count("--decoder-last-pipeline-num-layers");
+  const int f = first ? std::stoi(a["--decoder-first-pipeline-num-layers"]) : 0;
+  const int l = last ? std::stoi(a["--decoder-last-pipeline-num-layers"]) : 0;
+  const int middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0), rest = layers - f - l;
+  EXPECT_GT(middle_stages, 0);
+  EXPECT_EQ(rest % middle_stages, 0) << "Megatron refuses " << rest << " layers over " << middle_stages << " stages";
+  std::vector<int> out(pp, rest / middle_stages);
+  if (first) out.front() = f;
+  if (last) out.back() = l;
+  return out;
+}
+
+TEST(PlanExport, MegatronRunsThePlansStagePartition) {
+  // The stage DP gives the first and last stages (embedding, LM head) fewer blocks: Llama 3 8B over pp 2 as 17 + 15,
+  // Llama 3 70B over pp 4 as 19, 21, 21, 19. Megatron splits evenly unless told otherwise; the export tells it.
+  struct Case {
+    const char* model;
+    const char* cluster;
+    const char* pins;
+  } cases[] = {{"llama3-8b", "dgx-h100:2", "tp=8,pp=2,schedule=1f1b"},
+               {"llama3-70b", "dgx-h100:16", "tp=4,pp=4,schedule=1f1b"},
+               {"gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000", "dgx-h100:2", "tp=2,pp=4,schedule=1f1b"}};
+  int uneven = 0;
+  for (const Case& k : cases) {
+    const ModelGraph m = parse_model_spec(k.model);
+    PlannerOptions o;
+    o.global_batch = 512;
+    o.engine = Engine::kMegatron;
+    o.pins = parse_pins(k.pins);
+    const Plan plan = Planner(m, parse_cluster_spec(k.cluster), o).plan();
+    std::vector<std::string> warnings;
+    const std::string text = export_megatron(plan, m, 512, &warnings);
+    SCOPED_TRACE(std::string(k.model) + " " + k.pins + ":\n" + text);
+    expect_megatron_accepts(text);
+    const std::vector<int> blocks = plan_blocks(plan, m);
+    EXPECT_EQ(megatron_split(parse_args(text)), blocks);
+    uneven += std::any_of(blocks.begin(), blocks.end(), [&](int b) { return b != blocks[0]; }) ? 1 : 0;
+    for (const auto& w : warnings) EXPECT_EQ(w.find("same number of layers"), std::string::npos) << w;
+  }
+  EXPECT_GE(uneven, 2);  // the case this guards is real, not only the even split
+
+  // A partition Megatron cannot express (the middle stages differ): no partition flags, and a warning that says what
+  // Megatron will do instead.
+  const ModelGraph m = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kMegatron;
+  o.pins = parse_pins("tp=2,pp=4,schedule=1f1b");
+  Plan plan = Planner(m, parse_cluster_spec("dgx-h100:2"), o).plan();
+  // Chain: embedding, 8 blocks, head (10 layers); stages hold 1, 3, 1, 3 blocks.
+  const int bounds[5] = {0, 2, 5, 6, 10};
+  for (int s = 0; s < 4; ++s) plan.stages[s].first_layer = bounds[s], plan.stages[s].end_layer = bounds[s + 1];
+  ASSERT_EQ(plan_blocks(plan, m), (std::vector<int>{1, 3, 1, 3}));
+  std::vector<std::string> warnings;
+  auto a = parse_args(export_megatron(plan, m, 64, &warnings));
+  EXPECT_FALSE(a.count("--decoder-first-pipeline-num-layers"));
+  EXPECT_FALSE(a.count("--decoder-last-pipeline-num-layers"));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("hold 1, 3, 1, 3 blocks: Megatron will split them evenly (2 per stage)"), std::string::npos)
+      << warnings[0];
+  // torchtitan splits by its own rule too, and says so.
+  warnings.clear();
+  export_torchtitan(plan, m, 64, &warnings);
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("torchtitan splits the layers by its own rule") != std::string::npos &&
+           w.find("hold 1, 3, 1, 3 blocks") != std::string::npos;
+  }));
 }
 
 TEST(PlanExport, MegatronMemoryUsesItsFp32MainGradients) {
