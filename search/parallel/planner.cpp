@@ -304,6 +304,13 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
   if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only";
+  // What the export's engine cannot run is not planned for it (the export could only warn that it is not expressed).
+  if (opts_.engine == Engine::kDeepSpeed && c.cp > 1)
+    return "DeepSpeed has no context parallelism (its Ulysses sequence parallelism is another scheme); allowed: cp=1";
+  if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.schedule != Schedule::k1F1B)
+    return "DeepSpeed's pipeline engine runs 1F1B only; allowed: schedule=1f1b";
+  if (opts_.engine == Engine::kMegatron && c.pp > 1 && c.schedule == Schedule::kGpipe)
+    return "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe; allowed: schedule=1f1b, interleaved";
   return "";
 }
 
@@ -812,7 +819,8 @@ Planner::Search Planner::search_space() const {
     s.schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
   } else {
     s.schedules.push_back({Schedule::k1F1B, 1});
-    for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
+    if (opts_.engine != Engine::kDeepSpeed)  // DeepSpeed's pipeline engine runs 1F1B only
+      for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
   }
   s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   if (pin.recompute) s.recomputes = {*pin.recompute};
@@ -826,6 +834,13 @@ Planner::Search Planner::search_space() const {
     }
     s.zeros = {*pin.zero};
   }
+  // Pins the export's engine cannot run (check_config refuses them too; here the error names the pin).
+  if (opts_.engine == Engine::kDeepSpeed && pin.cp && *pin.cp > 1)
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on deepspeed (no context parallelism); allowed: 1");
+  if (opts_.engine == Engine::kDeepSpeed && pin.schedule && *pin.schedule != Schedule::k1F1B)
+    throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on deepspeed; allowed: 1f1b");
+  if (opts_.engine == Engine::kMegatron && pin.schedule && *pin.schedule == Schedule::kGpipe)
+    throw SpecError("--fix schedule=gpipe cannot run on megatron; allowed: 1f1b, interleaved");
   // Context parallelism pays for long sequences, searched from long_sequence tokens on; and where the batch is too
   // small for the cluster (fewer than batch_starved_sequences per tensor-parallel group of the largest tp), since
   // splitting each sequence is then the way to use the GPUs without a pipeline starved of micro-batches.
@@ -835,6 +850,8 @@ Planner::Search Planner::search_space() const {
   const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
   if (pin.cp) {
     s.cps = {*pin.cp};
+  } else if (opts_.engine == Engine::kDeepSpeed) {
+    // DeepSpeed has no context parallelism: cp stays 1.
   } else if (model_.seq >= opts_.long_sequence) {
     s.cps = opts_.context_parallel;
   } else if (shortfall > 1) {

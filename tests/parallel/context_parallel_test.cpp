@@ -82,6 +82,15 @@ TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   EXPECT_NE(free.notes[0].find("a global batch of 64 or more"), std::string::npos) << free.notes[0];
   EXPECT_LT(free.iteration_time_s, no_cp.iteration_time_s * 0.99);
   EXPECT_EQ(free.config.tp * free.config.cp * free.config.pp * free.config.dp, 128);
+  // For DeepSpeed, which has no context parallelism (and runs 1F1B only), the search keeps cp 1; Megatron-LM has it.
+  PlannerOptions deepspeed = options(16, "");
+  deepspeed.engine = Engine::kDeepSpeed;
+  const Plan ds = Planner(m, c, deepspeed).plan();
+  EXPECT_EQ(ds.config.cp, 1);
+  EXPECT_TRUE(ds.config.pp == 1 || ds.config.schedule == Schedule::k1F1B) << describe(ds.config);
+  PlannerOptions megatron = options(16, "");
+  megatron.engine = Engine::kMegatron;
+  EXPECT_GT(Planner(m, c, megatron).plan().config.cp, 1);
   // The old rule (cp only for long sequences) plans cp 1 here.
   PlannerOptions old_rule = options(16, "");
   old_rule.batch_starved_sequences = 0;
