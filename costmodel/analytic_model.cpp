@@ -11,11 +11,9 @@ namespace tuner::costmodel {
 namespace {
 
 constexpr int kRegisterAllocationUnit = 256;   // registers per warp are allocated in units of 256
-constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
 constexpr double kGlobalLatencyCycles = 600;   // DRAM/L2 load latency a single-buffered slab exposes
 constexpr double kBarrierCycles = 150;         // a __syncthreads drains the block's pipelines once per iteration
 constexpr double kSpillTouchedPerStep = 0.5;   // share of spilled words loaded or stored per inner step
-constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost
 constexpr double kOverheadInstrPerStep = 2;    // address arithmetic and loop control per inner step
 constexpr double kWarpsToHideFmaLatency = 32;  // resident warps x ILP needed per SM to keep lanes busy
 constexpr double kFmaPerMmaThread = 64;        // FMAs per thread of one mma.sync.m16n8k16 (16*8*16 / 32)

@@ -22,6 +22,11 @@
 
 namespace tuner::costmodel {
 
+/// Fixed launch + tail cost every path of the model adds to a kernel's time.
+inline constexpr double kLaunchOverheadMs = 0.003;
+/// Shared memory the driver reserves per block (sm_80+), on top of the kernel's own.
+inline constexpr int kReservedSharedPerBlock = 1024;
+
 struct Occupancy {
   int blocks_per_sm = 0;      ///< Resident blocks per SM (0: the block cannot launch).
   int warps_per_block = 0;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tuner::costmodel {
@@ -25,6 +26,12 @@ struct FeatureMatrix {
     ++rows;
   }
 };
+
+/// The error convention of the models' bool methods: sets *error (when given) and returns false.
+inline bool fail_with(std::string* error, std::string message) {
+  if (error) *error = std::move(message);
+  return false;
+}
 
 class CostModel {
  public:

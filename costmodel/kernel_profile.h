@@ -81,6 +81,9 @@ struct KernelProfile {
   GemmTileProfile gemm;            ///< Set by producer-ring GEMM templates (gemm_tc_wgmma) only.
 };
 
+/// a / b rounded up, for positive b: blocks of a grid, waves of blocks, chunks of a row.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /// Resources the compiler chose, read from the cubin.
 struct KernelResources {
   int registers = 0;            ///< Registers per thread.

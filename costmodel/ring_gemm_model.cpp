@@ -8,13 +8,10 @@ namespace tuner::costmodel {
 
 namespace {
 
-constexpr double kLaunchOverheadMs = 0.003;  // fixed launch + tail cost (as the main model)
 constexpr double kSectorBytes = 32;          // an L2 sector
 constexpr int kPairThreadsPerRow = 4;        // an m64 wgmma accumulator row is spread over 4 threads,
 constexpr int kOutputsPerThreadStore = 2;    // each storing a pair of adjacent outputs
 constexpr int64_t kMaxSimulatedWaves = 4096; // the DRAM estimate walks at most this many waves, then scales
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// max(a, b) smoothed: (a^q + b^q)^(1/q), a queue's time between its bounds.
 double blend(double a, double b, double q) {

@@ -7,14 +7,10 @@ namespace tuner::costmodel {
 
 namespace {
 
-constexpr int kReservedSharedPerBlock = 1024;  // the driver reserves 1 KB of shared memory per block (sm_80+)
-constexpr double kLaunchOverheadMs = 0.003;    // fixed launch + tail cost (as the main model)
 constexpr double kDependentOpCycles = 4;       // a dependent FP32 add/max (the per-element chain of a stat pass)
 constexpr double kMomentMergeCycles = 40;      // one pairwise (count, mean, M2) merge: a division and five dependent FP32 ops
 constexpr double kL1WavefrontBytes = 128;      // an SM's L1 serves one 128-byte wavefront of a warp's access per cycle
 constexpr int kShuffleSteps = 5;               // log2(32) butterfly steps of a warp reduction
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

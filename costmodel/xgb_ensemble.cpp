@@ -14,11 +14,6 @@ namespace {
 
 constexpr const char* kMagic = "tuner-xgb-ensemble 1\n";
 
-bool fail(std::string* error, std::string message) {
-  if (error) *error = std::move(message);
-  return false;
-}
-
 // Resample counts: n draws with replacement among the rows of positive weight.
 std::vector<float> bootstrap_counts(const std::vector<float>& weights, size_t n, uint64_t seed) {
   std::vector<size_t> live;
@@ -56,7 +51,7 @@ bool XgbEnsemble::fit(const FeatureMatrix& x, const std::vector<float>& targets,
     }
     std::string member_error;
     if (!member.model.fit(x, targets, w, &member_error) && !member.model.fit(x, targets, weights, &member_error))
-      return fail(error, "XgbEnsemble::fit: member " + std::to_string(m) + ": " + member_error);
+      return fail_with(error, "XgbEnsemble::fit: member " + std::to_string(m) + ": " + member_error);
     // Standardise by the member's own scores on the training rows.
     const std::vector<float> s = member.model.predict(x);
     double sum = 0, sq = 0;
@@ -140,15 +135,15 @@ bool XgbEnsemble::load(const std::string& bytes, std::string* error) {
       return true;
     };
     std::string l;
-    if (!line(&l)) return fail(error, "XgbEnsemble::load: truncated header");
+    if (!line(&l)) return fail_with(error, "XgbEnsemble::load: truncated header");
     const long count = std::strtol(l.c_str(), nullptr, 10);
-    if (count < 1 || count > 1024) return fail(error, "XgbEnsemble::load: bad member count '" + l + "'");
+    if (count < 1 || count > 1024) return fail_with(error, "XgbEnsemble::load: bad member count '" + l + "'");
     for (long i = 0; i < count; ++i) {
       Member m{XgbModel(params_.member), 0, 1};
       size_t size = 0;
       if (!line(&l) || std::sscanf(l.c_str(), "%lf %lf %zu", &m.mean, &m.sd, &size) != 3 || !(m.sd > 0) ||
           size > bytes.size() - pos)
-        return fail(error, "XgbEnsemble::load: bad or truncated member " + std::to_string(i));
+        return fail_with(error, "XgbEnsemble::load: bad or truncated member " + std::to_string(i));
       if (!m.model.load(bytes.substr(pos, size), error)) return false;
       pos += size;
       loaded.push_back(std::move(m));

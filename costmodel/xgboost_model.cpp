@@ -40,11 +40,6 @@ void check(int rc, const char* call) {
   if (rc != 0) throw XgbError(std::string(call) + ": " + last_error());
 }
 
-bool fail(std::string* error, std::string message) {
-  if (error) *error = std::move(message);
-  return false;
-}
-
 struct DMatrixFree {
   void operator()(DMatrixHandle h) const { XGDMatrixFree(h); }
 };
@@ -217,7 +212,7 @@ bool XgbModel::fitted() const { return booster_ != nullptr; }
 bool XgbModel::fit(const FeatureMatrix& x, const std::vector<float>& targets, const std::vector<float>& weights,
                    std::string* error) {
   if (std::string problem = fit_input_problem(params_, x, targets, weights); !problem.empty())
-    return fail(error, "XgbModel::fit: " + problem);
+    return fail_with(error, "XgbModel::fit: " + problem);
 
   // Rows of weight 0 are dropped; the rest are copied into a compact matrix.
   std::vector<size_t> rows;
@@ -225,7 +220,7 @@ bool XgbModel::fit(const FeatureMatrix& x, const std::vector<float>& targets, co
     if (weights.empty() || weights[i] > 0) rows.push_back(i);
   const size_t n = rows.size();
   if (n < 2)
-    return fail(error, "XgbModel::fit: needs at least 2 rows of positive weight, got " + std::to_string(n));
+    return fail_with(error, "XgbModel::fit: needs at least 2 rows of positive weight, got " + std::to_string(n));
   const size_t cols = x.cols;
   std::vector<float> values(n * cols), labels(n), row_weights;
   for (size_t r = 0; r < n; ++r) {
@@ -246,7 +241,7 @@ bool XgbModel::fit(const FeatureMatrix& x, const std::vector<float>& targets, co
   const bool own_pairwise = params_.objective == "rank:pairwise";
   const bool ranking = std::string_view(params_.objective).starts_with("rank:");
   if (ranking && !own_pairwise && !uniform)
-    return fail(error, "XgbModel::fit: objective " + params_.objective +
+    return fail_with(error, "XgbModel::fit: objective " + params_.objective +
                            " takes one weight per query group; per-row weights need rank:pairwise or a "
                            "pointwise objective");
 
@@ -302,7 +297,7 @@ bool XgbModel::fit(const FeatureMatrix& x, const std::vector<float>& targets, co
     rounds_ = done;
     return true;
   } catch (const XgbError& e) {
-    return fail(error, std::string("XgbModel::fit: ") + e.what());
+    return fail_with(error, std::string("XgbModel::fit: ") + e.what());
   }
 }
 
@@ -310,16 +305,16 @@ std::vector<float> XgbModel::predict(const FeatureMatrix& x) const { return pred
 
 std::vector<float> XgbModel::predict(const FeatureMatrix& x, std::string* error) const {
   if (!booster_) {
-    fail(error, "XgbModel::predict: the model was never fitted");
+    fail_with(error, "XgbModel::predict: the model was never fitted");
     return {};
   }
   if (x.values.size() != x.rows * x.cols) {
-    fail(error, "XgbModel::predict: feature matrix holds " + std::to_string(x.values.size()) +
+    fail_with(error, "XgbModel::predict: feature matrix holds " + std::to_string(x.values.size()) +
                     " values, expected rows x cols = " + std::to_string(x.rows) + " x " + std::to_string(x.cols));
     return {};
   }
   if (x.cols != num_features_) {
-    fail(error, "XgbModel::predict: " + std::to_string(x.cols) + " features, the model was trained on " +
+    fail_with(error, "XgbModel::predict: " + std::to_string(x.cols) + " features, the model was trained on " +
                     std::to_string(num_features_));
     return {};
   }
@@ -328,7 +323,7 @@ std::vector<float> XgbModel::predict(const FeatureMatrix& x, std::string* error)
     DMatrix d = make_dmatrix(x.values.data(), x.rows, x.cols, params_.threads);
     return predict_scores(booster_.get(), d.get(), x.rows, /*training=*/false);
   } catch (const XgbError& e) {
-    fail(error, std::string("XgbModel::predict: ") + e.what());
+    fail_with(error, std::string("XgbModel::predict: ") + e.what());
     return {};
   }
 }
@@ -339,7 +334,7 @@ std::vector<std::vector<float>> XgbModel::predict_all(const std::vector<const Xg
   if (models.empty() || x.rows == 0) return out;
   for (const XgbModel* m : models) {
     if (!m->booster_ || m->num_features_ != x.cols || x.values.size() != x.rows * x.cols) {
-      fail(error, "XgbModel::predict_all: a model is not fitted or was trained on another feature count");
+      fail_with(error, "XgbModel::predict_all: a model is not fitted or was trained on another feature count");
       return {};
     }
   }
@@ -348,7 +343,7 @@ std::vector<std::vector<float>> XgbModel::predict_all(const std::vector<const Xg
     for (const XgbModel* m : models) out.push_back(predict_scores(m->booster_.get(), d.get(), x.rows, false));
     return out;
   } catch (const XgbError& e) {
-    fail(error, std::string("XgbModel::predict_all: ") + e.what());
+    fail_with(error, std::string("XgbModel::predict_all: ") + e.what());
     return {};
   }
 }
@@ -362,7 +357,7 @@ std::string XgbModel::save() const {
 }
 
 bool XgbModel::load(const std::string& bytes, std::string* error) {
-  if (bytes.empty()) return fail(error, "XgbModel::load: no bytes");
+  if (bytes.empty()) return fail_with(error, "XgbModel::load: no bytes");
   try {
     Booster booster = make_booster(nullptr);
     check(XGBoosterLoadModelFromBuffer(booster.get(), bytes.data(), bytes.size()), "XGBoosterLoadModelFromBuffer");
@@ -371,13 +366,13 @@ bool XgbModel::load(const std::string& bytes, std::string* error) {
     int rounds = 0;
     check(XGBoosterGetNumFeature(booster.get(), &features), "XGBoosterGetNumFeature");
     check(XGBoosterBoostedRounds(booster.get(), &rounds), "XGBoosterBoostedRounds");
-    if (features == 0) return fail(error, "XgbModel::load: the model has no features");
+    if (features == 0) return fail_with(error, "XgbModel::load: the model has no features");
     booster_.reset(booster.release());
     num_features_ = static_cast<size_t>(features);
     rounds_ = rounds;
     return true;
   } catch (const XgbError& e) {
-    return fail(error, std::string("XgbModel::load: ") + e.what());
+    return fail_with(error, std::string("XgbModel::load: ") + e.what());
   }
 }
 

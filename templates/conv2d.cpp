@@ -6,7 +6,6 @@ namespace tuner::templates {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::vector<search::Knob> conv_knobs(bool reduced) {
   if (reduced) {
@@ -29,7 +28,7 @@ std::vector<search::Knob> conv_knobs(bool reduced) {
   };
 }
 
-ConvTiling tiling_of(const search::ConfigView& v, DType d) {
+ConvTiling conv_tiling_of(const search::ConfigView& v, DType d) {
   ConvTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -122,7 +121,7 @@ search::ConfigSpace Conv2dTemplate::reduced_space(const Workload&, const DeviceL
 }
 
 ConvTiling Conv2dTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
-  return tiling_of(search::ConfigView(space, c), d);
+  return conv_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile Conv2dTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
@@ -130,8 +129,8 @@ costmodel::KernelProfile Conv2dTemplate::profile(const search::ConfigSpace& spac
   const ConvTiling t = tiling(space, c, w.dtype);
   const ConvDims d = conv_dims(w);
   const double bytes = dtype_bytes(w.dtype);
-  const int64_t grid_m = ceil_div(d.m(), t.bm), grid_n = ceil_div(d.k, t.bn);
-  const int64_t slabs = ceil_div(d.kg(), t.bk);
+  const int64_t grid_m = costmodel::ceil_div(d.m(), t.bm), grid_n = costmodel::ceil_div(d.k, t.bn);
+  const int64_t slabs = costmodel::ceil_div(d.kg(), t.bk);
   const double blocks = static_cast<double>(grid_m * grid_n);
   const int threads = conv_threads(t);
 
@@ -178,10 +177,10 @@ KernelInstance Conv2dTemplate::instantiate(const search::ConfigSpace& space, con
   k.bytes = k.profile.dram_bytes;
   k.reference_source = conv2d_reference_source(w.dtype);
   k.reference_kernel_name = kConvReferenceKernelName;
-  const int64_t rows16 = ceil_div(d.m(), 16);
+  const int64_t rows16 = costmodel::ceil_div(d.m(), 16);
   const int64_t y = std::min<int64_t>(rows16, 65535);
-  k.reference_launch.grid = {static_cast<unsigned>(ceil_div(d.k, 16)), static_cast<unsigned>(y),
-                             static_cast<unsigned>(ceil_div(rows16, y))};
+  k.reference_launch.grid = {static_cast<unsigned>(costmodel::ceil_div(d.k, 16)), static_cast<unsigned>(y),
+                             static_cast<unsigned>(costmodel::ceil_div(rows16, y))};
   k.reference_launch.block = {16, 16, 1};
   k.tolerance = tolerance(w.dtype);
   return k;

@@ -11,9 +11,8 @@ namespace tuner::templates {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::vector<search::Knob> knobs(bool reduced) {
+std::vector<search::Knob> conv_tc_knobs(bool reduced) {
   if (reduced) {
     return {
         {"BM", {64, 128}, "block tile: output pixels"},
@@ -34,7 +33,7 @@ std::vector<search::Knob> knobs(bool reduced) {
   };
 }
 
-ConvTcTiling tiling_of(const search::ConfigView& v, DType d) {
+ConvTcTiling conv_tc_tiling_of(const search::ConfigView& v, DType d) {
   ConvTcTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -46,11 +45,11 @@ ConvTcTiling tiling_of(const search::ConfigView& v, DType d) {
   return t;
 }
 
-std::vector<search::Constraint> constraints(const DeviceLimits& limits) {
+std::vector<search::Constraint> conv_tc_constraints(const DeviceLimits& limits) {
   std::vector<search::Constraint> out = tc_warp_tile_constraints(limits);  // as gemm_tc_mma
   out.push_back({"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
                  [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-                   return conv_tc_shared_bytes(tiling_of(v, DType::kF16)) <= max;
+                   return conv_tc_shared_bytes(conv_tc_tiling_of(v, DType::kF16)) <= max;
                  }});
   return out;
 }
@@ -64,21 +63,21 @@ std::string Conv2dTcTemplate::source_text() const {
 std::optional<std::string> Conv2dTcTemplate::unsupported(const Workload& w) const { return Conv2dTemplate().unsupported(w); }
 
 search::ConfigSpace Conv2dTcTemplate::space(const Workload&, const DeviceLimits& limits) const {
-  return search::ConfigSpace(knobs(false), constraints(limits));
+  return search::ConfigSpace(conv_tc_knobs(false), conv_tc_constraints(limits));
 }
 
 search::ConfigSpace Conv2dTcTemplate::reduced_space(const Workload&, const DeviceLimits& limits) const {
-  auto cs = constraints(limits);
+  auto cs = conv_tc_constraints(limits);
   // 4 configs (a tensor-core conv config takes NVRTC several seconds): square block and warp tiles.
   cs.push_back({"reduced: BN == BM and WN == WM",
                 [](const search::ConfigView& v) { return v["BN"] == v["BM"] && v["WN"] == v["WM"]; }});
   cs.push_back({"reduced: STAGES == 2 + (BM == 128) + (BK == 64)",
                 [](const search::ConfigView& v) { return v["STAGES"] == 2 + (v["BM"] == 128) + (v["BK"] == 64); }});
-  return search::ConfigSpace(knobs(true), std::move(cs));
+  return search::ConfigSpace(conv_tc_knobs(true), std::move(cs));
 }
 
 ConvTcTiling Conv2dTcTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
-  return tiling_of(search::ConfigView(space, c), d);
+  return conv_tc_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile Conv2dTcTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
@@ -87,8 +86,8 @@ costmodel::KernelProfile Conv2dTcTemplate::profile(const search::ConfigSpace& sp
   const int64_t m = w.dim("N") * conv_output_p(w) * conv_output_q(w);
   const int64_t kg = w.dim("R") * w.dim("S") * w.dim("C");
   const int64_t k = w.dim("K");
-  const int64_t grid_m = ceil_div(m, t.bm), grid_n = ceil_div(k, t.bn);
-  const int64_t slabs = ceil_div(kg, t.bk);
+  const int64_t grid_m = costmodel::ceil_div(m, t.bm), grid_n = costmodel::ceil_div(k, t.bn);
+  const int64_t slabs = costmodel::ceil_div(kg, t.bk);
   const double tiles = static_cast<double>(grid_m * grid_n);
   const int warps = (t.bm / t.wm) * (t.bn / t.wn);
 

@@ -10,9 +10,8 @@ namespace tuner::templates {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::vector<search::Knob> knobs(bool reduced, int64_t sm_count) {
+std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
   const search::Knob persistent{"PERSISTENT", {0, std::max<int64_t>(sm_count, 1)},
                                 "0: a CTA per work unit; else the CTAs of a persistent grid (the SM count)"};
   if (reduced) {
@@ -35,7 +34,7 @@ std::vector<search::Knob> knobs(bool reduced, int64_t sm_count) {
   };
 }
 
-ConvWgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
+ConvWgmmaTiling conv_wgmma_tiling_of(const search::ConfigView& v, DType d) {
   ConvWgmmaTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -47,7 +46,7 @@ ConvWgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
   return t;
 }
 
-std::vector<search::Constraint> constraints(const ConvDims& d, const DeviceLimits& limits) {
+std::vector<search::Constraint> conv_wgmma_constraints(const ConvDims& d, const DeviceLimits& limits) {
   return {
       {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
        [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0; }},
@@ -69,7 +68,7 @@ std::vector<search::Constraint> constraints(const ConvDims& d, const DeviceLimit
       // The ring's mbarriers (16 bytes a stage) are static shared memory on top of the dynamic.
       {"shared memory (dynamic + 16 * STAGES) <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return conv_wgmma_shared_bytes(tiling_of(v, DType::kF16)) + 16 * static_cast<size_t>(v["STAGES"]) <=
+         return conv_wgmma_shared_bytes(conv_wgmma_tiling_of(v, DType::kF16)) + 16 * static_cast<size_t>(v["STAGES"]) <=
                 static_cast<size_t>(max);
        }},
       {"threads 128 * (1 + CONSUMERS) <= " + std::to_string(limits.max_threads_per_block),
@@ -101,13 +100,13 @@ std::optional<std::string> Conv2dWgmmaTemplate::unsupported_on(const DeviceLimit
 }
 
 search::ConfigSpace Conv2dWgmmaTemplate::space(const Workload& w, const DeviceLimits& limits) const {
-  return search::ConfigSpace(knobs(false, limits.sm_count), constraints(conv_dims(w), limits));
+  return search::ConfigSpace(conv_wgmma_knobs(false, limits.sm_count), conv_wgmma_constraints(conv_dims(w), limits));
 }
 
 search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const DeviceLimits& limits) const {
   const ConvDims d = conv_dims(w);
-  auto cs = constraints(d, limits);
-  auto knobs_ = knobs(true, limits.sm_count);
+  auto cs = conv_wgmma_constraints(d, limits);
+  auto knobs_ = conv_wgmma_knobs(true, limits.sm_count);
   // Only the values the workload allows (every reduced value is then in some reduced config): filter
   // tiles no wider than twice K, 16-column pixel tiles where Q is wider than 8, 128-pixel tiles where
   // one of them fits the output's height.
@@ -137,7 +136,7 @@ search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const 
 }
 
 ConvWgmmaTiling Conv2dWgmmaTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
-  return tiling_of(search::ConfigView(space, c), d);
+  return conv_wgmma_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
@@ -145,9 +144,9 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
   const ConvWgmmaTiling t = tiling(space, c, w.dtype);
   const ConvDims d = conv_dims(w);
   const int64_t tile_h = t.bm / t.tile_w;
-  const int64_t pixel_tiles = d.n * ceil_div(d.p, tile_h) * ceil_div(d.q, t.tile_w);
-  const int64_t grid_n = ceil_div(d.k, t.bn);
-  const int64_t k_tiles = d.r * d.s * ceil_div(d.c, kWgmmaBk);
+  const int64_t pixel_tiles = d.n * costmodel::ceil_div(d.p, tile_h) * costmodel::ceil_div(d.q, t.tile_w);
+  const int64_t grid_n = costmodel::ceil_div(d.k, t.bn);
+  const int64_t k_tiles = d.r * d.s * costmodel::ceil_div(d.c, kWgmmaBk);
   const double units = static_cast<double>(pixel_tiles * grid_n);
   const double outputs = static_cast<double>(d.n * d.p * d.q * d.k);
 

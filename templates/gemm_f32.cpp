@@ -61,7 +61,7 @@ bool arch_at_least(const std::string& arch, int cc) {
   return n >= cc;
 }
 
-GemmTiling tiling_of(const search::ConfigView& v) {
+GemmTiling gemm_tiling_of(const search::ConfigView& v) {
   GemmTiling t;
   t.bm = static_cast<int>(v["BM"]);
   t.bn = static_cast<int>(v["BN"]);
@@ -106,7 +106,7 @@ std::vector<search::Constraint> gemm_constraints(const DeviceLimits& limits) {
        }},
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return gemm_shared_bytes(tiling_of(v)) <= static_cast<size_t>(max);
+         return gemm_shared_bytes(gemm_tiling_of(v)) <= static_cast<size_t>(max);
        }},
       {"the warp tile (32/WARP_N)*TM x WARP_N*TN divides the block tile and is smaller than it",
        [](const search::ConfigView& v) {
@@ -172,7 +172,7 @@ search::ConfigSpace GemmF32Template::reduced_space(const Workload&, const Device
 }
 
 GemmTiling GemmF32Template::tiling(const search::ConfigSpace& space, const search::Config& c) {
-  return tiling_of(search::ConfigView(space, c));
+  return gemm_tiling_of(search::ConfigView(space, c));
 }
 
 costmodel::KernelProfile GemmF32Template::profile(const search::ConfigSpace& space, const search::Config& c,

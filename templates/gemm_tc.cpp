@@ -35,7 +35,7 @@ std::vector<search::Knob> tc_knobs(bool reduced) {
   };
 }
 
-TcTiling tiling_of(const search::ConfigView& v, DType d) {
+TcTiling tc_tiling_of(const search::ConfigView& v, DType d) {
   TcTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -57,7 +57,7 @@ std::vector<search::Constraint> tc_constraints(const GemmDims& d, const DeviceLi
   std::vector<search::Constraint> own = {
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return tc_shared_bytes(tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
+         return tc_shared_bytes(tc_tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
        }},
       {"SPLIT_K == 1, or batch*M*N <= 2^21 and every split has a k-slab",
        [split_possible, k_tiles16](const search::ConfigView& v) {
@@ -112,7 +112,7 @@ search::ConfigSpace GemmTcTemplate::reduced_space(const Workload& w, const Devic
 }
 
 TcTiling GemmTcTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
-  return tiling_of(search::ConfigView(space, c), d);
+  return tc_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile GemmTcTemplate::profile(const search::ConfigSpace& space, const search::Config& c,

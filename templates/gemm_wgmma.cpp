@@ -51,7 +51,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
   };
 }
 
-WgmmaTiling tiling_of(const search::ConfigView& v, DType d) {
+WgmmaTiling wgmma_tiling_of(const search::ConfigView& v, DType d) {
   WgmmaTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -89,7 +89,7 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
        [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"] / 64) * v["BN"] / 2 <= 128; }},
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return wgmma_shared_bytes(tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
+         return wgmma_shared_bytes(wgmma_tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
        }},
       // A cluster's CTAs take adjacent block columns: with fewer columns than CTAs some would only load.
       {"CLUSTER <= ceil(N / BN) (every CTA of a cluster has a block column)",
@@ -161,7 +161,7 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
 }
 
 WgmmaTiling GemmWgmmaTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
-  return tiling_of(search::ConfigView(space, c), d);
+  return wgmma_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& space, const search::Config& c,

@@ -6,7 +6,6 @@ namespace tuner::templates {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 constexpr const char* kCacheDoc =
     "0: re-read the row per pass; 1: keep it in registers as fp32; 2: as elements, all loads issued first";
@@ -28,8 +27,8 @@ search::Knob min_blocks_knob() {
 bool min_blocks_allowed(const search::ConfigView& v, int64_t cols, int bytes) {
   const int64_t threads = v["ROW_THREADS"] * v["ROWS_PER_BLOCK"];
   if (v["CACHE"] != 2 || v["ONE_PASS"] != 0 || threads < 512 || v["VEC"] * bytes != 16) return false;
-  const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
-  return ceil_div(per_thread * bytes, 4) + 32 <= 32768 / threads;
+  const int64_t per_thread = costmodel::ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+  return costmodel::ceil_div(per_thread * bytes, 4) + 32 <= 32768 / threads;
 }
 
 search::Constraint min_blocks_constraint(const Workload& w) {
@@ -75,7 +74,7 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
        }},
       // 64 registers of row per thread (256 bytes) leave room under 255 without spills.
       {"CACHE needs the row in at most 64 registers per thread", [cols, bytes](const search::ConfigView& v) {
-         const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+         const int64_t per_thread = costmodel::ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
          return v["CACHE"] == 0 || per_thread * (v["CACHE"] == 2 ? bytes : 4) <= 256;
        }},
       // The block's threads share 64K registers: a cached row plus the kernel's working registers (about
@@ -83,8 +82,8 @@ std::vector<search::Constraint> row_constraints(const Workload& w, const DeviceL
       // ptxas spills the row (1024 threads x 64 cached floats: 1.6 KB of spills per thread on sm_90).
       {"CACHE needs the row + working registers within 64K / threads per block",
        [cols, bytes, work = layernorm ? 40 : 32](const search::ConfigView& v) {
-         const int64_t per_thread = ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
-         const int64_t row_regs = v["CACHE"] == 2 ? ceil_div(per_thread * bytes, 4) : per_thread;
+         const int64_t per_thread = costmodel::ceil_div(cols, v["ROW_THREADS"] * v["VEC"]) * v["VEC"];
+         const int64_t row_regs = v["CACHE"] == 2 ? costmodel::ceil_div(per_thread * bytes, 4) : per_thread;
          return v["CACHE"] == 0 || row_regs + work <= 65536 / (v["ROW_THREADS"] * v["ROWS_PER_BLOCK"]);
        }},
       // A lone 16-bit element still takes a whole 32-bit register: CACHE 2 would save nothing.
@@ -171,7 +170,7 @@ RowTiling RowNormTemplate::tiling(const search::ConfigSpace& space, const search
   t.vec = static_cast<int>(v["VEC"]);
   t.one_pass = static_cast<int>(v["ONE_PASS"]);
   t.cache = static_cast<int>(v["CACHE"]);
-  t.items = static_cast<int>(ceil_div(w.dim("cols"), int64_t{t.row_threads} * t.vec));
+  t.items = static_cast<int>(costmodel::ceil_div(w.dim("cols"), int64_t{t.row_threads} * t.vec));
   if (op_ == RowOp::kLayernorm) t.min_blocks = static_cast<int>(v["MIN_BLOCKS"]);
   return t;
 }
@@ -202,14 +201,14 @@ costmodel::KernelProfile RowNormTemplate::profile(const search::ConfigSpace& spa
   p.global_bytes = (passes + 1.0) * elems * bytes + (layernorm ? 2.0 * elems * bytes : 0.0);
   p.shared_bytes = static_cast<double>(rows) * (t.row_threads / 32) * 4.0 * (t.one_pass ? 3 : 4);
   p.shared_conflict_ways = 1;
-  p.blocks = ceil_div(rows, t.rows_per_block);
+  p.blocks = costmodel::ceil_div(rows, t.rows_per_block);
   p.threads_per_block = t.row_threads * t.rows_per_block;
   p.dynamic_shared_bytes = 0;
   p.ilp = t.vec * (t.cache ? std::min(t.items, 4) : 1);
   p.vector_width = p.row.vector_width();
   p.coalescing = 1.0;
   p.stages = t.cache ? 2 : 1;  // a cached row's later passes do not wait on memory
-  p.main_loop_iterations = ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
+  p.main_loop_iterations = costmodel::ceil_div(cols, int64_t{t.row_threads} * t.vec) * passes;
   p.l2_reuse = 1.0;
   p.tensor_cores = false;
   return p;

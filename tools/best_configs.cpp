@@ -41,8 +41,8 @@ class OutputDtypes {
   std::map<std::string, search::ConfigSpace> spaces_;
 };
 
-using GroupKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
-GroupKey group_of(const db::ResultRow& r) {
+using WorkloadKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+WorkloadKey group_of(const db::ResultRow& r) {
   return {r.workload.op, r.workload.shape, r.workload.dtype, r.device_name, r.template_name};
 }
 
@@ -72,7 +72,7 @@ std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter&
   OutputDtypes out;
   std::vector<BestConfig> result;
   std::vector<db::ResultRow> history;
-  std::map<GroupKey, std::vector<const db::ResultRow*>> groups;
+  std::map<WorkloadKey, std::vector<const db::ResultRow*>> groups;
   for (const auto& best : run_best_per_workload(db, f)) {
     const std::string dtype = out.of(best);
     result.push_back({best, dtype});

@@ -204,18 +204,19 @@ struct ScratchDb {
   }
 };
 
-using GroupKey = std::tuple<std::string, bool, int, int, int, int64_t, std::string, std::string,  // device
-                            std::string, std::string, std::string,                                // workload
-                            std::string, std::string>;                                            // template
+/// What one import session holds: records of the same device, workload and template version.
+using ImportSessionKey = std::tuple<std::string, bool, int, int, int, int64_t, std::string, std::string,  // device
+                                    std::string, std::string, std::string,                                // workload
+                                    std::string, std::string>;                                            // template
 
 /// Writes the records into a new database at path: one finished "import" session per group.
 void write_scratch(const std::string& path, const std::string& file, std::vector<ImportRecord>& records) {
   db::TuningDb scratch(path);
-  std::map<GroupKey, std::vector<ImportRecord*>> groups;
-  std::vector<GroupKey> order;  // groups in the order of their first line
+  std::map<ImportSessionKey, std::vector<ImportRecord*>> groups;
+  std::vector<ImportSessionKey> order;  // groups in the order of their first line
   for (auto& r : records) {
     const auto& d = r.device;
-    GroupKey key{d.name,         d.simulated,        d.cc_major,         d.cc_minor,         d.sm_count,
+    ImportSessionKey key{d.name,         d.simulated,        d.cc_major,         d.cc_minor,         d.sm_count,
                  d.memory_bytes, d.driver_version,   d.nvrtc_version,    r.workload.op,      r.workload.shape,
                  r.workload.dtype, r.version.name,   r.version.hash};
     auto [it, inserted] = groups.try_emplace(key);

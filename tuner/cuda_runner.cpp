@@ -139,9 +139,6 @@ class GuardedBuffer {
   DeviceBuffer whole_;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 }  // namespace
 
 struct CudaRunner::Impl {

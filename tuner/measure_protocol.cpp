@@ -145,6 +145,14 @@ MeasurePhases measure_phases_from_json(const nlohmann::json& j) {
   return p;
 }
 
+MeasureResult infrastructure_failure(const std::string& message) {
+  MeasureResult r;
+  r.status = "unknown";
+  r.message = message;
+  r.infrastructure_failure = true;
+  return r;
+}
+
 nlohmann::json to_json(const MeasureResult& r) {
   nlohmann::json j = {{"status", r.status},     {"message", r.message},       {"time_ms", r.time_ms},
                       {"spread_ms", r.spread_ms}, {"repeats", r.repeats},     {"max_error", r.max_error},

@@ -98,6 +98,10 @@ struct MeasureResult {
   bool infrastructure_failure = false;
 };
 
+/// A failure of the measuring machinery rather than of the config (no worker, a lost rank): status
+/// "unknown", the message, infrastructure_failure set. Not a trial outcome.
+MeasureResult infrastructure_failure(const std::string& message);
+
 nlohmann::json to_json(const MeasureRequest& r);
 MeasureRequest measure_request_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const MeasureResult& r);

@@ -29,14 +29,6 @@ std::mutex& mpi_mutex() {
   return m;
 }
 
-MeasureResult failure(const std::string& message) {
-  MeasureResult r;
-  r.status = "unknown";
-  r.message = message;
-  r.infrastructure_failure = true;
-  return r;
-}
-
 /// Receives one message of `tag` from `source` if one is waiting; nullopt otherwise.
 std::optional<std::string> try_receive(int source, int tag) {
   std::lock_guard<std::mutex> lock(mpi_mutex());
@@ -56,7 +48,7 @@ class RemoteRank : public Measurer {
   RemoteRank(int rank, double allowance_s, double margin_s) : rank_(rank), allowance_s_(allowance_s), margin_s_(margin_s) {}
 
   MeasureResult measure(const MeasureRequest& request, double timeout_s) override {
-    if (lost_) return failure(where() + " is lost");
+    if (lost_) return infrastructure_failure(where() + " is lost");
     nlohmann::json j;
     j["request"] = to_json(request);
     j["timeout_s"] = timeout_s;
@@ -81,13 +73,13 @@ class RemoteRank : public Measurer {
           starts_ = r.value("starts", starts_);
           return measure_result_from_json(r);
         } catch (const std::exception& e) {
-          return failure(where() + " sent an unreadable reply: " + e.what());
+          return infrastructure_failure(where() + " sent an unreadable reply: " + e.what());
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     lost_ = true;
-    return failure(where() + " did not answer within " + std::to_string(allowed_s) + " s");
+    return infrastructure_failure(where() + " did not answer within " + std::to_string(allowed_s) + " s");
   }
   int starts() const override { return starts_; }
   bool lost() const override { return lost_; }
@@ -171,7 +163,8 @@ int serve(Session& s, const std::string& worker_executable) {
       reply = to_json(worker->measure(req, j.at("timeout_s").get<double>()));
       reply["starts"] = worker->starts();
     } catch (const std::exception& e) {
-      reply = to_json(failure("rank " + std::to_string(s.rank()) + " could not read a request: " + e.what()));
+      reply = to_json(
+          infrastructure_failure("rank " + std::to_string(s.rank()) + " could not read a request: " + e.what()));
     }
     const std::string out = reply.dump();
     MPI_Send(out.data(), static_cast<int>(out.size()), MPI_CHAR, 0, kResultTag, MPI_COMM_WORLD);

@@ -20,7 +20,7 @@ namespace tuner {
 namespace {
 
 // The one NVRTC error helper: an error message for a failed call, nullopt on success.
-std::optional<std::string> check(nvrtcResult rc, const char* call) {
+std::optional<std::string> nvrtc_error(nvrtcResult rc, const char* call) {
   if (rc == NVRTC_SUCCESS) return std::nullopt;
   return std::string(call) + " failed: " + nvrtcGetErrorString(rc);
 }
@@ -34,9 +34,9 @@ constexpr const char* kPtxasVerbose = "--ptxas-options=-v";
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  if (check(nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize") || size == 0) return {};
+  if (nvrtc_error(nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize") || size == 0) return {};
   std::string log(size, '\0');
-  if (check(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog")) return {};
+  if (nvrtc_error(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog")) return {};
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -64,7 +64,7 @@ const NamedHeaders& kernel_headers() {
   return headers;
 }
 
-CompileResult failure(CompileResult result, const std::string& message) {
+CompileResult compile_failure(CompileResult result, const std::string& message) {
   result.status = "compile_error";
   append_line(result.log, message);
   result.cubin.clear();
@@ -78,7 +78,7 @@ NvrtcBuilder::NvrtcBuilder(CompileCache* cache) : cache_(cache) {}
 std::string NvrtcBuilder::nvrtc_version() {
   static const std::string version = [] {
     int major = 0, minor = 0;
-    if (check(nvrtcVersion(&major, &minor), "nvrtcVersion")) return std::string("unknown");
+    if (nvrtc_error(nvrtcVersion(&major, &minor), "nvrtcVersion")) return std::string("unknown");
     return std::to_string(major) + "." + std::to_string(minor);
   }();
   return version;
@@ -86,9 +86,9 @@ std::string NvrtcBuilder::nvrtc_version() {
 
 std::vector<std::string> NvrtcBuilder::supported_archs() {
   int count = 0;
-  if (check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs") || count <= 0) return {};
+  if (nvrtc_error(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs") || count <= 0) return {};
   std::vector<int> archs(static_cast<std::size_t>(count));
-  if (check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs")) return {};
+  if (nvrtc_error(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs")) return {};
   std::sort(archs.begin(), archs.end());
   std::vector<std::string> out;
   out.reserve(archs.size());
@@ -130,11 +130,11 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
   const std::string name = (request.kernel_name.empty() ? std::string("kernel") : request.kernel_name) + ".cu";
   // Every kernel file is a named header: a template's source is its defines and one #include.
   const NamedHeaders& headers = kernel_headers();
-  if (auto err = check(nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(),
-                                          static_cast<int>(headers.names.size()), headers.texts.data(),
-                                          headers.names.data()),
-                       "nvrtcCreateProgram"))
-    return failure(std::move(result), *err);
+  if (auto err = nvrtc_error(nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(),
+                                                static_cast<int>(headers.names.size()), headers.texts.data(),
+                                                headers.names.data()),
+                             "nvrtcCreateProgram"))
+    return compile_failure(std::move(result), *err);
   Program program(raw);
 
   std::vector<std::string> options = effective_options(request);
@@ -155,22 +155,22 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
     if (without.size() != options.size()) rc = run(without);
   }
   result.log = program_log(program.get());
-  if (auto err = check(rc, "nvrtcCompileProgram")) return failure(std::move(result), *err);
+  if (auto err = nvrtc_error(rc, "nvrtcCompileProgram")) return compile_failure(std::move(result), *err);
 
   std::size_t size = 0;
-  if (auto err = check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize"))
-    return failure(std::move(result), *err);
-  if (size == 0) return failure(std::move(result), "nvrtcGetCUBINSize returned 0 (is '" + request.arch +
+  if (auto err = nvrtc_error(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize"))
+    return compile_failure(std::move(result), *err);
+  if (size == 0) return compile_failure(std::move(result), "nvrtcGetCUBINSize returned 0 (is '" + request.arch +
                                                        "' a real sm_XX architecture?)");
   result.cubin.assign(size, '\0');
-  if (auto err = check(nvrtcGetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN"))
-    return failure(std::move(result), *err);
+  if (auto err = nvrtc_error(nvrtcGetCUBIN(program.get(), result.cubin.data()), "nvrtcGetCUBIN"))
+    return compile_failure(std::move(result), *err);
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   std::string error;
   auto resources = read_cubin_resources(result.cubin, request.kernel_name, &error);
-  if (!resources) return failure(std::move(result), error + " (is the kernel declared extern \"C\"?)");
+  if (!resources) return compile_failure(std::move(result), error + " (is the kernel declared extern \"C\"?)");
   result.resources = *resources;
   result.ptxas_spill_bytes = parse_ptxas_spill_bytes(result.log, request.kernel_name);
   return result;

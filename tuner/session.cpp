@@ -72,10 +72,6 @@ StrategyOptions strategy_options(Session& s) {
 
 }  // namespace
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 Session::Session(const TuneOptions& options, const DeviceTarget& target, db::TuningDb& database)
     : opt(options),
       device(target),

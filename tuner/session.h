@@ -27,6 +27,7 @@
 #include "tuner/compiled_resources.h"
 #include "tuner/lane_pool.h"
 #include "tuner/nvrtc_builder.h"
+#include "tuner/timing_stop.h"
 #include "tuner/tuning_session.h"
 
 namespace tuner {
@@ -69,9 +70,6 @@ struct Session {
   /// True when the session should stop early.
   bool note_trial(const db::TrialRecord& rec);
 };
-
-/// Seconds from t0 to now.
-double seconds_since(std::chrono::steady_clock::time_point t0);
 
 /// Writes the session's row; from then on whatever ends the run early marks it failed with the reason.
 void open_session(Session& s);

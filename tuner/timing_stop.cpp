@@ -41,4 +41,8 @@ const char* timing_stop_reason(const std::vector<double>& times, double wall_ms,
   return nullptr;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace tuner

@@ -13,6 +13,7 @@
 // runs and the tests check them on synthetic samples.
 #pragma once
 
+#include <chrono>
 #include <vector>
 
 #include "tuner/measure_protocol.h"
@@ -25,6 +26,9 @@ double median_ci_half_width(const std::vector<double>& times);
 
 /// Why timing stops now, or nullptr to go on: "noise", "max_repeats", "max_time", "max_wall".
 const char* timing_stop_reason(const std::vector<double>& times, double wall_ms, const MeasureSettings& s);
+
+/// Seconds of wall time from t0 to now (steady clock).
+double seconds_since(std::chrono::steady_clock::time_point t0);
 
 /// The median and interquartile range of `times` (linear interpolation between order statistics).
 double percentile(std::vector<double> times, double q);

@@ -59,13 +59,6 @@ MeasureResult error_result(const std::string& status, const std::string& message
   return r;
 }
 
-/// A failure of the measuring machinery rather than of the config: not a trial outcome.
-MeasureResult infrastructure_failure(const std::string& message) {
-  MeasureResult r = error_result("unknown", message);
-  r.infrastructure_failure = true;
-  return r;
-}
-
 constexpr int kExecFailed = 127;  // the worker's exit code when its executable cannot be started
 
 }  // namespace

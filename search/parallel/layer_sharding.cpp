@@ -63,15 +63,9 @@ char out_layout_of(OpType t, char c) {
 
 bool splits_weights(char c) { return c == 'C' || c == 'K' || c == 'V' || c == 'P'; }
 
-CommGroup group_of(const Mesh& m, int dim) {
-  return dim == 1 ? CommGroup{m.d1, m.d1} : CommGroup{m.d0, 1};
-}
-
-int dim_size(const Mesh& m, int dim) { return dim == 0 ? m.d0 : m.d1; }
-
 /// Factor by which a layout on the other mesh dimension shrinks the tensor a collective moves.
 double other_split(const Mesh& m, int dim, char layout_other) {
-  return layout_other == 'R' ? 1.0 : dim_size(m, 1 - dim);
+  return layout_other == 'R' ? 1.0 : m.dim_size(1 - dim);
 }
 
 struct Ctx {
@@ -94,7 +88,7 @@ struct Factors {
 Factors factors_of(const Ctx& x, const Strategy& s) {
   Factors f;
   for (char k : std::string("RBCKHFVP")) f.f[static_cast<int>(k)] = 1;
-  for (int d = 0; d < 2; ++d) f.f[static_cast<int>(s.choice[d])] *= dim_size(x.mesh, d);
+  for (int d = 0; d < 2; ++d) f.f[static_cast<int>(s.choice[d])] *= x.mesh.dim_size(d);
   return f;
 }
 
@@ -177,8 +171,8 @@ void strategy_collectives(const Ctx& x, const Operator& op, Strategy& s) {
   const double full_out = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
   const double full_in = static_cast<double>(rows) * op.in_features * x.dsize;
   for (int d = 0; d < 2; ++d) {
-    if (dim_size(x.mesh, d) == 1) continue;
-    const CommGroup grp = group_of(x.mesh, d);
+    if (x.mesh.dim_size(d) == 1) continue;
+    const CommGroup grp = x.mesh.group(d);
     const int o = 1 - d;  // the other mesh dimension
     const char c = s.choice[d];
     const double out_b = full_out / other_split(x.mesh, d, s.out_layout[o]);
@@ -212,7 +206,7 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
   if ((static_cast<int64_t>(x.b) * x.g.seq) % fac('B') != 0) return false;
   double weight_split = 1;
   for (int d = 0; d < 2; ++d)
-    if (splits_weights(s.choice[d])) weight_split *= dim_size(x.mesh, d);
+    if (splits_weights(s.choice[d])) weight_split *= x.mesh.dim_size(d);
   const double expert_params = static_cast<double>(op_expert_params(op));
   s.expert_params_local = expert_params / (weight_split * x.ep);
   s.params_local = (static_cast<double>(op_params(op)) - expert_params) / weight_split + s.expert_params_local;
@@ -223,7 +217,7 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
     s.in_layout[d] = in_layout_of(s.choice[d]);
     s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
     if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
-    if (s.out_layout[d] != 'R') out_bytes /= dim_size(x.mesh, d);
+    if (s.out_layout[d] != 'R') out_bytes /= x.mesh.dim_size(d);
   }
   s.out_bytes_local = out_bytes;
 
@@ -271,8 +265,8 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
 }
 
 double layout_change_s(const Ctx& x, char from, char to, int dim, double bytes) {
-  if (from == to || dim_size(x.mesh, dim) == 1) return 0;
-  const CommGroup grp = group_of(x.mesh, dim);
+  if (from == to || x.mesh.dim_size(dim) == 1) return 0;
+  const CommGroup grp = x.mesh.group(dim);
   if (from == 'R' || to == 'R') return all_gather_s(x.c, grp, bytes);  // forward or backward direction
   return 2 * all_to_all_s(x.c, grp, bytes);                           // T <-> F, both directions
 }
@@ -297,8 +291,8 @@ std::vector<double> resharding_matrix(const Ctx& x, const OpStrategies& u, const
       for (int d = 0; d < 2; ++d) {
         const double bytes = full / other_split(x.mesh, d, su.out_layout[1 - d]);
         cost += layout_change_s(x, su.out_layout[d], sv.in_layout[d], d, bytes);
-        if (dim_size(x.mesh, d) == 1) continue;
-        const CommGroup grp = group_of(x.mesh, d);
+        if (x.mesh.dim_size(d) == 1) continue;
+        const CommGroup grp = x.mesh.group(d);
         const char cu = su.choice[d], cv = sv.choice[d];
         if (sole_use_of_u && (cu == 'K' || cu == 'V' || cu == 'P') && sv.in_layout[d] == 'T')
           cost -= all_reduce_s(x.c, grp, bytes) - reduce_scatter_s(x.c, grp, bytes);
@@ -420,7 +414,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     if (b.ops[v].op->type == OpType::kAttention) lp.attention_fwd_s += s.fwd.seconds;
     if (b.ops[v].op->type == OpType::kLayerNorm)
       for (int d = 0; d < 2; ++d)
-        if (s.choice[d] == 'B' && dim_size(mesh, d) > 1) lp.sequence_parallel = true;
+        if (s.choice[d] == 'B' && mesh.dim_size(d) > 1) lp.sequence_parallel = true;
     lp.ops.push_back(op);
   }
   {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/collective_cost.h"
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
 #include "search/parallel/sharding_ilp.h"
@@ -39,6 +40,10 @@ struct Mesh {
   int d0 = 1;
   int d1 = 1;
   int size() const { return d0 * d1; }
+  /// GPUs along mesh dimension dim (0 or 1).
+  int dim_size(int dim) const { return dim == 0 ? d0 : d1; }
+  /// The communication group of one line of the mesh along dim: d1 GPUs in one node, or d0 GPUs one per node.
+  CommGroup group(int dim) const { return dim == 1 ? CommGroup{d1, d1} : CommGroup{d0, 1}; }
 };
 
 /// The mesh for a tensor-parallel degree on this cluster: (1, tp) inside a node, else (tp / gpn, gpn).

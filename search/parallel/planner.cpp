@@ -18,8 +18,6 @@ namespace tuner::parallel {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 int parse_pin_int(const std::string& key, const std::string& v, int lo, int hi) {
   int out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);

@@ -9,8 +9,6 @@ namespace tuner::parallel {
 
 namespace {
 
-CommGroup group_of(const Mesh& m, int dim) { return dim == 1 ? CommGroup{m.d1, m.d1} : CommGroup{m.d0, 1}; }
-int dim_size(const Mesh& m, int dim) { return dim == 0 ? m.d0 : m.d1; }
 
 CommGroup tensor_group(const ClusterSpec& c, int tp) { return {tp, std::clamp(c.gpus_per_node, 1, tp)}; }
 
@@ -19,12 +17,12 @@ CommGroup tensor_group(const ClusterSpec& c, int tp) { return {tp, std::clamp(c.
 double layout_reshard_s(const ClusterSpec& c, const Mesh& mesh, const char from[2], const char to[2], double bytes) {
   double s = 0;
   for (int d = 0; d < 2; ++d) {
-    if (from[d] == to[d] || dim_size(mesh, d) == 1) continue;
+    if (from[d] == to[d] || mesh.dim_size(d) == 1) continue;
     // The tensor the collective moves is what one group along d holds: split by the other dimension's layout.
     const char other = from[1 - d] != 'R' ? from[1 - d] : to[1 - d];
-    const double b = other == 'R' ? bytes : bytes / dim_size(mesh, 1 - d);
-    if (from[d] == 'R' || to[d] == 'R') s += all_gather_s(c, group_of(mesh, d), b);  // one direction gathers
-    else s += 2 * all_to_all_s(c, group_of(mesh, d), b);                            // T <-> F both ways
+    const double b = other == 'R' ? bytes : bytes / mesh.dim_size(1 - d);
+    if (from[d] == 'R' || to[d] == 'R') s += all_gather_s(c, mesh.group(d), b);  // one direction gathers
+    else s += 2 * all_to_all_s(c, mesh.group(d), b);                            // T <-> F both ways
   }
   return s;
 }

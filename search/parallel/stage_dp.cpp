@@ -8,8 +8,6 @@ namespace tuner::parallel {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 double extra(const StageDpRequest& r, int stage) {
   return stage < static_cast<int>(r.stage_extra.size()) ? r.stage_extra[stage] : 0.0;
 }

@@ -32,6 +32,10 @@
 
 namespace tuner::parallel {
 
+/// Infinity: the objective of an infeasible partition, and a bound that rules nothing out (the stage DPs
+/// here and in submesh.h, and the planner).
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
 /// Chains with p (L - p + 1) up to this many (stage, end) cells are solved with the exact reachable-set test.
 inline constexpr int64_t kExactCells = 4096;
 

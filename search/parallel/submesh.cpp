@@ -7,8 +7,6 @@ namespace tuner::parallel {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 /// Everything the DP reads, tabulated once per solve.
 struct Tables {
   int p = 0, K = 0, V = 0;

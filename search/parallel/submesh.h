@@ -30,6 +30,8 @@
 #include <limits>
 #include <vector>
 
+#include "search/parallel/stage_dp.h"
+
 namespace tuner::parallel {
 
 struct VariantDpRequest {

@@ -411,7 +411,7 @@ class MisledByManyRows final : public costmodel::CostModel {
 };
 
 TEST(ModelGuidedStrategy, TheLocalShareIsTheModelsBestNearTheIncumbent) {
-  auto space = big_space();
+  auto space = guided_big_space();
   AnnealingParams p;
   p.local_share = 1;  // the whole model share from the incumbent's neighbourhood
   p.local_seeds = 1;
@@ -443,7 +443,7 @@ TEST(ModelGuidedStrategy, TheLocalShareIsTheModelsBestNearTheIncumbent) {
 }
 
 TEST(ModelGuidedStrategy, BatchGrowthSetsHowFastBatchesGrow) {
-  auto space = big_space();
+  auto space = guided_big_space();
   AnnealingParams p;
   p.first_batch = 8;
   p.batch_growth = 0.25;
