@@ -287,7 +287,11 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     out += "pipeline_parallel_schedule = \"" + schedule + "\"\n";
     out += "pipeline_parallel_microbatch_size = " + std::to_string(c.micro_batch) + "\n";
     const int v = c.schedule == Schedule::kInterleaved ? c.virtual_stages : 1;
-    out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
+    // Layers per stage only where it carries v: with one stage per rank torchtitan builds pp stages by itself, and
+    // releases that count the embedding and the head as a layer each (pipeline_parallel_first/last_stage_less_layers,
+    // default 1) would turn blocks / pp layers per stage into more stages than ranks.
+    if (v > 1)
+      out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
     if (v == 1 && model.transformer_layers > 0 && static_cast<int>(plan.stages.size()) == c.pp) {
       const std::vector<int> blocks = blocks_per_stage(plan, model);
       if (std::any_of(blocks.begin(), blocks.end(), [&](int b) { return b != blocks[0]; }))
