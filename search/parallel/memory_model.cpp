@@ -74,6 +74,16 @@ std::vector<int> engine_zero_stages(Engine e) {
   }
 }
 
+std::vector<Schedule> engine_schedules(Engine e) {
+  switch (e) {
+    case Engine::kMegatron: return {Schedule::k1F1B, Schedule::kInterleaved};
+    case Engine::kDeepSpeed: return {Schedule::k1F1B};
+    default: return {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved};
+  }
+}
+
+bool engine_runs_context_parallel(Engine e) { return e != Engine::kDeepSpeed; }
+
 MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes) {
   MemoryBreakdown m;
   const double d = std::max(dp, 1);

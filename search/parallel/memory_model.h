@@ -64,6 +64,11 @@ struct StateBytes {
 StateBytes state_bytes(Engine e);
 /// The ZeRO stages the engine can run ("0, 1" for Megatron-LM).
 std::vector<int> engine_zero_stages(Engine e);
+/// Pipeline schedules the engine runs when pp > 1 (Megatron-LM: 1F1B and interleaved; DeepSpeed's pipeline engine:
+/// 1F1B; torchtitan and no engine: all three).
+std::vector<Schedule> engine_schedules(Engine e);
+/// Whether the engine runs context parallelism (DeepSpeed does not: its Ulysses sequence parallelism is another scheme).
+bool engine_runs_context_parallel(Engine e);
 
 /// Weights, gradients and optimizer states of `params` local parameters under ZeRO `zero` over `dp` replicas.
 MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes = {});

@@ -151,9 +151,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
     const std::vector<int> blocks = blocks_per_stage(plan, model);
     const bool even = std::all_of(blocks.begin(), blocks.end(), [&](int b) { return b == blocks[0]; });
     const bool middle_even = std::all_of(blocks.begin() + 1, blocks.end() - 1, [&](int b) { return b == blocks[1]; });
-    if (!even && c.pp == 2) {
-      arg("--decoder-first-pipeline-num-layers", std::to_string(blocks[0]));
-    } else if (!even && middle_even) {
+    if (!even && middle_even) {  // with pp 2 there are no middle stages: the first stage's count says it all
       if (blocks.front() != blocks[1]) arg("--decoder-first-pipeline-num-layers", std::to_string(blocks.front()));
       if (blocks.back() != blocks[1]) arg("--decoder-last-pipeline-num-layers", std::to_string(blocks.back()));
     } else if (!even) {

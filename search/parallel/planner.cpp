@@ -303,13 +303,23 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
   if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only";
   // What the export's engine cannot run is not planned for it (the export could only warn that it is not expressed).
-  if (opts_.engine == Engine::kDeepSpeed && c.cp > 1)
-    return "DeepSpeed has no context parallelism (its Ulysses sequence parallelism is another scheme); allowed: cp=1";
-  if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.schedule != Schedule::k1F1B)
-    return "DeepSpeed's pipeline engine runs 1F1B only; allowed: schedule=1f1b";
-  if (opts_.engine == Engine::kMegatron && c.pp > 1 && c.schedule == Schedule::kGpipe)
-    return "Megatron-LM runs 1F1B or interleaved 1F1B, not GPipe; allowed: schedule=1f1b, interleaved";
+  if (c.cp > 1 && !engine_runs_context_parallel(opts_.engine))
+    return to_string(opts_.engine) + " has no context parallelism; allowed: cp=1";
+  if (c.pp > 1 && !engine_runs_schedule(c.schedule))
+    return to_string(opts_.engine) + " does not run the " + to_string(c.schedule) +
+           " schedule; allowed: schedule=" + engine_schedule_names();
   return "";
+}
+
+bool Planner::engine_runs_schedule(Schedule s) const {
+  const std::vector<Schedule> runs = engine_schedules(opts_.engine);
+  return std::find(runs.begin(), runs.end(), s) != runs.end();
+}
+
+std::string Planner::engine_schedule_names() const {
+  std::string names;
+  for (Schedule s : engine_schedules(opts_.engine)) names += (names.empty() ? "" : ", ") + to_string(s);
+  return names;
 }
 
 Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
@@ -504,7 +514,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   const double min_params = least_params_per_device(static_cast<double>(model_params_),
                                                     static_cast<double>(model_expert_params_), split, c.ep);
   if (const double need = e.states(e.shape, min_params, min_expert).total(); need > e.usable) {
-    char text[160];
+    char text[256];
     std::snprintf(text, sizeof text, "model states alone need %.1f GB per GPU (weights, gradients and optimizer "
                   "states under ZeRO-%d), more than the %.1f GB usable", need / 1e9, c.zero, e.usable / 1e9);
     return reject(text);
@@ -817,7 +827,7 @@ Planner::Search Planner::search_space() const {
     s.schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
   } else {
     s.schedules.push_back({Schedule::k1F1B, 1});
-    if (opts_.engine != Engine::kDeepSpeed)  // DeepSpeed's pipeline engine runs 1F1B only
+    if (engine_runs_schedule(Schedule::kInterleaved))
       for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
   }
   s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
@@ -833,12 +843,12 @@ Planner::Search Planner::search_space() const {
     s.zeros = {*pin.zero};
   }
   // Pins the export's engine cannot run (check_config refuses them too; here the error names the pin).
-  if (opts_.engine == Engine::kDeepSpeed && pin.cp && *pin.cp > 1)
-    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on deepspeed (no context parallelism); allowed: 1");
-  if (opts_.engine == Engine::kDeepSpeed && pin.schedule && *pin.schedule != Schedule::k1F1B)
-    throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on deepspeed; allowed: 1f1b");
-  if (opts_.engine == Engine::kMegatron && pin.schedule && *pin.schedule == Schedule::kGpipe)
-    throw SpecError("--fix schedule=gpipe cannot run on megatron; allowed: 1f1b, interleaved");
+  if (pin.cp && *pin.cp > 1 && !engine_runs_context_parallel(opts_.engine))
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on " + to_string(opts_.engine) +
+                    " (no context parallelism); allowed: 1");
+  if (pin.schedule && !engine_runs_schedule(*pin.schedule))
+    throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on " + to_string(opts_.engine) +
+                    "; allowed: " + engine_schedule_names());
   // Context parallelism pays for long sequences, searched from long_sequence tokens on; and where the batch is too
   // small for the cluster (fewer than batch_starved_sequences per tensor-parallel group of the largest tp), since
   // splitting each sequence is then the way to use the GPUs without a pipeline starved of micro-batches.
@@ -848,8 +858,8 @@ Planner::Search Planner::search_space() const {
   const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
   if (pin.cp) {
     s.cps = {*pin.cp};
-  } else if (opts_.engine == Engine::kDeepSpeed) {
-    // DeepSpeed has no context parallelism: cp stays 1.
+  } else if (!engine_runs_context_parallel(opts_.engine)) {
+    // cp stays 1.
   } else if (model_.seq >= opts_.long_sequence) {
     s.cps = opts_.context_parallel;
   } else if (shortfall > 1) {
@@ -986,7 +996,7 @@ Plan Planner::plan() {
   }
   const int max_tp = max_tensor_parallel();
   if (const double per_group = sequences_per_tensor_group(); per_group < opts_.batch_starved_sequences) {
-    char text[320];
+    char text[512];
     std::snprintf(text, sizeof text,
                   "the global batch of %lld sequences gives %.3g per tensor-parallel group of %d GPUs on %d GPUs "
                   "(fewer than %.0f): the plan splits sequences (cp) or runs pipelines with few micro-batches; "

@@ -258,6 +258,10 @@ class Planner {
   void finish_totals(const Eval& e, Plan& plan, const std::vector<double>& stage_dp,
                      const std::vector<double>& stage_opt) const;
   Search search_space() const;
+  /// Whether the engine the plan is for (PlannerOptions::engine) runs this pipeline schedule.
+  bool engine_runs_schedule(Schedule s) const;
+  /// Its schedules, "1f1b, interleaved", for error messages.
+  std::string engine_schedule_names() const;
   /// The largest tensor-parallel degree tried: PlannerOptions::max_tp, else the GPUs of a node.
   int max_tensor_parallel() const;
   /// Sequences of the global batch per tensor-parallel group of the largest tp tried (GPUs / max tp).
