@@ -29,8 +29,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -276,6 +276,41 @@ plan_conv2() {
   tune xgb100_conv_1x1_f32_auto 40 --op conv2d --shape $c11 --dtype f32 --trials 100
   tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
     --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_h100() {
+  steps
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step baselines 35 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
+  tune xgb200_f16_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  tune xgb200_bf16_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
+  tune xgb200_f16_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
+  tune xgb200_bf16_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
+  decode_rows 25
+  tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb100_f32_4096 45 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
+  for c in 4096 32768; do
+    tune xgb64_softmax_f16_4096x$c 18 --op softmax --shape rows=4096,cols=$c --dtype f16 --trials 64
+    tune xgb64_layernorm_f16_4096x$c 18 --op layernorm --shape rows=4096,cols=$c --dtype f16 --trials 64
+  done
+  tune xgb64_conv_stem_f16 25 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 64
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_long() {
+  steps
+  tune xgb400_f32_4096 75 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 400
+  for m in 16 32; do
+    tune xgb300_f16_decode_m$m 30 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 300 --template gemm_tc_wgmma
+  done
+  tune xgb300_f16_shortk_wgmma 30 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 300 --template gemm_tc_wgmma
+  tune xgb300_batched_wgmma 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 300 \
+    --template batched_gemm_tc_wgmma
+  tune xgb300_conv_3x3_wgmma 30 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 \
+    --trials 300 --template conv2d_igemm_wgmma
+  step ncu_stem_cudnn 45 ncu --target-processes all -k 'regex:.' --launch-skip 0 --launch-count 3 --section SpeedOfLight \
+    --section LaunchStats .gpu/bin/template_bench --device cuda:0 --trials 0 --filter 'C=3' --out "$S/stem.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
