@@ -29,8 +29,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -311,6 +311,19 @@ plan_long() {
     --trials 300 --template conv2d_igemm_wgmma
   step ncu_stem_cudnn 45 ncu --target-processes all -k 'regex:.' --launch-skip 0 --launch-count 3 --section SpeedOfLight \
     --section LaunchStats .gpu/bin/template_bench --device cuda:0 --trials 0 --filter 'C=3' --out "$S/stem.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_patch() {
+  steps
+  local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
+  tune smoke_patch 20 --op conv2d --shape N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 4 \
+    --template conv2d_patch_tc --timeout 5
+  step gpu_tests 80 .gpu/bin/gpu_tests --gtest_filter='*patch_tc*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
+    --out "$S/baselines.json"
+  tune xgb200_conv_stem_patch 50 --op conv2d --shape $stem --dtype f16 --trials 200 --template conv2d_patch_tc
+  tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

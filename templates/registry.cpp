@@ -7,6 +7,7 @@
 #include "templates/batched_gemm_f32.h"
 #include "templates/conv2d.h"
 #include "templates/conv2d_gemm_f32.h"
+#include "templates/conv2d_patch_tc.h"
 #include "templates/conv2d_tc.h"
 #include "templates/conv2d_wgmma.h"
 #include "templates/gemm_f32.h"
@@ -29,14 +30,17 @@ std::vector<const KernelTemplate*>& registered() {
   static const Conv2dGemmF32Template conv2d_gemm;
   static const Conv2dTcTemplate conv2d_tc;
   static const Conv2dWgmmaTemplate conv2d_wgmma;
+  static const Conv2dPatchTcTemplate conv2d_patch;
   static const GemmWgmmaTemplate gemm_wgmma(false);
   static const GemmWgmmaTemplate batched_wgmma(true);
   // Registration order is preference order: the first template of an op and dtype that runs on the
-  // device is the default. gemm_tc_wgmma stays behind gemm_tc_mma until a GPU has checked it, and
-  // conv2d_igemm_wgmma and conv2d_gemm_simt (built without a GPU) behind conv2d_igemm_tc and _simt.
+  // device is the default. The general templates come first, as the default must take any shape; the
+  // specialised ones behind them (wgmma: N, K or C multiples of 8; conv2d_gemm_simt: 1x1 convs;
+  // conv2d_patch_tc: few channels) are tuned beside them by `tune --template auto`, the CLI's default.
   static std::vector<const KernelTemplate*> all = {&gemm_f32,  &gemm_tc,   &gemm_wgmma, &batched_f32,
                                                          &batched_tc, &batched_wgmma, &softmax, &layernorm,
-                                                         &conv2d,    &conv2d_gemm, &conv2d_tc,  &conv2d_wgmma};
+                                                         &conv2d,    &conv2d_gemm, &conv2d_tc,  &conv2d_wgmma,
+                                                         &conv2d_patch};
   return all;
 }
 

@@ -123,7 +123,13 @@ INSTANTIATE_TEST_SUITE_P(
                       // The 1x1 f32 conv as gemm_f32 with the filter transposed (built without a GPU):
                       // a ragged C and K (scalar loads) and a vector-aligned one.
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"},
-                      GpuCase{"conv2d", "N=2,H=14,W=14,C=64,K=96,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"}),
+                      GpuCase{"conv2d", "N=2,H=14,W=14,C=64,K=96,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"},
+                      // Few channels (built without a GPU): the stem's 7x7/2 with C = 3 and K past the filter
+                      // tile, a dilated C = 6, a single channel with stride 3 and an odd K (scalar stores).
+                      GpuCase{"conv2d", "N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", "f16", "conv2d_patch_tc"},
+                      GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=40,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
+                              "conv2d_patch_tc"},
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", "f16", "conv2d_patch_tc"}),
     [](const auto& info) {
       std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape +
                       (*info.param.template_name ? std::string("_") + info.param.template_name : "");

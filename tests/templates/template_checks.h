@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "templates/kernel_files.h"
 #include "templates/kernel_template.h"
 
@@ -15,6 +17,29 @@ inline DeviceLimits h100_test_limits() {
   l.arch = "sm_90";
   l.max_shared_per_block_bytes = 227 * 1024;
   return l;
+}
+
+/// The direct convolution of a conv2d workload (NHWC input x, KRSC filter f) in double: NPQK output.
+inline std::vector<double> direct_conv(const Workload& w, const std::vector<double>& x, const std::vector<double>& f) {
+  const int64_t N = w.dim("N"), H = w.dim("H"), W = w.dim("W"), C = w.dim("C"), K = w.dim("K"), R = w.dim("R");
+  const int64_t S = w.dim("S"), st = w.dim("stride"), pad = w.dim("pad"), dil = w.dim("dilation");
+  const int64_t P = (H + 2 * pad - dil * (R - 1) - 1) / st + 1, Q = (W + 2 * pad - dil * (S - 1) - 1) / st + 1;
+  std::vector<double> y(static_cast<size_t>(N * P * Q * K), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t k = 0; k < K; ++k) {
+          double ref = 0;
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t s = 0; s < S; ++s) {
+              const int64_t h = p * st - pad + r * dil, ww = q * st - pad + s * dil;
+              if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+              for (int64_t c = 0; c < C; ++c)
+                ref += x[static_cast<size_t>(((n * H + h) * W + ww) * C + c)] * f[static_cast<size_t>(((k * R + r) * S + s) * C + c)];
+            }
+          y[static_cast<size_t>(((n * P + p) * Q + q) * K + k)] = ref;
+        }
+  return y;
 }
 
 /// The shared checks on workload w; `max_reduced` bounds the reduced space's size.

@@ -259,7 +259,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // gemm_f32's reduced space: its 8x8-per-thread tiles of 64 threads spill at 255 registers
                       // (40 bytes as a GEMM, up to 216 with the filter read along K), as batched_gemm's do.
                       CompileCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f32", "h100-sxm", 512,
-                                  "conv2d_gemm_simt"}),
+                                  "conv2d_gemm_simt"},
+                      CompileCase{"conv2d", "N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", "f16", "h100-sxm", 16,
+                                  "conv2d_patch_tc"},
+                      CompileCase{"conv2d", "N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", "bf16", "a100-sxm4-80gb",
+                                  16, "conv2d_patch_tc"}),
     case_name);
 
 }  // namespace
