@@ -1,5 +1,7 @@
 #include "search/parallel/plan_export.h"
 
+#include "search/parallel/engine_partition.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -25,14 +27,10 @@ int transformer_blocks(const ModelGraph& m) {
 
 /// Transformer blocks each pipeline stage of a (non-interleaved) plan holds.
 std::vector<int> blocks_per_stage(const Plan& plan, const ModelGraph& m) {
-  std::vector<int> out;
-  for (const StagePlan& st : plan.stages) {
-    int n = 0;
-    for (int i = st.first_layer; i < st.end_layer && i < static_cast<int>(m.layers.size()); ++i)
-      n += m.layers[i].kind == LayerKind::kTransformer ? 1 : 0;
-    out.push_back(n);
-  }
-  return out;
+  std::vector<int> starts;
+  for (const StagePlan& st : plan.stages) starts.push_back(st.first_layer);
+  starts.push_back(plan.stages.empty() ? 0 : plan.stages.back().end_layer);
+  return parallel::blocks_per_stage(m, starts);
 }
 
 std::string join_ints(const std::vector<int>& v) {

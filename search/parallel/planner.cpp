@@ -1,5 +1,7 @@
 #include "search/parallel/planner.h"
 
+#include "search/parallel/engine_partition.h"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -443,7 +445,15 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
     return starts;
   }
   StageDpResult r = solve_stage_dp(req);
-  return r.feasible ? r.starts : std::vector<int>{};
+  if (!r.feasible) return {};
+  // A partition the export's engine cannot run as planned: the best one it can; none when none fits (a plan
+  // for the engine is one it runs, as with its schedules and context parallelism).
+  if (!engine_expresses_partition(opts_.engine, model_, r.starts)) {
+    std::vector<int> alt = best_megatron_partition(req, model_);
+    if (alt.empty()) ++inexpressible_;
+    return alt;
+  }
+  return r.starts;
 }
 
 bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables,
@@ -491,6 +501,8 @@ bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<La
   submesh_cells_ += r.cells;
   // The old fallback is one of the assignments, at layer granularity: keep the better.
   const double old_obj = old.empty() ? kInf : variant_objective(req, old, std::vector<int>(p, 1));
+  // The variant DP's partition only where the engine runs it as planned (partition() already made `old` so).
+  if (r.feasible && !engine_expresses_partition(opts_.engine, model_, r.starts)) r.feasible = false, ++inexpressible_;
   if (!r.feasible && old.empty()) return false;
   if (!r.feasible || old_obj <= r.objective) starts = old, level.assign(p, 1);
   else starts = r.starts, level = r.variant;
@@ -527,6 +539,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   if (e.m * tables[0].time(0, e.L) / e.p >= best_time) return reject("cannot beat the best plan found");
   if (uniform && uniform_partition(model_, e.p).empty())
     return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
+  const int64_t dropped = inexpressible_;
   std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
   if (starts.empty()) {
     // A capped re-solve can only help when some layer keeps weights it could split: its least is every weight
@@ -538,8 +551,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
                                                    static_cast<double>(layer_expert_params(layer)), c.tp, c.ep);
       lean = tables[0].lp[l]->params_per_device <= 1.01 * least + 1;
     }
-    if (lean || !memory_level_partition(e, uniform, tables, starts, level))
+    if (lean || !memory_level_partition(e, uniform, tables, starts, level)) {
+      if (inexpressible_ > dropped)
+        return reject(to_string(opts_.engine) + " gives every pipeline stage but the first and the last the same number "
+                      "of layers; no such split of the layers over pp=" + std::to_string(e.p) + " fits in " +
+                      std::to_string(e.usable / 1e9) + " GB per GPU");
       return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
+    }
   }
   std::vector<const LayerTable*> per_stage;
   for (int s = 0; s < e.p; ++s) per_stage.push_back(&tables[level[s]]);

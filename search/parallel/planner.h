@@ -289,6 +289,7 @@ class Planner {
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;
   int64_t submesh_cells_ = 0;
+  mutable int64_t inexpressible_ = 0;  ///< Stage partitions dropped as the export's engine cannot run them (engine_partition.h).
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
   int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).

@@ -35,28 +35,13 @@ constexpr int kThreads = 32 * kWarpsM * kWarpsN;
 constexpr int kMi = kWM / 16, kNi = kWN / 8;
 static_assert(kBM % kWM == 0 && kBN % kWN == 0 && kWM % 16 == 0 && kWN % 16 == 0, "warp tiles");
 
-// Where pixel tile `tile` reads its patch: element j of patch row ph is X[img, h0 + ph, w0 + j / C, j % C],
-// inside the image for h in [0, H) and j in [j_lo, j_hi).
-struct PatchSrc {
-  int img, p0, q0, h0, w0, j_lo, j_hi;
-};
+static_assert(sizeof(elem_t) == 2, "f16 or bf16: the im2col build packs 2-byte elements");
 
-__device__ __forceinline__ PatchSrc patch_src(const ConvPatchGeom& g, int tile) {
-  PatchSrc s;
-  conv_patch_tile(g, tile, s.img, s.p0, s.q0);
-  s.h0 = s.p0 * g.stride - g.pad;
-  s.w0 = s.q0 * g.stride - g.pad;
-  s.j_lo = (s.w0 < 0 ? -s.w0 : 0) * g.c;
-  s.j_hi = (g.w - s.w0 < g.pw ? g.w - s.w0 : g.pw) * g.c;
-  return s;
-}
-
-__device__ __forceinline__ elem_t patch_elem(const elem_t* __restrict__ X, const ConvPatchGeom& g, const PatchSrc& s,
-                                             int i, int row_elems) {
+__device__ __forceinline__ elem_t patch_elem(const elem_t* __restrict__ X, const ConvPatchGeom& g,
+                                             const ConvPatchSrc& s, int i, int row_elems) {
   const int ph = i / row_elems, j = i - ph * row_elems;
-  const int h = s.h0 + ph;
-  if (h < 0 || h >= g.h || j < s.j_lo || j >= s.j_hi) return 0;
-  return X[static_cast<size_t>(s.img * g.h + h) * g.w * g.c + static_cast<size_t>(s.w0 * g.c + j)];
+  if (!conv_patch_inside(g, s, ph, j)) return 0;
+  return X[static_cast<size_t>(s.img * g.h + s.h0 + ph) * g.w * g.c + static_cast<size_t>(s.w0 * g.c + j)];
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -95,7 +80,7 @@ conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t*
   const bool prefetch = kPrefetch && kPatchRegs * kThreads >= patch_total;
   elem_t pre[kPatchRegs];
   if (prefetch && static_cast<int>(blockIdx.x) < tiles) {
-    const PatchSrc first = patch_src(g, static_cast<int>(blockIdx.x));
+    const ConvPatchSrc first = conv_patch_src(g, static_cast<int>(blockIdx.x));
 #pragma unroll
     for (int r = 0; r < kPatchRegs; ++r) {
       const int i = tid + r * kThreads;
@@ -104,7 +89,7 @@ conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t*
   }
 
   for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
-    const PatchSrc src = patch_src(g, tile);
+    const ConvPatchSrc src = conv_patch_src(g, tile);
     const int img = src.img, p0 = src.p0, q0 = src.q0;
     __syncthreads();  // the last tile's readers of the patch and of A are done (the first time: B, koff)
 
@@ -141,7 +126,7 @@ conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t*
     // The next tile's patch, in flight during this tile's products and stores.
     const int next = tile + static_cast<int>(gridDim.x);
     if (prefetch && next < tiles) {
-      const PatchSrc ns = patch_src(g, next);
+      const ConvPatchSrc ns = conv_patch_src(g, next);
 #pragma unroll
       for (int r = 0; r < kPatchRegs; ++r) {
         const int i = tid + r * kThreads;

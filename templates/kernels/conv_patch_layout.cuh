@@ -79,6 +79,27 @@ CONVP_HD void conv_patch_tile(const ConvPatchGeom& g, int tile, int& img, int& p
   img = tile / (g.tiles_q * g.tiles_p);
 }
 
+/// Where pixel tile `tile` reads its patch: element j of patch row ph is X[img, h0 + ph, w0 + j / C, j % C].
+struct ConvPatchSrc {
+  int img, p0, q0, h0, w0, j_lo, j_hi;  // j in [j_lo, j_hi): inside the image's width
+};
+
+CONVP_HD ConvPatchSrc conv_patch_src(const ConvPatchGeom& g, int tile) {
+  ConvPatchSrc s;
+  conv_patch_tile(g, tile, s.img, s.p0, s.q0);
+  s.h0 = s.p0 * g.stride - g.pad;
+  s.w0 = s.q0 * g.stride - g.pad;
+  s.j_lo = (s.w0 < 0 ? -s.w0 : 0) * g.c;
+  s.j_hi = (g.w - s.w0 < g.pw ? g.w - s.w0 : g.pw) * g.c;
+  return s;
+}
+
+/// Whether patch element j of row ph lies inside the image (else it is padding: zero).
+CONVP_HD bool conv_patch_inside(const ConvPatchGeom& g, const ConvPatchSrc& s, int ph, int j) {
+  const int h = s.h0 + ph;
+  return h >= 0 && h < g.h && j >= s.j_lo && j < s.j_hi;
+}
+
 /// Blocks along x: one per pixel tile, or, persistent, at most `ctas` in all over the filter tiles.
 CONVP_HD int conv_patch_grid_x(const ConvPatchGeom& g, int ctas) {
   const int tiles = g.n * g.tiles_p * g.tiles_q;

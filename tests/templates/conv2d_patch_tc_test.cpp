@@ -106,6 +106,9 @@ TEST(Conv2dPatchTcTemplate, EmulatedPatchAndIm2colComputeTheConvolution) {
       {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {8, 8, 32, 16, 16, 264, 1}},
       {"N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", {4, 8, 16, 16, 16, 0, 0}},
       {"N=1,H=20,W=7,C=5,K=24,R=1,S=1,stride=1,pad=0", {16, 8, 16, 64, 16, 132, 0}},
+      // Padding wider than the filter: whole patch rows and columns (and the tile's first pixels) are padding.
+      {"N=2,H=6,W=5,C=3,K=8,R=1,S=1,stride=1,pad=2", {4, 8, 16, 32, 16, 0, 0}},
+      {"N=1,H=7,W=9,C=2,K=16,R=3,S=3,stride=2,pad=4", {4, 8, 16, 16, 16, 132, 1}},
   };
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> small(-3, 3);
@@ -137,15 +140,16 @@ TEST(Conv2dPatchTcTemplate, EmulatedPatchAndIm2colComputeTheConvolution) {
           if (col0 + n < K) bs[static_cast<size_t>(n) * g.kp + kk] = f[static_cast<size_t>(col0 + n) * g.kg + kk];
       for (unsigned bx = 0; bx < k.launch.grid[0]; ++bx)
         for (int tile = static_cast<int>(bx); tile < tiles; tile += static_cast<int>(k.launch.grid[0])) {
-          int img, p0, q0;
-          conv_patch_tile(g, tile, img, p0, q0);
-          const int h0 = p0 * stride - pad, w0 = q0 * stride - pad;
+          // The patch as the kernel copies it: its source and padding test are the kernel's own.
+          const ConvPatchSrc src = conv_patch_src(g, tile);
+          const int img = src.img, p0 = src.p0, q0 = src.q0;
           std::vector<double> patch(static_cast<size_t>(g.ph) * g.pw * C, 0.0);
           for (int ph = 0; ph < g.ph; ++ph)
             for (int j = 0; j < g.pw * C; ++j) {
-              const int h = h0 + ph, ww = w0 + j / C;
-              if (h >= 0 && h < H && ww >= 0 && ww < W)
-                patch[static_cast<size_t>(ph) * g.pw * C + j] = x[(static_cast<size_t>(img * H + h) * W + ww) * C + j % C];
+              if (!conv_patch_inside(g, src, ph, j)) continue;
+              const size_t at = static_cast<size_t>(img * H + src.h0 + ph) * W * C + static_cast<size_t>(src.w0 * C + j);
+              ASSERT_LT(at, x.size()) << ec.shape;
+              patch[static_cast<size_t>(ph) * g.pw * C + j] = x[at];
             }
           for (int m = 0; m < bm; ++m) {
             const int pb = conv_patch_pixel_base(g, m, tl.tq);
