@@ -21,7 +21,9 @@
 # GPU tests with layernorm's MIN_BLOCKS, the device copies, the four row-op rows of issue 16), `conv`
 # (the conv2d rows of issue 16 against cuDNN's graph-API baseline, in one lease), `conv2` (the GPU tests
 # of the two conv templates built without a GPU, conv2d_igemm_wgmma and conv2d_gemm_simt, then the conv
-# rows with each by name, with tune's default auto, and a whole-space recording of the 3x3 wgmma space).
+# rows with each by name, with tune's default auto, and a whole-space recording of the 3x3 wgmma space),
+# `h100` (issue 16's whole table with tune's defaults), `long` (longer searches of the rows just short),
+# `patch` (conv2d_patch_tc's GPU tests and the stem rows) and `patch2` (the same after MIN_BLOCKS).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +31,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -323,6 +325,17 @@ plan_patch() {
   step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
     --out "$S/baselines.json"
   tune xgb200_conv_stem_patch 50 --op conv2d --shape $stem --dtype f16 --trials 200 --template conv2d_patch_tc
+  tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_patch2() {
+  steps
+  local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
+  step gpu_tests 60 .gpu/bin/gpu_tests --gtest_filter='*patch_tc*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
+    --out "$S/baselines.json"
+  tune xgb300_conv_stem_patch 60 --op conv2d --shape $stem --dtype f16 --trials 300 --template conv2d_patch_tc
   tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }

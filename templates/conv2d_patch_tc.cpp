@@ -21,6 +21,7 @@ std::vector<search::Knob> conv_patch_knobs(bool reduced, int64_t sm_count) {
         {"WN", {16, 32}, "warp tile columns (filters)"},
         {"PERSISTENT", {0, 4 * sm}, "0: a block per pixel tile; else the blocks in all, looping over the tiles"},
         {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products"},
+        {"MIN_BLOCKS", {1}, "blocks per SM the registers must allow (__launch_bounds__)"},
     };
   }
   return {
@@ -29,8 +30,10 @@ std::vector<search::Knob> conv_patch_knobs(bool reduced, int64_t sm_count) {
       {"BN", {16, 32, 64}, "filters per block"},
       {"WM", {16, 32, 64}, "warp tile rows (pixels)"},
       {"WN", {16, 32}, "warp tile columns (filters)"},
-      {"PERSISTENT", {0, sm, 2 * sm, 4 * sm, 8 * sm}, "0: a block per pixel tile; else the blocks in all, looping over the tiles"},
+      {"PERSISTENT", {0, sm, 2 * sm, 3 * sm, 4 * sm, 8 * sm},
+       "0: a block per pixel tile; else the blocks in all, looping over the tiles"},
       {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products"},
+      {"MIN_BLOCKS", {1, 2, 3}, "blocks per SM the registers must allow (__launch_bounds__)"},
   };
 }
 
@@ -44,6 +47,7 @@ ConvPatchTiling conv_patch_tiling_of(const search::ConfigView& v, DType d) {
   t.wn = static_cast<int>(v["WN"]);
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
   t.prefetch = v["PREFETCH"] != 0;
+  t.min_blocks = static_cast<int>(v["MIN_BLOCKS"]);
   return t;
 }
 
@@ -63,6 +67,16 @@ std::vector<search::Constraint> conv_patch_constraints(const Workload& w, const 
        }},
       {"threads 32 * (TP * TQ / WM) * (BN / WN) <= 512",
        [](const search::ConfigView& v) { return 32 * (v["TP"] * v["TQ"] / v["WM"]) * (v["BN"] / v["WN"]) <= 512; }},
+      // MIN_BLOCKS > 1 caps the registers so that many blocks fit an SM (2,048 threads, 64 Ki registers): only
+      // where their shared memory fits too (228 KiB per SM on sm_80 and sm_90), and never below 64 registers.
+      {"MIN_BLOCKS == 1 or (MIN_BLOCKS blocks fit an SM's threads and shared memory, at >= 64 registers a thread)",
+       [w](const search::ConfigView& v) {
+         if (v["MIN_BLOCKS"] == 1) return true;
+         const ConvPatchTiling t = conv_patch_tiling_of(v, w.dtype);
+         const int64_t threads = Conv2dPatchTcTemplate::threads(t) * v["MIN_BLOCKS"];
+         return threads <= 1024 &&
+                (Conv2dPatchTcTemplate::shared_bytes(t, w) + 1024) * v["MIN_BLOCKS"] <= 228 * 1024;
+       }},
       // A tile more than twice the output's width or height (or a filter tile more than twice K) computes
       // mostly pixels that are never stored; the smallest (4 x 8 pixels x 16 filters) is always allowed.
       {"TQ == 8 or TQ < 2 * Q; TP <= 4 or TP < 2 * P; BN == 16 or BN < 2 * K",
@@ -151,6 +165,7 @@ std::string Conv2dPatchTcTemplate::source(const ConvPatchTiling& t) {
   s.element(t.dtype);
   s.define("TP", t.tp).define("TQ", t.tq).define("BN", t.bn).define("WM", t.wm).define("WN", t.wn);
   s.define("PREFETCH", t.prefetch ? 1 : 0).define("PATCH_REGS", t.prefetch ? t.patch_regs : 1);
+  s.define("MIN_BLOCKS", t.min_blocks);
   return s.str();
 }
 

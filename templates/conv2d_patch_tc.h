@@ -9,7 +9,8 @@
 // Knobs: TP x TQ output pixels (rows x columns of one image) x BN filters per block, WM x WN warp tile,
 // PERSISTENT (0: a block per pixel tile; else the blocks in all, a multiple of the SM count, looping
 // over the pixel tiles so each loads the filter tile once), PREFETCH (the next tile's patch loaded into
-// registers while this tile's products run).
+// registers while this tile's products run), MIN_BLOCKS (1-3 blocks per SM that the registers must
+// allow: the block's phases run one after another, so an SM overlaps them only across blocks).
 #pragma once
 
 #include <string>
@@ -25,6 +26,7 @@ struct ConvPatchTiling {
   int persistent_ctas = 0;       ///< 0, or the blocks of the persistent grid in all.
   bool prefetch = false;         ///< The next tile's patch through registers.
   int patch_regs = 1;            ///< Patch elements per thread when prefetching (from the workload).
+  int min_blocks = 1;            ///< Blocks per SM the registers must allow (__launch_bounds__'s second value).
 };
 
 inline constexpr const char* kConvPatchKernelName = "conv2d_patch";

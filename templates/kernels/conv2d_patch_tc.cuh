@@ -6,7 +6,7 @@
 // one reads the input once per tile. With PREFETCH, each thread loads its PATCH_REGS elements of the
 // next tile's patch into registers before the current tile's products, so the global loads' latency
 // hides behind them (the host sets PATCH_REGS to ceil(patch elements / threads)). The tuner defines
-// before including it: ELEM_F16 or ELEM_BF16, TP, TQ, BN, WM, WN, PREFETCH, PATCH_REGS.
+// before including it: ELEM_F16 or ELEM_BF16, TP, TQ, BN, WM, WN, PREFETCH, PATCH_REGS, MIN_BLOCKS.
 #pragma once
 #include "element.cuh"
 
@@ -18,6 +18,9 @@ constexpr int kWM = WM, kWN = WN;            // warp tile
 #endif
 #ifndef PATCH_REGS
 #define PATCH_REGS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
 constexpr bool kPrefetch = PREFETCH != 0;    // the next tile's patch through registers
 constexpr int kPatchRegs = PATCH_REGS;       // patch elements per thread when prefetching
@@ -44,7 +47,7 @@ __device__ __forceinline__ elem_t patch_elem(const elem_t* __restrict__ X, const
   return X[static_cast<size_t>(s.img * g.h + s.h0 + ph) * g.w * g.c + static_cast<size_t>(s.w0 * g.c + j)];
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t* __restrict__ Y, int N, int H, int W,
              int C, int K, int R, int S, int stride, int pad, int dilation, int P, int Q) {
   extern __shared__ uint4 conv_patch_smem_buf[];

@@ -87,7 +87,7 @@ TEST(Conv2dPatchTcTemplate, TinyOutputsStillHaveConfigs) {
     const auto w = parse_workload("conv2d", shape, "f16");
     ASSERT_EQ(t.unsupported(w), std::nullopt) << shape;
     EXPECT_GT(t.reduced_space(w, h100_test_limits()).size(), 0u) << shape;
-    EXPECT_TRUE(t.space(w, h100_test_limits()).is_valid(search::Config{4, 8, 16, 32, 16, 0, 0})) << shape;
+    EXPECT_TRUE(t.space(w, h100_test_limits()).is_valid(search::Config{4, 8, 16, 32, 16, 0, 0, 1})) << shape;
   }
 }
 
@@ -97,18 +97,18 @@ TEST(Conv2dPatchTcTemplate, EmulatedPatchAndIm2colComputeTheConvolution) {
   Conv2dPatchTcTemplate t;
   struct Case {
     const char* shape;
-    search::Config config;  // TP, TQ, BN, WM, WN, PERSISTENT, PREFETCH
+    search::Config config;  // TP, TQ, BN, WM, WN, PERSISTENT, PREFETCH, MIN_BLOCKS
   };
   const std::vector<Case> cases = {
-      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {4, 8, 32, 32, 16, 0, 0}},
-      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {8, 16, 16, 32, 16, 132, 0}},
-      {"N=1,H=15,W=13,C=6,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {4, 8, 32, 32, 16, 264, 0}},
-      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {8, 8, 32, 16, 16, 264, 1}},
-      {"N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", {4, 8, 16, 16, 16, 0, 0}},
-      {"N=1,H=20,W=7,C=5,K=24,R=1,S=1,stride=1,pad=0", {16, 8, 16, 64, 16, 132, 0}},
+      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {4, 8, 32, 32, 16, 0, 0, 1}},
+      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {8, 16, 16, 32, 16, 132, 0, 1}},
+      {"N=1,H=15,W=13,C=6,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {4, 8, 32, 32, 16, 264, 0, 1}},
+      {"N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", {8, 8, 32, 16, 16, 264, 1, 2}},
+      {"N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", {4, 8, 16, 16, 16, 0, 0, 1}},
+      {"N=1,H=20,W=7,C=5,K=24,R=1,S=1,stride=1,pad=0", {16, 8, 16, 64, 16, 132, 0, 1}},
       // Padding wider than the filter: whole patch rows and columns (and the tile's first pixels) are padding.
-      {"N=2,H=6,W=5,C=3,K=8,R=1,S=1,stride=1,pad=2", {4, 8, 16, 32, 16, 0, 0}},
-      {"N=1,H=7,W=9,C=2,K=16,R=3,S=3,stride=2,pad=4", {4, 8, 16, 16, 16, 132, 1}},
+      {"N=2,H=6,W=5,C=3,K=8,R=1,S=1,stride=1,pad=2", {4, 8, 16, 32, 16, 0, 0, 1}},
+      {"N=1,H=7,W=9,C=2,K=16,R=3,S=3,stride=2,pad=4", {4, 8, 16, 16, 16, 132, 1, 1}},
   };
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> small(-3, 3);

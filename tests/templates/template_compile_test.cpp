@@ -223,6 +223,28 @@ TEST(RowFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   RecordProperty("configs", compiled);
 }
 
+// conv2d_patch_tc's MIN_BLOCKS reaches the compiler: the stem's best config on an H100 (2026-11-26, 256 threads,
+// 124 registers: two blocks per SM) fits three blocks' registers at MIN_BLOCKS 3 (at most 85 a thread).
+TEST(ConvPatchMinBlocks, CapsTheRegistersForMoreBlocksPerSm) {
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  const auto limits = limits_of(*costmodel::find_gpu_spec("h100-sxm"));
+  const auto w = templates::parse_workload("conv2d", "N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3", "f16");
+  const auto& tmpl = templates::find_template(w.op, w.dtype, &limits, "conv2d_patch_tc");
+  const auto space = tmpl.space(w, limits);
+  auto regs = [&](int64_t min_blocks) {
+    const search::Config c{16, 8, 64, 32, 32, 264, 1, min_blocks};
+    EXPECT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
+    const auto k = tmpl.instantiate(space, c, w);
+    const auto r = builder.compile({k.source, k.kernel_name, limits.arch, {}});
+    EXPECT_TRUE(r.ok()) << r.log.substr(0, 2000);
+    return r.resources.registers;
+  };
+  const int free = regs(1), capped = regs(3);
+  EXPECT_GT(free, 85);
+  EXPECT_LE(capped, 65536 / (3 * 256));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Templates, TemplateReducedSpaceCompiles,
     ::testing::Values(CompileCase{"softmax", "rows=37,cols=3000", "f32", "a100-sxm4-80gb"},
