@@ -166,6 +166,9 @@ std::string Conv2dPatchTcTemplate::source(const ConvPatchTiling& t) {
   s.define("TP", t.tp).define("TQ", t.tq).define("BN", t.bn).define("WM", t.wm).define("WN", t.wn);
   s.define("PREFETCH", t.prefetch ? 1 : 0).define("PATCH_REGS", t.prefetch ? t.patch_regs : 1);
   s.define("MIN_BLOCKS", t.min_blocks);
+  if (t.c > 0)
+    s.define("CONV_C", t.c).define("CONV_R", t.r).define("CONV_S", t.s).define("CONV_STRIDE", t.stride)
+        .define("CONV_DILATION", t.dilation);
   return s.str();
 }
 
@@ -222,6 +225,9 @@ KernelInstance Conv2dPatchTcTemplate::instantiate(const search::ConfigSpace& spa
   KernelInstance k = conv2d_contract_instance(w);
   ConvPatchTiling t = tiling(space, c, w.dtype);
   t.patch_regs = patch_regs(t, w);
+  const ConvDims d = conv_dims(w);
+  t.c = static_cast<int>(d.c), t.r = static_cast<int>(d.r), t.s = static_cast<int>(d.s);
+  t.stride = static_cast<int>(d.stride), t.dilation = static_cast<int>(d.dilation);
   const ConvPatchGeom g = geom_of(t, conv_dims(w));
   k.profile = profile(space, c, w);
   k.source = source(t);

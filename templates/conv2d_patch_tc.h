@@ -27,6 +27,8 @@ struct ConvPatchTiling {
   bool prefetch = false;         ///< The next tile's patch through registers.
   int patch_regs = 1;            ///< Patch elements per thread when prefetching (from the workload).
   int min_blocks = 1;            ///< Blocks per SM the registers must allow (__launch_bounds__'s second value).
+  /// The filter's shape, compiled in (from the workload; 0: taken at run time only): C, R, S, stride, dilation.
+  int c = 0, r = 0, s = 0, stride = 0, dilation = 0;
 };
 
 inline constexpr const char* kConvPatchKernelName = "conv2d_patch";
@@ -46,7 +48,7 @@ class Conv2dPatchTcTemplate final : public KernelTemplate {
                              const Workload& w) const override;
 
   static ConvPatchTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
-  /// The CUDA source of one tiling (the kernel file with its macros).
+  /// The CUDA source of one tiling (the kernel file with its macros; the filter's shape compiled in when set).
   static std::string source(const ConvPatchTiling& t);
   /// Threads per block and dynamic shared memory of a tiling on workload w.
   static int threads(const ConvPatchTiling& t);

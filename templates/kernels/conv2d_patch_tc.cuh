@@ -6,7 +6,9 @@
 // one reads the input once per tile. With PREFETCH, each thread loads its PATCH_REGS elements of the
 // next tile's patch into registers before the current tile's products, so the global loads' latency
 // hides behind them (the host sets PATCH_REGS to ceil(patch elements / threads)). The tuner defines
-// before including it: ELEM_F16 or ELEM_BF16, TP, TQ, BN, WM, WN, PREFETCH, PATCH_REGS, MIN_BLOCKS.
+// before including it: ELEM_F16 or ELEM_BF16, TP, TQ, BN, WM, WN, PREFETCH, PATCH_REGS, MIN_BLOCKS, and the
+// filter's shape CONV_C, CONV_R, CONV_S, CONV_STRIDE, CONV_DILATION: with them the reduction length, the
+// patch's size and every division by them are constants (a launch with other values traps).
 #pragma once
 #include "element.cuh"
 
@@ -51,6 +53,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
 conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t* __restrict__ Y, int N, int H, int W,
              int C, int K, int R, int S, int stride, int pad, int dilation, int P, int Q) {
   extern __shared__ uint4 conv_patch_smem_buf[];
+#if defined(CONV_C)
+  if (C != CONV_C || R != CONV_R || S != CONV_S || stride != CONV_STRIDE || dilation != CONV_DILATION) __trap();
+  C = CONV_C, R = CONV_R, S = CONV_S, stride = CONV_STRIDE, dilation = CONV_DILATION;
+#endif
   const ConvPatchGeom g = conv_patch_geom(N, H, W, C, K, R, S, stride, pad, dilation, P, Q, kTP, kTQ, kBN);
   const ConvPatchSmem L = conv_patch_smem(g);
   unsigned char* base = reinterpret_cast<unsigned char*>(conv_patch_smem_buf);

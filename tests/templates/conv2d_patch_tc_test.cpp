@@ -125,6 +125,11 @@ TEST(Conv2dPatchTcTemplate, EmulatedPatchAndIm2colComputeTheConvolution) {
     const ConvPatchGeom g = conv_patch_geom(N, H, W, C, K, a[5], a[6], stride, pad, a[9], P, Q, tl.tp, tl.tq, tl.bn);
     ASSERT_EQ(k.launch.grid[1], static_cast<unsigned>(g.tiles_k));
     ASSERT_EQ(k.launch.dynamic_shared_bytes, conv_patch_smem(g).bytes);
+    // The filter's shape is compiled in (the kernel traps on a launch with another).
+    for (const std::string def : {"#define CONV_C " + std::to_string(C), "#define CONV_R " + std::to_string(a[5]),
+                                  "#define CONV_S " + std::to_string(a[6]), "#define CONV_STRIDE " + std::to_string(stride),
+                                  "#define CONV_DILATION " + std::to_string(a[9])})
+      EXPECT_NE(k.source.find(def + "\n"), std::string::npos) << def;
     std::vector<double> x(static_cast<size_t>(N) * H * W * C), f(static_cast<size_t>(K) * g.kg);
     for (auto& v : x) v = small(rng);
     for (auto& v : f) v = small(rng);
