@@ -20,8 +20,8 @@ std::vector<search::Knob> conv_patch_knobs(bool reduced, int64_t sm_count) {
         {"WM", {32, 64}, "warp tile rows (pixels)"},
         {"WN", {16, 32}, "warp tile columns (filters)"},
         {"PERSISTENT", {0, 4 * sm}, "0: a block per pixel tile; else the blocks in all, looping over the tiles"},
-        {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products"},
-        {"MIN_BLOCKS", {1}, "blocks per SM the registers must allow (__launch_bounds__)"},
+        {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products", 0},
+        {"MIN_BLOCKS", {1}, "blocks per SM the registers must allow (__launch_bounds__)", 1},
     };
   }
   return {
@@ -32,8 +32,9 @@ std::vector<search::Knob> conv_patch_knobs(bool reduced, int64_t sm_count) {
       {"WN", {16, 32}, "warp tile columns (filters)"},
       {"PERSISTENT", {0, sm, 2 * sm, 3 * sm, 4 * sm, 8 * sm},
        "0: a block per pixel tile; else the blocks in all, looping over the tiles"},
-      {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products"},
-      {"MIN_BLOCKS", {1, 2, 3}, "blocks per SM the registers must allow (__launch_bounds__)"},
+      // Added after the first GPU run: 0 and 1 (absent from its records) are the kernel it measured.
+      {"PREFETCH", {0, 1}, "1: the next tile's patch loaded into registers during this tile's products", 0},
+      {"MIN_BLOCKS", {1, 2, 3}, "blocks per SM the registers must allow (__launch_bounds__)", 1},
   };
 }
 
@@ -211,10 +212,15 @@ costmodel::KernelProfile Conv2dPatchTcTemplate::profile(const search::ConfigSpac
   p.threads_per_block = threads(t);
   p.dynamic_shared_bytes = g.kp > 0 ? conv_patch_smem(g).bytes : 0;
   p.ilp = (t.wm / 16) * (t.wn / 8);
+  // Per k-step of a warp: its ldmatrix loads, and its share of the im2col build (a 2-byte shared load per
+  // tap of the tile, and a 16-byte load of the offsets per 4 taps), which runs before the products.
+  const double steps = g.kp / 16.0;
+  p.shared_loads_per_step = (t.wm / 16) + (t.wn / 16) + 1.25 * static_cast<double>(bm * g.kp) / threads(t) / steps;
   p.vector_width = 1;  // the patch is copied element by element
   p.coalescing = 1.0;
-  p.stages = 1;
-  p.main_loop_iterations = g.kp / 16;
+  // One global phase per unit (the patch), exposed unless the next tile's patch is prefetched.
+  p.stages = t.prefetch ? 2 : 1;
+  p.main_loop_iterations = 1;
   p.l2_reuse = 1.0;
   p.tensor_cores = true;
   return p;

@@ -113,9 +113,12 @@ conv2d_patch(const elem_t* __restrict__ X, const elem_t* __restrict__ F, elem_t*
     }
     __syncthreads();
 
-    // The im2col tile A [bm][kp]: 8 taps of one pixel per 16-byte store.
+    // The im2col tile A [bm][kp]: 8 taps of one pixel per 16-byte store. Consecutive lanes take consecutive
+    // pixels of one 8-tap chunk: their patch reads are stride * C elements apart (12 bytes for the stem: no
+    // two lanes of a tile row on one bank) and their offsets one broadcast load; lanes taking consecutive
+    // chunks of one pixel read 16 bytes apart, four lanes to a bank (the first version did, on the GPU).
     for (int i = tid; i < kBM * chunks; i += kThreads) {
-      const int m = i / chunks, k0 = (i - m * chunks) * 8;
+      const int kc = i / kBM, m = i - kc * kBM, k0 = kc * 8;
       const int pb = conv_patch_pixel_base(g, m, kTQ);
       const int4 o0 = *reinterpret_cast<const int4*>(koff + k0);
       const int4 o1 = *reinterpret_cast<const int4*>(koff + k0 + 4);
