@@ -192,7 +192,7 @@ costmodel::KernelProfile Conv2dPatchTcTemplate::profile(const search::ConfigSpac
   const int64_t bm = t.tp * t.tq;
   const int64_t pixel_tiles = d.n * g.tiles_p * g.tiles_q;
   const double units = static_cast<double>(pixel_tiles * g.tiles_k);
-  const double grid = static_cast<double>(conv_patch_grid_x(g, t.persistent_ctas)) * g.tiles_k;
+  const double grid = static_cast<double>(conv_patch_grid_x(g, t.persistent_ctas) * g.tiles_k);
   const double outputs = static_cast<double>(d.m() * d.k);
   const double patch_bytes = 2.0 * g.ph * g.pw * d.c;
   const double tile_bytes = 2.0 * static_cast<double>(bm * g.kp);  // the im2col tile
@@ -207,7 +207,10 @@ costmodel::KernelProfile Conv2dPatchTcTemplate::profile(const search::ConfigSpac
   p.shared_bytes = units * (patch_bytes + 2.0 * tile_bytes +
                             static_cast<double>(warps) * (t.wm + t.wn) * g.kp * 2.0);
   p.shared_conflict_ways = 1;
-  p.blocks = static_cast<int64_t>(units);
+  // A persistent grid is its CTAs, each running ceil(tiles / grid x) units: the model's resident blocks are
+  // those CTAs (a small grid leaves SMs with few warps: measured 2x slower at 2 CTAs per SM than at 4).
+  const int64_t grid_x = conv_patch_grid_x(g, t.persistent_ctas);
+  p.blocks = t.persistent_ctas > 0 ? grid_x * g.tiles_k : static_cast<int64_t>(units);
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = threads(t);
   p.dynamic_shared_bytes = g.kp > 0 ? conv_patch_smem(g).bytes : 0;
@@ -220,7 +223,7 @@ costmodel::KernelProfile Conv2dPatchTcTemplate::profile(const search::ConfigSpac
   p.coalescing = 1.0;
   // One global phase per unit (the patch), exposed unless the next tile's patch is prefetched.
   p.stages = t.prefetch ? 2 : 1;
-  p.main_loop_iterations = 1;
+  p.main_loop_iterations = t.persistent_ctas > 0 ? costmodel::ceil_div(pixel_tiles, grid_x) : 1;
   p.l2_reuse = 1.0;
   p.tensor_cores = true;
   return p;
