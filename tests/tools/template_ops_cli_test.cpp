@@ -204,9 +204,11 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "f16", "batched_gemm_tc_mma", true},
                       OpCase{"batched_gemm", "B=4,M=100,N=72,K=64", "bf16", "batched_gemm_tc_mma", true},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f32", "conv2d_igemm_simt"},
-                      OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f16", "conv2d_igemm_tc"},
+                      // 294 taps: past conv2d_patch_tc's 256, so auto is conv2d_igemm_tc alone.
+                      OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=7,S=7,stride=2,pad=3", "f16", "conv2d_igemm_tc"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=16,K=20,R=3,S=3,stride=2,pad=1", "bf16", "conv2d_igemm_tc"},
                       OpCase{"conv2d", "N=2,H=15,W=13,C=24,K=40,R=3,S=3,stride=2,pad=1", "f16", "conv2d_igemm_wgmma", true},
+                      OpCase{"conv2d", "N=2,H=15,W=13,C=6,K=20,R=3,S=3,stride=2,pad=1", "f16", "conv2d_patch_tc", true},
                       OpCase{"conv2d", "N=2,H=14,W=14,C=64,K=96,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt", true}),
     [](const auto& info) {
       return std::string(info.param.op) + "_" + info.param.dtype +
