@@ -17,7 +17,7 @@ std::vector<int> blocks_per_stage(const ModelGraph& g, const std::vector<int>& s
 }
 
 bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::vector<int>& starts) {
-  if (engine != Engine::kMegatron || starts.size() <= 3 || g.transformer_layers == 0) return true;
+  if (engine != Engine::kMegatron || starts.size() <= 2 || g.transformer_layers == 0) return true;
   const std::vector<int> b = blocks_per_stage(g, starts);
   // Every stage builds at least one layer (a first or last stage of the embedding or the head alone is not
   // one Megatron's --decoder-first/last-pipeline-num-layers describe).
@@ -27,7 +27,7 @@ bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::v
 
 std::vector<int> best_megatron_partition(const StageDpRequest& req, const ModelGraph& g, int window) {
   const int p = req.stages, L = static_cast<int>(g.layers.size());
-  if (p <= 2 || g.transformer_layers == 0) return {};
+  if (p < 2 || g.transformer_layers == 0) return {};
   // The run of blocks: the first stage also holds what precedes it (the embedding), the last what follows (the head).
   int first = 0;
   while (first < L && g.layers[first].kind != LayerKind::kTransformer) ++first;
@@ -38,7 +38,9 @@ std::vector<int> best_megatron_partition(const StageDpRequest& req, const ModelG
   const int share = n / p;
   std::vector<int> best, starts(p + 1);
   double best_obj = kInf;
-  for (int m = std::max(1, share - window); m <= share + window && (p - 2) * m <= n - 2; ++m)
+  // With pp 2 there are no middle stages: one pass over the first stage's size.
+  const int m_lo = p == 2 ? 1 : std::max(1, share - window), m_hi = p == 2 ? 1 : share + window;
+  for (int m = m_lo; m <= m_hi && (p - 2) * m <= n - 2; ++m)
     for (int f = 1; f + (p - 2) * m <= n - 1; ++f) {
       starts[0] = 0;
       for (int s = 1; s < p; ++s) starts[s] = first + f + (s - 1) * m;

@@ -19,7 +19,7 @@ namespace tuner::parallel {
 /// Transformer blocks in each stage of the partition `starts` (stages + 1 layer indices).
 std::vector<int> blocks_per_stage(const ModelGraph& g, const std::vector<int>& starts);
 
-/// Whether `engine` runs the partition `starts` as it is: for Megatron-LM with pp > 2, every stage holds a
+/// Whether `engine` runs the partition `starts` as it is: for Megatron-LM with pp > 1, every stage holds a
 /// transformer block and every stage but the first and the last the same number; any partition for the others.
 bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::vector<int>& starts);
 

@@ -25,7 +25,9 @@ TEST(EnginePartition, MegatronExpressesOnlyEqualMiddleStages) {
   for (Engine e : {Engine::kGeneric, Engine::kDeepSpeed, Engine::kTorchtitan})
     EXPECT_TRUE(engine_expresses_partition(e, m, uneven_middle)) << to_string(e);
   EXPECT_TRUE(engine_expresses_partition(Engine::kMegatron, m, {0, 2, 4, 6, 10}));  // 1, 2, 2, 3
-  EXPECT_TRUE(engine_expresses_partition(Engine::kMegatron, m, {0, 6, 10}));        // pp 2: any split
+  EXPECT_TRUE(engine_expresses_partition(Engine::kMegatron, m, {0, 6, 10}));        // pp 2: 5 and 3
+  EXPECT_FALSE(engine_expresses_partition(Engine::kMegatron, m, {0, 1, 10}));       // the embedding alone
+  EXPECT_FALSE(engine_expresses_partition(Engine::kMegatron, m, {0, 9, 10}));       // the head alone
 }
 
 // Every partition of a chain of L layers into p non-empty stages.
@@ -48,7 +50,7 @@ TEST(EnginePartition, BestMegatronPartitionMatchesTheBestExpressibleOneOnRandomC
     std::uniform_int_distribution<int> cost(1, 30);
     StageDpRequest r;
     for (int l = 0; l < L; ++l) r.layer_cost.push_back(cost(rng) * 1e-3);
-    r.stages = 3 + static_cast<int>(seed % 3);  // 3..5
+    r.stages = 2 + static_cast<int>(seed % 4);  // 2..5
     r.micro_batches = 1 + seed % 8;
     r.stage_extra.assign(r.stages, 1e-3);
     const int cap = 3 + static_cast<int>(seed % 3);
