@@ -7,6 +7,7 @@
 
 #include "tuner/cuda_runner.h"
 #include "tuner/nvrtc_builder.h"
+#include "templates/registry.h"
 
 namespace tuner {
 
@@ -61,11 +62,20 @@ DeviceTarget resolve_device(const std::string& spec) {
   const std::string allowed =
       "cuda:N, replay:<file>, or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();
   if (spec.rfind("replay:", 0) == 0) {
-    auto data = std::make_shared<const ReplayData>(read_replay(spec.substr(7)));
-    auto g = costmodel::find_gpu_spec(data->gpu_key);
+    ReplayData read = read_replay(spec.substr(7));
+    auto g = costmodel::find_gpu_spec(read.gpu_key);
     if (!g)
-      throw std::invalid_argument("replay file '" + data->path + "' names GPU '" + data->gpu_key +
+      throw std::invalid_argument("replay file '" + read.path + "' names GPU '" + read.gpu_key +
                                   "', which the spec table does not have; known: " + costmodel::gpu_spec_keys());
+    // Keys as the session will look configs up (templates/registry.h resolves the template as the session does).
+    try {
+      const templates::DeviceLimits limits = limits_of(*g);
+      const templates::Workload w = templates::parse_workload(read.op, read.shape, read.dtype);
+      canonicalize_records(read, templates::find_template(read.op, w.dtype, &limits, read.template_name).space(w, limits));
+    } catch (const std::invalid_argument&) {
+      // A template or workload this build does not know: the session reports it when it starts.
+    }
+    auto data = std::make_shared<const ReplayData>(std::move(read));
     DeviceTarget t = sim_target(*g);
     t.spec = spec;
     t.identity = data->device;

@@ -195,6 +195,24 @@ std::string replay_excerpt(std::string_view text) {
   return utf8_prefix(text, kExcerptChars) + "...";
 }
 
+int canonicalize_records(ReplayData& d, const search::ConfigSpace& space) {
+  std::map<std::string, ReplayRecord> out;
+  int moved = 0;
+  for (auto& [json, rec] : d.records) {
+    std::string key = json;
+    try {
+      // The stable key: the space's JSON with its keys sorted (nlohmann::json), as the writer and the loaders key it.
+      key = nlohmann::json(space.to_json(space.from_json(nlohmann::json::parse(json)))).dump();
+    } catch (const std::exception&) {
+      // Not a config of this space: kept as it is (the loaders count it outside the space).
+    }
+    moved += key != json ? 1 : 0;
+    out.emplace(std::move(key), std::move(rec));
+  }
+  d.records = std::move(out);
+  return moved;
+}
+
 const ReplayRecord* ReplayData::find(const std::string& config_json) const {
   auto it = records.find(config_json);
   return it == records.end() ? nullptr : &it->second;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "db/tuning_db.h"
+#include "search/config_space.h"
 
 namespace tuner {
 
@@ -55,6 +56,11 @@ struct ReplayData {
 /// record's at least 1e-6 ms), spreads and sizes not negative, strings short and one line, op,
 /// shape and dtype a workload, no unknown keys, one record per config.
 ReplayData read_replay(const std::string& path);
+
+/// Re-keys the records by the JSON `space` writes for their configs: a knob at its `absent` value is left
+/// out (a file written before the knob had one, or by hand, may spell it). Records that are no config of
+/// the space keep their keys; a record whose key another already has is dropped. Returns how many moved.
+int canonicalize_records(ReplayData& d, const search::ConfigSpace& space);
 
 /// read_replay on text already read; `path` names it in messages.
 ReplayData parse_replay(std::string_view text, const std::string& path);

@@ -56,7 +56,9 @@ RecordedSpace load_recorded_space(const std::string& path) {
   const templates::DeviceLimits limits = limits_of(s.gpu);
   s.tmpl = &templates::find_template(s.data.op, s.workload.dtype, &limits, s.data.template_name);
   s.version_matches = s.data.template_version == template_hash(*s.tmpl);
-  s.space = recorded_space(s.tmpl->space(s.workload, limits), s.data);
+  const search::ConfigSpace full = s.tmpl->space(s.workload, limits);
+  canonicalize_records(s.data, full);
+  s.space = recorded_space(full, s.data);
   for (const auto& [json, rec] : s.data.records) {
     if (rec.status != "ok") {
       ++s.not_ok;

@@ -17,6 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/device_registry.h"
+#include "tuner/replay_oracle.h"
+
 namespace tuner {
 namespace {
 
@@ -220,6 +223,37 @@ TEST(ReplayData, TheCliExitsTwoOnABadFileAndLeavesNoDatabase) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   EXPECT_FALSE(std::filesystem::exists(db)) << "nothing is written for bad input";
   std::filesystem::remove_all(dir);
+}
+
+// A knob spelled at its `absent` value (a recording made before the knob had one, or written by hand)
+// names the same config as the JSON without it: the loaders re-key the records by the space's own JSON,
+// so the sim-vs-real loader and the replay device find every record (the hand-built conv2d_patch_tc
+// sample of stop 29 lost its PREFETCH 0 configs to this before).
+TEST(ReplayData, AKnobSpelledAtItsAbsentValueFindsItsConfig) {
+  const std::string orig = std::string(TUNER_SOURCE_DIR) + "/data/replay/gemm_f16_M4096_N4096_K4096_wgmma_h100_2026-11-25.json";
+  std::ifstream in(orig);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  for (auto& r : doc["records"]) {
+    ASSERT_FALSE(r["config"].contains("EPILOGUE"));
+    r["config"]["EPILOGUE"] = 0;  // gemm_tc_wgmma's absent values
+    r["config"]["CLUSTER"] = 1;
+  }
+  const std::string path = temp_file(doc.dump());
+  const RecordedSpace a = load_recorded_space(orig), b = load_recorded_space(path);
+  EXPECT_EQ(b.outside_space, a.outside_space);
+  ASSERT_EQ(b.configs.size(), a.configs.size());
+  EXPECT_EQ(b.best_ms, a.best_ms);
+
+  ReplayData raw = read_replay(path);
+  const DeviceTarget t = resolve_device("replay:" + path);
+  ASSERT_TRUE(t.replay);
+  const std::string key = nlohmann::json(a.space.to_json(a.configs.front().config)).dump();
+  EXPECT_EQ(raw.find(key), nullptr) << "as written, the key spells the absent knobs";
+  ASSERT_NE(t.replay->find(key), nullptr);
+  EXPECT_EQ(t.replay->find(key)->time_ms, a.configs.front().time_ms);
+  EXPECT_EQ(canonicalize_records(raw, a.space), static_cast<int>(raw.records.size()));
+  EXPECT_EQ(canonicalize_records(raw, a.space), 0) << "a second pass moves nothing";
+  std::filesystem::remove(path);
 }
 
 }  // namespace
