@@ -1023,6 +1023,21 @@ Plan Planner::plan() {
                   static_cast<long long>(std::ceil(opts_.batch_starved_sequences * N / max_tp)));
     best->notes.push_back(text);
   }
+  // Data parallelism divides both the batch and the GPUs: a batch that shares few divisors with the GPU count
+  // (a prime one) leaves the rest of the GPUs to pipelines and tensor parallelism whatever they cost.
+  const int64_t common = std::gcd(opts_.global_batch, static_cast<int64_t>(N));
+  if (common * max_tp < N && N > 1) {
+    const int64_t nearest = std::max<int64_t>(N, std::llround(static_cast<double>(opts_.global_batch) / N) * N);
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "the global batch of %lld sequences and the %d GPUs have %lld as their greatest common divisor: "
+                  "data parallelism must divide both, so dp is at most %lld and pipelines or tensor parallelism "
+                  "take the other GPUs (this plan: dp %d); a global batch of %lld, a multiple of %d, lets dp take "
+                  "any share of them",
+                  static_cast<long long>(opts_.global_batch), N, static_cast<long long>(common),
+                  static_cast<long long>(common), best->config.dp, static_cast<long long>(nearest), N);
+    best->notes.push_back(text);
+  }
   best->configs_evaluated = tried;
   best->ilp_solves = ilp_solves_;
   best->submesh_dp_cells = submesh_cells_;

@@ -337,5 +337,35 @@ TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {
   EXPECT_TRUE(uniform_partition(g, 9).empty());
 }
 
+// A prime batch shares no divisor with the GPUs: data parallelism (which divides both) is 1, and the plan
+// says so and names the nearest batch that divides over them; a batch of 1024 (or 1020, gcd 4 with 16
+// GPUs: a replica per tensor group of 8 and more) gets no such note.
+TEST(Planner, APrimeBatchNotesWhatDataParallelismItLeaves) {
+  const ModelGraph m = parse_model_spec("gpt:layers=8,hidden=1024,heads=16,seq=1024,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  auto plan_for = [&](int64_t batch) {
+    PlannerOptions o;
+    o.global_batch = batch;
+    return Planner(m, c, o).plan();
+  };
+  auto has_note = [](const Plan& p) {
+    return std::any_of(p.notes.begin(), p.notes.end(),
+                       [](const std::string& n) { return n.find("greatest common divisor") != std::string::npos; });
+  };
+  const Plan prime = plan_for(1021);
+  EXPECT_EQ(prime.config.dp, 1);
+  ASSERT_TRUE(has_note(prime));
+  const std::string note = *std::find_if(prime.notes.begin(), prime.notes.end(), [](const std::string& n) {
+    return n.find("greatest common divisor") != std::string::npos;
+  });
+  EXPECT_NE(note.find("the global batch of 1021 sequences and the 16 GPUs have 1 as"), std::string::npos) << note;
+  EXPECT_NE(note.find("a global batch of 1024, a multiple of 16"), std::string::npos) << note;
+  const Plan round = plan_for(1024);
+  EXPECT_FALSE(has_note(round));
+  EXPECT_GT(round.config.dp, 1);
+  EXPECT_LT(round.iteration_time_s, prime.iteration_time_s);
+  EXPECT_FALSE(has_note(plan_for(1020)));
+}
+
 }  // namespace
 }  // namespace tuner::parallel
