@@ -129,7 +129,10 @@ INSTANTIATE_TEST_SUITE_P(
                       GpuCase{"conv2d", "N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3", "f16", "conv2d_patch_tc"},
                       GpuCase{"conv2d", "N=2,H=15,W=13,C=6,K=40,R=3,S=3,stride=2,pad=1,dilation=2", "bf16",
                               "conv2d_patch_tc"},
-                      GpuCase{"conv2d", "N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", "f16", "conv2d_patch_tc"}),
+                      GpuCase{"conv2d", "N=3,H=9,W=10,C=1,K=9,R=5,S=3,stride=3,pad=2", "f16", "conv2d_patch_tc"},
+                      // More pixel tiles (1,024 of 4 x 8) than a persistent grid's CTAs (528): each CTA runs
+                      // several, so the prefetch of the next tile's patch is exercised.
+                      GpuCase{"conv2d", "N=8,H=128,W=128,C=3,K=24,R=7,S=7,stride=2,pad=3", "f16", "conv2d_patch_tc"}),
     [](const auto& info) {
       std::string n = std::string(info.param.op) + "_" + info.param.dtype + "_" + info.param.shape +
                       (*info.param.template_name ? std::string("_") + info.param.template_name : "");
