@@ -23,7 +23,8 @@
 # of the two conv templates built without a GPU, conv2d_igemm_wgmma and conv2d_gemm_simt, then the conv
 # rows with each by name, with tune's default auto, and a whole-space recording of the 3x3 wgmma space),
 # `h100` (issue 16's whole table with tune's defaults), `long` (longer searches of the rows just short),
-# `patch` (conv2d_patch_tc's GPU tests and the stem rows) and `patch2` (the same after MIN_BLOCKS).
+# `patch` (conv2d_patch_tc's GPU tests and the stem rows), `patch2` (the same after MIN_BLOCKS) and `profile2`
+# (Nsight Compute on cuDNN's and our stem and 3x3 conv kernels).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -337,6 +338,28 @@ plan_patch2() {
     --out "$S/baselines.json"
   tune xgb300_conv_stem_patch 60 --op conv2d --shape $stem --dtype f16 --trials 300 --template conv2d_patch_tc
   tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_profile2() {
+  steps
+  ncu_step() { local name=$1 limit=$2 regex=$3 skip=$4; shift 4
+    step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
+      --launch-skip "$skip" --launch-count 1 --set full -f -o "$S/$name" "$@"
+    ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
+  local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
+  # cuDNN's stem kernel (not the input fills or the reference), then ours: a config of the patch template a
+  # few trials into a search, profiled as the search launches it.
+  ncu_step ncu_stem_cudnn 60 '^(?!fill|conv2d_reference|poison).*' 3 .gpu/bin/template_bench --device cuda:0 \
+    --trials 0 --filter 'C=3' --out "$S/ncu_stem_cudnn.json"
+  ncu_step ncu_stem_patch 90 '^conv2d_patch' 6 .gpu/bin/tuner tune --op conv2d --shape $stem --dtype f16 \
+    --template conv2d_patch_tc --trials 8 --batch 8 --remeasure 0 --seed 1 --quiet --json --device cuda:0 \
+    --db "$S/ncu_stem_patch.db"
+  ncu_step ncu_conv33_wgmma 90 '^conv2d_igemm_wgmma' 6 .gpu/bin/tuner tune --op conv2d \
+    --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --template conv2d_igemm_wgmma --trials 8 \
+    --batch 8 --remeasure 0 --seed 1 --quiet --json --device cuda:0 --db "$S/ncu_conv33.db"
+  ncu_step ncu_conv33_cudnn 60 '^(?!fill|conv2d_reference|poison).*' 3 .gpu/bin/template_bench --device cuda:0 \
+    --trials 0 --filter 'C=64,K=64,R=3' --out "$S/ncu_conv33_cudnn.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
