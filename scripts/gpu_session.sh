@@ -64,6 +64,22 @@ steps() {
     done
     tune xgb100_f16_shortk_auto "$1" --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
   }
+  # ncu_step NAME LIMIT KERNEL_REGEX SKIP COMMAND...: Nsight Compute's full set on the launch after SKIP of the
+  # matching kernels, as a report and as CSV details (the launch geometry and registers there name the config).
+  ncu_step() { local name=$1 limit=$2 regex=$3 skip=$4; shift 4
+    step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
+      --launch-skip "$skip" --launch-count 1 --set full -f -o "$S/$name" "$@"
+    ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
+  # conv2d_patch_tc's GPU tests, cuDNN's stem and the stem tuned by name and with auto:
+  # stem_patch_rows TESTS_LIMIT_S TRIALS TUNE_LIMIT_S.
+  stem_patch_rows() {
+    local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
+    step gpu_tests "$1" .gpu/bin/gpu_tests --gtest_filter='*patch_tc*' --gtest_output="json:$S/gpu_tests.json"
+    step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
+      --out "$S/baselines.json"
+    tune xgb${2}_conv_stem_patch "$3" --op conv2d --shape $stem --dtype f16 --trials "$2" --template conv2d_patch_tc
+    tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
+  }
 }
 
 plan_first() {
@@ -117,28 +133,22 @@ plan_more() {
 
 plan_profile() {
   steps
-  # ncu NAME LIMIT KERNEL_REGEX COMMAND...: Nsight Compute's full set on the 2nd launch of the first matching
-  # kernel, as a report and as CSV details (the launch geometry and registers there name the config).
-  ncu_step() { local name=$1 limit=$2 regex=$3; shift 3
-    step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
-      --launch-skip 1 --launch-count 1 --set full -f -o "$S/$name" "$@"
-    ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
   step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; which ncu; python3 -c "import torch; print(torch.__version__, torch.backends.cudnn.version())"'
   step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='GpuVendor.*' --gtest_output="json:$S/gpu_tests.json"
   step baselines 120 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
   step torch_ref 120 python3 scripts/torch_ref.py "$S/baselines.json" "$S/torch_ref.json"
   local w="--device ${GPU_SESSION_DEVICE:-cuda:0} --trials 1 --batch 1 --remeasure 0 --seed 1 --quiet --json"
-  ncu_step ncu_batched_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
+  ncu_step ncu_batched_wgmma 60 '^gemm_tc_wgmma' 1 "$t" tune --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
     --template batched_gemm_tc_wgmma $w --db "$S/ncu_batched.db"
-  ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|gemm' .gpu/bin/template_bench --device cuda:0 --trials 0 \
+  ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|gemm' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
     --filter 'batched_gemm B=32,M=512,N=512,K=128 f16' --out "$S/ncu_batched_cublas.json"
-  ncu_step ncu_decode64_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 \
+  ncu_step ncu_decode64_wgmma 60 '^gemm_tc_wgmma' 1 "$t" tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 \
     --template gemm_tc_wgmma $w --db "$S/ncu_decode64.db"
-  ncu_step ncu_decode64_cublas 60 'sm90|cutlass|xmma|gemm|gemv' .gpu/bin/template_bench --device cuda:0 --trials 0 \
+  ncu_step ncu_decode64_cublas 60 'sm90|cutlass|xmma|gemm|gemv' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
     --filter 'gemm M=64,N=4096,K=4096 f16' --out "$S/ncu_decode64_cublas.json"
-  ncu_step ncu_4096_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 \
+  ncu_step ncu_4096_wgmma 60 '^gemm_tc_wgmma' 1 "$t" tune --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 \
     --template gemm_tc_wgmma $w --db "$S/ncu_4096.db"
-  ncu_step ncu_shortk_wgmma 60 '^gemm_tc_wgmma' "$t" tune --op gemm --shape M=4096,N=4096,K=512 --dtype f16 \
+  ncu_step ncu_shortk_wgmma 60 '^gemm_tc_wgmma' 1 "$t" tune --op gemm --shape M=4096,N=4096,K=512 --dtype f16 \
     --template gemm_tc_wgmma $w --db "$S/ncu_shortk.db"
   tune rec_gemm_f16_decode_m64_wgmma 150 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
     --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_decode_m64_wgmma.replay.json"
@@ -319,34 +329,20 @@ plan_long() {
 
 plan_patch() {
   steps
-  local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
   tune smoke_patch 20 --op conv2d --shape N=2,H=23,W=29,C=3,K=20,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 4 \
     --template conv2d_patch_tc --timeout 5
-  step gpu_tests 80 .gpu/bin/gpu_tests --gtest_filter='*patch_tc*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
-    --out "$S/baselines.json"
-  tune xgb200_conv_stem_patch 50 --op conv2d --shape $stem --dtype f16 --trials 200 --template conv2d_patch_tc
-  tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
+  stem_patch_rows 80 200 50
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
 plan_patch2() {
   steps
-  local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
-  step gpu_tests 60 .gpu/bin/gpu_tests --gtest_filter='*patch_tc*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=3' \
-    --out "$S/baselines.json"
-  tune xgb300_conv_stem_patch 60 --op conv2d --shape $stem --dtype f16 --trials 300 --template conv2d_patch_tc
-  tune xgb100_conv_stem_auto 45 --op conv2d --shape $stem --dtype f16 --trials 100
+  stem_patch_rows 60 300 60
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
 plan_profile2() {
   steps
-  ncu_step() { local name=$1 limit=$2 regex=$3 skip=$4; shift 4
-    step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
-      --launch-skip "$skip" --launch-count 1 --set full -f -o "$S/$name" "$@"
-    ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
   local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
   # cuDNN's stem kernel (not the input fills or the reference), then ours: a config of the patch template a
   # few trials into a search, profiled as the search launches it.

@@ -213,7 +213,7 @@ costmodel::KernelProfile Conv2dPatchTcTemplate::profile(const search::ConfigSpac
   p.blocks = t.persistent_ctas > 0 ? grid_x * g.tiles_k : static_cast<int64_t>(units);
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = threads(t);
-  p.dynamic_shared_bytes = g.kp > 0 ? conv_patch_smem(g).bytes : 0;
+  p.dynamic_shared_bytes = conv_patch_smem(g).bytes;
   p.ilp = (t.wm / 16) * (t.wn / 8);
   // Per k-step of a warp: its ldmatrix loads, and its share of the im2col build (a 2-byte shared load per
   // tap of the tile, and a 16-byte load of the offsets per 4 taps), which runs before the products.
