@@ -32,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -346,7 +346,7 @@ plan_profile2() {
   local stem=N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3
   # cuDNN's stem kernel (not the input fills or the reference), then ours: a config of the patch template a
   # few trials into a search, profiled as the search launches it.
-  ncu_step ncu_stem_cudnn 60 '^(?!fill|conv2d_reference|poison).*' 3 .gpu/bin/template_bench --device cuda:0 \
+  ncu_step ncu_stem_cudnn 60 '^(?!fill|conv2d_reference|poison|checksum).*' 3 .gpu/bin/template_bench --device cuda:0 \
     --trials 0 --filter 'C=3' --out "$S/ncu_stem_cudnn.json"
   ncu_step ncu_stem_patch 90 '^conv2d_patch' 6 .gpu/bin/tuner tune --op conv2d --shape $stem --dtype f16 \
     --template conv2d_patch_tc --trials 8 --batch 8 --remeasure 0 --seed 1 --quiet --json --device cuda:0 \
@@ -354,8 +354,49 @@ plan_profile2() {
   ncu_step ncu_conv33_wgmma 90 '^conv2d_igemm_wgmma' 6 .gpu/bin/tuner tune --op conv2d \
     --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --template conv2d_igemm_wgmma --trials 8 \
     --batch 8 --remeasure 0 --seed 1 --quiet --json --device cuda:0 --db "$S/ncu_conv33.db"
-  ncu_step ncu_conv33_cudnn 60 '^(?!fill|conv2d_reference|poison).*' 3 .gpu/bin/template_bench --device cuda:0 \
+  ncu_step ncu_conv33_cudnn 60 '^(?!fill|conv2d_reference|poison|checksum).*' 3 .gpu/bin/template_bench --device cuda:0 \
     --trials 0 --filter 'C=64,K=64,R=3' --out "$S/ncu_conv33_cudnn.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_profile3() {  # profile2's cuDNN steps with the checksum kernel skipped too, then decode M=64 beside cuBLAS
+  steps
+  ncu_step ncu_stem_cudnn 60 '^(?!fill|conv2d_reference|poison|checksum).*' 3 .gpu/bin/template_bench --device cuda:0 \
+    --trials 0 --filter 'C=3' --out "$S/ncu_stem_cudnn.json"
+  ncu_step ncu_conv33_cudnn 60 '^(?!fill|conv2d_reference|poison|checksum).*' 3 .gpu/bin/template_bench --device cuda:0 \
+    --trials 0 --filter 'C=64,K=64,R=3' --out "$S/ncu_conv33_cudnn.json"
+  ncu_step ncu_decode64_cublas 60 'sm90|cutlass|xmma|gemm|gemv' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter 'gemm M=64,N=4096,K=4096 f16' --out "$S/ncu_decode64_cublas.json"
+  ncu_step ncu_decode64_wgmma 90 '^gemm_tc_wgmma' 40 "$t" tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 \
+    --template gemm_tc_wgmma --trials 48 --batch 16 --remeasure 0 --seed 1 --quiet --json --device cuda:0 --db "$S/ncu_decode64.db"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_profile4() {  # every kernel of cuDNN's stem and 3x3 conv calls (the first 8 launches, speed of light only)
+  steps
+  local x='^(?!fill|conv2d_reference|poison|checksum).*'
+  for w in stem:C=3 conv33:C=64,K=64,R=3; do
+    step "ncu_seq_${w%%:*}" 60 ncu --target-processes all -k "regex:$x" --launch-count 8 --section SpeedOfLight \
+      --section LaunchStats --csv --page details .gpu/bin/template_bench --device cuda:0 --trials 0 \
+      --filter "${w#*:}" --out "$S/seq_${w%%:*}.json"
+  done
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_pingpong() {  # conv2d_igemm_wgmma with PINGPONG: its GPU tests, then the conv rows and the 3x3 whole space
+  steps
+  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
+  tune smoke_conv_pingpong 30 --op conv2d --shape N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1 --dtype f16 \
+    --trials 4 --template conv2d_igemm_wgmma --timeout 5
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=64,K=64,R=3' \
+    --out "$S/baselines.json"
+  tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
+    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
+  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
+  tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
+  step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=128,K=128,R=3' \
+    --out "$S/baselines_s2.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

@@ -14,6 +14,8 @@ namespace {
 std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
   const search::Knob persistent{"PERSISTENT", {0, std::max<int64_t>(sm_count, 1)},
                                 "0: a CTA per work unit; else the CTAs of a persistent grid (the SM count)"};
+  const search::Knob pingpong{"PINGPONG", {0, 1},
+                              "1: the two consumers run alternate units whole (one's epilogue under the other's products)", 0};
   if (reduced) {
     return {
         {"BM", {64, 128}, "block tile: output pixels (tile_h * TILE_W)"},
@@ -22,6 +24,7 @@ std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
         {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the pixel rows"},
         {"STAGES", {3, 4}, "shared-buffer ring depth"},
         persistent,
+        pingpong,
     };
   }
   return {
@@ -31,6 +34,7 @@ std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
       {"CONSUMERS", {1, 2}, "consumer warpgroups sharing the pixel rows"},
       {"STAGES", {2, 3, 4, 6, 8}, "shared-buffer ring depth"},
       persistent,
+      pingpong,
   };
 }
 
@@ -43,15 +47,22 @@ ConvWgmmaTiling conv_wgmma_tiling_of(const search::ConfigView& v, DType d) {
   t.consumers = static_cast<int>(v["CONSUMERS"]);
   t.stages = static_cast<int>(v["STAGES"]);
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
+  t.pingpong = v["PINGPONG"] != 0;
   return t;
+}
+
+int64_t rows_per_consumer(const search::ConfigView& v) {
+  return conv_wgmma_rows_per_consumer(conv_wgmma_tiling_of(v, DType::kF16));
 }
 
 std::vector<search::Constraint> conv_wgmma_constraints(const ConvDims& d, const DeviceLimits& limits) {
   return {
-      {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
-       [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0; }},
-      {"accumulators per consumer thread (BM / CONSUMERS / 64) * BN / 2 <= 128",
-       [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"] / 64) * v["BN"] / 2 <= 128; }},
+      {"PINGPONG == 0 or (CONSUMERS == 2 and PERSISTENT != 0)",
+       [](const search::ConfigView& v) { return v["PINGPONG"] == 0 || (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0); }},
+      {"rows per consumer (BM, or BM / CONSUMERS without PINGPONG) a multiple of 64 (whole m64 wgmma tiles)",
+       [](const search::ConfigView& v) { return rows_per_consumer(v) % 64 == 0; }},
+      {"accumulators per consumer thread (rows per consumer / 64) * BN / 2 <= 128",
+       [](const search::ConfigView& v) { return (rows_per_consumer(v) / 64) * v["BN"] / 2 <= 128; }},
       // TMA boxes span at most 256 elements per dimension; a strided box spans stride times its pixels.
       {"TILE_W * stride <= 256 and BM / TILE_W * stride <= 256 (TMA box dimensions)",
        [st = d.stride](const search::ConfigView& v) {
@@ -130,6 +141,13 @@ search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const 
                 [](const search::ConfigView& v) {
                   return (v["PERSISTENT"] != 0) == (v["CONSUMERS"] == 2) && (v["STAGES"] == 4) == (v["CONSUMERS"] == 2);
                 }});
+  // Pingpong where two consumers take BN 64 (where it is offered), so the count stays as it was.
+  const bool bn64 = std::find(knobs_[1].values.begin(), knobs_[1].values.end(), 64) != knobs_[1].values.end();
+  cs.push_back({"reduced: BM == 128 with two consumers; PINGPONG == 1 iff CONSUMERS == 2 and BN == 64 (where offered)",
+                [bn64](const search::ConfigView& v) {
+                  const bool two = v["CONSUMERS"] == 2;
+                  return (!two || v["BM"] == 128) && (v["PINGPONG"] == 1) == (two && bn64 && v["BN"] == 64);
+                }});
   cs.push_back({"reduced: TILE_W == 16 iff BN == 64 (where 16 is offered)",
                 [wide](const search::ConfigView& v) { return !wide || (v["TILE_W"] == 16) == (v["BN"] == 64); }});
   return search::ConfigSpace(std::move(knobs_), std::move(cs));
@@ -163,7 +181,7 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = conv_wgmma_threads(t);
   p.dynamic_shared_bytes = static_cast<int>(conv_wgmma_shared_bytes(t));
-  p.ilp = (t.bm / t.consumers / 64) * (t.bn / 8);
+  p.ilp = (conv_wgmma_rows_per_consumer(t) / 64) * (t.bn / 8);
   p.vector_width = 8;
   p.coalescing = 1.0;
   p.stages = t.stages;

@@ -14,7 +14,9 @@
 // multiplied. Consumers are gemm_tc_wgmma's (setmaxnreg, one k-tile's
 // wgmmas in flight, a stage released when they complete), with both operands
 // K-major; the epilogue stages 16 x 32 pieces per warp and stores 4-column
-// vectors to each pixel's output row.
+// vectors to each pixel's output row. With pingpong the two consumers run
+// alternate units of a persistent CTA whole instead of sharing each unit's
+// rows, so one's drain and epilogue overlap the other's products.
 //
 // Kernel contract:
 //   conv2d_igemm_wgmma(const elem_t* X, const elem_t* F, elem_t* Y, TensorMap tmap_x, TensorMap tmap_f,
@@ -42,7 +44,11 @@ struct ConvWgmmaTiling {
   int consumers = 2;       ///< Consumer warpgroups sharing the bm rows.
   int stages = 4;          ///< Ring depth.
   int persistent_ctas = 0; ///< 0: a CTA per unit; else at most this many CTAs (the SM count) looping.
+  bool pingpong = false;   ///< Two consumers take alternate units whole (persistent grids only).
 };
+
+/// Output pixels each consumer warpgroup multiplies per unit: bm, or bm / consumers when they share it.
+int conv_wgmma_rows_per_consumer(const ConvWgmmaTiling& t);
 
 inline constexpr const char* kConvWgmmaKernelName = "conv2d_igemm_wgmma";
 

@@ -5,9 +5,14 @@
 // stride, zero-filled where the tap falls into the padding: TMA does the im2col), the B operand from
 // the 4-D filter (bn filters, K-major). CONSUMERS consumer warpgroups run wgmma on them and store
 // through the staged epilogue (wgmma_epilogue.cuh), each 4-column vector to its output pixel.
+// PINGPONG 1 (two consumers, a persistent grid): each consumer runs whole units of its own, the CTA's
+// even units and its odd ones, so one consumer's drain and epilogue overlap the other's products; a
+// turn barrier hands the ring over (consumer 1's unit j+1 starts waiting on its k-tiles only once
+// consumer 0 has waited on all of unit j's, and so on), which keeps every ring wait within one phase of
+// its barrier (a wait two phases early would pass on the wrong phase's parity).
 // The schedule and coordinates are conv_wgmma_schedule.cuh's (shared with the CPU tests). The tuner
-// defines: ELEM_F16 or ELEM_BF16, BM, BN, TILE_W, CONSUMERS, STAGES, PERSISTENT, CONSUMER_REGS, and
-// B_K_MAJOR 1 (wgmma_tile.cuh's K-major B).
+// defines: ELEM_F16 or ELEM_BF16, BM, BN, TILE_W, CONSUMERS, STAGES, PERSISTENT, CONSUMER_REGS,
+// PINGPONG (0 when absent) and B_K_MAJOR 1 (wgmma_tile.cuh's K-major B).
 #pragma once
 #include "element.cuh"
 
@@ -17,6 +22,11 @@ constexpr int kConsumers = CONSUMERS;
 constexpr int kStages = STAGES;
 constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a persistent grid
 constexpr int kConsumerRegs = CONSUMER_REGS;
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+constexpr bool kPingpong = PINGPONG != 0;      // consumers take alternate units instead of sharing rows
+constexpr int kUnitConsumers = kPingpong ? 1 : kConsumers;  // consumer warpgroups per unit
 typedef elem_t out_t;
 #include "tensor_map.cuh"
 #include "wgmma_ptx.cuh"
@@ -26,7 +36,7 @@ __device__ __forceinline__ out_t to_out(float v) { return from_float(v); }
 #include "conv_wgmma_schedule.cuh"
 
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kRowsPerConsumer = kBM / kConsumers;
+constexpr int kRowsPerConsumer = kBM / kUnitConsumers;
 constexpr int kMSub = kRowsPerConsumer / 64;  // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;                 // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * kBK * 2;        // A: bm pixel rows of 128 bytes (64 channels)
@@ -38,6 +48,7 @@ static_assert(kTileW * kTileH == kBM && kBM % 64 == 0 && kBM <= 256, "bm = tile_
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
 static_assert(kBN % 32 == 0 && kBN <= 256, "bn: 32..256 filters (the wgmma n, a TMA box of bn rows)");
 static_assert(kStages >= 2 && kStages <= 16, "stages 2..16");
+static_assert(!kPingpong || (kConsumers == 2 && kPersistentCtas > 0), "pingpong: two consumers, a persistent grid");
 static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "swizzle patterns stay 1024-byte aligned");
 #if !defined(B_K_MAJOR) || !B_K_MAJOR
 #error "conv2d_wgmma needs B_K_MAJOR 1: its filter tile is K-major"
@@ -52,6 +63,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
+  __shared__ __align__(8) unsigned long long turn_bar[2];  // pingpong: consumer c may wait on its unit's k-tiles
   const unsigned ring = (smem_u32(wgmma_smem) + 1023u) & ~1023u;  // the launch asks for 1024 spare bytes
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -59,8 +71,9 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), 1);
-      mbar_init(smem_u32(&empty_bar[s]), 4 * kConsumers);
+      mbar_init(smem_u32(&empty_bar[s]), 4 * kUnitConsumers);
     }
+    for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
     mbar_init_fence();
   }
   __syncthreads();
@@ -99,9 +112,20 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring - smem_u32(wgmma_smem)) + kStages * kStageBytes) +
                      (consumer * 4 + warp) * kEpiWarpFloats;
   int it = 0;  // k-tiles consumed so far: follows the producer's count (skipped k-tiles take no slot)
+  int round = 0;  // pingpong: units this consumer has run
   float acc[kMSub][kAcc];
-  for (int u = static_cast<int>(blockIdx.x); u < units; u += unit_step) {
+  for (int u = static_cast<int>(blockIdx.x), j = 0; u < units; u += unit_step, ++j) {
     const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
+    if (kPingpong) {
+      if (j % 2 != consumer) {  // the other consumer's unit: its k-tiles' slots pass by
+        it += conv_wgmma_loaded_k_tiles(g, w);
+        continue;
+      }
+      // Consumer 1's round r follows consumer 0's round r; consumer 0's round r, consumer 1's round r - 1.
+      if (consumer == 1) mbar_wait(smem_u32(&turn_bar[1]), static_cast<unsigned>(round & 1));
+      else if (round > 0) mbar_wait(smem_u32(&turn_bar[0]), static_cast<unsigned>((round - 1) & 1));
+      ++round;
+    }
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)
 #pragma unroll
@@ -116,7 +140,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       const WgmmaSlot slot = wgmma_slot(it++, kStages);
       mbar_wait(smem_u32(&full_bar[slot.stage]), slot.full_parity);
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
-      const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
+      const unsigned a_base = stage_base + static_cast<unsigned>((kPingpong ? 0 : consumer) * kRowsPerConsumer * 128);
       const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
       wgmma_k_tile(acc, a_base, kM64Step, kK16Step, kLbo, kSbo, b_base, kK16Step, kLbo, kSbo, 1u);
       wgmma_wait<1>();
@@ -124,13 +148,15 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
       prev_stage = slot.stage;
     }
+    // Every wait on the unit's k-tiles has passed: the other consumer may start waiting on its own.
+    if (kPingpong && lane == 0) mbar_arrive(smem_u32(&turn_bar[1 - consumer]));
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (prev_stage >= 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[prev_stage]));
 
     // Local rows of the tile (all bm of them "inside"): each vector goes to its pixel's output row, or
     // nowhere past P or Q.
-    for_each_staged_vec(epi, acc, consumer * kRowsPerConsumer + warp * 16, w.k0, kBM, K, lane,
+    for_each_staged_vec(epi, acc, (kPingpong ? 0 : consumer) * kRowsPerConsumer + warp * 16, w.k0, kBM, K, lane,
                         [&](int r, int c, float4 v) {
                           const long long row = conv_wgmma_out_row(g, w, r);
                           if (row >= 0) store_vec4(Y + row * K + c, v);

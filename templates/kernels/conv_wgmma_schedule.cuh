@@ -94,6 +94,14 @@ CONVW_HD bool conv_wgmma_box_outside(const ConvWgmmaGeom& g, const ConvWgmmaUnit
   return h0 >= g.h || h1 < 0 || w0 >= g.w || w1 < 0;
 }
 
+// The k-tiles of the unit that are fetched and multiplied (its ring slots): those whose box is not
+// wholly outside the input.
+CONVW_HD int conv_wgmma_loaded_k_tiles(const ConvWgmmaGeom& g, const ConvWgmmaUnit& u) {
+  int n = 0;
+  for (int kt = 0; kt < g.k_tiles; ++kt) n += conv_wgmma_box_outside(g, u, conv_wgmma_tap(g, kt)) ? 0 : 1;
+  return n;
+}
+
 // The output row (n*P + p)*Q + q of local GEMM row m of the unit's tile, or -1 past P or Q.
 CONVW_HD long long conv_wgmma_out_row(const ConvWgmmaGeom& g, const ConvWgmmaUnit& u, int m) {
   const int p = u.p0 + m / g.tile_w, q = u.q0 + m % g.tile_w;

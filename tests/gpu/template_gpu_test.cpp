@@ -120,6 +120,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // between multiplied ones (the first version's ring deadlocked on such runs).
                       GpuCase{"conv2d", "N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", "f16", "conv2d_igemm_wgmma"},
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=136,K=72,R=1,S=1,stride=1,pad=0", "f16", "conv2d_igemm_wgmma"},
+                      // More units than a persistent grid's CTAs (384 and 256 over 132), so PINGPONG's two
+                      // consumers take turns on the ring over several units each; the second with pad 4, whose
+                      // taps miss whole tiles (units with fewer k-tiles than others).
+                      GpuCase{"conv2d", "N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1", "f16", "conv2d_igemm_wgmma"},
+                      GpuCase{"conv2d", "N=64,H=6,W=6,C=16,K=72,R=3,S=3,stride=1,pad=4", "bf16", "conv2d_igemm_wgmma"},
                       // The 1x1 f32 conv as gemm_f32 with the filter transposed (built without a GPU):
                       // a ragged C and K (scalar loads) and a vector-aligned one.
                       GpuCase{"conv2d", "N=3,H=9,W=10,C=17,K=33,R=1,S=1,stride=1,pad=0", "f32", "conv2d_gemm_simt"},

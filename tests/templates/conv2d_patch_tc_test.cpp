@@ -126,7 +126,7 @@ TEST(Conv2dPatchTcTemplate, EmulatedPatchAndIm2colComputeTheConvolution) {
     ASSERT_EQ(k.launch.grid[1], static_cast<unsigned>(g.tiles_k));
     ASSERT_EQ(k.launch.dynamic_shared_bytes, conv_patch_smem(g).bytes);
     // The filter's shape is compiled in (the kernel traps on a launch with another).
-    for (const std::string def : {"#define CONV_C " + std::to_string(C), "#define CONV_R " + std::to_string(a[5]),
+    for (const std::string& def : {"#define CONV_C " + std::to_string(C), "#define CONV_R " + std::to_string(a[5]),
                                   "#define CONV_S " + std::to_string(a[6]), "#define CONV_STRIDE " + std::to_string(stride),
                                   "#define CONV_DILATION " + std::to_string(a[9])})
       EXPECT_NE(k.source.find(def + "\n"), std::string::npos) << def;

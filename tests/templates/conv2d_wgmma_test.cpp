@@ -39,7 +39,7 @@ TEST(Conv2dWgmmaTemplate, TinyOutputsStillHaveConfigs) {
     ASSERT_EQ(t.unsupported(w), std::nullopt) << shape;
     EXPECT_GT(t.reduced_space(w, limits).size(), 0u) << shape;
     const auto full = t.space(w, limits);
-    EXPECT_TRUE(full.is_valid(search::Config{64, 32, 8, 1, 2, 0})) << shape << ": the smallest tile is always offered";
+    EXPECT_TRUE(full.is_valid(search::Config{64, 32, 8, 1, 2, 0, 0})) << shape << ": the smallest tile is always offered";
   }
 }
 
@@ -145,7 +145,7 @@ std::vector<double> tma_box(const TensorMapSpec& m, const std::vector<double>& d
 
 struct EmulationCase {
   const char* shape;
-  search::Config config;  // BM BN TILE_W CONSUMERS STAGES PERSISTENT
+  search::Config config;  // BM BN TILE_W CONSUMERS STAGES PERSISTENT PINGPONG
   bool skips = false;     // some tap misses a whole tile (a box wholly in the padding)
 };
 
@@ -156,15 +156,16 @@ struct EmulationCase {
 TEST(ConvWgmmaSchedule, EmulatedTmaBoxesComputeTheConvolution) {
   Conv2dWgmmaTemplate t;
   const std::vector<EmulationCase> cases = {
-      {"N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0}},
-      {"N=1,H=10,W=40,C=16,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0}},  // 4 x 16 tiles, 3 x 3 of them
-      {"N=1,H=15,W=13,C=72,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {64, 32, 8, 1, 3, 0}},
-      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 0}},
-      {"N=1,H=7,W=7,C=136,K=16,R=1,S=1,stride=1,pad=0", {64, 32, 8, 1, 3, 132}},
-      {"N=1,H=20,W=9,C=24,K=8,R=3,S=3,stride=2,pad=0", {64, 32, 8, 1, 3, 0}},
-      {"N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", {64, 32, 8, 1, 3, 132}, true},
+      {"N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0}},
+      {"N=1,H=10,W=40,C=16,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0}},  // 4 x 16 tiles, 3 x 3 of them
+      {"N=1,H=15,W=13,C=72,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {64, 32, 8, 1, 3, 0, 0}},
+      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 0, 0}},
+      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 132, 1}},  // pingpong: same boxes
+      {"N=1,H=7,W=7,C=136,K=16,R=1,S=1,stride=1,pad=0", {64, 32, 8, 1, 3, 132, 0}},
+      {"N=1,H=20,W=9,C=24,K=8,R=3,S=3,stride=2,pad=0", {64, 32, 8, 1, 3, 0, 0}},
+      {"N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", {64, 32, 8, 1, 3, 132, 0}, true},
       // The last tile column and row hold one pixel each: the taps s = 2 and r = 2 miss them (2 chunks each).
-      {"N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 8, 1, 3, 0}, true},
+      {"N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 8, 1, 3, 0, 0}, true},
   };
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);
@@ -384,6 +385,145 @@ TEST(ConvWgmmaRing, SkippedKTilesNeitherDeadlockNorOverwrite) {
   }
   EXPECT_GT(runs, 100);
   EXPECT_GT(old_deadlocks, 0) << "the model no longer sees the first version's deadlock";
+}
+
+
+/// The same CTA under PINGPONG: consumer c (warps 4c .. 4c + 3) runs the CTA's units j with j % 2 == c
+/// whole, passing the other's slots by (`it` += their loaded k-tiles), the empty barriers count one
+/// consumer's 4 warps, and, when `turns`, the kernel's turn barriers (4 arrivals each) order the
+/// consumers: consumer 1's round r waits for consumer 0's round r to have passed all its full waits,
+/// consumer 0's round r > 0 for consumer 1's round r - 1. `loaded[j]`: unit j's fetched k-tiles.
+std::string run_conv_ring_pingpong(const std::vector<int>& loaded, int stages, bool turns, std::mt19937& rng) {
+  int total = 0;
+  for (int n : loaded) total += n;
+  const size_t S = static_cast<size_t>(stages);
+  std::vector<RingBarrier> full(S), empty(S), turn(2);
+  for (auto& b : empty) b.count = b.pending = 4;
+  for (auto& b : turn) b.count = b.pending = 4;
+  std::vector<int> readers(S, 0);
+  std::string error;
+  auto done_waiting = [&](const RingBarrier& b, unsigned parity, int target) {
+    if (b.phase < target || b.phase > target + 1) error = "ambiguous parity wait";
+    return static_cast<unsigned>(b.phase & 1) != parity;
+  };
+  const int units = static_cast<int>(loaded.size());
+  struct Warp {
+    int consumer = 0, j = 0, k = -1, it = 0, round = 0, prev_stage = -1;  // k -1: before the turn wait
+  };
+  std::vector<Warp> warps(8);
+  for (int w = 0; w < 8; ++w) {
+    Warp& x = warps[static_cast<size_t>(w)];
+    x.consumer = x.j = w / 4;
+    if (x.j < units && x.j == 1) x.it = loaded[0];
+  }
+  auto release = [&](int stage) {
+    --readers[static_cast<size_t>(stage)];
+    empty[static_cast<size_t>(stage)].arrive();
+  };
+  int produced = 0;
+  for (int steps = 0;; ++steps) {
+    std::vector<int> enabled;
+    if (produced < total) {
+      const WgmmaSlot s = wgmma_slot(produced, stages);
+      if (!s.reuse || done_waiting(empty[static_cast<size_t>(s.stage)], s.empty_parity, produced / stages - 1))
+        enabled.push_back(-1);
+    }
+    for (int w = 0; w < 8; ++w) {
+      const Warp& x = warps[static_cast<size_t>(w)];
+      if (x.j >= units) continue;
+      if (x.k < 0) {  // the turn wait
+        bool go = true;
+        if (turns && x.consumer == 1) go = done_waiting(turn[1], static_cast<unsigned>(x.round & 1), x.round);
+        else if (turns && x.round > 0) go = done_waiting(turn[0], static_cast<unsigned>((x.round - 1) & 1), x.round - 1);
+        if (go) enabled.push_back(w);
+      } else if (x.k < loaded[static_cast<size_t>(x.j)]) {
+        const WgmmaSlot s = wgmma_slot(x.it, stages);
+        if (done_waiting(full[static_cast<size_t>(s.stage)], s.full_parity, x.it / stages)) enabled.push_back(w);
+      } else {
+        enabled.push_back(w);  // the unit's end: signal, drain, epilogue
+      }
+    }
+    if (!error.empty()) return error;
+    if (enabled.empty()) {
+      bool done = produced == total;
+      for (const Warp& x : warps) done = done && x.j >= units;
+      return done ? "" : "deadlock after " + std::to_string(steps) + " steps";
+    }
+    const int pick = enabled[std::uniform_int_distribution<size_t>(0, enabled.size() - 1)(rng)];
+    if (pick < 0) {
+      const WgmmaSlot s = wgmma_slot(produced, stages);
+      if (readers[static_cast<size_t>(s.stage)] != 0) return "stage " + std::to_string(s.stage) + " refilled while read";
+      full[static_cast<size_t>(s.stage)].arrive();
+      ++produced;
+      continue;
+    }
+    Warp& x = warps[static_cast<size_t>(pick)];
+    if (x.k < 0) {
+      x.k = 0, ++x.round;
+    } else if (x.k < loaded[static_cast<size_t>(x.j)]) {
+      const WgmmaSlot s = wgmma_slot(x.it, stages);
+      ++readers[static_cast<size_t>(s.stage)];
+      if (x.prev_stage >= 0) release(x.prev_stage);
+      x.prev_stage = s.stage;
+      ++x.it, ++x.k;
+    } else {
+      if (turns) turn[static_cast<size_t>(1 - x.consumer)].arrive();
+      if (x.prev_stage >= 0) release(x.prev_stage);
+      x.prev_stage = -1;
+      // The next unit is the other consumer's: its slots pass by; then this consumer's own.
+      if (x.j + 1 < units) x.it += loaded[static_cast<size_t>(x.j + 1)];
+      x.j += 2, x.k = -1;
+    }
+  }
+}
+
+// PINGPONG's consumers run alternate units of a persistent CTA on the one ring: with the turn barriers no
+// ring wait is ambiguous, none deadlocks and no stage is refilled while read, for every STAGES, odd and
+// even unit counts, units whose taps all miss (no slots) and the ragged shapes above. Without the turns,
+// consumer 1 would wait on its first k-tile's stage while that barrier is phases behind: the model must
+// see that too.
+TEST(ConvWgmmaRing, PingpongConsumersTakeTurnsOnTheRing) {
+  const std::vector<std::vector<int>> shapes = {
+      {1, 9, 9, 128, 32, 3, 3, 1, 1, 1, 8, 8, 32},
+      {2, 6, 6, 16, 16, 3, 3, 1, 4, 1, 8, 8, 32},
+      {1, 17, 33, 256, 64, 3, 3, 1, 1, 1, 4, 16, 64},
+      {4, 56, 56, 64, 64, 3, 3, 1, 1, 1, 16, 16, 64},
+  };
+  std::mt19937 rng(5);
+  int runs = 0, unordered_failures = 0;
+  for (const auto& v : shapes) {
+    const int P = (v[1] + 2 * v[8] - v[9] * (v[5] - 1) - 1) / v[7] + 1;
+    const int Q = (v[2] + 2 * v[8] - v[9] * (v[6] - 1) - 1) / v[7] + 1;
+    const ConvWgmmaGeom g = conv_wgmma_geom(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], P, Q, v[10],
+                                            v[11], v[12]);
+    const long long units = conv_wgmma_units(g);
+    for (long long grid : {std::min<long long>(units, 3), std::min<long long>(units, 2), 1LL}) {
+      for (long long cta : {0LL, grid - 1}) {
+        std::vector<int> loaded;
+        for (long long u = cta; u < units; u += grid) {
+          const ConvWgmmaUnit unit = conv_wgmma_unit(g, static_cast<int>(u));
+          int n = 0;
+          for (int kt = 0; kt < g.k_tiles; ++kt) n += conv_wgmma_box_outside(g, unit, conv_wgmma_tap(g, kt)) ? 0 : 1;
+          ASSERT_EQ(conv_wgmma_loaded_k_tiles(g, unit), n);
+          loaded.push_back(n);
+        }
+        for (int stages : {2, 3, 4, 6, 8}) {
+          ++runs;
+          ASSERT_EQ(run_conv_ring_pingpong(loaded, stages, true, rng), "")
+              << "shape " << v[1] << "x" << v[2] << " grid " << grid << " cta " << cta << " stages " << stages;
+          if (loaded.size() > 1 && !run_conv_ring_pingpong(loaded, stages, false, rng).empty()) ++unordered_failures;
+        }
+      }
+    }
+  }
+  // Units with no slot at all (every tap outside) and a single unit.
+  for (const std::vector<int>& loaded : std::vector<std::vector<int>>{{0, 3, 0, 0, 5}, {9}, {0}, {1, 1, 1, 1, 1, 1, 1}})
+    for (int stages : {2, 4}) {
+      ++runs;
+      ASSERT_EQ(run_conv_ring_pingpong(loaded, stages, true, rng), "") << "stages " << stages;
+    }
+  EXPECT_GT(runs, 60);
+  EXPECT_GT(unordered_failures, 0) << "the model no longer sees why the turns are there";
 }
 
 }  // namespace
