@@ -32,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | resident) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, resident" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -397,20 +397,6 @@ plan_pingpong() {  # conv2d_igemm_wgmma with PINGPONG: its GPU tests, then the c
   tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
   step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=128,K=128,R=3' \
     --out "$S/baselines_s2.json"
-  echo "all-done $(date +%s)" >> "$S/steps.txt"
-}
-
-plan_resident() {  # conv2d_igemm_wgmma with FILTER_RESIDENT: its GPU tests, the 3x3 whole space, auto, cuDNN
-  steps
-  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1
-  tune smoke_conv_resident 30 --op conv2d --shape N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1 --dtype f16 \
-    --trials 4 --template conv2d_igemm_wgmma --timeout 5
-  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=64,K=64,R=3' \
-    --out "$S/baselines.json"
-  tune grid_conv_3x3_wgmma_all 100 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
-    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
-  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

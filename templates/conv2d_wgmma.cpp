@@ -16,8 +16,6 @@ std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
                                 "0: a CTA per work unit; else the CTAs of a persistent grid (the SM count)"};
   const search::Knob pingpong{"PINGPONG", {0, 1},
                               "1: the two consumers run alternate units whole (one's epilogue under the other's products)", 0};
-  const search::Knob resident{"FILTER_RESIDENT", {0, 1},
-                              "1: the whole filter held in shared memory (K <= BN); the ring carries only the input", 0};
   if (reduced) {
     return {
         {"BM", {64, 128}, "block tile: output pixels (tile_h * TILE_W)"},
@@ -27,7 +25,6 @@ std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
         {"STAGES", {3, 4}, "shared-buffer ring depth"},
         persistent,
         pingpong,
-        resident,
     };
   }
   return {
@@ -38,12 +35,10 @@ std::vector<search::Knob> conv_wgmma_knobs(bool reduced, int64_t sm_count) {
       {"STAGES", {2, 3, 4, 6, 8}, "shared-buffer ring depth"},
       persistent,
       pingpong,
-      resident,
   };
 }
 
-/// The tiling of config v; `filter_k_tiles` (R * S * ceil(C / 64)) sizes a resident filter.
-ConvWgmmaTiling conv_wgmma_tiling_of(const search::ConfigView& v, DType d, int64_t filter_k_tiles) {
+ConvWgmmaTiling conv_wgmma_tiling_of(const search::ConfigView& v, DType d) {
   ConvWgmmaTiling t;
   t.dtype = d;
   t.bm = static_cast<int>(v["BM"]);
@@ -53,20 +48,15 @@ ConvWgmmaTiling conv_wgmma_tiling_of(const search::ConfigView& v, DType d, int64
   t.stages = static_cast<int>(v["STAGES"]);
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
   t.pingpong = v["PINGPONG"] != 0;
-  t.resident_filter_k_tiles = v["FILTER_RESIDENT"] != 0 ? static_cast<int>(filter_k_tiles) : 0;
   return t;
 }
 
-int64_t conv_wgmma_filter_k_tiles(const ConvDims& d) { return d.r * d.s * ((d.c + kWgmmaBk - 1) / kWgmmaBk); }
-
 int64_t rows_per_consumer(const search::ConfigView& v) {
-  return conv_wgmma_rows_per_consumer(conv_wgmma_tiling_of(v, DType::kF16, 0));
+  return conv_wgmma_rows_per_consumer(conv_wgmma_tiling_of(v, DType::kF16));
 }
 
 std::vector<search::Constraint> conv_wgmma_constraints(const ConvDims& d, const DeviceLimits& limits) {
   return {
-      {"FILTER_RESIDENT == 0 or K <= BN (one filter tile for every unit)",
-       [k = d.k](const search::ConfigView& v) { return v["FILTER_RESIDENT"] == 0 || k <= v["BN"]; }},
       {"PINGPONG == 0 or (CONSUMERS == 2 and PERSISTENT != 0)",
        [](const search::ConfigView& v) { return v["PINGPONG"] == 0 || (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0); }},
       {"rows per consumer (BM, or BM / CONSUMERS without PINGPONG) a multiple of 64 (whole m64 wgmma tiles)",
@@ -88,8 +78,8 @@ std::vector<search::Constraint> conv_wgmma_constraints(const ConvDims& d, const 
        }},
       // The ring's mbarriers (16 bytes a stage) are static shared memory on top of the dynamic.
       {"shared memory (dynamic + 16 * STAGES) <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
-       [max = limits.max_shared_per_block_bytes, kt = conv_wgmma_filter_k_tiles(d)](const search::ConfigView& v) {
-         return conv_wgmma_shared_bytes(conv_wgmma_tiling_of(v, DType::kF16, kt)) + 16 * static_cast<size_t>(v["STAGES"]) <=
+       [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
+         return conv_wgmma_shared_bytes(conv_wgmma_tiling_of(v, DType::kF16)) + 16 * static_cast<size_t>(v["STAGES"]) <=
                 static_cast<size_t>(max);
        }},
       {"threads 128 * (1 + CONSUMERS) <= " + std::to_string(limits.max_threads_per_block),
@@ -144,18 +134,6 @@ search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const 
       if (bm / tw <= 8 || bm / tw < 2 * d.p) return true;
     return false;
   });
-  // A resident filter only where one fits: K <= some BN, with the smallest ring (BM 64, 3 stages, one consumer).
-  const int64_t filter_kt = conv_wgmma_filter_k_tiles(d);
-  keep(knobs_[7], [&](int64_t r) {
-    if (r == 0) return true;
-    for (int64_t bn : knobs_[1].values) {
-      ConvWgmmaTiling t;
-      t.bm = 64, t.bn = static_cast<int>(bn), t.consumers = 1, t.stages = 3;
-      t.resident_filter_k_tiles = static_cast<int>(filter_kt);
-      if (d.k <= bn && conv_wgmma_shared_bytes(t) + 16 * 3 <= static_cast<size_t>(limits.max_shared_per_block_bytes)) return true;
-    }
-    return false;
-  });
   const bool wide = knobs_[2].values.size() > 1;
   // At most 9 configs covering every value: the persistent grid and 4 stages with two consumers, 16-column
   // tiles with BN 64 (where offered).
@@ -170,26 +148,18 @@ search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const 
                   const bool two = v["CONSUMERS"] == 2;
                   return (!two || v["BM"] == 128) && (v["PINGPONG"] == 1) == (two && bn64 && v["BN"] == 64);
                 }});
-  // The filter resident wherever it may be with one consumer (where K <= BN and it fits).
-  cs.push_back({"reduced: FILTER_RESIDENT == 1 iff CONSUMERS == 1 and K <= BN and it fits",
-                [k = d.k, max = limits.max_shared_per_block_bytes, kt = conv_wgmma_filter_k_tiles(d)](const search::ConfigView& v) {
-                  ConvWgmmaTiling t = conv_wgmma_tiling_of(v, DType::kF16, kt);
-                  t.resident_filter_k_tiles = static_cast<int>(kt);
-                  const bool fits = conv_wgmma_shared_bytes(t) + 16 * static_cast<size_t>(v["STAGES"]) <= static_cast<size_t>(max);
-                  return (v["FILTER_RESIDENT"] == 1) == (v["CONSUMERS"] == 1 && k <= v["BN"] && fits);
-                }});
   cs.push_back({"reduced: TILE_W == 16 iff BN == 64 (where 16 is offered)",
                 [wide](const search::ConfigView& v) { return !wide || (v["TILE_W"] == 16) == (v["BN"] == 64); }});
   return search::ConfigSpace(std::move(knobs_), std::move(cs));
 }
 
-ConvWgmmaTiling Conv2dWgmmaTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, const Workload& w) {
-  return conv_wgmma_tiling_of(search::ConfigView(space, c), w.dtype, conv_wgmma_filter_k_tiles(conv_dims(w)));
+ConvWgmmaTiling Conv2dWgmmaTemplate::tiling(const search::ConfigSpace& space, const search::Config& c, DType d) {
+  return conv_wgmma_tiling_of(search::ConfigView(space, c), d);
 }
 
 costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace& space, const search::Config& c,
                                                       const Workload& w) const {
-  const ConvWgmmaTiling t = tiling(space, c, w);
+  const ConvWgmmaTiling t = tiling(space, c, w.dtype);
   const ConvDims d = conv_dims(w);
   const int64_t tile_h = t.bm / t.tile_w;
   const int64_t pixel_tiles = d.n * costmodel::ceil_div(d.p, tile_h) * costmodel::ceil_div(d.q, t.tile_w);
@@ -203,11 +173,7 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
   p.dram_bytes = 2.0 * static_cast<double>(d.n * d.h * d.w * d.c + d.k * d.r * d.s * d.c) + 2.0 * outputs;
   // TMA fetches whole boxes (padding and rows past P, Q included) for every (unit, k-tile).
   const double stage_bytes = static_cast<double>(t.bm + t.bn) * kWgmmaBk * 2.0;
-  // A resident filter is fetched once per CTA instead of with every k-tile.
-  const double ring_bytes = t.resident_filter_k_tiles > 0 ? static_cast<double>(t.bm) * kWgmmaBk * 2.0 : stage_bytes;
-  const double grid = static_cast<double>(conv_wgmma_grid_x(t, d.n, d.p, d.q, d.k));
-  p.global_bytes = units * static_cast<double>(k_tiles) * ring_bytes + 2.0 * outputs +
-                   (t.resident_filter_k_tiles > 0 ? grid * static_cast<double>(k_tiles * t.bn) * kWgmmaBk * 2.0 : 0.0);
+  p.global_bytes = units * static_cast<double>(k_tiles) * stage_bytes + 2.0 * outputs;
   const double reads = static_cast<double>(t.bm + t.consumers * t.bn) * kWgmmaBk * 2.0;
   p.shared_bytes = units * static_cast<double>(k_tiles) * (stage_bytes + reads) + 2.0 * 4.0 * outputs;
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both operands
@@ -244,7 +210,7 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
 KernelInstance Conv2dWgmmaTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
                                                 const Workload& w) const {
   KernelInstance k = conv2d_contract_instance(w);
-  const ConvWgmmaTiling t = tiling(space, c, w);
+  const ConvWgmmaTiling t = tiling(space, c, w.dtype);
   const ConvDims d = conv_dims(w);
   k.profile = profile(space, c, w);
   k.source = conv2d_wgmma_source(t);

@@ -30,7 +30,7 @@ class Conv2dWgmmaTemplate final : public KernelTemplate {
   KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                              const Workload& w) const override;
 
-  static ConvWgmmaTiling tiling(const search::ConfigSpace& space, const search::Config& c, const Workload& w);
+  static ConvWgmmaTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
 };
 
 }  // namespace tuner::templates

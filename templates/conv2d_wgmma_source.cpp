@@ -12,8 +12,7 @@ int conv_wgmma_threads(const ConvWgmmaTiling& t) { return 128 * (1 + t.consumers
 int conv_wgmma_rows_per_consumer(const ConvWgmmaTiling& t) { return t.pingpong ? t.bm : t.bm / t.consumers; }
 
 size_t conv_wgmma_shared_bytes(const ConvWgmmaTiling& t) {
-  const size_t ring_rows = static_cast<size_t>(t.bm + (t.resident_filter_k_tiles > 0 ? 0 : t.bn));
-  return static_cast<size_t>(t.stages) * ring_rows * 128 + static_cast<size_t>(t.resident_filter_k_tiles) * t.bn * 128 + 1024 +
+  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * 128 + 1024 +
          static_cast<size_t>(t.consumers) * 4 * kWgmmaEpilogueWarpBytes;
 }
 
@@ -32,7 +31,6 @@ std::string conv2d_wgmma_source(const ConvWgmmaTiling& t) {
   s.element(t.dtype);
   s.define("BM", t.bm).define("BN", t.bn).define("TILE_W", t.tile_w).define("CONSUMERS", t.consumers);
   s.define("STAGES", t.stages).define("PERSISTENT", t.persistent_ctas).define("PINGPONG", t.pingpong ? 1 : 0);
-  s.define("FILTER_RESIDENT", t.resident_filter_k_tiles > 0 ? 1 : 0);
   WgmmaTiling g;  // the consumers' register share is the GEMM's
   g.consumers = t.consumers;
   s.define("CONSUMER_REGS", wgmma_consumer_registers(g)).define("B_K_MAJOR", 1);

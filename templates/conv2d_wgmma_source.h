@@ -16,9 +16,7 @@
 // K-major; the epilogue stages 16 x 32 pieces per warp and stores 4-column
 // vectors to each pixel's output row. With pingpong the two consumers run
 // alternate units of a persistent CTA whole instead of sharing each unit's
-// rows, so one's drain and epilogue overlap the other's products. With the
-// filter resident (K <= bn), the whole filter is copied to shared memory
-// once per CTA and the ring carries only the input boxes.
+// rows, so one's drain and epilogue overlap the other's products.
 //
 // Kernel contract:
 //   conv2d_igemm_wgmma(const elem_t* X, const elem_t* F, elem_t* Y, TensorMap tmap_x, TensorMap tmap_f,
@@ -29,8 +27,7 @@
 //   C % 8 == 0 (TMA strides are multiples of 16 bytes), K % 8 == 0 (16-byte output vectors), stride <= 8.
 //   grid = conv_wgmma_grid_x(...) CTAs: one per unit (N * ceil(P/tile_h) * ceil(Q/tile_w) * ceil(K/bn)),
 //   or, persistent, at most persistent_ctas looping over them; block = 128 * (1 + consumers) threads;
-//   dynamic shared memory = stages * (bm + bn) * 128 + 1024 + consumers * 4 * kWgmmaEpilogueWarpBytes, or
-//   with the filter resident stages * bm * 128 + resident_filter_k_tiles * bn * 128 + the same.
+//   dynamic shared memory = stages * (bm + bn) * 128 + 1024 + consumers * 4 * kWgmmaEpilogueWarpBytes.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +45,6 @@ struct ConvWgmmaTiling {
   int stages = 4;          ///< Ring depth.
   int persistent_ctas = 0; ///< 0: a CTA per unit; else at most this many CTAs (the SM count) looping.
   bool pingpong = false;   ///< Two consumers take alternate units whole (persistent grids only).
-  /// 0: the filter tile goes through the ring with each k-tile; else the filter's k-tiles (R * S *
-  /// ceil(C / 64)), all held in shared memory for the whole kernel (K <= bn: one filter tile).
-  int resident_filter_k_tiles = 0;
 };
 
 /// Output pixels each consumer warpgroup multiplies per unit: bm, or bm / consumers when they share it.

@@ -10,11 +10,9 @@
 // turn barrier hands the ring over (consumer 1's unit j+1 starts waiting on its k-tiles only once
 // consumer 0 has waited on all of unit j's, and so on), which keeps every ring wait within one phase of
 // its barrier (a wait two phases early would pass on the wrong phase's parity).
-// FILTER_RESIDENT 1 (K <= BN: every unit multiplies the same bn filters): the producer copies the whole
-// filter (all k-tiles' B boxes) into shared memory once, after the ring, and the ring carries only A.
 // The schedule and coordinates are conv_wgmma_schedule.cuh's (shared with the CPU tests). The tuner
 // defines: ELEM_F16 or ELEM_BF16, BM, BN, TILE_W, CONSUMERS, STAGES, PERSISTENT, CONSUMER_REGS,
-// PINGPONG and FILTER_RESIDENT (0 when absent) and B_K_MAJOR 1 (wgmma_tile.cuh's K-major B).
+// PINGPONG (0 when absent) and B_K_MAJOR 1 (wgmma_tile.cuh's K-major B).
 #pragma once
 #include "element.cuh"
 
@@ -29,10 +27,6 @@ constexpr int kConsumerRegs = CONSUMER_REGS;
 #endif
 constexpr bool kPingpong = PINGPONG != 0;      // consumers take alternate units instead of sharing rows
 constexpr int kUnitConsumers = kPingpong ? 1 : kConsumers;  // consumer warpgroups per unit
-#ifndef FILTER_RESIDENT
-#define FILTER_RESIDENT 0
-#endif
-constexpr bool kFilterResident = FILTER_RESIDENT != 0;  // B loaded once, not through the ring
 typedef elem_t out_t;
 #include "tensor_map.cuh"
 #include "wgmma_ptx.cuh"
@@ -47,7 +41,7 @@ constexpr int kMSub = kRowsPerConsumer / 64;  // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;                 // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * kBK * 2;        // A: bm pixel rows of 128 bytes (64 channels)
 constexpr int kBBytes = kBN * kBK * 2;        // B: bn filter rows of 128 bytes
-constexpr int kStageBytes = kFilterResident ? kABytes : kABytes + kBBytes;
+constexpr int kStageBytes = kABytes + kBBytes;
 // Both operands K-major, 128-byte swizzle: 8-row core-matrix groups 1024 bytes apart, 32 bytes per k16.
 constexpr unsigned kSbo = 1024, kLbo = 16, kK16Step = 32, kM64Step = 64 * 128;
 static_assert(kTileW * kTileH == kBM && kBM % 64 == 0 && kBM <= 256, "bm = tile_h * tile_w, whole m64 tiles");
@@ -70,7 +64,6 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
   __shared__ __align__(8) unsigned long long turn_bar[2];  // pingpong: consumer c may wait on its unit's k-tiles
-  __shared__ __align__(8) unsigned long long filter_bar;   // filter resident: its copies have landed
   const unsigned ring = (smem_u32(wgmma_smem) + 1023u) & ~1023u;  // the launch asks for 1024 spare bytes
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -81,31 +74,18 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       mbar_init(smem_u32(&empty_bar[s]), 4 * kUnitConsumers);
     }
     for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
-    mbar_init(smem_u32(&filter_bar), 1);
     mbar_init_fence();
   }
   __syncthreads();
 
   const ConvWgmmaGeom g = conv_wgmma_geom(N, H, W, C, K, R, S, stride, pad, dilation, P, Q, kTileH, kTileW, kBN);
   const int units = conv_wgmma_units(g);
-  if (kFilterResident && g.tiles_k != 1) __trap();  // the host allows it only where K <= BN
-  // The resident filter: k-tile kt's bn x 64 box at filter_base + kt * kBBytes (1024-aligned: kBBytes is).
-  const unsigned filter_base = ring + static_cast<unsigned>(kStages * kStageBytes);
-  const unsigned ring_end = filter_base + (kFilterResident ? static_cast<unsigned>(g.k_tiles * kBBytes) : 0u);
   const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
 
   if (warpgroup == 0) {
     // Producer: one thread keeps the ring full over all the CTA's units.
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      if (kFilterResident) {
-        mbar_arrive_expect_tx(smem_u32(&filter_bar), static_cast<unsigned>(g.k_tiles * kBBytes));
-        for (int kt = 0; kt < g.k_tiles; ++kt) {
-          const ConvWgmmaTap t = conv_wgmma_tap(g, kt);
-          tma_load_4d(filter_base + static_cast<unsigned>(kt * kBBytes), &tmap_f, smem_u32(&filter_bar), t.c0, t.s,
-                      t.r, 0);
-        }
-      }
       int it = 0;  // k-tiles issued so far: the ring position (skipped k-tiles take no slot)
       for (int u = static_cast<int>(blockIdx.x); u < units; u += unit_step) {
         const ConvWgmmaUnit w = conv_wgmma_unit(g, u);
@@ -118,7 +98,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
           const unsigned dst = ring + static_cast<unsigned>(slot.stage * kStageBytes);
           mbar_arrive_expect_tx(bar, static_cast<unsigned>(kStageBytes));  // zero-filled parts count too
           tma_load_4d(dst, &tmap_x, bar, t.c0, conv_wgmma_box_w(g, w, t), conv_wgmma_box_h(g, w, t), w.n);
-          if (!kFilterResident) tma_load_4d(dst + kABytes, &tmap_f, bar, t.c0, t.s, t.r, w.k0);
+          tma_load_4d(dst + kABytes, &tmap_f, bar, t.c0, t.s, t.r, w.k0);
         }
       }
     }
@@ -129,9 +109,8 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   const int consumer = warpgroup - 1;
   const int ctid = tid % 128;
   const int warp = ctid / 32, lane = ctid % 32;
-  float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring_end - smem_u32(wgmma_smem))) +
+  float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring - smem_u32(wgmma_smem)) + kStages * kStageBytes) +
                      (consumer * 4 + warp) * kEpiWarpFloats;
-  if (kFilterResident) mbar_wait(smem_u32(&filter_bar), 0u);
   int it = 0;  // k-tiles consumed so far: follows the producer's count (skipped k-tiles take no slot)
   int round = 0;  // pingpong: units this consumer has run
   float acc[kMSub][kAcc];
@@ -162,8 +141,7 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
       mbar_wait(smem_u32(&full_bar[slot.stage]), slot.full_parity);
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
       const unsigned a_base = stage_base + static_cast<unsigned>((kPingpong ? 0 : consumer) * kRowsPerConsumer * 128);
-      const unsigned b_base =
-          kFilterResident ? filter_base + static_cast<unsigned>(kt * kBBytes) : stage_base + static_cast<unsigned>(kABytes);
+      const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
       wgmma_k_tile(acc, a_base, kM64Step, kK16Step, kLbo, kSbo, b_base, kK16Step, kLbo, kSbo, 1u);
       wgmma_wait<1>();
       fence_accumulators(acc);

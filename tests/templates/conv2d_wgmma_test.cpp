@@ -39,7 +39,7 @@ TEST(Conv2dWgmmaTemplate, TinyOutputsStillHaveConfigs) {
     ASSERT_EQ(t.unsupported(w), std::nullopt) << shape;
     EXPECT_GT(t.reduced_space(w, limits).size(), 0u) << shape;
     const auto full = t.space(w, limits);
-    EXPECT_TRUE(full.is_valid(search::Config{64, 32, 8, 1, 2, 0, 0, 0})) << shape << ": the smallest tile is always offered";
+    EXPECT_TRUE(full.is_valid(search::Config{64, 32, 8, 1, 2, 0, 0})) << shape << ": the smallest tile is always offered";
   }
 }
 
@@ -75,7 +75,7 @@ TEST(Conv2dWgmmaTemplate, TensorMapsFitTmaAndFillTheStageTheKernelExpects) {
     ASSERT_GT(space.size(), 0u) << shape;
     for (const auto& c : space.enumerate()) {
       const auto k = t.instantiate(space, c, w);
-      const ConvWgmmaTiling tl = Conv2dWgmmaTemplate::tiling(space, c, w);
+      const ConvWgmmaTiling tl = Conv2dWgmmaTemplate::tiling(space, c, w.dtype);
       const std::string cfg = std::string(shape) + " " + space.to_json_string(c);
       ASSERT_EQ(k.tensor_maps.size(), 2u) << cfg;
       uint64_t smem_bytes[2] = {0, 0};
@@ -99,19 +99,8 @@ TEST(Conv2dWgmmaTemplate, TensorMapsFitTmaAndFillTheStageTheKernelExpects) {
       }
       EXPECT_EQ(smem_bytes[0], static_cast<uint64_t>(tl.bm) * 128) << "A: bm pixel rows of 128 bytes: " << cfg;
       EXPECT_EQ(smem_bytes[1], static_cast<uint64_t>(tl.bn) * 128) << "B: bn filter rows of 128 bytes: " << cfg;
-      // The ring's stages (A, and B unless the filter is resident), the resident filter (every k-tile's B
-      // box), the alignment slack and the epilogue buffers.
-      const uint64_t filter_k_tiles = w.dim("R") * w.dim("S") * ((w.dim("C") + 63) / 64);
-      const bool resident = space.to_json_string(c).find("\"FILTER_RESIDENT\":1") != std::string::npos;
-      EXPECT_EQ(tl.resident_filter_k_tiles, resident ? static_cast<int>(filter_k_tiles) : 0) << cfg;
-      if (resident) {
-        EXPECT_LE(w.dim("K"), tl.bn) << "one filter tile for every unit: " << cfg;
-      }
       EXPECT_EQ(static_cast<size_t>(k.launch.dynamic_shared_bytes),
-                tl.stages * (smem_bytes[0] + (resident ? 0 : smem_bytes[1])) + (resident ? filter_k_tiles * smem_bytes[1] : 0) +
-                    1024 + tl.consumers * 4 * 16 * 40 * 4)
-          << cfg;
-      EXPECT_NE(k.source.find(std::string("#define FILTER_RESIDENT ") + (resident ? "1" : "0") + "\n"), std::string::npos)
+                tl.stages * (smem_bytes[0] + smem_bytes[1]) + 1024 + tl.consumers * 4 * 16 * 40 * 4)
           << cfg;
       EXPECT_LE(k.launch.dynamic_shared_bytes, limits.max_shared_per_block_bytes) << cfg;
       EXPECT_TRUE(k.arch_specific);
@@ -156,7 +145,7 @@ std::vector<double> tma_box(const TensorMapSpec& m, const std::vector<double>& d
 
 struct EmulationCase {
   const char* shape;
-  search::Config config;  // BM BN TILE_W CONSUMERS STAGES PERSISTENT PINGPONG FILTER_RESIDENT
+  search::Config config;  // BM BN TILE_W CONSUMERS STAGES PERSISTENT PINGPONG
   bool skips = false;     // some tap misses a whole tile (a box wholly in the padding)
 };
 
@@ -167,17 +156,16 @@ struct EmulationCase {
 TEST(ConvWgmmaSchedule, EmulatedTmaBoxesComputeTheConvolution) {
   Conv2dWgmmaTemplate t;
   const std::vector<EmulationCase> cases = {
-      {"N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0, 0}},
-      {"N=1,H=10,W=40,C=16,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0, 0}},  // 4 x 16 tiles, 3 x 3 of them
-      {"N=1,H=15,W=13,C=72,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {64, 32, 8, 1, 3, 0, 0, 0}},
-      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 0, 0, 0}},
-      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 132, 1, 0}},  // pingpong: same boxes
-      {"N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0, 1}},  // the filter resident
-      {"N=1,H=7,W=7,C=136,K=16,R=1,S=1,stride=1,pad=0", {64, 32, 8, 1, 3, 132, 0, 0}},
-      {"N=1,H=20,W=9,C=24,K=8,R=3,S=3,stride=2,pad=0", {64, 32, 8, 1, 3, 0, 0, 0}},
-      {"N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", {64, 32, 8, 1, 3, 132, 0, 0}, true},
+      {"N=2,H=9,W=11,C=16,K=24,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0}},
+      {"N=1,H=10,W=40,C=16,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 16, 1, 3, 0, 0}},  // 4 x 16 tiles, 3 x 3 of them
+      {"N=1,H=15,W=13,C=72,K=40,R=3,S=3,stride=2,pad=1,dilation=2", {64, 32, 8, 1, 3, 0, 0}},
+      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 0, 0}},
+      {"N=2,H=30,W=30,C=8,K=72,R=5,S=3,stride=3,pad=2", {128, 64, 16, 2, 4, 132, 1}},  // pingpong: same boxes
+      {"N=1,H=7,W=7,C=136,K=16,R=1,S=1,stride=1,pad=0", {64, 32, 8, 1, 3, 132, 0}},
+      {"N=1,H=20,W=9,C=24,K=8,R=3,S=3,stride=2,pad=0", {64, 32, 8, 1, 3, 0, 0}},
+      {"N=2,H=6,W=6,C=16,K=16,R=3,S=3,stride=1,pad=4", {64, 32, 8, 1, 3, 132, 0}, true},
       // The last tile column and row hold one pixel each: the taps s = 2 and r = 2 miss them (2 chunks each).
-      {"N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 8, 1, 3, 0, 0, 0}, true},
+      {"N=1,H=9,W=9,C=128,K=32,R=3,S=3,stride=1,pad=1", {64, 32, 8, 1, 3, 0, 0}, true},
   };
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);
@@ -186,7 +174,7 @@ TEST(ConvWgmmaSchedule, EmulatedTmaBoxesComputeTheConvolution) {
     const auto space = t.space(w, h100_test_limits());
     ASSERT_TRUE(space.is_valid(ec.config)) << ec.shape << ": " << *space.violation(ec.config);
     const auto k = t.instantiate(space, ec.config, w);
-    const ConvWgmmaTiling tl = Conv2dWgmmaTemplate::tiling(space, ec.config, w);
+    const ConvWgmmaTiling tl = Conv2dWgmmaTemplate::tiling(space, ec.config, w.dtype);
     const int N = static_cast<int>(w.dim("N")), H = static_cast<int>(w.dim("H")), W = static_cast<int>(w.dim("W"));
     const int C = static_cast<int>(w.dim("C")), K = static_cast<int>(w.dim("K")), R = static_cast<int>(w.dim("R"));
     const int S = static_cast<int>(w.dim("S")), st = static_cast<int>(w.dim("stride"));
