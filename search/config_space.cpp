@@ -156,4 +156,28 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   return c;
 }
 
+ConfigSpace with_knobs_fixed(const ConfigSpace& space, const std::vector<std::pair<std::string, int64_t>>& fixed) {
+  std::vector<Knob> knobs = space.knobs();
+  std::vector<bool> seen(knobs.size(), false);
+  for (const auto& [name, value] : fixed) {
+    size_t i = 0;
+    while (i < knobs.size() && knobs[i].name != name) ++i;
+    if (i == knobs.size()) {
+      std::string names;
+      for (const auto& k : knobs) names += (names.empty() ? "" : ", ") + k.name;
+      throw std::invalid_argument("'" + name + "' is not a knob of this template; allowed: " + names);
+    }
+    if (seen[i]) throw std::invalid_argument("knob " + name + " is fixed twice");
+    seen[i] = true;
+    const auto& vals = space.knobs()[i].values;
+    if (std::find(vals.begin(), vals.end(), value) == vals.end()) {
+      std::string allowed;
+      for (int64_t v : vals) allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
+      throw std::invalid_argument(name + "=" + std::to_string(value) + " is not a value of the knob; allowed: " + allowed);
+    }
+    knobs[i].values = {value};
+  }
+  return ConfigSpace(std::move(knobs), space.constraints());
+}
+
 }  // namespace tuner::search

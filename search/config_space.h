@@ -123,4 +123,9 @@ class ConfigSpace {
   std::vector<uint64_t> valid_;  ///< Product indices of the valid configs, ascending.
 };
 
+/// `space` with each named knob narrowed to one value (`tune --fix`): the configs of the space that have
+/// those values, under the same constraints. Throws std::invalid_argument naming a knob the space lacks
+/// (and the knobs it has), a knob named twice, or a value the knob does not take (and those it takes).
+ConfigSpace with_knobs_fixed(const ConfigSpace& space, const std::vector<std::pair<std::string, int64_t>>& fixed);
+
 }  // namespace tuner::search

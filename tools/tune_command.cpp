@@ -1,9 +1,11 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <iostream>
 
+#include "search/config_space.h"
 #include "search/strategy.h"
 #include "templates/registry.h"
 #include "templates/user_kernel.h"
@@ -83,10 +85,29 @@ nlohmann::ordered_json template_sessions_json(const std::vector<TuneSummary>& se
 
 }  // namespace
 
+/// "KNOB=V,KNOB=V": the knobs --fix pins, in order.
+static std::vector<std::pair<std::string, int64_t>> parse_fixed_knobs(const std::string& text) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    int64_t v = 0;
+    const char* first = item.data() + (eq == std::string::npos ? 0 : eq + 1);
+    const auto [ptr, ec] = std::from_chars(first, item.data() + item.size(), v);
+    if (eq == std::string::npos || eq == 0 || ec != std::errc() || ptr != item.data() + item.size() || first == ptr)
+      throw UsageError("--fix '" + item + "' is not KNOB=INTEGER; allowed: a comma-separated list such as BM=128,STAGES=4");
+    out.emplace_back(item.substr(0, eq), v);
+    at = end + 1;
+  }
+  return out;
+}
+
 int tune_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string op, shape, dtype, device_spec, strategy, db_path, faults_text, trials_text, replay_out, template_name;
-  std::string kernel_path, spec_path;
+  std::string kernel_path, spec_path, fix_text;
   int64_t trials = 0, early_stop = 0;
   int remeasure = 5;
   std::string seed_text, transfer, prior;
@@ -107,6 +128,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("template", po::value(&template_name)->default_value("auto"), "kernel template, e.g. gemm_tc_wgmma; auto: every template that runs the workload on the device, sharing --trials (see README)")
       ("device", po::value(&device_spec)->default_value(""), "cuda:N, cuda:all, cuda:N,M,.. (identical GPUs measured in parallel), sim:<gpu> or replay:FILE (default: cuda:0 if present, else sim:h100-sxm)")
       ("workers", po::value(&workers)->default_value(1), "sim and replay devices: measure with this many workers in parallel, 1 .. 64 (cuda: one per listed GPU)")
+      ("fix", po::value(&fix_text)->default_value(""), "KNOB=V,KNOB=V..: search only the configs with these knob values (one template: name it with --template); e.g. measure one config with every knob fixed")
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), bo (Bayesian optimisation, a Gaussian process), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
@@ -248,10 +270,23 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   opt.template_name = tmpl->name();
+  if (!fix_text.empty()) {
+    if (!auto_templates.empty())
+      throw UsageError("--fix pins one template's knobs; this workload has several templates: name one with --template");
+    opt.fixed_knobs = parse_fixed_knobs(fix_text);
+  }
   // Enumerating a space takes a while (the f32 GEMM's has 120k configs) and the session does it again:
   // only what must know the size before the session asks for it here.
-  const uint64_t space_size =
-      all_trials || !faults_text.empty() ? tmpl->space(opt.workload, device.limits).size() : 0;
+  uint64_t space_size = 0;
+  if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty()) {
+    try {
+      space_size = search::with_knobs_fixed(tmpl->space(opt.workload, device.limits), opt.fixed_knobs).size();
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--fix " + fix_text + ": " + e.what());
+    }
+    if (space_size == 0)
+      throw UsageError("--fix " + fix_text + ": no config of " + tmpl->name() + " for this workload and device has these values together; allowed: values that meet its constraints (see `tuner tune --help`, README: templates)");
+  }
   if (device.replay && device.replay->template_name != tmpl->name())
     throw UsageError("replay file '" + device.replay->path + "' records template " + device.replay->template_name +
                      ", not " + tmpl->name());

@@ -77,8 +77,9 @@ Session::Session(const TuneOptions& options, const DeviceTarget& target, db::Tun
       device(target),
       db(database),
       tmpl(templates::find_template(opt.workload.op, opt.workload.dtype, &device.limits, opt.template_name)),
-      space(device.replay ? recorded_space(tmpl.space(opt.workload, device.limits), *device.replay)
-                          : tmpl.space(opt.workload, device.limits)),
+      space(search::with_knobs_fixed(device.replay ? recorded_space(tmpl.space(opt.workload, device.limits), *device.replay)
+                                                    : tmpl.space(opt.workload, device.limits),
+                                     opt.fixed_knobs)),
       records(records_of(opt, device, template_hash(tmpl))),
       cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir),
       builder(&cache),

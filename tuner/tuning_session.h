@@ -55,6 +55,8 @@ struct TuneProgress {
 struct TuneOptions {
   templates::Workload workload;
   std::string template_name;       ///< Empty: the op's default template for the device (templates/registry.h).
+  /// Knobs pinned to one value each (`tune --fix`): the session searches only the configs with them.
+  std::vector<std::pair<std::string, int64_t>> fixed_knobs;
   int64_t trials = 200;            ///< Budget of trials for this workload on this device (all sessions).
   std::string strategy = "random";
   /// xgb: what ranks the first batch before anything is measured. "compiled": the analytic model ranks the
