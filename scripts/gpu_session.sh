@@ -32,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -397,6 +397,28 @@ plan_pingpong() {  # conv2d_igemm_wgmma with PINGPONG: its GPU tests, then the c
   tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
   step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=128,K=128,R=3' \
     --out "$S/baselines_s2.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_profile5() {  # Nsight Compute on named configs (tune --fix): the 3x3 conv's best and its BM 64, cuDNN's 3x3
+  steps            # kernel, decode M=64's best; then decode with 64x32 tiles as cuBLAS runs it
+  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 dec=M=64,N=4096,K=4096
+  local one="--trials 1 --remeasure 0 --seed 1 --quiet --json --device cuda:0"
+  ncu_step ncu_conv33_best 60 '^conv2d_igemm_wgmma' 2 "$t" tune --op conv2d --shape $c33 --dtype f16 \
+    --template conv2d_igemm_wgmma --fix BM=256,BN=64,TILE_W=8,CONSUMERS=2,STAGES=4,PERSISTENT=132,PINGPONG=1 $one \
+    --db "$S/ncu_conv33_best.db"
+  ncu_step ncu_conv33_bm64 60 '^conv2d_igemm_wgmma' 2 "$t" tune --op conv2d --shape $c33 --dtype f16 \
+    --template conv2d_igemm_wgmma --fix BM=64,BN=64,TILE_W=8,CONSUMERS=2,STAGES=6,PERSISTENT=132,PINGPONG=1 $one \
+    --db "$S/ncu_conv33_bm64.db"
+  ncu_step ncu_conv33_cudnn_xmma 60 'sm90_xmma_fprop' 0 .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter 'C=64,K=64,R=3' --out "$S/ncu_conv33_cudnn_xmma.json"
+  ncu_step ncu_decode64_best 60 '^gemm_tc_wgmma' 2 "$t" tune --op gemm --shape $dec --dtype f16 --template gemm_tc_wgmma \
+    --fix BM=64,BN=64,CONSUMERS=1,STAGES=12,GROUP_M=1,OUT_F32=1,SPLIT_K=1,PERSISTENT=0,EPILOGUE=1,CLUSTER=1 $one --db "$S/ncu_decode64_best.db"
+  step baselines 30 .gpu/bin/template_bench --device cuda:0 --trials 0 --filter 'gemm M=64,N=4096,K=4096 f16' \
+    --out "$S/baselines.json"
+  tune xgb100_decode64_bn32 40 --op gemm --shape $dec --dtype f16 --template gemm_tc_wgmma --trials 100 --fix BN=32
+  tune xgb60_decode64_bn32_cluster2 40 --op gemm --shape $dec --dtype f16 --template gemm_tc_wgmma --trials 60 \
+    --fix BN=32,CLUSTER=2
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

@@ -16,20 +16,20 @@ const std::string kTune = "tune --op gemm --shape M=256,N=256,K=256 --dtype f16 
                           "--device sim:h100-sxm --remeasure 0 --transfer none --json";
 
 TEST_F(Cli, FixedKnobsHoldInEveryMeasuredConfig) {
-  auto r = run(kTune + " --trials 40 --fix BM=64,STAGES=3 --db " + db());
+  auto r = run(kTune + " --trials 8 --batch 8 --fix BM=64,STAGES=3 --db " + db());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["measured"], 40);
+  EXPECT_EQ(j["measured"], 8);
   auto h = run("query --db " + db() + " --history --json");
   ASSERT_EQ(h.code, 0) << h.err;
   const auto hist = nlohmann::json::parse(h.out);
-  ASSERT_EQ(hist.size(), 40u);
+  ASSERT_EQ(hist.size(), 8u);
   for (const auto& t : hist) {
     EXPECT_EQ(t["config"]["BM"], 64) << t["config"];
     EXPECT_EQ(t["config"]["STAGES"], 3) << t["config"];
   }
   // The same budget unpinned measures other values too: the pin is what held them.
-  auto u = run(kTune + " --trials 40 --db " + (dir_ / "u.db").string());
+  auto u = run(kTune + " --trials 8 --batch 8 --db " + (dir_ / "u.db").string());
   ASSERT_EQ(u.code, 0) << u.err;
   auto uh = nlohmann::json::parse(run("query --db " + (dir_ / "u.db").string() + " --history --json").out);
   bool other = false;
