@@ -32,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -419,6 +419,24 @@ plan_profile5() {  # Nsight Compute on named configs (tune --fix): the 3x3 conv'
   tune xgb100_decode64_bn32 40 --op gemm --shape $dec --dtype f16 --template gemm_tc_wgmma --trials 100 --fix BN=32
   tune xgb60_decode64_bn32_cluster2 40 --op gemm --shape $dec --dtype f16 --template gemm_tc_wgmma --trials 60 \
     --fix BN=32,CLUSTER=2
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_constshape() {  # conv2d_igemm_wgmma with the conv's shape compiled in: GPU tests, the 3x3 space, the conv rows
+  steps
+  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
+  tune smoke_conv_constshape 30 --op conv2d --shape N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1 --dtype f16 \
+    --trials 4 --template conv2d_igemm_wgmma --timeout 5
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=64,R=3' \
+    --out "$S/baselines.json"
+  step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=128,R=3' \
+    --out "$S/baselines_s2.json"
+  tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
+    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
+  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
+  tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
+  tune xgb100_conv_3x3s2_auto 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

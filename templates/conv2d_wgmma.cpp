@@ -213,7 +213,7 @@ KernelInstance Conv2dWgmmaTemplate::instantiate(const search::ConfigSpace& space
   const ConvWgmmaTiling t = tiling(space, c, w.dtype);
   const ConvDims d = conv_dims(w);
   k.profile = profile(space, c, w);
-  k.source = conv2d_wgmma_source(t);
+  k.source = conv2d_wgmma_source(t, d);
   k.kernel_name = kConvWgmmaKernelName;
   k.arch_specific = true;
   k.launch.grid = {static_cast<unsigned>(conv_wgmma_grid_x(t, d.n, d.p, d.q, d.k)), 1, 1};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "templates/conv2d.h"
 #include "templates/gemm_wgmma_source.h"
 #include "templates/kernel_files.h"
 
@@ -26,7 +27,7 @@ int64_t conv_wgmma_grid_x(const ConvWgmmaTiling& t, int64_t n, int64_t p, int64_
   return t.persistent_ctas > 0 ? std::max<int64_t>(1, std::min<int64_t>(units, t.persistent_ctas)) : units;
 }
 
-std::string conv2d_wgmma_source(const ConvWgmmaTiling& t) {
+std::string conv2d_wgmma_source(const ConvWgmmaTiling& t, const ConvDims& d) {
   KernelSource s("conv2d_wgmma.cuh", "conv2d_igemm_wgmma: Hopper implicit-GEMM conv2d (TMA im2col + wgmma); one tiling.");
   s.element(t.dtype);
   s.define("BM", t.bm).define("BN", t.bn).define("TILE_W", t.tile_w).define("CONSUMERS", t.consumers);
@@ -34,6 +35,9 @@ std::string conv2d_wgmma_source(const ConvWgmmaTiling& t) {
   WgmmaTiling g;  // the consumers' register share is the GEMM's
   g.consumers = t.consumers;
   s.define("CONSUMER_REGS", wgmma_consumer_registers(g)).define("B_K_MAJOR", 1);
+  s.define("CONV_N", d.n).define("CONV_H", d.h).define("CONV_W", d.w).define("CONV_C", d.c).define("CONV_K", d.k);
+  s.define("CONV_R", d.r).define("CONV_S", d.s).define("CONV_STRIDE", d.stride).define("CONV_PAD", d.pad);
+  s.define("CONV_DILATION", d.dilation).define("CONV_P", d.p).define("CONV_Q", d.q);
   return s.str();
 }
 

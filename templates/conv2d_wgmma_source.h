@@ -58,7 +58,10 @@ size_t conv_wgmma_shared_bytes(const ConvWgmmaTiling& t);
 int64_t conv_wgmma_unit_count(const ConvWgmmaTiling& t, int64_t n, int64_t p, int64_t q, int64_t k);
 /// The grid: one CTA per unit, or, persistent, min(units, persistent_ctas).
 int64_t conv_wgmma_grid_x(const ConvWgmmaTiling& t, int64_t n, int64_t p, int64_t q, int64_t k);
-std::string conv2d_wgmma_source(const ConvWgmmaTiling& t);
+struct ConvDims;
+/// The kernel source of one tiling for one conv shape: the shape is compiled in (CONV_N .. CONV_Q), so the
+/// schedule's divisions are by constants; a launch with other scalars traps.
+std::string conv2d_wgmma_source(const ConvWgmmaTiling& t, const ConvDims& d);
 /// conv2d_reference with this kernel's arguments (the tensor maps after Y).
 std::string conv2d_wgmma_reference_source(DType d);
 std::string conv2d_wgmma_template_text();

@@ -12,7 +12,8 @@
 // its barrier (a wait two phases early would pass on the wrong phase's parity).
 // The schedule and coordinates are conv_wgmma_schedule.cuh's (shared with the CPU tests). The tuner
 // defines: ELEM_F16 or ELEM_BF16, BM, BN, TILE_W, CONSUMERS, STAGES, PERSISTENT, CONSUMER_REGS,
-// PINGPONG (0 when absent) and B_K_MAJOR 1 (wgmma_tile.cuh's K-major B).
+// PINGPONG (0 when absent), B_K_MAJOR 1 (wgmma_tile.cuh's K-major B), and the conv's shape CONV_N ..
+// CONV_Q (optional: without them the schedule divides by the runtime scalars).
 #pragma once
 #include "element.cuh"
 
@@ -78,7 +79,16 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
   }
   __syncthreads();
 
+#ifdef CONV_N
+  // The shape is compiled in (the schedule's divisions are by constants): a launch with another traps.
+  if (N != CONV_N || H != CONV_H || W != CONV_W || C != CONV_C || K != CONV_K || R != CONV_R || S != CONV_S ||
+      stride != CONV_STRIDE || pad != CONV_PAD || dilation != CONV_DILATION || P != CONV_P || Q != CONV_Q)
+    __trap();
+  const ConvWgmmaGeom g = conv_wgmma_geom(CONV_N, CONV_H, CONV_W, CONV_C, CONV_K, CONV_R, CONV_S, CONV_STRIDE, CONV_PAD,
+                                          CONV_DILATION, CONV_P, CONV_Q, kTileH, kTileW, kBN);
+#else
   const ConvWgmmaGeom g = conv_wgmma_geom(N, H, W, C, K, R, S, stride, pad, dilation, P, Q, kTileH, kTileW, kBN);
+#endif
   const int units = conv_wgmma_units(g);
   const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) : units;
 
@@ -156,10 +166,10 @@ conv2d_igemm_wgmma(const elem_t* __restrict__ X, const elem_t* __restrict__ F, e
 
     // Local rows of the tile (all bm of them "inside"): each vector goes to its pixel's output row, or
     // nowhere past P or Q.
-    for_each_staged_vec(epi, acc, (kPingpong ? 0 : consumer) * kRowsPerConsumer + warp * 16, w.k0, kBM, K, lane,
+    for_each_staged_vec(epi, acc, (kPingpong ? 0 : consumer) * kRowsPerConsumer + warp * 16, w.k0, kBM, g.k, lane,
                         [&](int r, int c, float4 v) {
                           const long long row = conv_wgmma_out_row(g, w, r);
-                          if (row >= 0) store_vec4(Y + row * K + c, v);
+                          if (row >= 0) store_vec4(Y + row * g.k + c, v);
                         });
   }
 }
