@@ -32,8 +32,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -437,6 +437,18 @@ plan_constshape() {  # conv2d_igemm_wgmma with the conv's shape compiled in: GPU
   tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
   tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
   tune xgb100_conv_3x3s2_auto 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_constgemm() {  # gemm_tc_wgmma with the problem compiled in: its GPU tests, cuBLAS, then the GEMM rows it runs
+  steps
+  step gpu_tests 75 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*:-*conv2d*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 30 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  tune xgb100_batched_f16_b32_512_auto 25 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb100_f16_decode_m64 25 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --trials 100
+  tune xgb100_f16_shortk_auto 20 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
+  tune xgb200_f16_4096_auto 30 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
