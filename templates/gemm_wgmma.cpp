@@ -232,7 +232,7 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
   const GemmDims d = gemm_dims(w, batched_);
   KernelInstance k;
   k.profile = profile(space, c, w);
-  k.source = gemm_wgmma_source(t, d.m, d.n, d.k, d.batch);
+  k.source = gemm_wgmma_source(t);
   k.kernel_name = kWgmmaKernelName;
   k.arch_specific = true;
   // With CLUSTER > 1 the kernel carries __cluster_dims__: a plain launch forms the clusters, and the

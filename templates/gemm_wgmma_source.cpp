@@ -46,7 +46,7 @@ int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int6
 
 int64_t wgmma_grid_z(const WgmmaTiling& t, int64_t batch) { return t.persistent_ctas > 0 ? 1 : batch; }
 
-std::string gemm_wgmma_source(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch) {
+std::string gemm_wgmma_source(const WgmmaTiling& t) {
   KernelSource s("gemm_wgmma.cuh", "gemm_tc_wgmma: Hopper GEMM (TMA + wgmma, warp-specialised); one tiling.");
   s.element(t.dtype);
   s.define("BM", t.bm).define("BN", t.bn).define("CONSUMERS", t.consumers).define("STAGES", t.stages);
@@ -60,7 +60,6 @@ std::string gemm_wgmma_source(const WgmmaTiling& t, int64_t m, int64_t n, int64_
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);
   s.define("B_SBO", l.b_sbo).define("B_LBO", l.b_lbo).define("B_K16", l.b_k16_step);
   s.define("B_BOX_COLS", l.b_box_cols).define("B_SWIZZLE", l.b_swizzle);
-  s.define("GEMM_M", m).define("GEMM_N", n).define("GEMM_K", k).define("GEMM_BATCHES", batch);
   return s.str();
 }
 

@@ -122,9 +122,7 @@ int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int6
 /// The grid's z: the batch for a cluster per unit, 1 for a persistent grid.
 int64_t wgmma_grid_z(const WgmmaTiling& t, int64_t batch);
 
-/// The kernel source of one tiling for one problem: M, N, K and the batch count are compiled in (GEMM_M ..
-/// GEMM_BATCHES), so the units' decomposition divides by constants; a launch with other scalars traps.
-std::string gemm_wgmma_source(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int64_t batch);
+std::string gemm_wgmma_source(const WgmmaTiling& t);
 /// The reference kernel (gemm_tc's, double accumulation) with this kernel's arguments.
 std::string gemm_wgmma_reference_source(DType d, bool out_f32);
 std::string gemm_wgmma_template_text();

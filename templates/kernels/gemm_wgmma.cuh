@@ -2,8 +2,7 @@
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
 // GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CLUSTER, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
-// descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h), and
-// optionally the problem GEMM_M, GEMM_N, GEMM_K, GEMM_BATCHES (compiled in; without them, the scalars).
+// descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
 // Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
 // when the grid is persistent; the ring's phases run on across units. With CLUSTER > 1 the CTAs of a
 // thread-block cluster (compile-time __cluster_dims__) take adjacent block columns of one block row:
@@ -102,16 +101,8 @@ __device__ __forceinline__ void release_stage(unsigned empty_bar, int lane) {
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) WGMMA_CLUSTER_DIMS
 gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, float* workspace,
-              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M_arg, int N_arg,
-              int K_arg, int batches_arg) {
-#ifdef GEMM_M
-  // The shape is compiled in (the units' decomposition and the stores' addresses use constants): a launch
-  // with other scalars traps.
-  if (M_arg != GEMM_M || N_arg != GEMM_N || K_arg != GEMM_K || batches_arg != GEMM_BATCHES) __trap();
-  constexpr int M = GEMM_M, N = GEMM_N, K = GEMM_K, batches = GEMM_BATCHES;
-#else
-  const int M = M_arg, N = N_arg, K = K_arg, batches = batches_arg;
-#endif
+              const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b, int M, int N, int K,
+              int batches) {
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
