@@ -50,6 +50,9 @@ struct GemmTileProfile {
   int store_segment = 8;
   /// CTAs per thread-block cluster along N sharing A's k-tiles by TMA multicast (each fetches 1/cluster).
   int cluster = 1;
+  /// Two consumers run alternate units whole (pingpong): one's epilogue runs under the other's k-tiles,
+  /// so a unit costs its epilogue only where that is longer than its k-tiles.
+  bool epilogue_overlapped = false;
 };
 
 struct KernelProfile {

@@ -152,11 +152,14 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
     if (resident <= 0 || unit_rounds <= 0) return;
     const double throughput = resident * std::max(mma, transfer);
     const double per_tile = blend(throughput, ring, q);
-    const double unit = static_cast<double>(k_tiles) * per_tile + epilogue + (fresh_fill ? fill : 0.0);
+    const double tiles = static_cast<double>(k_tiles) * per_tile;
+    // Pingpong: the other consumer's k-tiles run during this unit's epilogue.
+    const double exposed_epilogue = g.epilogue_overlapped ? std::max(0.0, epilogue - tiles) : epilogue;
+    const double unit = tiles + exposed_epilogue + (fresh_fill ? fill : 0.0);
     sm_cycles += unit_rounds * unit;
     compute_c += unit_rounds * static_cast<double>(k_tiles) * resident * mma;
     l2_c += unit_rounds * static_cast<double>(k_tiles) * resident * transfer;
-    latency_c += unit_rounds * (static_cast<double>(k_tiles) * std::max(0.0, per_tile - throughput) + epilogue +
+    latency_c += unit_rounds * (static_cast<double>(k_tiles) * std::max(0.0, per_tile - throughput) + exposed_epilogue +
                                 (fresh_fill ? fill : 0.0));
   };
   if (persistent) {

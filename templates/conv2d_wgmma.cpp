@@ -203,6 +203,7 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
   p.gemm.out_bytes = 2;
   p.gemm.store_segment = 32;
   p.gemm.cluster = 1;
+  p.gemm.epilogue_overlapped = t.pingpong;
   p.gemm.persistent_ctas = t.persistent_ctas > 0 ? static_cast<int>(conv_wgmma_grid_x(t, d.n, d.p, d.q, d.k)) : 0;
   return p;
 }

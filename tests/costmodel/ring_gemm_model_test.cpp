@@ -104,5 +104,28 @@ TEST(RingGemmModel, Fp32OutputCostsAboutTheSame) {
   EXPECT_NEAR(f32 / f16, 1.0, 0.03);
 }
 
+// Pingpong consumers (conv2d_igemm_wgmma's PINGPONG) hide a unit's epilogue under the other consumer's
+// k-tiles, but only as long as those take: with units of few k-tiles (a 3x3 conv's 9) the overlapped
+// profile is faster by at most the epilogues, and less than with 64 k-tiles a unit (K = 4096), which hide
+// the whole epilogue.
+TEST(RingGemmModel, OverlappedEpiloguesCostOnlyWhatTheKTilesDoNotHide) {
+  auto pair = [](const std::string& shape) {
+    KernelProfile p = wgmma_profile({128, 64, 2, 4, 1, 0, 1, 132, 1, 1}, shape);
+    KernelProfile q = p;
+    q.gemm.epilogue_overlapped = true;
+    return std::make_pair(ms(p), ms(q));
+  };
+  const auto [short_plain, short_pp] = pair("M=100352,N=64,K=576");
+  EXPECT_LT(short_pp, 0.97 * short_plain) << "9 k-tiles a unit hide part of the epilogue";
+  const RingGemmParams k;
+  const double units_per_cta = std::ceil(100352.0 / 128 / 132);
+  const double at_most = units_per_cta * k.epilogue_latency_cycles * 2 / (ring_h100().boost_clock_ghz * 1e6);  // ms
+  EXPECT_GE(short_pp, short_plain - at_most) << "it hides no more than the epilogues";
+  const auto [long_plain, long_pp] = pair("M=4096,N=4096,K=4096");
+  EXPECT_LE(long_pp, long_plain);
+  EXPECT_LT(long_pp / long_plain, short_pp / short_plain)
+      << "64 k-tiles a unit hide the whole epilogue; 9 hide only as long as they take";
+}
+
 }  // namespace
 }  // namespace tuner::costmodel
