@@ -23,8 +23,12 @@
 # of the two conv templates built without a GPU, conv2d_igemm_wgmma and conv2d_gemm_simt, then the conv
 # rows with each by name, with tune's default auto, and a whole-space recording of the 3x3 wgmma space),
 # `h100` (issue 16's whole table with tune's defaults), `long` (longer searches of the rows just short),
-# `patch` (conv2d_patch_tc's GPU tests and the stem rows), `patch2` (the same after MIN_BLOCKS) and `profile2`
-# (Nsight Compute on cuDNN's and our stem and 3x3 conv kernels).
+# `patch` (conv2d_patch_tc's GPU tests and the stem rows), `patch2` (the same after MIN_BLOCKS), `profile2`
+# (Nsight Compute on cuDNN's and our stem and 3x3 conv kernels), `profile3` (profile2's cuDNN steps again, and
+# decode beside cuBLAS), `profile4` (every kernel of cuDNN's stem and 3x3 calls), `pingpong` and `constshape`
+# (conv2d_igemm_wgmma's GPU tests, the 3x3 whole space and the 3x3 rows), `profile5` (Nsight Compute on named
+# configs through tune --fix) and `constgemm` (the wgmma GEMM tests and rows; stop 30 ran it with the
+# GEMM's problem compiled in, a change then reverted).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +74,23 @@ steps() {
     step "$name" "$limit" ncu --target-processes all --kernel-name-base demangled -k "regex:$regex" \
       --launch-skip "$skip" --launch-count 1 --set full -f -o "$S/$name" "$@"
     ncu --import "$S/$name.ncu-rep" --page details --csv > "$S/$name.csv" 2>> "$S/$name.log"; }
+  # conv2d_igemm_wgmma's GPU tests (after a 4-config smoke run with a 5 s kernel limit), cuDNN's 3x3 rows, the
+  # 3x3 whole space (a replay file) and both 3x3 rows with auto and by name: conv_wgmma_rows NAME.
+  conv_wgmma_rows() {
+    local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
+    tune smoke_conv_$1 30 --op conv2d --shape N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1 --dtype f16 \
+      --trials 4 --template conv2d_igemm_wgmma --timeout 5
+    step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
+    step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=64,R=3' \
+      --out "$S/baselines.json"
+    step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=128,R=3' \
+      --out "$S/baselines_s2.json"
+    tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
+      --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
+    tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
+    tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
+    tune xgb100_conv_3x3s2_auto 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100
+  }
   # conv2d_patch_tc's GPU tests, cuDNN's stem and the stem tuned by name and with auto:
   # stem_patch_rows TESTS_LIMIT_S TRIALS TUNE_LIMIT_S.
   stem_patch_rows() {
@@ -383,20 +404,9 @@ plan_profile4() {  # every kernel of cuDNN's stem and 3x3 conv calls (the first 
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
-plan_pingpong() {  # conv2d_igemm_wgmma with PINGPONG: its GPU tests, then the conv rows and the 3x3 whole space
+plan_pingpong() {  # conv2d_igemm_wgmma with PINGPONG (stop 30 ran these steps without the 3x3/2 auto row)
   steps
-  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
-  tune smoke_conv_pingpong 30 --op conv2d --shape N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1 --dtype f16 \
-    --trials 4 --template conv2d_igemm_wgmma --timeout 5
-  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=64,K=64,R=3' \
-    --out "$S/baselines.json"
-  tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
-    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
-  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
-  tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
-  step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=128,K=128,R=3' \
-    --out "$S/baselines_s2.json"
+  conv_wgmma_rows pingpong
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
@@ -422,21 +432,9 @@ plan_profile5() {  # Nsight Compute on named configs (tune --fix): the 3x3 conv'
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
-plan_constshape() {  # conv2d_igemm_wgmma with the conv's shape compiled in: GPU tests, the 3x3 space, the conv rows
+plan_constshape() {  # conv2d_igemm_wgmma with the conv's shape compiled in: the same steps
   steps
-  local c33=N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 c33s2=N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1
-  tune smoke_conv_constshape 30 --op conv2d --shape N=16,H=30,W=27,C=72,K=136,R=3,S=3,stride=1,pad=1 --dtype f16 \
-    --trials 4 --template conv2d_igemm_wgmma --timeout 5
-  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*conv2d*wgmma*' --gtest_output="json:$S/gpu_tests.json"
-  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=64,R=3' \
-    --out "$S/baselines.json"
-  step baselines_s2 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'K=128,R=3' \
-    --out "$S/baselines_s2.json"
-  tune grid_conv_3x3_wgmma_all 90 --op conv2d --shape $c33 --dtype f16 --trials all --strategy grid --remeasure 0 \
-    --template conv2d_igemm_wgmma --replay-out "$S/conv_3x3_wgmma.replay.json"
-  tune xgb100_conv_3x3_auto 40 --op conv2d --shape $c33 --dtype f16 --trials 100
-  tune xgb300_conv_3x3s2_wgmma 50 --op conv2d --shape $c33s2 --dtype f16 --trials 300 --template conv2d_igemm_wgmma
-  tune xgb100_conv_3x3s2_auto 40 --op conv2d --shape $c33s2 --dtype f16 --trials 100
+  conv_wgmma_rows constshape
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

@@ -258,6 +258,13 @@ struct RingTile {
   bool unit_end;  // the unit's last k-tile: the consumers release their held stage after it
 };
 
+/// The schedule of a ring test's shape {N, H, W, C, K, R, S, stride, pad, dilation, tile_h, tile_w, bn}.
+ConvWgmmaGeom ring_test_geom(const std::vector<int>& v) {
+  const int P = (v[1] + 2 * v[8] - v[9] * (v[5] - 1) - 1) / v[7] + 1;
+  const int Q = (v[2] + 2 * v[8] - v[9] * (v[6] - 1) - 1) / v[7] + 1;
+  return conv_wgmma_geom(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], P, Q, v[10], v[11], v[12]);
+}
+
 /// One CTA's k-tiles in the kernel's order (its units blockIdx.x, + step, ...).
 std::vector<RingTile> ring_program(const ConvWgmmaGeom& g, long long cta, long long step) {
   std::vector<RingTile> out;
@@ -364,10 +371,7 @@ TEST(ConvWgmmaRing, SkippedKTilesNeitherDeadlockNorOverwrite) {
   std::mt19937 rng(11);
   int old_deadlocks = 0, runs = 0;
   for (const auto& v : shapes) {
-    const int P = (v[1] + 2 * v[8] - v[9] * (v[5] - 1) - 1) / v[7] + 1;
-    const int Q = (v[2] + 2 * v[8] - v[9] * (v[6] - 1) - 1) / v[7] + 1;
-    const ConvWgmmaGeom g = conv_wgmma_geom(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], P, Q, v[10],
-                                            v[11], v[12]);
+    const ConvWgmmaGeom g = ring_test_geom(v);
     const long long units = conv_wgmma_units(g);
     for (long long grid : {units, std::min<long long>(units, 3), 1LL}) {
       for (long long cta : {0LL, grid - 1}) {
@@ -492,10 +496,7 @@ TEST(ConvWgmmaRing, PingpongConsumersTakeTurnsOnTheRing) {
   std::mt19937 rng(5);
   int runs = 0, unordered_failures = 0;
   for (const auto& v : shapes) {
-    const int P = (v[1] + 2 * v[8] - v[9] * (v[5] - 1) - 1) / v[7] + 1;
-    const int Q = (v[2] + 2 * v[8] - v[9] * (v[6] - 1) - 1) / v[7] + 1;
-    const ConvWgmmaGeom g = conv_wgmma_geom(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], P, Q, v[10],
-                                            v[11], v[12]);
+    const ConvWgmmaGeom g = ring_test_geom(v);
     const long long units = conv_wgmma_units(g);
     for (long long grid : {std::min<long long>(units, 3), std::min<long long>(units, 2), 1LL}) {
       for (long long cta : {0LL, grid - 1}) {
