@@ -51,8 +51,12 @@ struct GemmTileProfile {
   /// CTAs per thread-block cluster along N sharing A's k-tiles by TMA multicast (each fetches 1/cluster).
   int cluster = 1;
   /// Two consumers run alternate units whole (pingpong): one's epilogue runs under the other's k-tiles,
-  /// so a unit costs its epilogue only where that is longer than its k-tiles.
+  /// so a unit costs max(k-tiles, (k-tiles + epilogue) / 2) rather than both.
   bool epilogue_overlapped = false;
+  /// Share of an A panel's bytes that DRAM serves the first time it is read: 1 for a GEMM; an implicit-GEMM
+  /// conv's im2col rows repeat input pixels (every tap of a pixel's neighbours), so only the input's own
+  /// bytes over the im2col matrix's (about 1 / (R * S) at stride 1) come from DRAM, the rest from L2.
+  double a_dram_share = 1;
 };
 
 struct KernelProfile {

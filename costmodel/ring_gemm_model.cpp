@@ -44,7 +44,7 @@ double ring_gemm_dram_input_bytes(const GemmTileProfile& g, int64_t concurrent, 
   const int64_t units = g.batch * per_batch;
   concurrent = std::max<int64_t>(1, std::min(concurrent, units));
   const double k_per_split = static_cast<double>(g.k) / static_cast<double>(split);
-  const double a_bytes = static_cast<double>(std::min<int64_t>(g.bm, g.m)) * k_per_split * g.elem_bytes;
+  const double a_bytes = static_cast<double>(std::min<int64_t>(g.bm, g.m)) * k_per_split * g.elem_bytes * g.a_dram_share;
   const double b_bytes = static_cast<double>(std::min<int64_t>(g.bn, g.n)) * k_per_split * g.elem_bytes;
   // Panels: A's (batch, block row, split) and B's (batch, block column, split). last[id]: the last wave
   // that touched it; footprint[w]: the bytes of distinct panels waves 0..w-1 touched.
@@ -153,8 +153,9 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
     const double throughput = resident * std::max(mma, transfer);
     const double per_tile = blend(throughput, ring, q);
     const double tiles = static_cast<double>(k_tiles) * per_tile;
-    // Pingpong: the other consumer's k-tiles run during this unit's epilogue.
-    const double exposed_epilogue = g.epilogue_overlapped ? std::max(0.0, epilogue - tiles) : epilogue;
+    // Pingpong: two consumers alternate, each running a unit's k-tiles then its epilogue while the other runs
+    // its k-tiles, so a unit takes max(tiles, (tiles + epilogue) / 2).
+    const double exposed_epilogue = g.epilogue_overlapped ? std::max(0.0, (epilogue - tiles) / 2.0) : epilogue;
     const double unit = tiles + exposed_epilogue + (fresh_fill ? fill : 0.0);
     sm_cycles += unit_rounds * unit;
     compute_c += unit_rounds * static_cast<double>(k_tiles) * resident * mma;

@@ -204,6 +204,9 @@ costmodel::KernelProfile Conv2dWgmmaTemplate::profile(const search::ConfigSpace&
   p.gemm.store_segment = 32;
   p.gemm.cluster = 1;
   p.gemm.epilogue_overlapped = t.pingpong;
+  // The im2col matrix repeats input pixels; DRAM serves the input once (L2 the repeats).
+  p.gemm.a_dram_share = std::min(1.0, static_cast<double>(d.n * d.h * d.w * d.c) /
+                                          (static_cast<double>(p.gemm.m) * static_cast<double>(p.gemm.k)));
   p.gemm.persistent_ctas = t.persistent_ctas > 0 ? static_cast<int>(conv_wgmma_grid_x(t, d.n, d.p, d.q, d.k)) : 0;
   return p;
 }
