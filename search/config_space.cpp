@@ -157,6 +157,7 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
 }
 
 ConfigSpace with_knobs_fixed(const ConfigSpace& space, const std::vector<std::pair<std::string, int64_t>>& fixed) {
+  if (fixed.empty()) return space;  // nothing to narrow: no second enumeration
   std::vector<Knob> knobs = space.knobs();
   std::vector<bool> seen(knobs.size(), false);
   for (const auto& [name, value] : fixed) {
@@ -167,7 +168,7 @@ ConfigSpace with_knobs_fixed(const ConfigSpace& space, const std::vector<std::pa
       for (const auto& k : knobs) names += (names.empty() ? "" : ", ") + k.name;
       throw std::invalid_argument("'" + name + "' is not a knob of this template; allowed: " + names);
     }
-    if (seen[i]) throw std::invalid_argument("knob " + name + " is fixed twice");
+    if (seen[i]) throw std::invalid_argument("knob " + name + " is fixed twice; allowed: each knob once");
     seen[i] = true;
     const auto& vals = space.knobs()[i].values;
     if (std::find(vals.begin(), vals.end(), value) == vals.end()) {

@@ -143,6 +143,8 @@ search::ConfigSpace Conv2dWgmmaTemplate::reduced_space(const Workload& w, const 
                 }});
   // Pingpong where two consumers take BN 64 (where it is offered), so the count stays as it was.
   const bool bn64 = std::find(knobs_[1].values.begin(), knobs_[1].values.end(), 64) != knobs_[1].values.end();
+  const bool bm128 = std::find(knobs_[0].values.begin(), knobs_[0].values.end(), 128) != knobs_[0].values.end();
+  if (!bn64 || !bm128) knobs_[6].values = {0};  // no reduced config would take PINGPONG 1
   cs.push_back({"reduced: BM == 128 with two consumers; PINGPONG == 1 iff CONSUMERS == 2 and BN == 64 (where offered)",
                 [bn64](const search::ConfigView& v) {
                   const bool two = v["CONSUMERS"] == 2;

@@ -13,6 +13,7 @@
 #include "tools/options.h"
 #include "tuner/device_registry.h"
 #include "tuner/mpi_lanes.h"
+#include "tuner/replay_oracle.h"
 #include "tuner/replay_data.h"
 #include "tuner/template_auto.h"
 #include "tuner/tuning_session.h"
@@ -96,6 +97,8 @@ static std::vector<std::pair<std::string, int64_t>> parse_fixed_knobs(const std:
     int64_t v = 0;
     const char* first = item.data() + (eq == std::string::npos ? 0 : eq + 1);
     const auto [ptr, ec] = std::from_chars(first, item.data() + item.size(), v);
+    if (ec == std::errc::result_out_of_range)
+      throw UsageError("--fix '" + item + "': the value is out of range; allowed: a 64-bit integer the knob takes");
     if (eq == std::string::npos || eq == 0 || ec != std::errc() || ptr != item.data() + item.size() || first == ptr)
       throw UsageError("--fix '" + item + "' is not KNOB=INTEGER; allowed: a comma-separated list such as BM=128,STAGES=4");
     out.emplace_back(item.substr(0, eq), v);
@@ -270,7 +273,8 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   opt.template_name = tmpl->name();
-  if (!fix_text.empty()) {
+  if (vm.count("fix") && !vm["fix"].defaulted()) {
+    if (fix_text.empty()) throw UsageError("--fix '' names no knob; allowed: a comma-separated list such as BM=128,STAGES=4");
     if (!auto_templates.empty())
       throw UsageError("--fix pins one template's knobs; this workload has several templates: name one with --template");
     opt.fixed_knobs = parse_fixed_knobs(fix_text);
@@ -279,13 +283,22 @@ int tune_command(const std::vector<std::string>& args) {
   // only what must know the size before the session asks for it here.
   uint64_t space_size = 0;
   if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty()) {
-    try {
-      space_size = search::with_knobs_fixed(tmpl->space(opt.workload, device.limits), opt.fixed_knobs).size();
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--fix " + fix_text + ": " + e.what());
+    search::ConfigSpace space = tmpl->space(opt.workload, device.limits);
+    // A replay device answers for the configs it recorded: the session's space is those.
+    if (!opt.fixed_knobs.empty() && device.replay && device.replay->template_name == tmpl->name())
+      space = recorded_space(space, *device.replay);
+    if (!opt.fixed_knobs.empty()) {
+      try {
+        space = search::with_knobs_fixed(space, opt.fixed_knobs);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError("--fix " + fix_text + ": " + e.what());
+      }
+      if (space.size() == 0)
+        throw UsageError("--fix " + fix_text + ": no config of " + tmpl->name() +
+                         (device.replay ? " recorded in '" + device.replay->path + "'" : std::string(" for this workload and device")) +
+                         " has these values together; allowed: values that meet its constraints (README: what can be tuned)");
     }
-    if (space_size == 0)
-      throw UsageError("--fix " + fix_text + ": no config of " + tmpl->name() + " for this workload and device has these values together; allowed: values that meet its constraints (see `tuner tune --help`, README: templates)");
+    space_size = space.size();
   }
   if (device.replay && device.replay->template_name != tmpl->name())
     throw UsageError("replay file '" + device.replay->path + "' records template " + device.replay->template_name +

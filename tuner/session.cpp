@@ -72,6 +72,15 @@ StrategyOptions strategy_options(Session& s) {
 
 }  // namespace
 
+bool Session::in_space(const std::string& config_json) const {
+  try {
+    const search::Config c = space.from_json(nlohmann::json::parse(config_json));
+    return space.index_of(c).has_value();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 Session::Session(const TuneOptions& options, const DeviceTarget& target, db::TuningDb& database)
     : opt(options),
       device(target),

@@ -62,6 +62,11 @@ struct Session {
 
   TuneProgress progress;
   int64_t last_seen_trial = 0;    ///< The newest trial of the database the strategy has heard of.
+  /// With --fix: search trials of this workload in the database whose config lies outside the fixed knobs
+  /// (counted at the start). The run's budget is --trials inside the fix, so the database's is this more.
+  int64_t outside_fix = 0;
+  /// Whether the config JSON is one of this session's space (with --fix: inside the fixed knobs).
+  bool in_space(const std::string& config_json) const;
   int64_t since_improvement = 0;  ///< Trials of this session since the best time last improved.
   std::string infrastructure_error;  ///< Set when the measuring machinery failed (ends the session).
   std::mutex mu;                  ///< Guards the state above while several lanes measure.

@@ -22,6 +22,7 @@ std::vector<std::string> finalists(const Session& s) {
   db::QueryFilter ok = s.records;
   ok.ok_only = true;
   for (const auto& row : s.db.history(ok)) {
+    if (!s.opt.fixed_knobs.empty() && !s.in_space(row.trial.config_json)) continue;  // outside --fix
     auto [it, fresh] = by_config.try_emplace(row.trial.config_json, row.trial.time_ms, 0);
     ++it->second.second;
   }
@@ -58,6 +59,32 @@ int64_t remeasure_finalists(Session& s) {
   return static_cast<int64_t>(records.size());
 }
 
+/// With --fix: the best config inside the fixed knobs, ranked as TuningDb::best ranks (the mean of a
+/// config's ok measurements, then the older last measurement), as the row of its last measurement.
+std::optional<db::ResultRow> best_in_space(const Session& s) {
+  db::QueryFilter ok = s.records;
+  ok.ok_only = true;
+  std::map<std::string, std::pair<db::ResultRow, std::pair<double, int>>> by_config;  // -> (last row, (sum, n))
+  for (auto& row : s.db.history(ok)) {
+    if (!s.in_space(row.trial.config_json)) continue;
+    auto it = by_config.find(row.trial.config_json);
+    if (it == by_config.end()) it = by_config.emplace(row.trial.config_json, std::make_pair(row, std::make_pair(0.0, 0))).first;
+    it->second.second.first += row.trial.time_ms;
+    ++it->second.second.second;
+    it->second.first = row;  // history is in id order: the last row wins
+  }
+  std::optional<db::ResultRow> best;
+  for (auto& [config, v] : by_config) {
+    db::ResultRow r = v.first;
+    r.measurements = v.second.second;
+    r.mean_time_ms = v.second.first / v.second.second;
+    if (!best || r.mean_time_ms < best->mean_time_ms ||
+        (r.mean_time_ms == best->mean_time_ms && r.trial.id < best->trial.id))
+      best = r;
+  }
+  return best;
+}
+
 /// The reason stored with a finished session: a signal's, or an early stop's (a session that ran to its
 /// budget or through the space has none stored; sum.stop_reason still says which).
 std::string end_reason(const Session& s) {
@@ -83,7 +110,7 @@ void finish(Session& s) {
   s.sum.measured_now = s.progress.measured_now;
   s.sum.errors_now = s.progress.errors_now;
   for (const auto& w : s.workers) s.sum.worker_starts += w->starts();
-  s.sum.best = s.db.best(s.records);
+  s.sum.best = s.opt.fixed_knobs.empty() ? s.db.best(s.records) : best_in_space(s);
   s.sum.wall_s = seconds_since(s.t0);
 }
 

@@ -28,7 +28,7 @@ std::vector<search::Config> propose(Session& s) {
   learn_from_others(s);
   std::vector<search::Config> claimed;
   while (claimed.empty()) {
-    const int64_t left = s.db.budget_left(s.sum.session_id, s.opt.trials);
+    const int64_t left = s.db.budget_left(s.sum.session_id, s.opt.trials + s.outside_fix);
     if (left <= 0) {
       s.sum.stop_reason = "budget of " + std::to_string(s.opt.trials) + " trials reached";
       break;
@@ -42,7 +42,7 @@ std::vector<search::Config> propose(Session& s) {
     if (too_little_to_expect(s)) return {};
     std::vector<std::string> configs;
     for (const auto& c : proposed) configs.push_back(s.space.to_json_string(c));
-    const db::ClaimResult claim = s.db.claim_configs(s.sum.session_id, configs, s.opt.trials);
+    const db::ClaimResult claim = s.db.claim_configs(s.sum.session_id, configs, s.opt.trials + s.outside_fix);
     for (size_t i = 0; i < proposed.size(); ++i)
       if (claim.claimed[i]) claimed.push_back(std::move(proposed[i]));
     if (claimed.empty()) learn_from_others(s);  // all taken: learn what the others found, then propose again

@@ -34,6 +34,11 @@ void resume(Session& s) {
   // The budget counts search trials; re-measurements of finalists come on top of it.
   s.sum.previously_measured = std::count_if(history.begin(), history.end(),
                                             [](const db::ResultRow& r) { return r.trial.purpose == "search"; });
+  // --fix: the budget is trials inside the fixed knobs; the ones outside do not use it.
+  if (!s.opt.fixed_knobs.empty()) {
+    s.outside_fix = s.sum.previously_measured - static_cast<int64_t>(configs.size());
+    s.sum.previously_measured = static_cast<int64_t>(configs.size());
+  }
 }
 
 void learn_from_others(Session& s) {
