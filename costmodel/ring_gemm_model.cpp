@@ -148,14 +148,17 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
 
   // --- The busiest SM: rounds of `resident` CTAs, each k-tile the blend of shared throughput and ring. ---
   double sm_cycles = 0, compute_c = 0, l2_c = 0, latency_c = 0;
+  // Pingpong: two consumers alternate, each running a unit's k-tiles then its epilogue while the other runs
+  // its k-tiles, so a unit takes max(tiles, (tiles + epilogue) / 2); the epilogue each unit shows.
+  const auto exposed = [&](double tiles) {
+    return g.epilogue_overlapped ? std::max(0.0, (epilogue - tiles) / 2.0) : epilogue;
+  };
   const auto add = [&](double resident, double unit_rounds, bool fresh_fill) {
     if (resident <= 0 || unit_rounds <= 0) return;
     const double throughput = resident * std::max(mma, transfer);
     const double per_tile = blend(throughput, ring, q);
     const double tiles = static_cast<double>(k_tiles) * per_tile;
-    // Pingpong: two consumers alternate, each running a unit's k-tiles then its epilogue while the other runs
-    // its k-tiles, so a unit takes max(tiles, (tiles + epilogue) / 2).
-    const double exposed_epilogue = g.epilogue_overlapped ? std::max(0.0, (epilogue - tiles) / 2.0) : epilogue;
+    const double exposed_epilogue = exposed(tiles);
     const double unit = tiles + exposed_epilogue + (fresh_fill ? fill : 0.0);
     sm_cycles += unit_rounds * unit;
     compute_c += unit_rounds * static_cast<double>(k_tiles) * resident * mma;
@@ -169,8 +172,12 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
     const int64_t passes = ceil_div(ctas_per_sm, resident);
     const double per_cta = static_cast<double>(ceil_div(units, ctas));
     add(static_cast<double>(resident), static_cast<double>(passes) * per_cta, false);
-    sm_cycles += static_cast<double>(passes) * fill;
-    latency_c += static_cast<double>(passes) * fill;
+    // A CTA's last epilogue has no other consumer's k-tiles to hide under: the rest of it shows once a pass.
+    const double tiles = static_cast<double>(k_tiles) *
+                         blend(static_cast<double>(resident) * std::max(mma, transfer), ring, q);
+    const double tail = fill + (epilogue - exposed(tiles));
+    sm_cycles += static_cast<double>(passes) * tail;
+    latency_c += static_cast<double>(passes) * tail;
   } else {
     const int64_t per_sm = ceil_div(units, gpu.sm_count);
     add(static_cast<double>(slots), static_cast<double>(per_sm / slots), true);

@@ -108,7 +108,7 @@ TEST(RingGemmModel, Fp32OutputCostsAboutTheSame) {
 // Pingpong consumers (conv2d_igemm_wgmma's PINGPONG) alternate: one runs a unit's k-tiles while the other
 // stores its epilogue, so a unit takes max(k-tiles, (k-tiles + epilogue) / 2). With units of few k-tiles
 // (a 3x3 conv's 9) the overlapped profile is faster by at most the epilogues, and less in share than with
-// 64 k-tiles a unit (K = 4096), which hide the whole epilogue.
+// 64 k-tiles a unit (K = 4096), which hide the whole epilogue; a CTA's last epilogue is never hidden.
 TEST(RingGemmModel, OverlappedEpiloguesCostOnlyWhatTheKTilesDoNotHide) {
   auto pair = [](const std::string& shape) {
     KernelProfile p = wgmma_profile({128, 64, 2, 4, 1, 0, 1, 132, 1, 1}, shape);
@@ -122,6 +122,9 @@ TEST(RingGemmModel, OverlappedEpiloguesCostOnlyWhatTheKTilesDoNotHide) {
   const double units_per_cta = std::ceil(100352.0 / 128 / 132);
   const double at_most = units_per_cta * k.epilogue_latency_cycles * 2 / (ring_h100().boost_clock_ghz * 1e6);  // ms
   EXPECT_GE(short_pp, short_plain - at_most) << "it hides no more than the epilogues";
+  // One unit per CTA (100 units over 132 CTAs): the other consumer has nothing to run, nothing is hidden.
+  const auto [one_plain, one_pp] = pair("M=12800,N=64,K=576");
+  EXPECT_NEAR(one_pp, one_plain, 1e-9) << "a CTA's last epilogue shows whole";
   const auto [long_plain, long_pp] = pair("M=4096,N=4096,K=4096");
   EXPECT_LE(long_pp, long_plain);
   EXPECT_LT(long_pp / long_plain, short_pp / short_plain)
