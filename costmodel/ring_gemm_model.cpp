@@ -153,10 +153,12 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   const auto exposed = [&](double tiles) {
     return g.epilogue_overlapped ? std::max(0.0, (epilogue - tiles) / 2.0) : epilogue;
   };
+  // One k-tile with `resident` CTAs sharing the SM: the blend of their shared throughput and the ring.
+  const auto per_tile_of = [&](double resident) { return blend(resident * std::max(mma, transfer), ring, q); };
   const auto add = [&](double resident, double unit_rounds, bool fresh_fill) {
     if (resident <= 0 || unit_rounds <= 0) return;
     const double throughput = resident * std::max(mma, transfer);
-    const double per_tile = blend(throughput, ring, q);
+    const double per_tile = per_tile_of(resident);
     const double tiles = static_cast<double>(k_tiles) * per_tile;
     const double exposed_epilogue = exposed(tiles);
     const double unit = tiles + exposed_epilogue + (fresh_fill ? fill : 0.0);
@@ -173,9 +175,7 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
     const double per_cta = static_cast<double>(ceil_div(units, ctas));
     add(static_cast<double>(resident), static_cast<double>(passes) * per_cta, false);
     // A CTA's last epilogue has no other consumer's k-tiles to hide under: the rest of it shows once a pass.
-    const double tiles = static_cast<double>(k_tiles) *
-                         blend(static_cast<double>(resident) * std::max(mma, transfer), ring, q);
-    const double tail = fill + (epilogue - exposed(tiles));
+    const double tail = fill + (epilogue - exposed(static_cast<double>(k_tiles) * per_tile_of(static_cast<double>(resident))));
     sm_cycles += static_cast<double>(passes) * tail;
     latency_c += static_cast<double>(passes) * tail;
   } else {

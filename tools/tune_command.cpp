@@ -279,14 +279,16 @@ int tune_command(const std::vector<std::string>& args) {
       throw UsageError("--fix pins one template's knobs; this workload has several templates: name one with --template");
     opt.fixed_knobs = parse_fixed_knobs(fix_text);
   }
+  if (device.replay && device.replay->template_name != tmpl->name())
+    throw UsageError("replay file '" + device.replay->path + "' records template " + device.replay->template_name +
+                     ", not " + tmpl->name());
   // Enumerating a space takes a while (the f32 GEMM's has 120k configs) and the session does it again:
   // only what must know the size before the session asks for it here.
   uint64_t space_size = 0;
   if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty()) {
     search::ConfigSpace space = tmpl->space(opt.workload, device.limits);
     // A replay device answers for the configs it recorded: the session's space is those.
-    if (!opt.fixed_knobs.empty() && device.replay && device.replay->template_name == tmpl->name())
-      space = recorded_space(space, *device.replay);
+    if (!opt.fixed_knobs.empty() && device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {
       try {
         space = search::with_knobs_fixed(space, opt.fixed_knobs);
@@ -300,9 +302,6 @@ int tune_command(const std::vector<std::string>& args) {
     }
     space_size = space.size();
   }
-  if (device.replay && device.replay->template_name != tmpl->name())
-    throw UsageError("replay file '" + device.replay->path + "' records template " + device.replay->template_name +
-                     ", not " + tmpl->name());
   opt.faults = parse_faults(faults_text, space_size);
   if (all_trials) {
     trials = static_cast<int64_t>(space_size);

@@ -15,24 +15,38 @@ namespace tuner {
 
 namespace {
 
+/// The ok measurements of each config of the workload, by config JSON; with --fix only the configs inside
+/// the fixed knobs.
+struct ConfigMeasurements {
+  double first_ms = 0, sum_ms = 0;
+  int n = 0;
+  db::ResultRow last;  ///< The newest measurement (history is in id order).
+};
+std::map<std::string, ConfigMeasurements> measurements_by_config(const Session& s) {
+  db::QueryFilter ok = s.records;
+  ok.ok_only = true;
+  std::map<std::string, ConfigMeasurements> out;
+  for (auto& row : s.db.history(ok)) {
+    if (!s.opt.fixed_knobs.empty() && !s.in_space(row.trial.config_json)) continue;  // outside --fix
+    ConfigMeasurements& m = out[row.trial.config_json];
+    if (m.n++ == 0) m.first_ms = row.trial.time_ms;
+    m.sum_ms += row.trial.time_ms;
+    m.last = std::move(row);
+  }
+  return out;
+}
+
 /// The top configs by time that have one measurement only (a config re-measured by an earlier session
 /// is not measured again), best first.
 std::vector<std::string> finalists(const Session& s) {
-  std::map<std::string, std::pair<double, int>> by_config;  // config_json -> (first time, measurements)
-  db::QueryFilter ok = s.records;
-  ok.ok_only = true;
-  for (const auto& row : s.db.history(ok)) {
-    if (!s.opt.fixed_knobs.empty() && !s.in_space(row.trial.config_json)) continue;  // outside --fix
-    auto [it, fresh] = by_config.try_emplace(row.trial.config_json, row.trial.time_ms, 0);
-    ++it->second.second;
-  }
+  const auto by_config = measurements_by_config(s);
   std::vector<std::pair<double, std::string>> ranked;
-  for (const auto& [config, tm] : by_config) ranked.emplace_back(tm.first, config);
+  for (const auto& [config, m] : by_config) ranked.emplace_back(m.first_ms, config);
   std::sort(ranked.begin(), ranked.end());
   if (ranked.size() > static_cast<size_t>(s.opt.remeasure_top)) ranked.resize(s.opt.remeasure_top);
   std::vector<std::string> out;
   for (const auto& [time_ms, config_json] : ranked)
-    if (by_config[config_json].second == 1) out.push_back(config_json);
+    if (by_config.at(config_json).n == 1) out.push_back(config_json);
   return out;
 }
 
@@ -62,25 +76,14 @@ int64_t remeasure_finalists(Session& s) {
 /// With --fix: the best config inside the fixed knobs, ranked as TuningDb::best ranks (the mean of a
 /// config's ok measurements, then the older last measurement), as the row of its last measurement.
 std::optional<db::ResultRow> best_in_space(const Session& s) {
-  db::QueryFilter ok = s.records;
-  ok.ok_only = true;
-  std::map<std::string, std::pair<db::ResultRow, std::pair<double, int>>> by_config;  // -> (last row, (sum, n))
-  for (auto& row : s.db.history(ok)) {
-    if (!s.in_space(row.trial.config_json)) continue;
-    auto it = by_config.find(row.trial.config_json);
-    if (it == by_config.end()) it = by_config.emplace(row.trial.config_json, std::make_pair(row, std::make_pair(0.0, 0))).first;
-    it->second.second.first += row.trial.time_ms;
-    ++it->second.second.second;
-    it->second.first = row;  // history is in id order: the last row wins
-  }
   std::optional<db::ResultRow> best;
-  for (auto& [config, v] : by_config) {
-    db::ResultRow r = v.first;
-    r.measurements = v.second.second;
-    r.mean_time_ms = v.second.first / v.second.second;
+  for (auto& [config, m] : measurements_by_config(s)) {
+    db::ResultRow r = std::move(m.last);
+    r.measurements = m.n;
+    r.mean_time_ms = m.sum_ms / m.n;
     if (!best || r.mean_time_ms < best->mean_time_ms ||
         (r.mean_time_ms == best->mean_time_ms && r.trial.id < best->trial.id))
-      best = r;
+      best = std::move(r);
   }
   return best;
 }
