@@ -214,7 +214,7 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
   if (name == "xgb5") options.xgb_members = 5;  // the bootstrap ensemble of 5 and its confidence bound
   bool xgb = name == "xgb-prior" || name == "xgb-compiled" || name == "xgb-recorded" || name == "xgb1" || name == "xgb5";
   // "xgb:key=value/key=value": xgb with some settings changed, for experiments (members, kappa, first,
-  // epsilon, objective, prior).
+  // epsilon, objective, pairs, prior).
   if (name.rfind("xgb:", 0) == 0) {
     xgb = true;
     for (size_t start = 4; start < name.size();) {
@@ -227,6 +227,7 @@ std::unique_ptr<search::SearchStrategy> make_variant(const std::string& name, co
       else if (key == "first") options.annealing.first_batch = static_cast<size_t>(std::atoi(value.c_str()));
       else if (key == "epsilon") options.annealing.epsilon = std::atof(value.c_str());
       else if (key == "objective") options.xgb_objective = value;
+      else if (key == "pairs") options.xgb_pairs_per_row = std::atoi(value.c_str());
       else if (key == "prior") {  // 1: estimated registers; compiled / recorded: re-ranked with those resources
         options.analytic_prior = value != "0";
         if (value == "compiled") options.resources = sources.compiled;

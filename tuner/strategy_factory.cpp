@@ -55,11 +55,13 @@ std::unique_ptr<search::SearchStrategy> build_strategy(const std::string& name, 
     params.members = options.xgb_members;
     params.member.seed = seed;
     params.member.objective = options.xgb_objective;
+    params.member.pairs_per_row = options.xgb_pairs_per_row;
     model = std::make_unique<costmodel::XgbEnsemble>(params);
   } else {
     costmodel::XgbParams params;
     params.seed = seed;
     params.objective = options.xgb_objective;
+    params.pairs_per_row = options.xgb_pairs_per_row;
     model = std::make_unique<costmodel::XgbModel>(params);
   }
   return std::make_unique<search::ModelGuidedStrategy>(space, seed, std::move(model),
