@@ -228,6 +228,9 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
   j["zero_optimization"] = {{"stage", c.zero}, {"overlap_comm", true}, {"contiguous_gradients", true}};
   if (c.pp > 1) {
     if (c.zero >= 2) warn(warnings, "DeepSpeed's pipeline engine rejects ZeRO-2/3; plan with --export deepspeed");
+    if (plan.partition != "uniform" && plan.partition != "parameters")
+      warn(warnings, "DeepSpeed splits the layers itself (by parameter count), not as this plan's stages; plan with "
+                     "--export deepspeed for a plan on DeepSpeed's split");
     j["pipeline"] = {{"stages", c.pp},
                      {"partition", plan.partition == "uniform" ? "uniform" : "parameters"},
                      {"activation_checkpoint_interval", c.recompute == Recompute::kFull ? 1 : 0}};

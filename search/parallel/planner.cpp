@@ -431,6 +431,17 @@ double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {
   return e.p > 1 ? 2 * e.v * p2p_s(cluster_, e.stage_cross_node, bytes) : 0;
 }
 
+std::vector<int> Planner::given_partition(int stages, bool uniform) const {
+  if (opts_.engine == Engine::kDeepSpeed && stages > 1) {
+    const std::pair<int, bool> key{stages, uniform};
+    auto it = engine_partitions_.find(key);
+    if (it == engine_partitions_.end())
+      it = engine_partitions_.emplace(key, engine_fixed_partition(opts_.engine, model_, stages, uniform)).first;
+    return it->second;
+  }
+  return uniform ? uniform_partition(model_, stages) : std::vector<int>{};
+}
+
 std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uniform) const {
   StageDpRequest req;
   req.stages = e.p;
@@ -439,8 +450,7 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
   req.stage_extra[e.p - 1] = 0;
   req.layer_cost = t.t;
   req.fits = [&](int stage, int i, int j) { return stage_memory(e, t, stage, i, j).total() <= e.usable; };
-  if (uniform) {
-    std::vector<int> starts = uniform_partition(model_, e.p);
+  if (std::vector<int> starts = given_partition(e.p, uniform); uniform || !starts.empty()) {
     if (!starts.empty() && !std::isfinite(pipeline_objective(req, starts))) starts.clear();
     return starts;
   }
@@ -477,8 +487,9 @@ bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<La
     return !starts.empty();
   }
   const int V = static_cast<int>(tables.size());
-  if (uniform) {  // the stages are given: each takes the fastest level that fits it
-    starts = uniform_partition(model_, p);
+  if (std::vector<int> given = given_partition(p, uniform); uniform || !given.empty()) {
+    // The stages are given: each takes the fastest level that fits it.
+    starts = given;
     level.assign(p, -1);
     for (int s = 0; s < p; ++s)
       for (int v = 0; v < V && level[s] < 0; ++v)
@@ -537,7 +548,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   if (!fill_table(e, e.shape, kInf, tables[0])) return reject("no layer sharding fits the per-layer memory share");
   // Lower bound: the pipeline is at least m * (all work / p); skip configurations that cannot win.
   if (e.m * tables[0].time(0, e.L) / e.p >= best_time) return reject("cannot beat the best plan found");
-  if (uniform && uniform_partition(model_, e.p).empty())
+  // DeepSpeed splits the layers itself, by parameter count or (uniform) by layer count.
+  const bool engine_split = e.p > 1 && opts_.engine == Engine::kDeepSpeed;
+  const std::string split_name = uniform ? "\"uniform\"" : "\"parameters\"";
+  if (engine_split && given_partition(e.p, uniform).empty())
+    return reject("DeepSpeed's split of the layers over pp=" + std::to_string(e.p) + " (partition " + split_name +
+                  ") leaves a stage without a layer");
+  if (uniform && given_partition(e.p, true).empty())
     return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
   const int64_t dropped = inexpressible_;
   std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
@@ -552,6 +569,9 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       lean = tables[0].lp[l]->params_per_device <= 1.01 * least + 1;
     }
     if (lean || !memory_level_partition(e, uniform, tables, starts, level)) {
+      if (engine_split)
+        return reject("DeepSpeed's split of the layers over pp=" + std::to_string(e.p) + " (partition " + split_name +
+                      ") does not fit in " + std::to_string(e.usable / 1e9) + " GB per GPU");
       if (inexpressible_ > dropped)
         return reject(to_string(opts_.engine) + " gives every pipeline stage but the first and the last the same number "
                       "of layers; no such split of the layers over pp=" + std::to_string(e.p) + " fits in " +
@@ -561,7 +581,7 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
   }
   std::vector<const LayerTable*> per_stage;
   for (int s = 0; s < e.p; ++s) per_stage.push_back(&tables[level[s]]);
-  return assemble(e, per_stage, starts, uniform ? "uniform" : "dp", level);
+  return assemble(e, per_stage, starts, uniform ? "uniform" : engine_split ? "parameters" : "dp", level);
 }
 
 std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {

@@ -240,7 +240,11 @@ class Planner {
   double stage_p2p_s(const Eval& e, const StageShape& shape) const;
   /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
   double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
-  /// Stage starts over one table: the stage DP, or the even split (uniform); empty when nothing fits.
+  /// The stages a plan may not choose: the one the export's engine computes itself (engine_fixed_partition,
+  /// cached per pp and method: DeepSpeed's "parameters", or with `uniform` its "uniform"), else with
+  /// `uniform` the even split; empty when the stage DP chooses.
+  std::vector<int> given_partition(int stages, bool uniform) const;
+  /// Stage starts over one table: the stage DP, or the given partition; empty when nothing fits.
   std::vector<int> partition(const Eval& e, const LayerTable& t, bool uniform) const;
   /// When the fastest shardings fit no partition: each stage picks its memory level (tables[0] the fastest).
   bool memory_level_partition(const Eval& e, bool uniform, std::vector<LayerTable>& tables, std::vector<int>& starts,
@@ -290,6 +294,7 @@ class Planner {
   int64_t evaluated_ = 0;
   int64_t submesh_cells_ = 0;
   mutable int64_t inexpressible_ = 0;  ///< Stage partitions dropped as the export's engine cannot run them (engine_partition.h).
+  mutable std::map<std::pair<int, bool>, std::vector<int>> engine_partitions_;  ///< engine_fixed_partition per (pp, uniform).
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
   int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).

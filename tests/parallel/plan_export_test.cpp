@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/engine_partition.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_export.h"
 #include "search/parallel/plan_json.h"
@@ -311,6 +312,35 @@ TEST(PlanExport, PlansForMegatronUseOnlyPartitionsItRuns) {
   }
   o.engine = Engine::kGeneric;  // the same pins plan without the engine's rule
   EXPECT_EQ(Planner(parse_model_spec("llama3-405b"), parse_cluster_spec("dgx-h100:64"), o).plan().config.pp, 64);
+}
+
+TEST(PlanExport, PlansForDeepSpeedRunOnTheSplitItComputes) {
+  // DeepSpeed's PipelineModule splits the layers itself ("parameters": balanced parameter counts; "uniform":
+  // layer counts), so a plan for it is timed on that split and the export names the method that gives it.
+  const ModelGraph m = parse_model_spec("llama3-70b");
+  PlannerOptions o;
+  o.global_batch = 256;
+  o.pins = parse_pins("pp=4,schedule=1f1b");
+  const Plan generic = Planner(m, parse_cluster_spec("dgx-h100:8"), o).plan();
+  o.engine = Engine::kDeepSpeed;
+  const Plan plan = Planner(m, parse_cluster_spec("dgx-h100:8"), o).plan();
+  ASSERT_EQ(plan.config.pp, 4);
+  std::vector<int> starts;
+  for (const StagePlan& st : plan.stages) starts.push_back(st.first_layer);
+  starts.push_back(plan.stages.back().end_layer);
+  ASSERT_TRUE(plan.partition == "parameters" || plan.partition == "uniform") << plan.partition;
+  EXPECT_EQ(starts, engine_fixed_partition(Engine::kDeepSpeed, m, 4, plan.partition == "uniform"));
+  // The case this guards: left to itself the stage DP splits otherwise.
+  EXPECT_NE(plan_blocks(generic, m), plan_blocks(plan, m));
+  std::vector<std::string> warnings;
+  const auto j = nlohmann::json::parse(export_deepspeed(plan, m, o.global_batch, &warnings));
+  EXPECT_EQ(j["pipeline"]["partition"], plan.partition);
+  for (const auto& w : warnings) EXPECT_EQ(w.find("splits the layers itself"), std::string::npos) << w;
+  // A plan not made for DeepSpeed says, when exported to it, that DeepSpeed will split otherwise.
+  warnings.clear();
+  export_deepspeed(generic, m, o.global_batch, &warnings);
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                          [](const std::string& w) { return w.find("splits the layers itself") != std::string::npos; }));
 }
 
 TEST(PlanExport, MegatronRunsThePlansStagePartition) {
