@@ -285,17 +285,32 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   if (c.pp > 1) {
     out += "pipeline_parallel_schedule = \"" + schedule + "\"\n";
     out += "pipeline_parallel_microbatch_size = " + std::to_string(c.micro_batch) + "\n";
-    const int v = c.schedule == Schedule::kInterleaved ? c.virtual_stages : 1;
-    // Layers per stage only where it carries v: with one stage per rank torchtitan builds pp stages by itself, and
-    // releases that count the embedding and the head as a layer each (pipeline_parallel_first/last_stage_less_layers,
-    // default 1) would turn blocks / pp layers per stage into more stages than ranks.
-    if (v > 1)
-      out += "pipeline_parallel_layers_per_stage = " + std::to_string(transformer_blocks(model) / (c.pp * v)) + "\n";
-    if (v == 1 && model.transformer_layers > 0 && static_cast<int>(plan.stages.size()) == c.pp) {
-      const std::vector<int> blocks = blocks_per_stage(plan, model);
-      if (std::any_of(blocks.begin(), blocks.end(), [&](int b) { return b != blocks[0]; }))
-        warn(warnings, "torchtitan splits the layers by its own rule (pipeline_parallel_layers_per_stage); this plan's "
-                       "stages hold " + join_ints(blocks) + " blocks, and its predicted time is for that split");
+    // The plan's own stages as split points (each names the first block of a stage; torchtitan infers the
+    // stages per rank from their number and the schedule), so torchtitan runs the split that was planned
+    // instead of its own rule (an even split, or in later releases one that counts the embedding and the head
+    // as a layer each). Interleaved plans hold pp x v equal chunks of blocks.
+    std::vector<int> first_blocks;
+    bool expressed = true;
+    if (c.schedule == Schedule::kInterleaved) {
+      const int chunk = transformer_blocks(model) / (c.pp * c.virtual_stages);
+      for (int k = 1; k < c.pp * c.virtual_stages; ++k) first_blocks.push_back(k * chunk);
+    } else {
+      int blocks_before = 0, layer = 0;
+      for (size_t st = 1; st < plan.stages.size(); ++st) {
+        for (; layer < plan.stages[st].first_layer; ++layer)
+          blocks_before += model.layers[layer].kind == LayerKind::kTransformer ? 1 : 0;
+        first_blocks.push_back(blocks_before);
+        // A stage that starts after the last block (the head alone) has no block to name.
+        expressed = expressed && blocks_before < transformer_blocks(model);
+      }
+    }
+    std::string points;
+    for (int b : first_blocks) points += (points.empty() ? "" : ", ") + std::string("\"layers.") + std::to_string(b) + "\"";
+    if (expressed) {
+      out += "pipeline_parallel_split_points = [" + points + "]\n";
+    } else {
+      warn(warnings, "torchtitan cannot start a stage at the head; this plan's stages hold " +
+                         join_ints(blocks_per_stage(plan, model)) + " blocks, and torchtitan will split by its own rule");
     }
   }
   out += "context_parallel_degree = " + std::to_string(c.cp) + "\n";

@@ -61,6 +61,25 @@ std::map<std::string, std::string> parse_toml(const std::string& text) {
   return out;
 }
 
+/// Transformer blocks per pipeline stage of a plan (the oracle for the export's partition).
+std::vector<int> plan_blocks(const Plan& plan, const ModelGraph& m) {
+  std::vector<int> out;
+  for (const StagePlan& st : plan.stages) {
+    int n = 0;
+    for (int i = st.first_layer; i < st.end_layer; ++i) n += m.layers[i].kind == LayerKind::kTransformer ? 1 : 0;
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// The block indices of a TOML list of torchtitan split points, ["layers.4", "layers.9"] -> 4, 9.
+std::vector<int> split_point_blocks(const std::string& list) {
+  std::vector<int> out;
+  for (size_t at = list.find("layers."); at != std::string::npos; at = list.find("layers.", at + 1))
+    out.push_back(std::stoi(list.substr(at + 7)));
+  return out;
+}
+
 TEST(PlanExport, MegatronArguments) {
   Fixture f("tp=2,pp=2,mbs=2,recompute=selective,zero=1");
   auto a = parse_args(export_megatron(f.plan, f.model, 64));
@@ -135,8 +154,11 @@ TEST(PlanExport, TorchtitanToml) {
   EXPECT_EQ(t["training.global_batch_size"], "64");
   EXPECT_EQ(t["training.local_batch_size"], "32");  // 64 / dp 2, split by the pipeline into micro-batches
   EXPECT_EQ(t["training.seq_len"], "1024");
-  // One stage per rank: torchtitan builds pp stages itself; layers per stage is written only to carry v.
+  // The plan's stages as split points (the first block of each stage after the first), so torchtitan runs them.
   EXPECT_FALSE(t.count("parallelism.pipeline_parallel_layers_per_stage"));
+  const std::vector<int> blocks = plan_blocks(f.plan, f.model);
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(split_point_blocks(t["parallelism.pipeline_parallel_split_points"]), (std::vector<int>{blocks[0]}));
   EXPECT_EQ(t["activation_checkpoint.mode"], "selective");
   // Without a pipeline the local batch is one micro-batch; accumulation makes up the global batch.
   Fixture g("tp=2,pp=1,mbs=2,recompute=none,zero=3", Engine::kTorchtitan);
@@ -246,17 +268,6 @@ TEST(PlanExport, MegatronArgumentsAreMegatronsAndNameEveryPresetsModel) {
     }
     EXPECT_FALSE(a.count("--use-distributed-optimizer") && plan.config.zero != 1);
   }
-}
-
-/// Transformer blocks per pipeline stage of a plan (the oracle for the export's partition).
-std::vector<int> plan_blocks(const Plan& plan, const ModelGraph& m) {
-  std::vector<int> out;
-  for (const StagePlan& st : plan.stages) {
-    int n = 0;
-    for (int i = st.first_layer; i < st.end_layer; ++i) n += m.layers[i].kind == LayerKind::kTransformer ? 1 : 0;
-    out.push_back(n);
-  }
-  return out;
 }
 
 /// Megatron-LM's split of --num-layers over --pipeline-model-parallel-size (core_r0.12, transformer_layer.py's
@@ -391,12 +402,18 @@ TEST(PlanExport, MegatronRunsThePlansStagePartition) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("hold 1, 3, 1, 3 blocks: Megatron will split them evenly (2 per stage)"), std::string::npos)
       << warnings[0];
-  // torchtitan splits by its own rule too, and says so.
+  // torchtitan takes the stages as split points: blocks 1, 4 and 5 start the second, third and fourth.
   warnings.clear();
-  export_torchtitan(plan, m, 64, &warnings);
+  auto t = parse_toml(export_torchtitan(plan, m, 64, &warnings));
+  for (const auto& w : warnings) EXPECT_EQ(w.find("split"), std::string::npos) << w;  // (ZeRO-1 and the flavor warn)
+  EXPECT_EQ(split_point_blocks(t["parallelism.pipeline_parallel_split_points"]), (std::vector<int>{1, 4, 5}));
+  // A last stage of the head alone has no block to name: torchtitan splits by its own rule, and the export says so.
+  plan.stages[2].end_layer = plan.stages[3].first_layer = static_cast<int>(m.layers.size()) - 1;
+  warnings.clear();
+  t = parse_toml(export_torchtitan(plan, m, 64, &warnings));
+  EXPECT_FALSE(t.count("parallelism.pipeline_parallel_split_points"));
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
-    return w.find("torchtitan splits the layers by its own rule") != std::string::npos &&
-           w.find("hold 1, 3, 1, 3 blocks") != std::string::npos;
+    return w.find("torchtitan cannot start a stage at the head") != std::string::npos;
   }));
 }
 
@@ -473,7 +490,8 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
       {"parallelism",
        {"data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
         "tensor_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
-        "pipeline_parallel_microbatch_size", "pipeline_parallel_layers_per_stage", "context_parallel_degree",
+        "pipeline_parallel_microbatch_size", "pipeline_parallel_layers_per_stage", "pipeline_parallel_split_points",
+        "context_parallel_degree",
         "expert_parallel_degree"}},
       {"training", {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
                     "mixed_precision_reduce", "steps"}},
@@ -502,7 +520,14 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
     EXPECT_EQ(t["model.name"], "llama3");
     EXPECT_EQ(t["model.flavor"], "8B");
     if (plan.config.schedule == Schedule::kInterleaved) {
-      EXPECT_EQ(t["parallelism.pipeline_parallel_layers_per_stage"], "4");  // 32 blocks / (pp 4 x v 2)
+      // 32 blocks in pp 4 x v 2 chunks of 4: seven split points, at blocks 4, 8, .., 28.
+      EXPECT_EQ(split_point_blocks(t["parallelism.pipeline_parallel_split_points"]),
+                (std::vector<int>{4, 8, 12, 16, 20, 24, 28}));
+    } else if (plan.config.pp > 1) {
+      const std::vector<int> blocks = plan_blocks(plan, m);
+      std::vector<int> firsts;
+      for (size_t st = 0, at = 0; st + 1 < blocks.size(); ++st) firsts.push_back(static_cast<int>(at += blocks[st]));
+      EXPECT_EQ(split_point_blocks(t["parallelism.pipeline_parallel_split_points"]), firsts);
     }
     // global = local x dp (x accumulation when pp = 1).
     const int64_t local = std::stoll(t["training.local_batch_size"]);
