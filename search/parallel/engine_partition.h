@@ -24,7 +24,9 @@ std::vector<int> blocks_per_stage(const ModelGraph& g, const std::vector<int>& s
 
 /// Whether `engine` runs the partition `starts` as it is: for Megatron-LM with pp > 1, every stage holds a
 /// transformer block and every stage but the first and the last the same number; for DeepSpeed one of its
-/// own two (engine_fixed_partition); any partition for the others.
+/// own two (engine_fixed_partition); for torchtitan any whose last stage holds a block (its split points
+/// name each stage's first block); any partition for the generic plan. Where the stage DP's partition is
+/// not expressed, the planner takes best_megatron_partition's, which Megatron-LM and torchtitan both run.
 bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::vector<int>& starts);
 
 /// The partition of `req` (same layer chain as g) with the smallest pipeline_objective among those

@@ -572,9 +572,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       if (engine_split)
         return reject("DeepSpeed's split of the layers over pp=" + std::to_string(e.p) + " (partition " + split_name +
                       ") does not fit in " + std::to_string(e.usable / 1e9) + " GB per GPU");
-      if (inexpressible_ > dropped)
+      if (inexpressible_ > dropped && opts_.engine == Engine::kMegatron)
         return reject(to_string(opts_.engine) + " gives every pipeline stage but the first and the last the same number "
                       "of layers; no such split of the layers over pp=" + std::to_string(e.p) + " fits in " +
+                      std::to_string(e.usable / 1e9) + " GB per GPU");
+      if (inexpressible_ > dropped)
+        return reject(to_string(opts_.engine) + " cannot run a last pipeline stage without a transformer block; no split "
+                      "of the layers over pp=" + std::to_string(e.p) + " it runs fits in " +
                       std::to_string(e.usable / 1e9) + " GB per GPU");
       return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
     }
