@@ -1,4 +1,4 @@
-# Bash completion for the tuner program: commands, each command's flags, and the values of the
+# Bash completion for the tuner program: commands, each command's flags (read from its --help), and the values of the
 # flags that take a fixed set (ops, dtypes, strategies, formats, exports; devices from
 # `tuner devices --json`). Source it (`source scripts/tuner-completion.bash`); `cmake --install`
 # puts it where bash-completion finds it (share/bash-completion/completions/tuner).
@@ -30,21 +30,10 @@ _tuner() {
     --db|--out|--replay-out|--svg-dir|--model|--cluster|--kernel|--spec)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
-  local flags=""
-  case "$cmd" in
-    devices) flags="--json --help" ;;
-    tune) flags="--op --shape --dtype --device --trials --strategy --seed --db --json --transfer --remeasure
-                 --replay-out --early-stop --batch --timeout --min-time-ms --max-time-ms --max-noise --db-timeout
-                 --quiet --workers --mpi --template --kernel --spec --help" ;;
-    query) flags="--db --op --shape --dtype --device --template --best --history --sessions --plans
-                  --all-versions --limit --json --help" ;;
-    plan) flags="--model --cluster --global-batch --fix --db --json --export --out --help" ;;
-    db) flags="merge --db --json --help" ;;
-    export) flags="--format --out --db --op --shape --dtype --device --template --all-versions --help" ;;
-    import) flags="--db --format --json --help" ;;
-    report) flags="--out --db --op --shape --dtype --device --template --plan --svg-dir --help" ;;
-    version) flags="--json --help" ;;
-  esac
+  # Each command's flags as its own --help lists them, so the list cannot fall behind the program.
+  local flags
+  flags="$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ')"
+  [ "$cmd" = db ] && flags="merge $flags"
   if [[ "$cur" == -* || "$cmd" == "db" ]]; then
     COMPREPLY=($(compgen -W "$flags" -- "$cur"))
   else

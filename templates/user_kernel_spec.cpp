@@ -211,6 +211,14 @@ UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::s
   s.kernel_path = kernel_path;
   s.kernel_text = kernel_text;
   s.name = r.identifier(r.need(j, "name", ""), "name");
+  // The name is the kernel's op in the database: a built-in op's name would mix its records with that op's.
+  bool builtin = true;
+  try {
+    op_dimensions(s.name);
+  } catch (const std::invalid_argument&) {
+    builtin = false;
+  }
+  if (builtin) r.fail("name", "'" + s.name + "' is a built-in op; allowed: a name other than " + known_ops());
   s.kernel = r.identifier(r.need(j, "kernel", ""), "kernel");
   s.dtype = j.contains("dtype") ? r.dtype(j.at("dtype"), "dtype") : DType::kF32;
   read_sizes(r, j, shape, s);

@@ -1,6 +1,8 @@
 // `tuner db merge OTHER.db`: records of a database tuned elsewhere (another machine, another rank's
 // file) brought into this one without duplicates, with a report of what was added.
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "tools/cli_common.h"
 #include "tools/options.h"
@@ -25,6 +27,11 @@ int merge_command(const std::vector<std::string>& args) {
     std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
     return 0;
   }
+  // The same file under two names would wait on its own write lock and then blame "another process".
+  std::error_code same_error;
+  if (std::filesystem::equivalent(other, db_path, same_error))
+    throw UsageError("db merge: '" + other + "' is the database merged into (--db " + db_path +
+                     "); name another database to merge from");
   db::MergeReport report;
   try {
     db::TuningDb db(db_path);

@@ -21,6 +21,7 @@
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tools/version.h"
+#include "tuner/device_limits.h"
 #include "tuner/tuning_session.h"
 
 namespace tuner::cli {
@@ -141,6 +142,29 @@ ImportRecord read_record(const LineReader& in) {
   const Json& config = in.field(j, "config", "config");
   if (!config.is_object() || config.empty()) in.refuse("config", "is not a non-empty JSON object of knob values");
   t.config_json = config.dump();
+  // The config must be one of the template's for this workload on this device (its knobs, their values and the
+  // constraints), as a session would have measured it: a config outside the space would reach the deployment
+  // file (`export --format best`) unchecked. Spaces are built once per (template, workload, device).
+  {
+    static std::map<std::string, search::ConfigSpace> spaces;
+    const std::string key = r.version.name + "|" + r.workload.op + "|" + r.workload.shape + "|" + r.workload.dtype +
+                            "|" + r.device.name + "|" + std::to_string(r.device.cc_major) + "." +
+                            std::to_string(r.device.cc_minor) + "|" + std::to_string(r.device.sm_count);
+    auto it = spaces.find(key);
+    if (it == spaces.end()) {
+      const auto w = templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype);
+      const auto limits =
+          limits_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count);
+      it = spaces.emplace(key, tmpl->space(w, limits)).first;
+    }
+    try {
+      if (!it->second.index_of(it->second.from_json(config)))
+        in.refuse("config", "is " + t.config_json + ", which breaks " + r.version.name +
+                                "'s constraints for this workload and device; allowed: a config of its space");
+    } catch (const std::invalid_argument& e) {
+      in.refuse("config", std::string("is not a config of ") + r.version.name + ": " + e.what());
+    }
+  }
   t.status = in.str(j, "status");
   if (t.status.empty() || t.status.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
     in.refuse("status", "is '" + t.status + "'; allowed: ok or an error kind (lower case, e.g. compile_error)");

@@ -34,7 +34,7 @@ constexpr const char* kUsage =
     "  devices [--json]                       list GPUs (real and sim)\n"
     "  tune --op gemm|batched_gemm|conv2d|softmax|layernorm --shape M=..,N=..,K=.. [--dtype f32|f16|bf16]\n"
     "       [--template auto|NAME] [--fix KNOB=V,..]\n"
-    "       [--device cuda:0|sim:h100-sxm|replay:FILE] [--trials 200|all] [--strategy xgb|ga|random|grid]\n"
+    "       [--device cuda:0|sim:h100-sxm|replay:FILE] [--trials 200|all] [--strategy xgb|bo|ga|random|grid]\n"
     "       [--seed 1] [--db tuning.db] [--json] [--transfer auto|none] [--remeasure 5] [--replay-out FILE]\n"
     "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 1] [--db-timeout 60] [--quiet]\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"

@@ -18,6 +18,18 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
                           boost::program_options::variables_map& vm,
                           const boost::program_options::positional_options_description& positional = {}) {
   namespace po = boost::program_options;
+  // Boost takes the next word as a missing value even when it is another option ("--db --json" would make
+  // a database named "--json"): an option that takes a value must not be followed by an option instead.
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0 || a.find('=') != std::string::npos) continue;
+    const po::option_description* d = desc.find_nothrow(a.substr(2), /*approx=*/false);
+    const std::string& next = args[i + 1];
+    if (d && d->semantic()->max_tokens() > 0 && d->semantic()->min_tokens() > 0 && next.size() > 2 &&
+        next.compare(0, 2, "--") == 0 && desc.find_nothrow(next.substr(2, next.find('=') - 2), false))
+      throw UsageError(command + ": option '" + a + "' needs a value, got the option '" + next + "' (see `tuner " +
+                       command + " --help`)");
+  }
   try {
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
     if (vm.count("help")) return false;  // before notify(): --help needs none of the required options

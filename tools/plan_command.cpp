@@ -162,6 +162,8 @@ int plan_command(const std::vector<std::string>& args) {
     if (!format) throw UsageError("--export " + export_name + " is unknown; allowed: megatron, deepspeed, torchtitan");
   }
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
+  if (format && out_path.empty() && vm.count("json"))
+    throw UsageError("--json with --export " + export_name + " needs --out FILE: without it the export goes to stdout");
   const auto attention = par::attention_kernel_from_string(attention_name);
   if (!attention && attention_name != "auto")
     throw UsageError("--attention " + attention_name + " is unknown; allowed: auto, flash, unfused");
@@ -172,6 +174,8 @@ int plan_command(const std::vector<std::string>& args) {
   try {
     model = par::parse_model_spec(model_spec);
     cluster = par::parse_cluster_spec(cluster_spec);
+    if (fix.empty() && !vm["fix"].defaulted())
+      throw par::SpecError("--fix '' names no choice; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero");
     opts.pins = par::parse_pins(fix);
     par::check_global_batch(global_batch);
   } catch (const par::SpecError& e) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "search/config_space.h"
@@ -312,6 +314,22 @@ int tune_command(const std::vector<std::string>& args) {
       replay_out = name;
     }
   }
+  if (!replay_out.empty()) {
+    // Checked before anything is measured or stored: a replay file that cannot be written would otherwise fail
+    // after the whole run, its trials committed and no summary printed.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path parent = fs::path(replay_out).parent_path();
+    if (fs::is_directory(replay_out, ec))
+      throw UsageError("--replay-out '" + replay_out + "' is a folder; allowed: a file path");
+    if (!parent.empty() && !fs::is_directory(parent, ec))
+      throw UsageError("--replay-out '" + replay_out + "': folder '" + parent.string() + "' does not exist");
+    const std::string probe_path = replay_out + ".tmp";  // write_replay writes here, then renames
+    const bool existed = fs::exists(probe_path, ec);
+    if (!std::ofstream(probe_path, std::ios::app))
+      throw UsageError("--replay-out '" + replay_out + "' cannot be written here");
+    if (!existed) fs::remove(probe_path, ec);
+  }
   opt.trials = trials;
   opt.remeasure_top = remeasure;
   opt.strategy = strategy;
@@ -394,7 +412,7 @@ int tune_command(const std::vector<std::string>& args) {
     j["shape"] = opt.workload.shape_string();
     j["dtype"] = templates::to_string(opt.workload.dtype);
     j["device"] = device.identity.name;
-    j["estimate"] = device.simulated;
+    j["estimate"] = device.estimates();
     j["template"] = sum.template_name;
     j["template_version"] = sum.template_hash;
     j["space_size"] = sum.space_size;
@@ -428,7 +446,7 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "tuned " << opt.workload.to_string() << " on " << device.spec
-              << (device.simulated ? " (times are analytic estimates)" : "") << "\n";
+              << (device.estimates() ? " (times are analytic estimates)" : device.replay ? " (times are a GPU's recorded measurements, replayed)" : "") << "\n";
     if (sessions.empty())
       std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
                 << " valid configs\n";

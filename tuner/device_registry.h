@@ -17,7 +17,7 @@ namespace tuner {
 
 struct DeviceTarget {
   std::string spec;               ///< As the user wrote it: "cuda:0", "sim:h100-sxm".
-  bool simulated = false;
+  bool simulated = false;         ///< No live GPU (sim: and replay: devices).
   int ordinal = 0;                ///< GPU ordinal for cuda devices.
   costmodel::GpuSpec gpu;         ///< The spec-table entry (for cuda: the one matching CC + SM count, or
                                   ///< figures read from the driver when the table has none).
@@ -26,6 +26,9 @@ struct DeviceTarget {
   /// replay:<path> devices: the recorded space that answers every measurement (nothing is compiled or
   /// run). Stored as a simulated device named "replay:<recording GPU's name>".
   std::shared_ptr<const ReplayData> replay;
+  /// Whether its times are the analytic model's estimates (sim:), not measurements (cuda:, or replay:, a
+  /// GPU's measurements replayed).
+  bool estimates() const { return simulated && !replay; }
 };
 
 /// Resolves a device string; throws std::invalid_argument with one line naming the bad value and what

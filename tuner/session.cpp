@@ -150,7 +150,7 @@ void open_session(Session& s) {
 void start_progress(Session& s) {
   s.progress.budget = s.opt.trials;
   s.progress.done = s.sum.previously_measured;
-  s.progress.estimate = s.device.simulated;
+  s.progress.estimate = s.device.estimates();
   if (auto b = s.db.best(s.records)) {
     s.progress.best_ms = b->trial.time_ms;
     s.progress.best_gflops = b->trial.gflops;

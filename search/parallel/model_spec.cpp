@@ -125,6 +125,7 @@ std::map<std::string, int64_t> parse_family(const std::string& spec, const std::
       for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
       throw SpecError("model '" + spec + "': unknown key '" + key + "'; allowed: " + names);
     }
+    if (kv.count(key)) throw SpecError("model '" + spec + "': " + key + " is given twice; allowed: each key once");
     kv[key] = parse_int(spec, key, item.substr(eq + 1));
     if (comma == std::string::npos) break;
     pos = comma + 1;

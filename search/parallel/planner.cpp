@@ -3,6 +3,7 @@
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
+#include <set>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -97,12 +98,14 @@ bool PlanPins::empty() const {
 PlanPins parse_pins(const std::string& text) {
   PlanPins p;
   size_t pos = 0;
+  std::set<std::string> seen;
   while (pos < text.size()) {
     size_t comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw SpecError("--fix item '" + item + "' is not key=value");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (!seen.insert(k).second) throw SpecError("--fix key '" + k + "' is given twice; allowed: each key once");
     if (k == "tp") p.tp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "pp") p.pp = parse_pin_int(k, v, 1, 1 << 20);
     else if (k == "dp") p.dp = parse_pin_int(k, v, 1, 1 << 20);

@@ -122,7 +122,11 @@ TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
   auto t = run("plan " + model + fix + " --export torchtitan");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos) << t.out;
-  EXPECT_NE(t.out.find("pipeline_parallel_layers_per_stage = 2\n"), std::string::npos) << t.out;
+  // pp 2 x v 3 chunks of 2 blocks: split points at blocks 2, 4, .., 10 (torchtitan infers v from their number).
+  EXPECT_NE(t.out.find("pipeline_parallel_split_points = [\"layers.2\", \"layers.4\", \"layers.6\", \"layers.8\", "
+                       "\"layers.10\"]\n"),
+            std::string::npos)
+      << t.out;
   // DeepSpeed's pipeline engine runs 1F1B only: the pin is refused for it, naming what it runs.
   auto d = run("plan " + model + fix + " --export deepspeed");
   EXPECT_EQ(d.code, 2) << d.out;

@@ -103,6 +103,13 @@ TEST_F(UserKernelCli, BadDtype) {
              "buffers[0].dtype: 'f64' is not a dtype; allowed: f32, f16, bf16");
 }
 
+TEST_F(UserKernelCli, ABuiltInOpsNameIsTaken) {
+  // The name is the op of the kernel's records: "gemm" would list a saxpy among the GEMMs and in their
+  // deployment file.
+  expect_bad(spec_with("\"name\": \"saxpy_user\"", "\"name\": \"gemm\""),
+             "name: 'gemm' is a built-in op; allowed: a name other than gemm,batched_gemm,conv2d,softmax,layernorm");
+}
+
 TEST_F(UserKernelCli, MissingField) {
   expect_bad(spec_with("\"block\": [\"BLOCK\"],", ""), "block: missing (required)");
 }

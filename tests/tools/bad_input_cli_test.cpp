@@ -1,0 +1,124 @@
+// Bad input found by using the CLI as a user would (stop 31's exploratory test), each now one line and exit 2
+// before anything is stored: an option whose value is missing and followed by another option, a database
+// merged into itself, a --replay-out that cannot be written, --json with an export to stdout, twice-given
+// plan keys, an imported config outside its template's space. Also: a replay device's times are its
+// recorded measurements, not estimates.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixture.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+
+const std::string kSoftmax = "tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 2 ";
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
+  // Without the check, Boost took "--json" as the database's file name and tuned into it.
+  auto r = run(kSoftmax + "--db --json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option '--db' needs a value, got the option '--json'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "--json"));
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::current_path() / "--json"));
+  auto p = run("plan --model llama3-8b --cluster dgx-h100:1 --export megatron --out --json --db " + db());
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find("option '--out' needs a value"), std::string::npos) << p.err;
+  // A value given with '=' is a value, whatever it looks like; a negative number is a value too.
+  auto ok = run(kSoftmax + "--json --db=" + db());
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+TEST_F(Cli, ADatabaseMergedIntoItselfIsBadInputAtOnce) {
+  ASSERT_EQ(run(kSoftmax + "--db " + db()).code, 0);
+  const std::string before = read_all(db());
+  // The same file by another spelling of its path.
+  const std::string other = (dir_ / "." / "t.db").string();
+  auto r = run("db merge " + other + " --db " + db());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is the database merged into"), std::string::npos) << r.err;
+  EXPECT_EQ(read_all(db()), before);
+}
+
+TEST_F(Cli, AReplayOutThatCannotBeWrittenIsFoundBeforeAnythingIsMeasured) {
+  auto missing = run(kSoftmax + "--replay-out " + (dir_ / "no" / "r.json").string() + " --db " + db());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
+  auto folder = run(kSoftmax + "--replay-out " + dir_.string() + " --db " + db());
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_NE(folder.err.find("is a folder"), std::string::npos) << folder.err;
+  EXPECT_FALSE(std::filesystem::exists(db())) << "nothing is stored for bad input";
+  EXPECT_FALSE(std::filesystem::exists(dir_.string() + ".tmp"));
+  // A writable path works and leaves only the replay file.
+  const auto out = dir_ / "r.json";
+  ASSERT_EQ(run(kSoftmax + "--replay-out " + out.string() + " --db " + db()).code, 0);
+  EXPECT_TRUE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(out.string() + ".tmp"));
+}
+
+TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
+  const std::string plan = "plan --model llama3-8b --cluster dgx-h100:1 --db " + db();
+  auto j = run(plan + " --export deepspeed --json");
+  EXPECT_EQ(j.code, 2);
+  EXPECT_NE(j.err.find("needs --out"), std::string::npos) << j.err;
+  auto ok = run(plan + " --export deepspeed --json --out " + (dir_ / "ds.json").string());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(nlohmann::json::parse(ok.out).contains("tp"));  // the plan document, the export in its file
+  EXPECT_TRUE(nlohmann::json::parse(read_all(dir_ / "ds.json")).contains("train_batch_size"));
+  auto twice = run(plan + " --fix tp=2,tp=4");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.err.find("'tp' is given twice"), std::string::npos) << twice.err;
+  auto model = run("plan --model gpt:layers=4,hidden=1024,heads=16,heads=8 --cluster dgx-h100:1 --db " + db());
+  EXPECT_EQ(model.code, 2);
+  EXPECT_NE(model.err.find("heads is given twice"), std::string::npos) << model.err;
+  auto empty = run(plan + " --fix ''");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("names no choice"), std::string::npos) << empty.err;
+}
+
+TEST_F(Cli, AnImportedConfigMustBeOneOfItsTemplatesSpace) {
+  ASSERT_EQ(run(kSoftmax + "--db " + db()).code, 0);
+  auto e = run("export --format jsonl --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  const std::string line = e.out.substr(0, e.out.find('\n'));
+  // One knob set to a value it does not take, then a knob the template lacks.
+  for (const std::string& bad : {std::string("\"VEC\":3"), std::string("\"FOO\":1")}) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
+    const auto kv = nlohmann::json::parse("{" + bad + "}");
+    j["config"][kv.begin().key()] = kv.begin().value();
+    const auto file = dir_ / "bad.jsonl";
+    std::ofstream(file) << j.dump() << "\n";
+    auto r = run("import " + file.string() + " --db " + (dir_ / "i.db").string());
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("bad.jsonl:1: field 'config'"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "i.db"));
+  }
+  // The export itself imports (every config is one of the space's).
+  const auto good = dir_ / "good.jsonl";
+  std::ofstream(good) << e.out;
+  EXPECT_EQ(run("import " + good.string() + " --db " + (dir_ / "i.db").string()).code, 0);
+}
+
+TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
+  const std::string file = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-25.json";
+  const std::string tune = "tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:" + file +
+                           " --db " + db();
+  auto j = run(tune + " --trials 2 --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["estimate"], false);
+  auto t = run(tune + " --trials 3");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_EQ(t.out.find("analytic estimates"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("recorded measurements, replayed"), std::string::npos) << t.out;
+}
+
+}  // namespace
