@@ -860,6 +860,29 @@ Planner::Search Planner::search_space() const {
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs");
+  // Pinned degrees the cluster or the batch cannot take, named here rather than as "no configuration was tried".
+  const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : static_cast<int>(model_.layers.size());
+  if (pin.pp && N % *pin.pp != 0)
+    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " does not divide the " + std::to_string(N) + " GPUs");
+  if (pin.pp && *pin.pp > blocks)
+    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " exceeds the " + std::to_string(blocks) +
+                    " layers to split; allowed: pp <= " + std::to_string(blocks));
+  if (pin.dp && N % *pin.dp != 0)
+    throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the " + std::to_string(N) + " GPUs");
+  if (pin.dp && opts_.global_batch % *pin.dp != 0)
+    throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the global batch of " +
+                    std::to_string(opts_.global_batch));
+  {
+    int64_t product = 1;
+    std::string named;
+    for (const auto& [name, v] : {std::pair<const char*, std::optional<int>>{"tp", pin.tp}, {"cp", pin.cp},
+                                  {"pp", pin.pp}, {"dp", pin.dp}})
+      if (v) product *= *v, named += std::string(named.empty() ? "" : " x ") + name;
+    if (N % product != 0 || (pin.tp && pin.cp && pin.pp && pin.dp && product != N))
+      throw SpecError("--fix " + named + " = " + std::to_string(product) + " GPUs, which " +
+                      (N % product != 0 ? "does not divide" : "is not") + " the " + std::to_string(N) +
+                      " GPUs of " + cluster_.name);
+  }
   check_ep_pin();
   s.mbss = pin.micro_batch ? std::vector<int>{*pin.micro_batch} : opts_.micro_batch_sizes;
   if (pin.schedule && *pin.schedule == Schedule::kInterleaved) {

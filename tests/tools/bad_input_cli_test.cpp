@@ -80,6 +80,13 @@ TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
   auto model = run("plan --model gpt:layers=4,hidden=1024,heads=16,heads=8 --cluster dgx-h100:1 --db " + db());
   EXPECT_EQ(model.code, 2);
   EXPECT_NE(model.err.find("heads is given twice"), std::string::npos) << model.err;
+  // Pinned degrees the 8 GPUs cannot take are named (they were "no configuration was tried").
+  auto pp3 = run(plan + " --fix pp=3");
+  EXPECT_EQ(pp3.code, 2);
+  EXPECT_NE(pp3.err.find("--fix pp=3 does not divide the 8 GPUs"), std::string::npos) << pp3.err;
+  auto product = run(plan + " --fix tp=2,dp=8");
+  EXPECT_EQ(product.code, 2);
+  EXPECT_NE(product.err.find("tp x dp = 16 GPUs, which does not divide the 8 GPUs"), std::string::npos) << product.err;
   auto empty = run(plan + " --fix ''");
   EXPECT_EQ(empty.code, 2);
   EXPECT_NE(empty.err.find("names no choice"), std::string::npos) << empty.err;
