@@ -579,7 +579,8 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
   const std::string query =
       "SELECT s.id, s.strategy, s.seed, s.budget, s.status, s.started_at, s.finished_at, "
       "(SELECT count(*) FROM trials x WHERE x.session_id = s.id), w.op, w.shape, w.dtype, d.name, s.reason, s.pid, "
-      "s.host "
+      "s.host, tp.name, tp.hash, "
+      "(SELECT count(*) FROM trials x WHERE x.session_id = s.id AND x.purpose = 'search') "
       "FROM sessions s JOIN workloads w ON w.id = s.workload_id JOIN devices d ON d.id = s.device_id "
       "JOIN templates tp ON tp.id = s.template_id" +
       where.sql + " ORDER BY s.id DESC" + limit_clause(f.limit);
@@ -601,6 +602,9 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
     r.reason = stmt.column_text(12);
     r.pid = stmt.column_int64(13);
     r.host = stmt.column_text(14);
+    r.template_name = stmt.column_text(15);
+    r.template_hash = stmt.column_text(16);
+    r.search_trials = stmt.column_int64(17);
     rows.push_back(std::move(r));
   }
   return rows;

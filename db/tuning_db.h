@@ -162,9 +162,12 @@ struct SessionRow {
   std::string reason;  ///< Why it failed, was interrupted or killed (empty when finished).
   std::string started_at;
   std::string finished_at;
-  int64_t trials = 0;
+  int64_t trials = 0;         ///< Every trial it stored (search trials and re-measurements).
+  int64_t search_trials = 0;  ///< Of them, the search's (what the budget counts).
   WorkloadKey workload;
   std::string device_name;
+  std::string template_name;  ///< The template it tuned, and its version.
+  std::string template_hash;
   int64_t pid = 0;     ///< The process that ran it, and its host.
   std::string host;
 };

@@ -95,8 +95,10 @@ int query_command(const std::vector<std::string>& args) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& s : rows)
         out.push_back({{"session_id", s.id}, {"op", s.workload.op}, {"shape", s.workload.shape},
-                       {"dtype", s.workload.dtype}, {"device", s.device_name}, {"strategy", s.strategy},
-                       {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials}, {"status", s.status},
+                       {"dtype", s.workload.dtype}, {"device", s.device_name}, {"template", s.template_name},
+                       {"template_version", s.template_hash}, {"strategy", s.strategy},
+                       {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials},
+                       {"search_trials", s.search_trials}, {"status", s.status},
                        {"reason", s.reason}, {"pid", s.pid}, {"host", s.host},
                        {"started_at", s.started_at}, {"finished_at", s.finished_at}});
       std::cout << out.dump(2) << "\n";
@@ -105,9 +107,11 @@ int query_command(const std::vector<std::string>& args) {
     std::vector<std::vector<std::string>> table;
     for (const auto& s : rows)
       table.push_back({std::to_string(s.id), s.workload.op + " " + s.workload.shape + " " + s.workload.dtype,
-                       s.device_name, s.strategy, std::to_string(s.seed), std::to_string(s.trials),
+                       s.device_name, s.template_name, s.strategy, std::to_string(s.seed),
+                       std::to_string(s.search_trials), std::to_string(s.trials - s.search_trials),
                        std::to_string(s.budget), s.status, s.started_at, s.reason});
-    print_table({"session", "workload", "device", "strategy", "seed", "trials", "budget", "status", "started", "reason"},
+    print_table({"session", "workload", "device", "template", "strategy", "seed", "trials", "re-measured", "budget",
+                 "status", "started", "reason"},
                 table);
     return 0;
   }

@@ -239,4 +239,22 @@ TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
   }
 }
 
+
+TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements) {
+  auto r = run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 6 --remeasure 2 --db " + db());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto q = run("query --sessions --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  const auto j = nlohmann::json::parse(q.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["template"], "softmax_rows");
+  EXPECT_FALSE(j[0]["template_version"].get<std::string>().empty());
+  EXPECT_EQ(j[0]["search_trials"], 6);  // what the budget counts
+  EXPECT_GT(j[0]["trials"].get<int>(), 6);  // and the finalists' re-measurements
+  auto t = run("query --sessions --db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("softmax_rows"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("re-measured"), std::string::npos) << t.out;
+}
+
 }  // namespace
