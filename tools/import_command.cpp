@@ -101,6 +101,13 @@ ImportRecord read_record(const LineReader& in) {
     if (templates::to_string(w.dtype) != r.workload.dtype)
       in.refuse("dtype", "is '" + r.workload.dtype + "'; allowed: f32, f16, bf16");
   } catch (const std::invalid_argument& e) {
+    // A user kernel's records (`tune --kernel`) name its own op: its template is its source file and spec, which
+    // this file does not carry, so they cannot be imported; say so, and how to export without them.
+    bool builtin_template = false;
+    for (const auto* t : templates::all_templates()) builtin_template = builtin_template || t->name() == in.str(j, "template");
+    if (!builtin_template)
+      in.refuse("op", "is '" + r.workload.op + "', a user kernel's (`tune --kernel`): its records are not imported, "
+                      "as its source is not in the file; allowed: records of built-in ops (export them with --op)");
     in.refuse("op/shape/dtype", std::string("is not a workload: ") + e.what());
   }
 

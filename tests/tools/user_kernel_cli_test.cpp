@@ -4,6 +4,8 @@
 // of bad spec is one line on stderr, exit code 2, with the database untouched.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <regex>
 
 #include "cli_fixture.h"
@@ -101,6 +103,18 @@ TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
 TEST_F(UserKernelCli, BadDtype) {
   expect_bad(spec_with("{\"name\": \"x\", \"dtype\": \"f32\"", "{\"name\": \"x\", \"dtype\": \"f64\""),
              "buffers[0].dtype: 'f64' is not a dtype; allowed: f32, f16, bf16");
+}
+
+TEST_F(UserKernelCli, ItsExportedRecordsAreRefusedByImportWithTheReason) {
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--json")).code, 0);
+  const auto e = run("export --format jsonl --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto file = dir_ / "uk.jsonl";
+  std::ofstream(file) << e.out;
+  const auto i = run("import " + file.string() + " --db " + (dir_ / "i.db").string());
+  EXPECT_EQ(i.code, 2);
+  EXPECT_NE(i.err.find("a user kernel's (`tune --kernel`)"), std::string::npos) << i.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "i.db"));
 }
 
 TEST_F(UserKernelCli, ABuiltInOpsNameIsTaken) {
