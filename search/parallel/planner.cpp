@@ -973,6 +973,14 @@ void Planner::refine_unequal(std::optional<Plan>& best, const std::vector<Parall
 
 Plan Planner::plan() {
   const auto t0 = std::chrono::steady_clock::now();
+  if (static_cast<double>(cluster_.memory_per_gpu_bytes) <= opts_.memory_reserve_bytes) {
+    char text[256];
+    std::snprintf(text, sizeof text, "cluster '%s': %.1f GB per GPU leaves nothing after the %.1f GB kept free "
+                  "(CUDA context, workspaces); allowed: more than %.1f GB", cluster_.name.c_str(),
+                  static_cast<double>(cluster_.memory_per_gpu_bytes) / 1e9, opts_.memory_reserve_bytes / 1e9,
+                  opts_.memory_reserve_bytes / 1e9);
+    throw SpecError(text);
+  }
   const int N = cluster_.total_gpus();
   const int L = static_cast<int>(model_.layers.size());
   const PlanPins& pin = opts_.pins;

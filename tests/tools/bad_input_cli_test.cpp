@@ -87,6 +87,13 @@ TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
   auto product = run(plan + " --fix tp=2,dp=8");
   EXPECT_EQ(product.code, 2);
   EXPECT_NE(product.err.find("tp x dp = 16 GPUs, which does not divide the 8 GPUs"), std::string::npos) << product.err;
+  // A GPU smaller than the memory kept free per GPU is named with the reserve (was "-1.0 GB usable").
+  const auto cluster = dir_ / "c.json";
+  std::ofstream(cluster) << R"({"name": "tiny", "nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm", "memory_gb": 1,
+    "intra_node": {"bandwidth_gbps": 450, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 50, "latency_us": 8}})";
+  auto small = run("plan --model llama3-8b --cluster " + cluster.string() + " --db " + db());
+  EXPECT_EQ(small.code, 2);
+  EXPECT_NE(small.err.find("1.0 GB per GPU leaves nothing after the 2.0 GB kept free"), std::string::npos) << small.err;
   auto empty = run(plan + " --fix ''");
   EXPECT_EQ(empty.code, 2);
   EXPECT_NE(empty.err.find("names no choice"), std::string::npos) << empty.err;
