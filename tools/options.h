@@ -34,6 +34,14 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
     if (vm.count("help")) return false;  // before notify(): --help needs none of the required options
     po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    // Boost names the option but not what it takes: add the option's own help line, which says it.
+    std::string what = e.what();
+    const std::string name = e.get_option_name();
+    const po::option_description* d =
+        name.size() > 2 ? desc.find_nothrow(name.substr(name.rfind('-') + 1), /*approx=*/false) : nullptr;
+    if (d && !d->description().empty()) what += "; " + name + ": " + d->description();
+    throw UsageError(command + ": " + what + " (see `tuner " + command + " --help`)");
   } catch (const po::error& e) {
     throw UsageError(command + ": " + e.what() + " (see `tuner " + command + " --help`)");
   }

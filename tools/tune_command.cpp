@@ -120,7 +120,7 @@ int tune_command(const std::vector<std::string>& args) {
   int64_t batch = 64;
   double db_timeout_s = 60, sim_delay_ms = 0, min_improvement_pct = 0;
   int workers = 1;
-  unsigned threads = 0;
+  int64_t threads = 0;  // signed, so that -1 is named as given
   double timeout_s = 10, min_time_ms = 1, max_time_ms = 100, max_noise_pct = 1;
   po::options_description desc("tuner tune: tune a kernel for a workload on a device");
   desc.add_options()
@@ -226,7 +226,7 @@ int tune_command(const std::vector<std::string>& args) {
                      std::to_string(min_time_ms) + ") .. 60000");
   if (!(max_noise_pct >= 0 && max_noise_pct <= 100))
     throw UsageError("--max-noise " + std::to_string(max_noise_pct) + " is out of range; allowed: 0 (off) .. 100 percent");
-  if (threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
+  if (threads < 0 || threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
   DeviceTarget device;
   std::vector<DeviceTarget> all_devices;
   try {
@@ -344,7 +344,7 @@ int tune_command(const std::vector<std::string>& args) {
     for (const auto& d : all_devices) opt.measure_devices.push_back(d.spec);
   else if (workers > 1)
     opt.measure_devices.assign(static_cast<size_t>(workers), device.spec);
-  opt.compile_threads = threads;
+  opt.compile_threads = static_cast<unsigned>(threads);
   opt.run_timeout_s = timeout_s;
   opt.early_stop = early_stop;
   opt.min_expected_improvement = min_improvement_pct / 100.0;

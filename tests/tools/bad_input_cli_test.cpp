@@ -33,6 +33,14 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   auto p = run("plan --model llama3-8b --cluster dgx-h100:1 --export megatron --out --json --db " + db());
   EXPECT_EQ(p.code, 2);
   EXPECT_NE(p.err.find("option '--out' needs a value"), std::string::npos) << p.err;
+  // A malformed number is named with what the option takes (Boost's own message names only the option).
+  auto batch = run(kSoftmax + "--batch 4x --db " + db());
+  EXPECT_EQ(batch.code, 2);
+  EXPECT_NE(batch.err.find("'--batch' is invalid; --batch: "), std::string::npos) << batch.err;
+  EXPECT_NE(batch.err.find("1 .. 65536"), std::string::npos) << batch.err;
+  auto threads = run(kSoftmax + "--compile-threads -1 --db " + db());
+  EXPECT_EQ(threads.code, 2);
+  EXPECT_NE(threads.err.find("--compile-threads -1 is out of range"), std::string::npos) << threads.err;
   // A value given with '=' is a value, whatever it looks like; a negative number is a value too.
   auto ok = run(kSoftmax + "--json --db=" + db());
   EXPECT_EQ(ok.code, 0) << ok.err;
