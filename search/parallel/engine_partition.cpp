@@ -21,11 +21,8 @@ bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::v
     const int p = static_cast<int>(starts.size()) - 1;
     return starts == engine_fixed_partition(engine, g, p) || starts == engine_fixed_partition(engine, g, p, true);
   }
-  if (starts.size() <= 2 || g.transformer_layers == 0) return true;
+  if (engine != Engine::kMegatron || starts.size() <= 2 || g.transformer_layers == 0) return true;
   const std::vector<int> b = blocks_per_stage(g, starts);
-  // torchtitan takes split points, each a stage's first block: a last stage of the head alone has none.
-  if (engine == Engine::kTorchtitan) return b.back() > 0;
-  if (engine != Engine::kMegatron) return true;
   // Every stage builds at least one layer (a first or last stage of the embedding or the head alone is not
   // one Megatron's --decoder-first/last-pipeline-num-layers describe).
   return std::all_of(b.begin(), b.end(), [](int x) { return x > 0; }) &&

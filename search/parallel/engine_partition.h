@@ -24,9 +24,7 @@ std::vector<int> blocks_per_stage(const ModelGraph& g, const std::vector<int>& s
 
 /// Whether `engine` runs the partition `starts` as it is: for Megatron-LM with pp > 1, every stage holds a
 /// transformer block and every stage but the first and the last the same number; for DeepSpeed one of its
-/// own two (engine_fixed_partition); for torchtitan any whose last stage holds a block (its split points
-/// name each stage's first block); any partition for the generic plan. Where the stage DP's partition is
-/// not expressed, the planner takes best_megatron_partition's, which Megatron-LM and torchtitan both run.
+/// own two (engine_fixed_partition); any partition for the others (torchtitan takes it as split points).
 bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::vector<int>& starts);
 
 /// The partition of `req` (same layer chain as g) with the smallest pipeline_objective among those
@@ -34,7 +32,8 @@ bool engine_expresses_partition(Engine engine, const ModelGraph& g, const std::v
 /// (each at least one). m is searched within `window` of the even share. Empty when none is feasible.
 std::vector<int> best_megatron_partition(const StageDpRequest& req, const ModelGraph& g, int window = 3);
 
-/// DeepSpeed's partition_balanced (deepspeed/runtime/utils.py, the same from v0.9 to v0.16 as read): the
+/// DeepSpeed's partition_balanced (deepspeed/runtime/utils.py as in its current source, read in 2026; older
+/// releases had another one, a bisection on the heaviest part, which can cut elsewhere): the
 /// cut positions (parts + 1 of them, 0 first, weights.size() last) of the contiguous split of `weights`
 /// that minimises the heaviest part minus the lightest, by its dynamic programme over prefix sums, ties
 /// going to the later cut as its `>=` does. With no more items than parts: its partition_uniform.

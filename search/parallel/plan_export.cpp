@@ -228,11 +228,17 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
   j["zero_optimization"] = {{"stage", c.zero}, {"overlap_comm", true}, {"contiguous_gradients", true}};
   if (c.pp > 1) {
     if (c.zero >= 2) warn(warnings, "DeepSpeed's pipeline engine rejects ZeRO-2/3; plan with --export deepspeed");
-    if (plan.partition != "uniform" && plan.partition != "parameters")
+    // The method whose split the plan's stages are (a plan made for DeepSpeed is timed on one of them).
+    std::vector<int> starts;
+    for (const StagePlan& st : plan.stages) starts.push_back(st.first_layer);
+    starts.push_back(plan.stages.empty() ? 0 : plan.stages.back().end_layer);
+    std::string method = "parameters";
+    if (starts == engine_fixed_partition(Engine::kDeepSpeed, model, c.pp, /*uniform=*/true)) method = "uniform";
+    else if (starts != engine_fixed_partition(Engine::kDeepSpeed, model, c.pp))
       warn(warnings, "DeepSpeed splits the layers itself (by parameter count), not as this plan's stages; plan with "
                      "--export deepspeed for a plan on DeepSpeed's split");
     j["pipeline"] = {{"stages", c.pp},
-                     {"partition", plan.partition == "uniform" ? "uniform" : "parameters"},
+                     {"partition", method},
                      {"activation_checkpoint_interval", c.recompute == Recompute::kFull ? 1 : 0}};
   }
   if (c.schedule != Schedule::k1F1B && c.pp > 1)
@@ -290,28 +296,23 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     // instead of its own rule (an even split, or in later releases one that counts the embedding and the head
     // as a layer each). Interleaved plans hold pp x v equal chunks of blocks.
     std::vector<int> first_blocks;
-    bool expressed = true;
     if (c.schedule == Schedule::kInterleaved) {
       const int chunk = transformer_blocks(model) / (c.pp * c.virtual_stages);
       for (int k = 1; k < c.pp * c.virtual_stages; ++k) first_blocks.push_back(k * chunk);
     } else {
+      // Blocks before each stage (every layer counts as one for a model without transformer blocks). A last stage
+      // of the head alone starts at "layers.<blocks>", which names no block: torchtitan's stage builder then keeps
+      // no layer there, only the norm and the output.
       int blocks_before = 0, layer = 0;
       for (size_t st = 1; st < plan.stages.size(); ++st) {
         for (; layer < plan.stages[st].first_layer; ++layer)
-          blocks_before += model.layers[layer].kind == LayerKind::kTransformer ? 1 : 0;
+          blocks_before += model.transformer_layers == 0 || model.layers[layer].kind == LayerKind::kTransformer ? 1 : 0;
         first_blocks.push_back(blocks_before);
-        // A stage that starts after the last block (the head alone) has no block to name.
-        expressed = expressed && blocks_before < transformer_blocks(model);
       }
     }
     std::string points;
     for (int b : first_blocks) points += (points.empty() ? "" : ", ") + std::string("\"layers.") + std::to_string(b) + "\"";
-    if (expressed) {
-      out += "pipeline_parallel_split_points = [" + points + "]\n";
-    } else {
-      warn(warnings, "torchtitan cannot start a stage at the head; this plan's stages hold " +
-                         join_ints(blocks_per_stage(plan, model)) + " blocks, and torchtitan will split by its own rule");
-    }
+    out += "pipeline_parallel_split_points = [" + points + "]\n";
   }
   out += "context_parallel_degree = " + std::to_string(c.cp) + "\n";
   if (c.ep > 1) {

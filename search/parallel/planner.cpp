@@ -575,13 +575,9 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
       if (engine_split)
         return reject("DeepSpeed's split of the layers over pp=" + std::to_string(e.p) + " (partition " + split_name +
                       ") does not fit in " + std::to_string(e.usable / 1e9) + " GB per GPU");
-      if (inexpressible_ > dropped && opts_.engine == Engine::kMegatron)
+      if (inexpressible_ > dropped)
         return reject(to_string(opts_.engine) + " gives every pipeline stage but the first and the last the same number "
                       "of layers; no such split of the layers over pp=" + std::to_string(e.p) + " fits in " +
-                      std::to_string(e.usable / 1e9) + " GB per GPU");
-      if (inexpressible_ > dropped)
-        return reject(to_string(opts_.engine) + " cannot run a last pipeline stage without a transformer block; no split "
-                      "of the layers over pp=" + std::to_string(e.p) + " it runs fits in " +
                       std::to_string(e.usable / 1e9) + " GB per GPU");
       return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
     }
@@ -861,12 +857,13 @@ Planner::Search Planner::search_space() const {
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs");
   // Pinned degrees the cluster or the batch cannot take, named here rather than as "no configuration was tried".
-  const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : static_cast<int>(model_.layers.size());
+  // (A stage may hold the embedding or the head alone, so pp is bounded by all layers, not the blocks.)
+  const int layers = static_cast<int>(model_.layers.size());
   if (pin.pp && N % *pin.pp != 0)
     throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " does not divide the " + std::to_string(N) + " GPUs");
-  if (pin.pp && *pin.pp > blocks)
-    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " exceeds the " + std::to_string(blocks) +
-                    " layers to split; allowed: pp <= " + std::to_string(blocks));
+  if (pin.pp && *pin.pp > layers)
+    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " exceeds the " + std::to_string(layers) +
+                    " layers to split; allowed: pp <= " + std::to_string(layers));
   if (pin.dp && N % *pin.dp != 0)
     throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the " + std::to_string(N) + " GPUs");
   if (pin.dp && opts_.global_batch % *pin.dp != 0)

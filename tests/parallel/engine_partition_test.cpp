@@ -24,9 +24,8 @@ TEST(EnginePartition, MegatronExpressesOnlyEqualMiddleStages) {
   EXPECT_FALSE(engine_expresses_partition(Engine::kMegatron, m, uneven_middle));
   for (Engine e : {Engine::kGeneric, Engine::kTorchtitan})
     EXPECT_TRUE(engine_expresses_partition(e, m, uneven_middle)) << to_string(e);
-  // torchtitan names each stage by its first block: a last stage of the head alone (layer 9) it cannot run.
-  EXPECT_FALSE(engine_expresses_partition(Engine::kTorchtitan, m, {0, 2, 5, 9, 10}));
-  EXPECT_TRUE(engine_expresses_partition(Engine::kTorchtitan, m, {0, 1, 5, 8, 10}));  // the embedding alone is fine
+  // torchtitan takes any split as split points, a stage of the embedding or the head alone included.
+  EXPECT_TRUE(engine_expresses_partition(Engine::kTorchtitan, m, {0, 2, 5, 9, 10}));
   // DeepSpeed runs only the splits it computes itself (EnginePartition.DeepSpeeds* below).
   EXPECT_FALSE(engine_expresses_partition(Engine::kDeepSpeed, m, uneven_middle));
   EXPECT_TRUE(engine_expresses_partition(Engine::kMegatron, m, {0, 2, 4, 6, 10}));  // 1, 2, 2, 3
