@@ -27,8 +27,9 @@
 # (Nsight Compute on cuDNN's and our stem and 3x3 conv kernels), `profile3` (profile2's cuDNN steps again, and
 # decode beside cuBLAS), `profile4` (every kernel of cuDNN's stem and 3x3 calls), `pingpong` and `constshape`
 # (conv2d_igemm_wgmma's GPU tests, the 3x3 whole space and the 3x3 rows), `profile5` (Nsight Compute on named
-# configs through tune --fix) and `constgemm` (the wgmma GEMM tests and rows; stop 30 ran it with the
-# GEMM's problem compiled in, a change then reverted).
+# configs through tune --fix), `constgemm` (the wgmma GEMM tests and rows; stop 30 ran it with the
+# GEMM's problem compiled in, a change then reverted) and `profile6` (stop 31, not yet run: Nsight Compute on
+# the batched GEMM's best config and cuBLAS's batched kernel, then the GEMM rows' whole tables once more).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,8 +37,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -447,6 +448,23 @@ plan_constgemm() {  # gemm_tc_wgmma with the problem compiled in: its GPU tests,
   tune xgb100_f16_decode_m64 25 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --trials 100
   tune xgb100_f16_shortk_auto 20 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
   tune xgb200_f16_4096_auto 30 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_profile6() {  # batched GEMM (97% of cuBLAS at stop 29) beside cuBLAS under Nsight Compute: our best config by name
+  steps            # (tune --fix, every knob), cuBLAS's batched call; then cuBLAS and the GEMM rows with tune's defaults
+  local bat=B=32,M=512,N=512,K=128
+  local one="--trials 1 --remeasure 0 --seed 1 --quiet --json --device cuda:0"
+  ncu_step ncu_batched_best 60 '^gemm_tc_wgmma' 2 "$t" tune --op batched_gemm --shape $bat --dtype f16 \
+    --template batched_gemm_tc_wgmma \
+    --fix BM=128,BN=128,CONSUMERS=2,STAGES=5,GROUP_M=1,OUT_F32=0,SPLIT_K=1,PERSISTENT=132,EPILOGUE=1,CLUSTER=1 $one \
+    --db "$S/ncu_batched_best.db"
+  ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|nvjet|gemm' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter "batched_gemm $bat f16" --out "$S/ncu_batched_cublas.json"
+  step baselines 30 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  tune xgb100_batched_f16_b32_512_auto 25 --op batched_gemm --shape $bat --dtype f16 --trials 100
+  tune xgb100_f16_decode_m64 25 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --trials 100
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
