@@ -11,6 +11,7 @@
 // workload, template version, config) is already there is skipped — importing twice adds nothing.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -103,9 +104,9 @@ ImportRecord read_record(const LineReader& in) {
   } catch (const std::invalid_argument& e) {
     // A user kernel's records (`tune --kernel`) name its own op: its template is its source file and spec, which
     // this file does not carry, so they cannot be imported; say so, and how to export without them.
-    bool builtin_template = false;
-    for (const auto* t : templates::all_templates()) builtin_template = builtin_template || t->name() == in.str(j, "template");
-    if (!builtin_template)
+    const std::string named = in.str(j, "template");
+    const auto& all = templates::all_templates();
+    if (std::none_of(all.begin(), all.end(), [&](const auto* t) { return t->name() == named; }))
       in.refuse("op", "is '" + r.workload.op + "', a user kernel's (`tune --kernel`): its records are not imported, "
                       "as its source is not in the file; allowed: records of built-in ops (export them with --op)");
     in.refuse("op/shape/dtype", std::string("is not a workload: ") + e.what());
@@ -167,8 +168,8 @@ ImportRecord read_record(const LineReader& in) {
     // The constraints only where this build knows the device's limits (a sim device, or a GPU of the spec
     // table): a GPU it does not know gets default limits (48 KiB of shared memory per block), below what the
     // session on that GPU allowed, so there only the knobs and their values are checked.
-    const bool limits_known = r.device.name.rfind("sim:", 0) == 0 ||
-                              costmodel::find_gpu_spec(r.device.cc_major, r.device.cc_minor, r.device.sm_count);
+    const bool limits_known =
+        spec_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count).has_value();
     try {
       const search::Config c = it->second.from_json(config);
       if (limits_known && !it->second.index_of(c))

@@ -26,11 +26,15 @@ templates::DeviceLimits limits_of(const CudaDeviceInfo& info) {
   return l;
 }
 
-templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {
+std::optional<costmodel::GpuSpec> spec_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {
   std::optional<costmodel::GpuSpec> g;
   if (name.rfind("sim:", 0) == 0) g = costmodel::find_gpu_spec(name.substr(4));
   if (!g) g = costmodel::find_gpu_spec(cc_major, cc_minor, sm_count);
-  if (g) return limits_of(*g);
+  return g;
+}
+
+templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {
+  if (const auto g = spec_of_recorded(name, cc_major, cc_minor, sm_count)) return limits_of(*g);
   templates::DeviceLimits l;
   if (sm_count > 0) l.sm_count = sm_count;
   if (cc_major > 0) l.arch = "sm_" + std::to_string(cc_major * 10 + cc_minor);

@@ -3,6 +3,7 @@
 // and by the runtime library, which must judge a tuned config valid exactly as the tuner did.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "costmodel/gpu_spec.h"
@@ -18,9 +19,12 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
 /// as the driver reads them; the register limits of sm_80 and sm_90 (DeviceLimits' defaults).
 templates::DeviceLimits limits_of(const CudaDeviceInfo& info);
 
-/// The limits of a device known only from its records (no GPU needed): the spec-table entry of a
-/// "sim:<key>" name, else the entry matching compute capability and SM count, else DeviceLimits'
-/// defaults with the architecture of the compute capability (when known).
+/// The spec-table entry of a device known only from its records: that of a "sim:<key>" name, else the
+/// entry matching compute capability and SM count; nullopt for a GPU the table does not have.
+std::optional<costmodel::GpuSpec> spec_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count);
+
+/// The limits of a device known only from its records (no GPU needed): those of spec_of_recorded's entry,
+/// else DeviceLimits' defaults with the architecture of the compute capability (when known).
 templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count);
 
 }  // namespace tuner

@@ -25,12 +25,17 @@ int transformer_blocks(const ModelGraph& m) {
   return m.transformer_layers > 0 ? m.transformer_layers : static_cast<int>(m.layers.size());
 }
 
-/// Transformer blocks each pipeline stage of a (non-interleaved) plan holds.
-std::vector<int> blocks_per_stage(const Plan& plan, const ModelGraph& m) {
+/// The first layer of each pipeline stage of a (non-interleaved) plan, then the end of the last.
+std::vector<int> stage_starts(const Plan& plan) {
   std::vector<int> starts;
   for (const StagePlan& st : plan.stages) starts.push_back(st.first_layer);
   starts.push_back(plan.stages.empty() ? 0 : plan.stages.back().end_layer);
-  return parallel::blocks_per_stage(m, starts);
+  return starts;
+}
+
+/// Transformer blocks each pipeline stage of a (non-interleaved) plan holds.
+std::vector<int> blocks_per_stage(const Plan& plan, const ModelGraph& m) {
+  return parallel::blocks_per_stage(m, stage_starts(plan));
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -229,9 +234,7 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
   if (c.pp > 1) {
     if (c.zero >= 2) warn(warnings, "DeepSpeed's pipeline engine rejects ZeRO-2/3; plan with --export deepspeed");
     // The method whose split the plan's stages are (a plan made for DeepSpeed is timed on one of them).
-    std::vector<int> starts;
-    for (const StagePlan& st : plan.stages) starts.push_back(st.first_layer);
-    starts.push_back(plan.stages.empty() ? 0 : plan.stages.back().end_layer);
+    const std::vector<int> starts = stage_starts(plan);
     std::string method = "parameters";
     if (starts == engine_fixed_partition(Engine::kDeepSpeed, model, c.pp, /*uniform=*/true)) method = "uniform";
     else if (starts != engine_fixed_partition(Engine::kDeepSpeed, model, c.pp))

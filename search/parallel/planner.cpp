@@ -3,13 +3,13 @@
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
-#include <set>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/expert_parallel.h"
