@@ -29,7 +29,9 @@
 # (conv2d_igemm_wgmma's GPU tests, the 3x3 whole space and the 3x3 rows), `profile5` (Nsight Compute on named
 # configs through tune --fix), `constgemm` (the wgmma GEMM tests and rows; stop 30 ran it with the
 # GEMM's problem compiled in, a change then reverted) and `profile6` (stop 31, not yet run: Nsight Compute on
-# the batched GEMM's best config and cuBLAS's batched kernel, then the GEMM rows' whole tables once more).
+# the batched GEMM's best config and cuBLAS's batched kernel, then the GEMM rows' whole tables once more) and
+# `ppgemm` (stop 32: gemm_tc_wgmma's PINGPONG: a smoke run, its GPU tests, cuBLAS, same-config pairs over the
+# batched row, the batched, short-K and 4096^3 rows, then Nsight Compute on the batched winner and cuBLAS).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +39,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -468,6 +470,39 @@ plan_profile6() {  # batched GEMM (97% of cuBLAS at stop 29) beside cuBLAS under
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_ppgemm() {  # gemm_tc_wgmma's PINGPONG knob (stop 32), first run: a smoke run with a 5 s kernel limit, its GPU
+  steps           # tests, cuBLAS; same-config pairs (pingpong or not) over the batched row; the rows it should move
+  local bat=B=32,M=512,N=512,K=128 sk=M=4096,N=4096,K=512
+  step env 20 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  tune smoke_pingpong 40 --op batched_gemm --shape $bat --dtype f16 --template batched_gemm_tc_wgmma \
+    --fix PINGPONG=1,BM=128,BN=128 --trials 4 --timeout 5
+  step gpu_tests 120 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*:-*conv2d*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 30 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  tune grid_batched_pairs 60 --op batched_gemm --shape $bat --dtype f16 --template batched_gemm_tc_wgmma \
+    --fix BM=128,BN=128,CONSUMERS=2,PERSISTENT=132,SPLIT_K=1,CLUSTER=1 --trials all --strategy grid --remeasure 0 \
+    --replay-out "$S/batched_pairs.replay.json"
+  tune xgb100_batched_f16_b32_512_auto 25 --op batched_gemm --shape $bat --dtype f16 --trials 100
+  tune xgb300_batched_wgmma 50 --op batched_gemm --shape $bat --dtype f16 --trials 300 --template batched_gemm_tc_wgmma
+  tune xgb100_f16_shortk_auto 25 --op gemm --shape $sk --dtype f16 --trials 100
+  tune xgb300_f16_shortk_wgmma 50 --op gemm --shape $sk --dtype f16 --trials 300 --template gemm_tc_wgmma
+  tune xgb200_f16_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype f16 --trials 200
+  # The batched winner by name (every knob, absent ones at their defaults) and cuBLAS's batched kernel.
+  local fix
+  fix=$(python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["best"]["config"]
+c = {"EPILOGUE": 0, "CLUSTER": 1, "PINGPONG": 0, **c}
+print(",".join("%s=%s" % kv for kv in c.items()))' "$S/xgb300_batched_wgmma.out" 2>/dev/null)
+  if [[ -n "$fix" ]]; then
+    ncu_step ncu_batched_best 60 '^gemm_tc_wgmma' 2 "$t" tune --op batched_gemm --shape $bat --dtype f16 \
+      --template batched_gemm_tc_wgmma --fix "$fix" --trials 1 --remeasure 0 --seed 1 --quiet --json --device cuda:0 \
+      --db "$S/ncu_batched_best.db"
+  fi
+  ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|nvjet|gemm' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
+    --filter "batched_gemm $bat f16" --out "$S/ncu_batched_cublas.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
@@ -513,6 +548,7 @@ print("  %-32s %s trials (%s errors) in %.0f s, %.2f configs/s, best %.4g ms %s 
     sys.argv[2], s.get("measured"), s.get("errors"), s.get("wall_s", 0), s.get("configs_per_s", 0),
     b.get("time_ms") or 0, d.get("template", ""), s.get("stop_reason", ""),
     " ".join("%s=%.1f" % (k, v) for k, v in ph.items() if isinstance(v, (int, float)) and v >= 0.5)))
+if b.get("config"): print("    " + ",".join("%s=%s" % kv for kv in b["config"].items()))
 PY
       ;;
     esac

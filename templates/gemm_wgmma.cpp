@@ -23,6 +23,11 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                              "CTAs per thread-block cluster along N: adjacent block columns share A's rows, each "
                              "CTA loading 1/CLUSTER of them and multicasting to all",
                              1};
+  // Added at stop 32: 0 (absent from earlier records) is the cooperative kernel they measured.
+  const search::Knob pingpong{"PINGPONG", {0, 1},
+                              "1: the two consumers run alternate units whole (one's epilogue under the other's "
+                              "products); persistent grids without split-K",
+                              0};
   if (reduced) {
     return {
         {"BM", {64, 128, 256}, "block tile rows"},
@@ -35,6 +40,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
         persistent,
         epilogue,
         {"CLUSTER", {1, 2}, cluster.doc, 1},
+        pingpong,
     };
   }
   return {
@@ -48,6 +54,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
       persistent,
       epilogue,
       cluster,
+      pingpong,
   };
 }
 
@@ -64,8 +71,11 @@ WgmmaTiling wgmma_tiling_of(const search::ConfigView& v, DType d) {
   t.persistent_ctas = static_cast<int>(v["PERSISTENT"]);
   t.epilogue = static_cast<int>(v["EPILOGUE"]);
   t.cluster = static_cast<int>(v["CLUSTER"]);
+  t.pingpong = static_cast<int>(v["PINGPONG"]);
   return t;
 }
+
+int64_t gemm_rows_per_consumer(const search::ConfigView& v) { return wgmma_rows_per_consumer(wgmma_tiling_of(v, DType::kF16)); }
 
 /// Whether split-K may be offered at all: the workspace holds partials for batch*M*N <= 2^21 outputs.
 bool wgmma_split_possible(const GemmDims& d) { return d.batch * d.m * d.n <= kTcMaxSplitOutputElements; }
@@ -82,11 +92,15 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
       // most of every stage and B's columns are read by 4x the CTAs, which wider tiles never lose to.
       {"BN >= 64, or BM <= 128 (32-column tiles for short M)",
        [](const search::ConfigView& v) { return v["BN"] >= 64 || v["BM"] <= 128; }},
-      {"BM / CONSUMERS is a multiple of 64 (whole m64 wgmma tiles per consumer)",
-       [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"]) % 64 == 0 && v["BM"] % v["CONSUMERS"] == 0; }},
+      {"PINGPONG == 0 or (CONSUMERS == 2, PERSISTENT != 0 and SPLIT_K == 1)",
+       [](const search::ConfigView& v) {
+         return v["PINGPONG"] == 0 || (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0 && v["SPLIT_K"] == 1);
+       }},
+      {"rows per consumer (BM, or BM / CONSUMERS without PINGPONG) a multiple of 64 (whole m64 wgmma tiles)",
+       [](const search::ConfigView& v) { return v["BM"] % v["CONSUMERS"] == 0 && gemm_rows_per_consumer(v) % 64 == 0; }},
       // 128 fp32 accumulators per consumer thread leave room for addresses within 232 registers.
-      {"accumulators per consumer thread (BM / CONSUMERS / 64) * BN / 2 <= 128",
-       [](const search::ConfigView& v) { return (v["BM"] / v["CONSUMERS"] / 64) * v["BN"] / 2 <= 128; }},
+      {"accumulators per consumer thread (rows per consumer / 64) * BN / 2 <= 128",
+       [](const search::ConfigView& v) { return (gemm_rows_per_consumer(v) / 64) * v["BN"] / 2 <= 128; }},
       {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
          return wgmma_shared_bytes(wgmma_tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
@@ -153,6 +167,12 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
                 }});
   cs.push_back({"reduced: PERSISTENT != 0 iff BN == 128",
                 [](const search::ConfigView& v) { return (v["PERSISTENT"] != 0) == (v["BN"] == 128); }});
+  // Pingpong takes the persistent two-consumer 128 x 128 tile without split-K (so the count stays).
+  cs.push_back({"reduced: PINGPONG == 1 iff CONSUMERS == 2, PERSISTENT != 0, BM == 128 and SPLIT_K == 1",
+                [](const search::ConfigView& v) {
+                  return (v["PINGPONG"] == 1) ==
+                         (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0 && v["BM"] == 128 && v["SPLIT_K"] == 1);
+                }});
   cs.push_back({"reduced: CLUSTER == 2 iff PERSISTENT != 0 and N has two block columns",
                 [n = d.n](const search::ConfigView& v) {
                   return (v["CLUSTER"] == 2) == (v["PERSISTENT"] != 0 && n > v["BN"]);
@@ -190,7 +210,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.global_bytes = static_cast<double>(d.batch * grid_m) * static_cast<double>(k_tiles) * fetched * kWgmmaBk * 2.0 +
                    out_bytes * outputs + split_bytes;
   // Shared traffic: the TMA writes, then each consumer's wgmma reads its A rows and all of B.
-  const double reads = static_cast<double>(t.bm + t.consumers * t.bn) * kWgmmaBk * 2.0;
+  const double reads = static_cast<double>(t.bm + (t.pingpong ? 1 : t.consumers) * t.bn) * kWgmmaBk * 2.0;
   p.shared_bytes = tiles * static_cast<double>(k_tiles) * (tile_bytes + reads);
   if (t.epilogue) p.shared_bytes += 2.0 * 4.0 * outputs * t.split_k;  // each output staged: written, read back
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both sides
@@ -200,7 +220,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = wgmma_threads(t);
   p.dynamic_shared_bytes = static_cast<int>(wgmma_shared_bytes(t));
-  p.ilp = (t.bm / t.consumers / 64) * (t.bn / 8);  // m16n8 tiles in flight per consumer warp per k16
+  p.ilp = (wgmma_rows_per_consumer(t) / 64) * (t.bn / 8);  // m16n8 tiles in flight per consumer warp per k16
   p.vector_width = 8;
   p.coalescing = 1.0;
   p.stages = t.stages;
@@ -221,6 +241,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.gemm.out_bytes = t.out_f32 ? 4 : 2;
   p.gemm.store_segment = t.epilogue ? 32 : 8;
   p.gemm.cluster = t.cluster;
+  p.gemm.epilogue_overlapped = t.pingpong != 0;
   // The whole grid's CTAs when persistent (its units span the batch).
   p.gemm.persistent_ctas = t.persistent_ctas > 0 ? static_cast<int>(wgmma_grid_x(t, d.m, d.n, d.k, d.batch)) : 0;
   return p;

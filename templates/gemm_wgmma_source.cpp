@@ -25,7 +25,9 @@ size_t wgmma_shared_bytes(const WgmmaTiling& t) {
   return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * kWgmmaBk * 2 + 1024 + epilogue;
 }
 
-int wgmma_accumulators(const WgmmaTiling& t) { return (t.bm / t.consumers / 64) * t.bn / 2; }
+int wgmma_rows_per_consumer(const WgmmaTiling& t) { return t.pingpong ? t.bm : t.bm / t.consumers; }
+
+int wgmma_accumulators(const WgmmaTiling& t) { return (wgmma_rows_per_consumer(t) / 64) * t.bn / 2; }
 
 int wgmma_consumer_registers(const WgmmaTiling& t) {
   // The CTA's pool is what the launch gave it (ptxas's count times the threads). The producer keeps
@@ -55,6 +57,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   s.define("PERSISTENT", t.persistent_ctas);
   s.define("EPILOGUE", t.epilogue ? 1 : 0);
   s.define("CLUSTER", t.cluster);
+  s.define("PINGPONG", t.pingpong ? 1 : 0);
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

@@ -61,6 +61,9 @@
 // to 40 floats so both the pair writes and the vector reads are free of bank conflicts) and store
 // them as 4-column row vectors, 8 lanes per row: whole sectors, for C and for split-K's partials, whose
 // reduction then reads 16-byte vectors too. It needs N % 4 == 0 (the template asks N % 8 == 0).
+// Pingpong (two consumers, a persistent grid, no split-K) gives each consumer whole units, the CTA's
+// even and its odd ones, so one consumer's epilogue runs while the other multiplies; turn mbarriers
+// hand the ring from one to the other unit by unit (conv2d_wgmma's protocol).
 #pragma once
 
 #include <cstdint>
@@ -81,6 +84,7 @@ struct WgmmaTiling {
   int persistent_ctas = 0;    ///< 0: one CTA per work unit; else about this many CTAs (the SM count) in all.
   int epilogue = 0;           ///< 0: C stored from registers; 1: staged through shared memory (16-byte rows).
   int cluster = 1;            ///< CTAs per thread-block cluster along N sharing A by TMA multicast (1, 2, 4).
+  int pingpong = 0;           ///< 1: the two consumers run alternate units whole (persistent, no split-K).
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
@@ -110,7 +114,9 @@ inline constexpr int kWgmmaEpilogueWarpBytes = 16 * 40 * 4;
 
 int wgmma_threads(const WgmmaTiling& t);
 size_t wgmma_shared_bytes(const WgmmaTiling& t);
-/// fp32 accumulators each consumer thread holds: (bm / consumers / 64) * bn / 2.
+/// Block rows each consumer multiplies: bm with pingpong (a unit is one consumer's), else bm / consumers.
+int wgmma_rows_per_consumer(const WgmmaTiling& t);
+/// fp32 accumulators each consumer thread holds: (rows per consumer / 64) * bn / 2.
 int wgmma_accumulators(const WgmmaTiling& t);
 /// Registers a consumer thread gets with setmaxnreg.inc (the producer keeps 40).
 int wgmma_consumer_registers(const WgmmaTiling& t);

@@ -8,6 +8,11 @@
 // thread-block cluster (compile-time __cluster_dims__) take adjacent block columns of one block row:
 // each loads BM / CLUSTER of A's rows and multicasts them to all, and a stage is refilled only once the
 // consumers of every CTA in the cluster have released it (they arrive on each CTA's empty barrier).
+// PINGPONG 1 (two consumers, a persistent grid, no split-K): each consumer runs whole units of its own,
+// the CTA's even units and its odd ones, so one consumer's drain and epilogue overlap the other's
+// products; a turn barrier hands the ring over (consumer 1's unit j+1 starts waiting on its k-tiles only
+// once consumer 0 has waited on all of unit j's, and so on), which keeps every ring wait within one
+// phase of its barrier (conv2d_wgmma.cuh's protocol, modelled on the CPU in the conv and GEMM tests).
 #pragma once
 #include "element.cuh"
 
@@ -21,6 +26,11 @@ constexpr int kPersistentCtas = PERSISTENT;   // 0: a CTA per work unit; else a 
 constexpr int kConsumerRegs = CONSUMER_REGS;  // setmaxnreg.inc of the consumers
 constexpr int kEpilogue = EPILOGUE;           // 0: C from registers; 1: staged through shared memory
 constexpr int kCluster = CLUSTER;             // CTAs per cluster along N, sharing A's rows by multicast
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+constexpr bool kPingpong = PINGPONG != 0;     // consumers take alternate units instead of sharing rows
+constexpr int kUnitConsumers = kPingpong ? 1 : kConsumers;  // consumer warpgroups per unit
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
 constexpr unsigned kBSbo = B_SBO, kBLbo = B_LBO, kBK16Step = B_K16;
@@ -42,7 +52,7 @@ __device__ __forceinline__ out_t to_out(float v) {
 #include "wgmma_schedule.cuh"
 
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kRowsPerConsumer = kBM / kConsumers;
+constexpr int kRowsPerConsumer = kBM / kUnitConsumers;
 constexpr int kMSub = kRowsPerConsumer / 64;      // m64 wgmma tiles per consumer
 constexpr int kAcc = kBN / 2;                     // fp32 accumulators per thread per m64 tile
 constexpr int kABytes = kBM * kBK * 2;            // one stage of A: kBM rows of 128 bytes
@@ -54,6 +64,8 @@ static_assert(kBBoxCols * 2 == B_SWIZZLE, "a box's k-row is one swizzle span");
 constexpr int kBBytes = (kBN / kBBoxCols) * kBBoxBytes;
 constexpr int kStageBytes = kABytes + kBBytes;
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
+static_assert(!kPingpong || (kConsumers == 2 && kPersistentCtas > 0 && kSplitK == 1),
+              "pingpong: two consumers, a persistent grid, no split-K (its epilogue joins the consumers)");
 static_assert(kBN % kBBoxCols == 0 && kBN <= 256 && (kBN == 32) == (kBBoxCols == 32),
               "bn: 64-column boxes (or one 32-column box), wgmma n <= 256");
 static_assert(kBM <= 256, "TMA box rows <= 256");
@@ -106,6 +118,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   extern __shared__ __align__(1024) unsigned char wgmma_smem[];
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
+  __shared__ __align__(8) unsigned long long turn_bar[2];  // pingpong: consumer c may wait on its unit's k-tiles
   // The ring starts at the first 1024-byte boundary (the launch asks for 1024 spare bytes).
   const unsigned ring = (smem_u32(wgmma_smem) + 1023u) & ~1023u;
 
@@ -114,8 +127,9 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), 1);
-      mbar_init(smem_u32(&empty_bar[s]), 4 * kConsumers * kCluster);  // every consumer warp of the cluster
+      mbar_init(smem_u32(&empty_bar[s]), 4 * kUnitConsumers * kCluster);  // the unit's consumer warps, cluster-wide
     }
+    for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
     mbar_init_fence();
   }
   // The cluster's barriers are initialised before any CTA multicasts into another or arrives on its.
@@ -181,11 +195,22 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   const int warp = ctid / 32, lane = ctid % 32;
   const bool pair_ok = N % 2 == 0;
   int it = 0;  // k-tiles consumed so far by this CTA: follows the producer's count
+  int round = 0;  // pingpong: units this consumer has run
   float acc[kMSub][kAcc];
-  for (int u = first_unit; u < units; u += unit_step) {
+  for (int u = first_unit, j = 0; u < units; u += unit_step, ++j) {
     const WgmmaUnit w = wgmma_unit(grid, u, rank);
     const int batch = static_cast<int>(blockIdx.z) + w.batch;
     const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
+    if constexpr (kPingpong) {
+      if (j % 2 != consumer) {  // the other consumer's unit: its k-tiles' slots pass by
+        it += w.kt_end - w.kt_begin;
+        continue;
+      }
+      // Consumer 1's round r follows consumer 0's round r; consumer 0's round r, consumer 1's round r - 1.
+      if (consumer == 1) mbar_wait(smem_u32(&turn_bar[1]), static_cast<unsigned>(round & 1));
+      else if (round > 0) mbar_wait(smem_u32(&turn_bar[0]), static_cast<unsigned>((round - 1) & 1));
+      ++round;
+    }
 #pragma unroll
     for (int i = 0; i < kMSub; ++i)
 #pragma unroll
@@ -196,7 +221,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       const WgmmaSlot slot = wgmma_slot(it, kStages);
       mbar_wait(smem_u32(&full_bar[slot.stage]), slot.full_parity);
       const unsigned stage_base = ring + static_cast<unsigned>(slot.stage * kStageBytes);
-      const unsigned a_base = stage_base + static_cast<unsigned>(consumer * kRowsPerConsumer * 128);
+      const unsigned a_base = stage_base + static_cast<unsigned>((kPingpong ? 0 : consumer) * kRowsPerConsumer * 128);
       const unsigned b_base = stage_base + static_cast<unsigned>(kABytes);
       // A (K-major): 8-row groups kASbo apart, kAK16Step bytes per k16 step within the 128-byte row.
       // B (N-major): 8 k-row groups kBSbo apart, 64-column boxes kBLbo apart, kBK16Step per k16 step.
@@ -207,13 +232,15 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
       prev_stage = slot.stage;
     }
+    // Every wait on the unit's k-tiles has passed: the other consumer may start waiting on its own.
+    if (kPingpong && lane == 0) mbar_arrive(smem_u32(&turn_bar[1 - consumer]));
     wgmma_wait<0>();
     fence_accumulators(acc);
     // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
     if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
     if (kCluster > 1 && col0 >= N) continue;  // an idle CTA of a partial cluster: nothing to store
 
-    const int row_base = row0 + consumer * kRowsPerConsumer;
+    const int row_base = row0 + (kPingpong ? 0 : consumer) * kRowsPerConsumer;
     // Epilogue 1's buffer: after the ring, one per consumer warp.
     float* const epi = reinterpret_cast<float*>(wgmma_smem + (ring - smem_u32(wgmma_smem)) + kStages * kStageBytes) +
                        (consumer * 4 + warp) * kEpiWarpFloats;

@@ -154,6 +154,7 @@ struct WgmmaCase {
   int bm, bn, consumers, stages, group_m, out_f32, split_k, persistent;
   int epilogue = 0;  ///< 1: staged through shared memory
   int cluster = 1;   ///< CTAs per cluster sharing A by TMA multicast
+  int pingpong = 0;  ///< 1: the two consumers run alternate units whole
 };
 
 class GpuWgmmaKnobs : public GpuVendorBase {};
@@ -162,7 +163,7 @@ class GpuWgmmaKnobs : public GpuVendorBase {};
 // N=K=4096 and a short K), every split count, persistent grids with several units per CTA (so the
 // ring's phases run on across tiles) with and without split-K, odd M and N, bf16, fp32 output, and
 // batches (a persistent grid over all batch entries' units), the staged epilogue and deep rings, and
-// clusters that multicast A. Each config runs twice on the same workspace (the checked run
+// clusters that multicast A, and pingpong consumers. Each config runs twice on the same workspace (the checked run
 // and the timed runs): split-K's tile counters must be left zero by the first launch.
 TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
   const std::vector<WgmmaCase> cases = {
@@ -208,6 +209,15 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1, 1, 2},
       {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 256, 128, 2, 2, 1, 0, 1, 0, 1, 2},
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 64, 128, 1, 4, 8, 0, 2, 1, 1, 2},
+      // PINGPONG: consumers alternate over several units per CTA (512 units of the batched row over 132 CTAs;
+      // 1024 and 256 of the GEMMs), both epilogues, fp32 C, partial tiles (777 x 1000, B=3 520 x 1032),
+      // 64-row units, 2-CTA clusters and shallow rings (the turns keep each wait within one phase).
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 5, 1, 0, 1, 1, 1, 1, 1},
+      {"batched_gemm", "B=32,M=512,N=512,K=128", "f16", 128, 128, 2, 2, 8, 0, 1, 1, 0, 1, 1},
+      {"gemm", "M=4096,N=4096,K=512", "f16", 128, 128, 2, 4, 8, 0, 1, 1, 1, 2, 1},
+      {"gemm", "M=1000,N=2048,K=256", "bf16", 128, 64, 2, 3, 8, 0, 1, 1, 0, 1, 1},
+      {"gemm", "M=777,N=1000,K=200", "bf16", 64, 256, 2, 4, 8, 1, 1, 1, 1, 1, 1},
+      {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 128, 128, 2, 4, 8, 1, 1, 1, 1, 2, 1},
   };
   NvrtcBuilder builder(nullptr);
   WorkerClient worker(TUNER_BIN);
@@ -219,7 +229,7 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
     const nlohmann::json j = {{"BM", g.bm},          {"BN", g.bn},           {"CONSUMERS", g.consumers},
                               {"STAGES", g.stages},  {"GROUP_M", g.group_m}, {"OUT_F32", g.out_f32},
                               {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0},
-                              {"EPILOGUE", g.epilogue},  {"CLUSTER", g.cluster}};
+                              {"EPILOGUE", g.epilogue},  {"CLUSTER", g.cluster}, {"PINGPONG", g.pingpong}};
     const search::Config c = space.from_json(j);
     const std::string cfg = w.to_string() + " " + j.dump();
     ASSERT_TRUE(space.is_valid(c)) << cfg << ": " << space.violation(c).value_or("");

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "templates/gemm_tc_source.h"
 #include "templates/kernel_files.h"
 #include "templates/registry.h"
@@ -67,11 +69,11 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
   GemmWgmmaTemplate t(true);
   auto w = parse_workload("batched_gemm", "B=3,M=200,N=136,K=304", "bf16");
   auto space = t.space(w, h100_test_limits());
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
   for (const search::Config& c :
-       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0, 1}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0, 1},
-        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1, 1}, search::Config{64, 64, 1, 6, 8, 0, 1, 132, 1, 2},
-        search::Config{128, 32, 2, 8, 1, 0, 2, 0, 1, 4}}) {
+       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0, 1, 0},
+        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1, 1, 0}, search::Config{64, 64, 1, 6, 8, 0, 1, 132, 1, 2, 0},
+        search::Config{128, 32, 2, 8, 1, 0, 2, 0, 1, 4, 0}}) {
     ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
     const auto k = t.instantiate(space, c, w);
     const WgmmaTiling tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
@@ -137,10 +139,10 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   // Decode: M=16, N=K=4096: split-K offered up to 8, the persistent grid holds the SM count.
   const auto decode = parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   auto space = t.space(decode, limits);
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER
-  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0, 1};
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
+  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0, 1, 0};
   ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0, 1})) << "the persistent grid is this device's SM count";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0, 1, 0})) << "the persistent grid is this device's SM count";
   const auto k = t.instantiate(space, c, decode);
   // 64 tiles of 64 columns x 4 splits = 256 units on 132 persistent CTAs.
   EXPECT_EQ(k.launch.grid[0], 132u);
@@ -148,35 +150,35 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   EXPECT_TRUE(k.profile.persistent);
   EXPECT_EQ(k.profile.main_loop_iterations, 16) << "64 k-tiles over 4 splits";
   // Split-K costs the partials: each split writes and the last reads back 16 x 4096 fp32 values.
-  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0, 1}, decode);
+  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0, 1, 0}, decode);
   EXPECT_DOUBLE_EQ(k.profile.global_bytes - unsplit.global_bytes, 2.0 * 4.0 * 16 * 4096 * 4);
   const auto reduced = t.reduced_space(decode, limits);
   EXPECT_EQ(reduced.knobs()[6].values, (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(reduced.knobs()[7].values, (std::vector<int64_t>{0, 132}));
   // Tunable in 200 trials with the compiled prior: the decode space stays near ten thousand (5,760 with
   // the staged epilogue, rings to 16 stages that only small tiles can hold, and 32-column tiles for BM
-  // up to 128; 13,440 with 2-CTA clusters and 4-CTA ones for tiles up to 64 columns), 4096^3 (no
-  // split-K) smaller.
+  // up to 128; 13,440 with 2-CTA clusters and 4-CTA ones for tiles up to 64 columns; 14,384 with
+  // pingpong for persistent two-consumer grids without split-K), 4096^3 (no split-K) smaller.
   RecordProperty("decode_space", static_cast<int>(space.size()));
-  EXPECT_LE(space.size(), 14000u);
+  EXPECT_LE(space.size(), 14500u);
   // Clusters: 4 CTAs only for narrow tiles and never persistent; never more CTAs than block columns.
-  EXPECT_TRUE(space.is_valid({64, 32, 1, 16, 1, 0, 1, 0, 1, 4}));
-  EXPECT_FALSE(space.is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 4}));
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 4}));
-  EXPECT_TRUE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 2}));
+  EXPECT_TRUE(space.is_valid({64, 32, 1, 16, 1, 0, 1, 0, 1, 4, 0}));
+  EXPECT_FALSE(space.is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 4, 0}));
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 4, 0}));
+  EXPECT_TRUE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 2, 0}));
   const auto narrow = parse_workload("gemm", "M=64,N=128,K=4096", "f16");
-  EXPECT_FALSE(t.space(narrow, limits).is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 2})) << "one block column";
-  EXPECT_TRUE(t.space(narrow, limits).is_valid({64, 64, 1, 6, 1, 0, 1, 0, 1, 2}));
+  EXPECT_FALSE(t.space(narrow, limits).is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 2, 0})) << "one block column";
+  EXPECT_TRUE(t.space(narrow, limits).is_valid({64, 64, 1, 6, 1, 0, 1, 0, 1, 2, 0}));
   // 4096 x 4096 x 512: 2^24 outputs are past the workspace's partials; persistent grids remain.
   const auto short_k = parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
   auto sk = t.space(short_k, limits);
-  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0, 1}));
-  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0, 1}));
+  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0, 1, 0}));
+  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0, 1, 0}));
   EXPECT_EQ(t.reduced_space(short_k, limits).knobs()[6].values, (std::vector<int64_t>{1}));
   // Past K's k-tiles no split: K=192 has 3.
   const auto tiny_k = parse_workload("gemm", "M=64,N=512,K=192", "f16");
-  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0, 1}));
-  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0, 1}));
+  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0, 1, 0}));
+  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0, 1, 0}));
 }
 
 TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
@@ -212,17 +214,62 @@ TEST(GemmWgmmaTemplate, ConsumersNeverHoldMoreThan128Accumulators) {
   auto w = parse_workload("gemm", "M=8192,N=8192,K=8192", "f16");
   auto space = t.space(w, h100_test_limits());
   ASSERT_GT(space.size(), 50u);
+  int pingpongs = 0;
   for (const auto& c : space.enumerate()) {
     const auto tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
     EXPECT_LE(wgmma_accumulators(tl), 128) << space.to_json_string(c);
-    EXPECT_EQ((tl.bm / tl.consumers) % 64, 0) << space.to_json_string(c);
+    EXPECT_EQ(wgmma_rows_per_consumer(tl) % 64, 0) << space.to_json_string(c);
     EXPECT_LE(wgmma_shared_bytes(tl), static_cast<size_t>(h100_test_limits().max_shared_per_block_bytes));
+    if (tl.pingpong) {
+      ++pingpongs;
+      EXPECT_TRUE(tl.consumers == 2 && tl.persistent_ctas > 0 && tl.split_k == 1) << space.to_json_string(c);
+    }
   }
-  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0, 1})) << "one consumer with 256 accumulators";
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0, 1}));
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0, 1})) << "persistent";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0, 1})) << "5 x 48 KiB stages exceed 227 KiB";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0, 1})) << "no split-K past 2^21 outputs";
+  EXPECT_GT(pingpongs, 0);
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
+  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0, 1, 0})) << "one consumer with 256 accumulators";
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}));
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0, 1, 0})) << "persistent";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0, 1, 0})) << "5 x 48 KiB stages exceed 227 KiB";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0, 1, 0})) << "no split-K past 2^21 outputs";
+  // Pingpong: each consumer holds a whole unit's accumulators, on a persistent grid.
+  EXPECT_TRUE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 1, 1, 1}));
+  EXPECT_TRUE(space.is_valid({64, 256, 2, 4, 8, 0, 1, 132, 1, 2, 1})) << "64 rows per consumer, a 2-CTA cluster";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 1, 1, 1})) << "256 accumulators per consumer";
+  EXPECT_FALSE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 0, 1, 1, 1})) << "pingpong needs a persistent grid";
+  EXPECT_FALSE(space.is_valid({128, 128, 1, 4, 8, 0, 1, 132, 1, 1, 1})) << "pingpong needs two consumers";
+}
+
+// Records made before PINGPONG existed (no such key) are the cooperative kernel; its configs keep their
+// keys, and a pingpong config's source and resources are the ones the kernel asks for.
+TEST(GemmWgmmaTemplate, PingpongIsAKnobEarlierRecordsLackAndTheSourceCarries) {
+  GemmWgmmaTemplate t(true);
+  auto w = parse_workload("batched_gemm", "B=32,M=512,N=512,K=128", "f16");
+  auto space = t.space(w, h100_test_limits());
+  const nlohmann::json old = {{"BM", 128}, {"BN", 128}, {"CONSUMERS", 2}, {"STAGES", 5},   {"GROUP_M", 1},
+                              {"OUT_F32", 0}, {"SPLIT_K", 1}, {"PERSISTENT", 132}, {"EPILOGUE", 1}};
+  const search::Config c = space.from_json(old);
+  EXPECT_EQ(GemmWgmmaTemplate::tiling(space, c, w.dtype).pingpong, 0);
+  EXPECT_EQ(nlohmann::json::parse(space.to_json_string(c)), old) << "a cooperative config's key is unchanged";
+  nlohmann::json pp = old;
+  pp["PINGPONG"] = 1;
+  const search::Config p = space.from_json(pp);
+  ASSERT_TRUE(space.is_valid(p)) << space.violation(p).value_or("");
+  const auto tl = GemmWgmmaTemplate::tiling(space, p, w.dtype);
+  EXPECT_EQ(wgmma_rows_per_consumer(tl), 128);
+  EXPECT_EQ(wgmma_accumulators(tl), 128);
+  const auto k = t.instantiate(space, p, w);
+  EXPECT_NE(k.source.find("#define PINGPONG 1\n"), std::string::npos);
+  EXPECT_EQ(k.launch.grid[0], 132u);
+  EXPECT_EQ(k.launch.block[0], 384u);
+  // The model sees the overlap: one consumer's epilogue under the other's k-tiles.
+  EXPECT_TRUE(k.profile.gemm.epilogue_overlapped);
+  EXPECT_FALSE(t.instantiate(space, c, w).profile.gemm.epilogue_overlapped);
+  // The reduced space (what the GPU tests run) has a pingpong config.
+  auto reduced = t.reduced_space(w, h100_test_limits());
+  bool any = false;
+  for (const auto& rc : reduced.enumerate()) any = any || GemmWgmmaTemplate::tiling(reduced, rc, w.dtype).pingpong;
+  EXPECT_TRUE(any);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "templates/gemm_tc_source.h"
 #include "templates/gemm_wgmma_source.h"
 #include "templates/kernels/wgmma_schedule.cuh"
+#include "wgmma_pingpong_ring.h"
 
 namespace tuner::templates {
 namespace {
@@ -333,6 +334,30 @@ TEST(WgmmaRing, NoDeadlockNoOverwriteAcrossPersistentTiles) {
                 ++runs;
               }
   RecordProperty("runs", runs);
+}
+
+// PINGPONG (gemm_wgmma.cuh, persistent grids without split-K): the CTA's even units are consumer 0's,
+// its odd ones consumer 1's, each run whole, with the turn barriers conv2d_wgmma.cuh uses. Over the units
+// the kernel's own schedule gives the busiest and the last CTA of each workload, no ring wait is
+// ambiguous, none deadlocks and no stage is refilled while read; without the turns the model fails
+// (so it sees why they are there).
+TEST(WgmmaRing, PingpongConsumersTakeTurnsOverAPersistentCtasUnits) {
+  std::mt19937 rng(32);
+  int runs = 0, unordered_failures = 0;
+  for (int ctas : {7, 132})
+    for (const auto& program : ring_programs(1, ctas)) {
+      std::vector<int> loaded;
+      for (const WgmmaUnit& u : program) loaded.push_back(u.kt_end - u.kt_begin);
+      for (int stages : {2, 3, 4, 5, 8, 12, 16})
+        for (int rep = 0; rep < 3; ++rep) {
+          ++runs;
+          ASSERT_EQ(run_pingpong_ring(loaded, stages, true, rng), "")
+              << "ctas " << ctas << " units " << loaded.size() << " stages " << stages;
+          if (loaded.size() > 1 && !run_pingpong_ring(loaded, stages, false, rng).empty()) ++unordered_failures;
+        }
+    }
+  EXPECT_GT(runs, 100);
+  EXPECT_GT(unordered_failures, 0) << "the model no longer sees why the turns are there";
 }
 
 TEST(WgmmaRing, ClustersThatMulticastANeitherDeadlockNorOverwrite) {
