@@ -31,7 +31,9 @@
 # GEMM's problem compiled in, a change then reverted) and `profile6` (stop 31, not yet run: Nsight Compute on
 # the batched GEMM's best config and cuBLAS's batched kernel, then the GEMM rows' whole tables once more) and
 # `ppgemm` (stop 32: gemm_tc_wgmma's PINGPONG: a smoke run, its GPU tests, cuBLAS, same-config pairs over the
-# batched row, the batched, short-K and 4096^3 rows, then Nsight Compute on the batched winner and cuBLAS).
+# batched row, the batched, short-K and 4096^3 rows, then Nsight Compute on the batched winner and cuBLAS) and
+# `table32` (stop 32: issue 16's whole table in one lease with tune's defaults, and the short-K pairs) and
+# `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,8 +41,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -52,7 +54,8 @@ steps() {
     local name=$1 limit=$2; shift 2
     echo "$name start $(date +%s)" >> "$S/steps.txt"
     timeout -s INT -k 15 "$limit" "$@" > "$S/$name.out" 2> "$S/$name.log"
-    echo "$name end $(date +%s) rc=$?" >> "$S/steps.txt"
+    local rc=$?  # before any other expansion: 124 when timeout's SIGINT ended it, 130 when the command exited on it
+    echo "$name end $(date +%s) rc=$rc" >> "$S/steps.txt"
   }
   tune() { local name=$1 limit=$2; shift 2
     step "$name" "$limit" "$t" tune "$@" --device "${GPU_SESSION_DEVICE:-cuda:0}" --seed 1 --quiet --json --db "$S/$name.db"; }
@@ -500,6 +503,46 @@ print(",".join("%s=%s" % kv for kv in c.items()))' "$S/xgb300_batched_wgmma.out"
   fi
   ncu_step ncu_batched_cublas 60 'sm90|cutlass|xmma|nvjet|gemm' 1 .gpu/bin/template_bench --device cuda:0 --trials 0 \
     --filter "batched_gemm $bat f16" --out "$S/ncu_batched_cublas.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_table32() {  # issue 16's whole table in one lease after PINGPONG (tune's defaults: auto template, xgb, the
+  steps            # compiled prior), every vendor baseline first; then the short-K row's same-config pairs
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step baselines 40 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --out "$S/baselines.json"
+  for d in f16 bf16; do
+    tune xgb200_${d}_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype $d --trials 200
+    tune xgb200_${d}_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype $d --trials 200
+  done
+  decode_rows 25
+  tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+  tune xgb100_f32_4096 45 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
+  for c in 4096 32768; do
+    tune xgb64_softmax_f16_4096x$c 18 --op softmax --shape rows=4096,cols=$c --dtype f16 --trials 64
+    tune xgb64_layernorm_f16_4096x$c 18 --op layernorm --shape rows=4096,cols=$c --dtype f16 --trials 64
+  done
+  tune xgb100_conv_stem_f16 30 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 100
+  tune xgb100_conv_3x3_auto 30 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 100
+  tune xgb100_conv_3x3s2_auto 30 --op conv2d --shape N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1 --dtype f16 --trials 100
+  tune xgb100_conv_1x1_f32 30 --op conv2d --shape N=32,H=28,W=28,C=512,K=128,R=1,S=1,stride=1,pad=0 --dtype f32 --trials 100
+  tune grid_shortk_pairs 40 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --template gemm_tc_wgmma \
+    --fix BM=128,BN=128,CONSUMERS=2,PERSISTENT=132,SPLIT_K=1,CLUSTER=1 --trials all --strategy grid --remeasure 0 \
+    --replay-out "$S/shortk_pairs.replay.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_sigint32() {  # table32's decode M=128 and 3x3 conv rows were cut by their step limits (SIGINT), and tune then
+  steps             # died silently: the CUDA driver's threads took the signal. After the fix: a run cut at 8 s, its
+                    # exit code and its session, then the two rows with room
+  step cut_by_sigint 8 "$t" tune --op gemm --shape M=128,N=4096,K=4096 --dtype f16 --trials 100 --device cuda:0 --seed 1 \
+    --json --db "$S/cut_by_sigint.db"
+  step cut_sessions 10 bash -c "grep 'cut_by_sigint end' '$S/steps.txt'; '$t' query --db '$S/cut_by_sigint.db' --sessions"
+  tune xgb100_f16_decode_m128 50 --op gemm --shape M=128,N=4096,K=4096 --dtype f16 --trials 100
+  tune xgb100_conv_3x3_auto 50 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 100
+  step baselines 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'M=128,N=4096' \
+    --out "$S/baselines.json"
+  step baselines_3x3 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=64,K=64,R=3' \
+    --out "$S/baselines_3x3.json"
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

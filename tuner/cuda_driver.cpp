@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "tuner/cuda_devices.h"
+#include "tuner/stop_signals.h"
 
 namespace tuner {
 
@@ -28,7 +29,11 @@ const CudaDriver& cuda_driver() {
     d.cuTensorMapEncodeTiled =
         reinterpret_cast<decltype(&::cuTensorMapEncodeTiled)>(dlsym(d.handle, "cuTensorMapEncodeTiled"));
     if (!d.error.empty()) return d;
-    CUresult rc = d.cuInit(0);
+    // The driver's threads start here: they must never take SIGINT/SIGTERM (stop_signals.h).
+    const CUresult rc = [&] {
+      StopSignalsBlocked blocked;
+      return d.cuInit(0);
+    }();
     if (rc != CUDA_SUCCESS) {
       const char* name = nullptr;
       d.cuGetErrorName(rc, &name);

@@ -13,6 +13,16 @@ std::atomic<int> g_depth{0};  // StopSignals alive (a run of several sessions ho
 bool stop_requested() { return g_stop.load(); }
 int stop_signal() { return g_stop_signal.load(); }
 
+StopSignalsBlocked::StopSignalsBlocked() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
+}
+
+StopSignalsBlocked::~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); }
+
 StopSignals::StopSignals() {
   if (g_depth.fetch_add(1) == 0) {  // the outermost one starts afresh; an inner one keeps a stop asked for
     g_stop.store(false);
