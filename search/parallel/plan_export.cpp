@@ -205,7 +205,12 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   if (model.dtype == "f16") arg("--fp16");
   // Enough to launch as it is (a throughput run on mock data); a real run replaces this block.
   arg("--tokenizer-type", "NullTokenizer");
-  arg("--vocab-size", std::to_string(model.vocab > 0 ? model.vocab : 32000));
+  // Megatron's GPTModel always has an embedding and an output layer; a graph without them gets a small vocabulary,
+  // so what the plan did not cost stays small.
+  if (model.vocab <= 0)
+    warn(warnings, "Megatron-LM's GPTModel always has an embedding and an output layer, which this graph lacks: the "
+                   "export gives them a 128-token vocabulary (2 x 128 x hidden parameters the plan did not cost)");
+  arg("--vocab-size", std::to_string(model.vocab > 0 ? model.vocab : 128));
   arg("--make-vocab-size-divisible-by", "1");
   arg("--mock-data");
   arg("--train-iters", "100");
@@ -264,6 +269,33 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
   return j.dump(2) + "\n";
 }
 
+/// torchtitan's [model] name and flavor for a model. v0.1.0 builds one model in, "llama3" (dense, Llama's
+/// architecture: RoPE, RMSNorm, SwiGLU, no biases), with flavors 8B, 70B and 405B; its MoE models are experiments
+/// with flavors of their own. A Llama-architecture dense model is a llama3 flavor to add (the warning gives its
+/// dimensions); any other (GPT's learned positions, LayerNorm and GeLU MLP; MoE) keeps its own name, which the user
+/// registers as a TrainSpec: naming it llama3 would train another architecture of the same size.
+std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, std::vector<std::string>* warnings) {
+  if (model.name == "llama3-8b") return {"llama3", "8B"};
+  if (model.name == "llama3-70b") return {"llama3", "70B"};
+  if (model.name == "llama3-405b") return {"llama3", "405B"};
+  const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias;
+  if (llama && model.experts == 0) {
+    warn(warnings, "torchtitan has no llama3 flavor '" + model.name + "': add one to llama3_configs with dim=" +
+                       std::to_string(model.hidden) + ", n_layers=" + std::to_string(transformer_blocks(model)) +
+                       ", n_heads=" + std::to_string(model.heads) +
+                       ", n_kv_heads=" + std::to_string(model.kv_heads > 0 ? model.kv_heads : model.heads) +
+                       ", vocab_size=" + std::to_string(model.vocab) + ", rope_theta=" + number(model.rope_base) +
+                       " and an FFN width of " + std::to_string(model.ffn) + " (multiple_of, ffn_dim_multiplier)");
+    return {"llama3", model.name};
+  }
+  warn(warnings, "torchtitan v0.1.0 has no model of this kind (" +
+                     std::string(model.experts > 0 ? "mixture of experts; its MoE models are experiments"
+                                                   : "learned positions, LayerNorm, GeLU MLP") +
+                     "): [model] name is '" + model.name + "', a TrainSpec to register with this flavor; its llama3 "
+                     "would train another architecture of this size");
+  return {model.name, model.name};
+}
+
 std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                               std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
@@ -273,18 +305,12 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";
   const bool shard = c.zero >= 2;
   if (c.zero == 1) warn(warnings, "torchtitan has no ZeRO-1 (FSDP2 shards gradients too); plan with --export torchtitan");
-  // Llama 3 presets map to torchtitan's flavors; other models have none.
-  std::string flavor;
-  if (model.name == "llama3-8b") flavor = "8B";
-  if (model.name == "llama3-70b") flavor = "70B";
-  if (model.name == "llama3-405b") flavor = "405B";
-  if (flavor.empty())
-    warn(warnings, "torchtitan has no flavor for '" + model.name + "'; [model] flavor must be added to its model registry");
+  const auto [model_name, flavor] = torchtitan_model(model, warnings);
   std::string out;
   out += "# tuner plan: " + describe(c) + " (torchtitan v0.1.0 TOML job config)\n";
   out += "[model]\n";
-  out += "name = \"llama3\"\n";
-  out += "flavor = \"" + (flavor.empty() ? model.name : flavor) + "\"\n";
+  out += "name = \"" + model_name + "\"\n";
+  out += "flavor = \"" + flavor + "\"\n";
   out += "\n[parallelism]\n";
   out += "data_parallel_replicate_degree = " + std::to_string(shard ? 1 : c.dp) + "\n";
   out += "data_parallel_shard_degree = " + std::to_string(shard ? c.dp : 1) + "\n";

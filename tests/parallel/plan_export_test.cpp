@@ -7,11 +7,14 @@
 #include <vector>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/engine_partition.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_export.h"
 #include "search/parallel/plan_json.h"
+#include "search/parallel/planner.h"
 
 namespace tuner::parallel {
 namespace {
@@ -165,6 +168,70 @@ TEST(PlanExport, TorchtitanToml) {
   auto u = parse_toml(export_torchtitan(g.plan, g.model, 64));
   EXPECT_EQ(u["training.local_batch_size"], "2");
   EXPECT_FALSE(u.count("parallelism.pipeline_parallel_layers_per_stage"));
+}
+
+// torchtitan v0.1.0 builds in one model, llama3 (Llama's architecture), flavors 8B/70B/405B. A Llama-architecture
+// model is a llama3 flavor to add (the warning gives its dimensions); a GPT or MoE model keeps its own name (a
+// TrainSpec to register), since llama3 with its size would train another architecture.
+TEST(PlanExport, TorchtitanNamesOnlyTheModelsItHas) {
+  auto model_of = [](const std::string& spec, std::vector<std::string>* warnings) {
+    PlannerOptions o;
+    o.global_batch = 64;
+    o.engine = Engine::kTorchtitan;
+    o.pins = parse_pins("tp=8,pp=1,zero=3");
+    const ModelGraph m = parse_model_spec(spec);
+    const Plan plan = Planner(m, parse_cluster_spec("dgx-h100:2"), o).plan();
+    return parse_toml(export_torchtitan(plan, m, 64, warnings));
+  };
+  std::vector<std::string> w;
+  auto t = model_of("llama3-8b", &w);
+  EXPECT_EQ(t["model.name"], "llama3");
+  EXPECT_EQ(t["model.flavor"], "8B");
+  for (const auto& x : w) EXPECT_EQ(x.find("flavor"), std::string::npos) << x;
+  w.clear();
+  t = model_of("llama2-7b", &w);
+  EXPECT_EQ(t["model.name"], "llama3");
+  EXPECT_EQ(t["model.flavor"], "llama2-7b");
+  const auto has = [&](const std::string& text) {
+    return std::any_of(w.begin(), w.end(), [&](const std::string& x) { return x.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000, rope_theta=10000"));
+  EXPECT_TRUE(has("FFN width of 11008"));
+  w.clear();
+  t = model_of("gpt3-1.3b", &w);
+  EXPECT_EQ(t["model.name"], "gpt3-1.3b") << "not llama3: GPT's architecture is not Llama's";
+  EXPECT_TRUE(has("learned positions, LayerNorm, GeLU MLP"));
+  w.clear();
+  t = model_of("moe", &w);
+  EXPECT_EQ(t["model.name"], "moe");
+  EXPECT_TRUE(has("mixture of experts"));
+}
+
+// Megatron's GPTModel always builds an embedding and an output layer: a graph without them gets a 128-token
+// vocabulary (what the plan did not cost stays small), and the warning says so.
+TEST(PlanExport, MegatronGivesAGraphWithoutAnEmbeddingASmallVocabulary) {
+  auto layer = nlohmann::json{{"name", "mlp"},
+                              {"repeat", 4},
+                              {"output", "down"},
+                              {"ops",
+                               {{{"name", "up"}, {"type", "linear"}, {"in", 1024}, {"out", 4096}, {"inputs", {"input"}}},
+                                {{"name", "down"}, {"type", "linear"}, {"in", 4096}, {"out", 1024}, {"inputs", {"up"}}}}}};
+  nlohmann::json doc = {{"name", "mlp-stack"}, {"seq", 1024}, {"dtype", "bf16"}, {"layers", {layer}}};
+  const ModelGraph m = model_from_json(doc, "mlp-stack");
+  ASSERT_EQ(m.vocab, 0);
+  PlannerOptions o;
+  o.global_batch = 64;
+  const Plan plan = Planner(m, parse_cluster_spec("dgx-h100:1"), o).plan();
+  std::vector<std::string> warnings;
+  const auto args = parse_args(export_megatron(plan, m, 64, &warnings));
+  EXPECT_EQ(args.at("--vocab-size"), "128");
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                          [](const std::string& x) { return x.find("always has an embedding") != std::string::npos; }));
+  // A model with a vocabulary keeps it, with no such warning.
+  Fixture f("tp=2,pp=1");
+  warnings.clear();
+  EXPECT_EQ(parse_args(export_megatron(f.plan, f.model, 64, &warnings)).at("--vocab-size"), "32000");
+  for (const auto& x : warnings) EXPECT_EQ(x.find("always has an embedding"), std::string::npos) << x;
 }
 
 // ---- Each export against the arguments/keys its engine accepts, written down from the engine's source. ----
