@@ -42,6 +42,9 @@ struct GemmTileProfile {
   int bm = 0, bn = 0, bk = 0;             ///< Block tile and the k-tile of one ring stage.
   int group_m = 1;                        ///< Block-rows rasterized together (L2 reuse of the B panels).
   int split_k = 1;                        ///< K splits per tile, reduced in fp32 through a workspace.
+  /// The splits are a cluster's CTAs, reduced through distributed shared memory into the first one, which
+  /// stores the tile: no partials in L2 or DRAM, one cluster round trip.
+  bool split_in_cluster = false;
   int elem_bytes = 2;                     ///< Bytes per A and B element.
   int out_bytes = 2;                      ///< Bytes per C element.
   int persistent_ctas = 0;                ///< 0: a CTA per work unit; else the CTAs of a persistent grid.

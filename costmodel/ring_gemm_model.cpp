@@ -112,7 +112,7 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   const double l2_room = k.l2_share * static_cast<double>(gpu.l2_bytes);
   const double dram_in = ring_gemm_dram_input_bytes(g, concurrent, l2_room);
   const double outputs = static_cast<double>(g.batch * g.m * g.n);
-  const double partials = split > 1 ? 4.0 * outputs * static_cast<double>(split) : 0.0;
+  const double partials = split > 1 && !g.split_in_cluster ? 4.0 * outputs * static_cast<double>(split) : 0.0;
   const double dram_bytes = dram_in + outputs * g.out_bytes + (partials > l2_room ? 2.0 * partials : 0.0);
   const double dram_cycles = dram_bytes / (gpu.dram_bandwidth_gbps * 1e9 * k.dram_efficiency) * clock_hz;
   e.dram_ms = dram_cycles / clock_hz * 1e3;
@@ -139,7 +139,11 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   const auto sectors_per_segment = [](double bytes) { return std::max(1.0, bytes / kSectorBytes); };
   double epilogue_sectors = segments * sectors_per_segment(segment * g.out_bytes) / split;
   double epilogue_trips = 1;
-  if (split > 1) {
+  if (split > 1 && g.split_in_cluster) {
+    // The first CTA of the cluster stores the whole tile once the others' accumulators have landed.
+    epilogue_sectors *= static_cast<double>(split);
+    epilogue_trips += 1;
+  } else if (split > 1) {
     const double partial_sectors = segments * sectors_per_segment(segment * 4.0);
     epilogue_sectors += partial_sectors * 2.0;  // every split writes its partial; the last reads all (on average one)
     epilogue_trips += 1;                        // the counter and the read-back wait for L2

@@ -33,7 +33,9 @@
 # `ppgemm` (stop 32: gemm_tc_wgmma's PINGPONG: a smoke run, its GPU tests, cuBLAS, same-config pairs over the
 # batched row, the batched, short-K and 4096^3 rows, then Nsight Compute on the batched winner and cuBLAS) and
 # `table32` (stop 32: issue 16's whole table in one lease with tune's defaults, and the short-K pairs) and
-# `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut).
+# `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut) and
+# `clusterk` (stop 32, not yet run: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
+# memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, a profile).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,8 +43,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -543,6 +545,41 @@ plan_sigint32() {  # table32's decode M=128 and 3x3 conv rows were cut by their 
     --out "$S/baselines.json"
   step baselines_3x3 20 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter 'C=64,K=64,R=3' \
     --out "$S/baselines_3x3.json"
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_clusterk() {  # gemm_tc_wgmma's CLUSTER_K (stop 32, built without a GPU): a smoke run with a 5 s kernel limit, its
+  steps             # GPU tests, cuBLAS; per decode row, every 64x64 one-consumer config without split-K by grid (CLUSTER_K
+                    # 1, 2 and 4 side by side), the row with tune's defaults and 300 trials by name; then Nsight Compute
+  local f=BM=64,CONSUMERS=1,SPLIT_K=1,PERSISTENT=0,CLUSTER=1,PINGPONG=0
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  tune smoke_clusterk 40 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --fix BM=64,BN=64,CLUSTER_K=2 --trials 4 --timeout 5
+  step gpu_tests 150 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*:-*conv2d*' --gtest_output="json:$S/gpu_tests.json"
+  step baselines 30 .gpu/bin/template_bench --device "${GPU_SESSION_DEVICE:-cuda:0}" --trials 0 --filter gemm \
+    --out "$S/baselines.json"
+  for m in 16 32 64 128; do
+    tune grid_decode_m${m}_ck 60 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+      --fix $f,BN=64 --trials all --strategy grid --remeasure 0 --replay-out "$S/decode_m${m}_ck.replay.json"
+  done
+  tune grid_decode_m64_bn32_ck 60 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
+    --fix $f,BN=32 --trials all --strategy grid --remeasure 0 --replay-out "$S/decode_m64_bn32_ck.replay.json"
+  decode_rows 40
+  for m in 16 32 64; do
+    tune xgb300_f16_decode_m${m}_wgmma 50 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 300 --template gemm_tc_wgmma
+  done
+  local fix
+  fix=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+recs = [r for r in d["records"] if r.get("status") == "ok" and r["config"].get("CLUSTER_K", 1) > 1]
+c = min(recs, key=lambda r: r["time_ms"])["config"]
+c = {"EPILOGUE": 0, "CLUSTER": 1, "PINGPONG": 0, **c}
+print(",".join("%s=%s" % kv for kv in c.items()))' "$S/decode_m64_ck.replay.json" 2>/dev/null)
+  if [[ -n "$fix" ]]; then
+    ncu_step ncu_decode64_clusterk 60 '^gemm_tc_wgmma' 2 "$t" tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 \
+      --template gemm_tc_wgmma --fix "$fix" --trials 1 --remeasure 0 --seed 1 --quiet --json --device cuda:0 \
+      --db "$S/ncu_decode64_clusterk.db"
+  fi
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

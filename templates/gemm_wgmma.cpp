@@ -28,6 +28,11 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                               "1: the two consumers run alternate units whole (one's epilogue under the other's "
                               "products); persistent grids without split-K",
                               0};
+  const search::Knob cluster_k{"CLUSTER_K", {1, 2, 4},
+                               "CTAs per cluster along K: one tile, its k-tiles split among them, rank 0 summing the "
+                               "others' accumulators from distributed shared memory (split-K without partials; a CTA "
+                               "per unit, offered where the tiles leave SMs idle)",
+                               1};
   if (reduced) {
     return {
         {"BM", {64, 128, 256}, "block tile rows"},
@@ -41,6 +46,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
         epilogue,
         {"CLUSTER", {1, 2}, cluster.doc, 1},
         pingpong,
+        {"CLUSTER_K", {1, 2}, cluster_k.doc, 1},
     };
   }
   return {
@@ -55,6 +61,7 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
       epilogue,
       cluster,
       pingpong,
+      cluster_k,
   };
 }
 
@@ -72,6 +79,7 @@ WgmmaTiling wgmma_tiling_of(const search::ConfigView& v, DType d) {
   t.epilogue = static_cast<int>(v["EPILOGUE"]);
   t.cluster = static_cast<int>(v["CLUSTER"]);
   t.pingpong = static_cast<int>(v["PINGPONG"]);
+  t.cluster_k = static_cast<int>(v["CLUSTER_K"]);
   return t;
 }
 
@@ -80,10 +88,22 @@ int64_t gemm_rows_per_consumer(const search::ConfigView& v) { return wgmma_rows_
 /// Whether split-K may be offered at all: the workspace holds partials for batch*M*N <= 2^21 outputs.
 bool wgmma_split_possible(const GemmDims& d) { return d.batch * d.m * d.n <= kTcMaxSplitOutputElements; }
 
+/// Whether the tiles of a BM x BN tiling leave SMs idle (cluster-K is offered only then).
+bool wgmma_tiles_leave_sms_idle(const GemmDims& d, int64_t bm, int64_t bn, int64_t sm_count) {
+  return d.batch * ((d.m + bm - 1) / bm) * ((d.n + bn - 1) / bn) < sm_count;
+}
+
 std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const DeviceLimits& limits) {
   const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
   const bool split_possible = wgmma_split_possible(d);
   return {
+      {"CLUSTER_K == 1, or CLUSTER == 1, SPLIT_K == 1, PERSISTENT == 0, PINGPONG == 0, CLUSTER_K <= ceil(K/64) and "
+       "batch * tiles < the SM count (" + std::to_string(limits.sm_count) + ")",
+       [d, k_tiles, sms = limits.sm_count](const search::ConfigView& v) {
+         return v["CLUSTER_K"] == 1 ||
+                (v["CLUSTER"] == 1 && v["SPLIT_K"] == 1 && v["PERSISTENT"] == 0 && v["PINGPONG"] == 0 &&
+                 v["CLUSTER_K"] <= k_tiles && wgmma_tiles_leave_sms_idle(d, v["BM"], v["BN"], sms));
+       }},
       {"SPLIT_K == 1, or batch*M*N <= 2^21 (the workspace's partials) and SPLIT_K <= ceil(K/64) (no empty split)",
        [split_possible, k_tiles](const search::ConfigView& v) {
          return v["SPLIT_K"] == 1 || (split_possible && v["SPLIT_K"] <= k_tiles);
@@ -101,9 +121,10 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
       // 128 fp32 accumulators per consumer thread leave room for addresses within 232 registers.
       {"accumulators per consumer thread (rows per consumer / 64) * BN / 2 <= 128",
        [](const search::ConfigView& v) { return (gemm_rows_per_consumer(v) / 64) * v["BN"] / 2 <= 128; }},
-      {"shared memory <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
+      {"shared memory (dynamic + static) <= " + std::to_string(limits.max_shared_per_block_bytes) + " bytes per block",
        [max = limits.max_shared_per_block_bytes](const search::ConfigView& v) {
-         return wgmma_shared_bytes(wgmma_tiling_of(v, DType::kF16)) <= static_cast<size_t>(max);
+         const WgmmaTiling t = wgmma_tiling_of(v, DType::kF16);
+         return wgmma_shared_bytes(t) + wgmma_static_shared_bytes(t) <= static_cast<size_t>(max);
        }},
       // A cluster's CTAs take adjacent block columns: with fewer columns than CTAs some would only load.
       {"CLUSTER <= ceil(N / BN) (every CTA of a cluster has a block column)",
@@ -173,6 +194,14 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
                   return (v["PINGPONG"] == 1) ==
                          (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0 && v["BM"] == 128 && v["SPLIT_K"] == 1);
                 }});
+  // Cluster-K takes the one-consumer 64 x 64 tile without split-K, where the workload offers it.
+  const bool cluster_k_offered = wgmma_tiles_leave_sms_idle(d, 64, 64, limits.sm_count) && d.k > kWgmmaBk;
+  if (!cluster_k_offered) knobs[11].values = {1};  // CLUSTER_K
+  cs.push_back({"reduced: CLUSTER_K == 2 iff BM == BN == 64 and SPLIT_K == 1 (where cluster-K is offered)",
+                [cluster_k_offered](const search::ConfigView& v) {
+                  return (v["CLUSTER_K"] == 2) ==
+                         (cluster_k_offered && v["BM"] == 64 && v["BN"] == 64 && v["SPLIT_K"] == 1);
+                }});
   cs.push_back({"reduced: CLUSTER == 2 iff PERSISTENT != 0 and N has two block columns",
                 [n = d.n](const search::ConfigView& v) {
                   return (v["CLUSTER"] == 2) == (v["PERSISTENT"] != 0 && n > v["BN"]);
@@ -190,7 +219,8 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   const GemmDims d = gemm_dims(w, batched_);
   const int64_t grid_m = (d.m + t.bm - 1) / t.bm, grid_n = (d.n + t.bn - 1) / t.bn;
   const int64_t k_tiles = (d.k + kWgmmaBk - 1) / kWgmmaBk;
-  const int64_t per_split = (k_tiles + t.split_k - 1) / t.split_k;  // the longest split's k-tiles
+  const int splits = t.split_k * std::max(t.cluster_k, 1);           // split-K or cluster-K
+  const int64_t per_split = (k_tiles + splits - 1) / splits;         // the longest split's k-tiles
   const int64_t cluster_cols = (grid_n + t.cluster - 1) / t.cluster * t.cluster;  // idle CTAs of a partial cluster
   const double tiles = static_cast<double>(d.batch * grid_m * grid_n);
   const double out_bytes = t.out_f32 ? 4.0 : 2.0;
@@ -216,7 +246,7 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.shared_conflict_ways = 1;  // 128-byte swizzle on both sides
   // Work units (tile, split); a persistent grid runs them in rounds of its CTAs just as the hardware
   // would run one CTA per unit, but fills each unit's ring while the previous unit's epilogue runs.
-  p.blocks = d.batch * grid_m * cluster_cols * t.split_k;
+  p.blocks = d.batch * grid_m * cluster_cols * splits;
   p.persistent = t.persistent_ctas > 0;
   p.threads_per_block = wgmma_threads(t);
   p.dynamic_shared_bytes = static_cast<int>(wgmma_shared_bytes(t));
@@ -236,7 +266,8 @@ costmodel::KernelProfile GemmWgmmaTemplate::profile(const search::ConfigSpace& s
   p.gemm.bn = t.bn;
   p.gemm.bk = kWgmmaBk;
   p.gemm.group_m = t.group_m;
-  p.gemm.split_k = t.split_k;
+  p.gemm.split_k = splits;
+  p.gemm.split_in_cluster = t.cluster_k > 1;  // the partials go through distributed shared memory
   p.gemm.elem_bytes = 2;
   p.gemm.out_bytes = t.out_f32 ? 4 : 2;
   p.gemm.store_segment = t.epilogue ? 32 : 8;

@@ -22,7 +22,15 @@ int wgmma_threads(const WgmmaTiling& t) { return 128 * (1 + t.consumers); }
 
 size_t wgmma_shared_bytes(const WgmmaTiling& t) {
   const size_t epilogue = t.epilogue ? static_cast<size_t>(t.consumers) * 4 * kWgmmaEpilogueWarpBytes : 0;
-  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * kWgmmaBk * 2 + 1024 + epilogue;
+  const size_t reduction = static_cast<size_t>(std::max(t.cluster_k, 1) - 1) * static_cast<size_t>(t.consumers) * 128 *
+                           static_cast<size_t>(wgmma_accumulators(t)) * 4;
+  return static_cast<size_t>(t.stages) * static_cast<size_t>(t.bm + t.bn) * kWgmmaBk * 2 + 1024 + epilogue + reduction;
+}
+
+size_t wgmma_static_shared_bytes(const WgmmaTiling& t) {
+  // The barriers, rounded up to the 1024-byte alignment of the dynamic array that follows them (ptxas reports
+  // 1024 bytes for every config, NVRTC 13.0).
+  return (16 * static_cast<size_t>(t.stages) + 32 + 1023) / 1024 * 1024;
 }
 
 int wgmma_rows_per_consumer(const WgmmaTiling& t) { return t.pingpong ? t.bm : t.bm / t.consumers; }
@@ -41,7 +49,7 @@ int64_t wgmma_grid_x(const WgmmaTiling& t, int64_t m, int64_t n, int64_t k, int6
   const int64_t cluster = std::max(t.cluster, 1);
   const int64_t col_groups = ((n + t.bn - 1) / t.bn + cluster - 1) / cluster;
   const int64_t units = ((m + t.bm - 1) / t.bm) * col_groups * t.split_k;
-  if (t.persistent_ctas <= 0) return units * cluster;
+  if (t.persistent_ctas <= 0) return units * cluster * std::max(t.cluster_k, 1);
   const int64_t clusters = std::max<int64_t>(1, std::min(units * batch, t.persistent_ctas / cluster));
   return clusters * cluster;
 }
@@ -58,6 +66,7 @@ std::string gemm_wgmma_source(const WgmmaTiling& t) {
   s.define("EPILOGUE", t.epilogue ? 1 : 0);
   s.define("CLUSTER", t.cluster);
   s.define("PINGPONG", t.pingpong ? 1 : 0);
+  s.define("CLUSTER_K", std::max(t.cluster_k, 1));
   s.define("CONSUMER_REGS", wgmma_consumer_registers(t));
   const WgmmaSmemLayout l = wgmma_smem_layout(t.bn);
   s.define("A_SBO", l.a_sbo).define("A_LBO", l.a_lbo).define("A_K16", l.a_k16_step).define("A_M64", l.a_m64_step);

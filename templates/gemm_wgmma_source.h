@@ -64,6 +64,11 @@
 // Pingpong (two consumers, a persistent grid, no split-K) gives each consumer whole units, the CTA's
 // even and its odd ones, so one consumer's epilogue runs while the other multiplies; turn mbarriers
 // hand the ring from one to the other unit by unit (conv2d_wgmma's protocol).
+// Cluster-K (cluster_k 2 or 4; a CTA per unit, no split-K, no N-cluster): the cluster's CTAs take one tile and
+// split its k-tiles; ranks 1.. send their fp32 accumulators to rank 0's shared memory (distributed shared
+// memory, an mbarrier released at cluster scope), and rank 0 adds them in rank order and stores C: split-K
+// without partials in the workspace, for shapes whose tiles leave SMs idle (decode). Its buffer follows the
+// ring and epilogue 1's buffers: (cluster_k - 1) * consumers * 128 threads * accumulators * 4 bytes.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +90,7 @@ struct WgmmaTiling {
   int epilogue = 0;           ///< 0: C stored from registers; 1: staged through shared memory (16-byte rows).
   int cluster = 1;            ///< CTAs per thread-block cluster along N sharing A by TMA multicast (1, 2, 4).
   int pingpong = 0;           ///< 1: the two consumers run alternate units whole (persistent, no split-K).
+  int cluster_k = 1;          ///< CTAs per cluster along K (1, 2, 4): one tile, its k-tiles split, summed in DSMEM.
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma
@@ -114,6 +120,10 @@ inline constexpr int kWgmmaEpilogueWarpBytes = 16 * 40 * 4;
 
 int wgmma_threads(const WgmmaTiling& t);
 size_t wgmma_shared_bytes(const WgmmaTiling& t);
+/// The kernel's static shared memory at most: the ring's full and empty mbarriers (16 bytes a stage), the turn
+/// and reduction barriers and split-K's counter, rounded up to the dynamic array's 1024-byte alignment; a block's
+/// dynamic and static shared memory share its limit.
+size_t wgmma_static_shared_bytes(const WgmmaTiling& t);
 /// Block rows each consumer multiplies: bm with pingpong (a unit is one consumer's), else bm / consumers.
 int wgmma_rows_per_consumer(const WgmmaTiling& t);
 /// fp32 accumulators each consumer thread holds: (rows per consumer / 64) * bn / 2.

@@ -13,6 +13,11 @@
 // products; a turn barrier hands the ring over (consumer 1's unit j+1 starts waiting on its k-tiles only
 // once consumer 0 has waited on all of unit j's, and so on), which keeps every ring wait within one
 // phase of its barrier (conv2d_wgmma.cuh's protocol, modelled on the CPU in the conv and GEMM tests).
+// CLUSTER_K > 1 (a CTA per unit, no split-K, no N-cluster): the cluster's CTAs take one tile and split its
+// k-tiles (wgmma_k_share); ranks 1.. store their fp32 partial accumulators into rank 0's shared memory
+// (distributed shared memory) and arrive on its reduction barrier (release at cluster scope); rank 0 waits
+// (acquire), adds them in rank order and stores the tile. Split-K without partials in L2 or DRAM: for
+// decode shapes, whose tiles alone leave SMs idle.
 #pragma once
 #include "element.cuh"
 
@@ -30,6 +35,11 @@ constexpr int kCluster = CLUSTER;             // CTAs per cluster along N, shari
 #define PINGPONG 0
 #endif
 constexpr bool kPingpong = PINGPONG != 0;     // consumers take alternate units instead of sharing rows
+#ifndef CLUSTER_K
+#define CLUSTER_K 1
+#endif
+constexpr int kClusterK = CLUSTER_K;          // CTAs per cluster along K, rank 0 summing their partials
+constexpr int kClusterCtas = kCluster * kClusterK;
 constexpr int kUnitConsumers = kPingpong ? 1 : kConsumers;  // consumer warpgroups per unit
 // Shared-memory geometry in bytes (WgmmaSmemLayout): descriptor strides and start-address steps.
 constexpr unsigned kASbo = A_SBO, kALbo = A_LBO, kAK16Step = A_K16, kAM64Step = A_M64;
@@ -66,6 +76,9 @@ constexpr int kStageBytes = kABytes + kBBytes;
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
 static_assert(!kPingpong || (kConsumers == 2 && kPersistentCtas > 0 && kSplitK == 1),
               "pingpong: two consumers, a persistent grid, no split-K (its epilogue joins the consumers)");
+static_assert((kClusterK == 1 || kClusterK == 2 || kClusterK == 4) &&
+                  (kClusterK == 1 || (kCluster == 1 && kSplitK == 1 && kPersistentCtas == 0 && !kPingpong)),
+              "cluster_k 1, 2 or 4; above 1 only with a CTA per unit, no split-K, no N-cluster, no pingpong");
 static_assert(kBN % kBBoxCols == 0 && kBN <= 256 && (kBN == 32) == (kBBoxCols == 32),
               "bn: 64-column boxes (or one 32-column box), wgmma n <= 256");
 static_assert(kBM <= 256, "TMA box rows <= 256");
@@ -76,8 +89,8 @@ constexpr int kMaxSplit = 8;                        // partial outputs the works
 static_assert(kABytes % 1024 == 0 && kBBoxBytes % 1024 == 0, "swizzle patterns stay 1024-byte aligned");
 static_assert((kCluster == 1 || kCluster == 2 || kCluster == 4) && kAShareBytes % 1024 == 0,
               "cluster 1, 2 or 4; each CTA's share of A keeps the 128-byte swizzle's 1024-byte alignment");
-#if CLUSTER > 1
-#define WGMMA_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#if CLUSTER * CLUSTER_K > 1
+#define WGMMA_CLUSTER_DIMS __cluster_dims__(CLUSTER * CLUSTER_K, 1, 1)
 #else
 #define WGMMA_CLUSTER_DIMS
 #endif
@@ -119,6 +132,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   __shared__ __align__(8) unsigned long long full_bar[kStages];   // the stage's copies have landed
   __shared__ __align__(8) unsigned long long empty_bar[kStages];  // every consumer warp is done with it
   __shared__ __align__(8) unsigned long long turn_bar[2];  // pingpong: consumer c may wait on its unit's k-tiles
+  __shared__ __align__(8) unsigned long long red_bar;      // cluster-K: the other ranks' partials have landed
   // The ring starts at the first 1024-byte boundary (the launch asks for 1024 spare bytes).
   const unsigned ring = (smem_u32(wgmma_smem) + 1023u) & ~1023u;
 
@@ -130,18 +144,21 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       mbar_init(smem_u32(&empty_bar[s]), 4 * kUnitConsumers * kCluster);  // the unit's consumer warps, cluster-wide
     }
     for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
+    if constexpr (kClusterK > 1) mbar_init(smem_u32(&red_bar), (kClusterK - 1) * 128 * kConsumers);
     mbar_init_fence();
   }
   // The cluster's barriers are initialised before any CTA multicasts into another or arrives on its.
-  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (kClusterCtas > 1) cluster_sync();
   else __syncthreads();
 
+  // The CTA's rank in its cluster: along N (A's share it multicasts) or along K (its share of the k-tiles).
   const int rank = kCluster > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const int rank_k = kClusterK > 1 ? static_cast<int>(cluster_rank()) : 0;
   // A persistent grid's units span the batch; otherwise blockIdx.z is the batch.
   const WgmmaGrid grid = wgmma_grid(M, N, K, kBM, kBN, kBK, kSplitK, kGroupM, kCluster, kPersistentCtas > 0 ? batches : 1);
   const int units = wgmma_units(grid);
   // A persistent cluster strides the units by the grid's clusters; otherwise there is one per unit.
-  const int first_unit = static_cast<int>(blockIdx.x) / kCluster;
+  const int first_unit = static_cast<int>(blockIdx.x) / kClusterCtas;
   const int unit_step = kPersistentCtas > 0 ? static_cast<int>(gridDim.x) / kCluster : units;
 
   if (warpgroup == 0) {
@@ -151,7 +168,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     if (tid == 0) {
       int it = 0;  // k-tiles issued so far by this CTA: the ring position
       for (int u = first_unit; u < units; u += unit_step) {
-        const WgmmaUnit w = wgmma_unit(grid, u, rank);
+        const WgmmaUnit w = wgmma_k_share(wgmma_unit(grid, u, rank), rank_k, kClusterK);
         const int batch = static_cast<int>(blockIdx.z) + w.batch;
         const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
         // B boxes wholly past N are not fetched (their columns are never stored): TMA's zero fill is
@@ -185,7 +202,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       }
     }
     // No CTA leaves while another of its cluster may still arrive on its barriers.
-    if constexpr (kCluster > 1) cluster_sync();
+    if constexpr (kClusterCtas > 1) cluster_sync();
     return;
   }
 
@@ -198,7 +215,7 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
   int round = 0;  // pingpong: units this consumer has run
   float acc[kMSub][kAcc];
   for (int u = first_unit, j = 0; u < units; u += unit_step, ++j) {
-    const WgmmaUnit w = wgmma_unit(grid, u, rank);
+    const WgmmaUnit w = wgmma_k_share(wgmma_unit(grid, u, rank), rank_k, kClusterK);
     const int batch = static_cast<int>(blockIdx.z) + w.batch;
     const int row0 = w.block_row * kBM, col0 = w.block_col * kBN;
     if constexpr (kPingpong) {
@@ -239,6 +256,31 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     // The unit's last stage is free too: the producer may refill it for the next unit meanwhile.
     if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
     if (kCluster > 1 && col0 >= N) continue;  // an idle CTA of a partial cluster: nothing to store
+    if constexpr (kClusterK > 1) {
+      // The reduction buffer, after the ring and epilogue 1's buffers: [rank - 1][i][e][consumer thread].
+      constexpr int kSlotThreads = 128 * kConsumers;
+      const unsigned red = ring + static_cast<unsigned>(kStages * kStageBytes + (kEpilogue ? kConsumers * 4 * kEpiWarpFloats * 4 : 0));
+      const int me = consumer * 128 + ctid;
+      if (rank_k > 0) {
+        // This rank's partial into rank 0's buffer, then the arrival that releases it (cluster scope).
+        const unsigned mine = red + static_cast<unsigned>((rank_k - 1) * kMSub * kAcc * kSlotThreads + me) * 4u;
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+          for (int e = 0; e < kAcc; ++e)
+            st_cluster_f32(cluster_addr(mine + static_cast<unsigned>((i * kAcc + e) * kSlotThreads) * 4u, 0u), acc[i][e]);
+        mbar_arrive_release_cluster(cluster_addr(smem_u32(&red_bar), 0u));
+        continue;  // rank 0 stores the tile
+      }
+      mbar_wait_acquire_cluster(smem_u32(&red_bar), 0u);  // one unit per CTA: the barrier's first phase
+      const float* parts = reinterpret_cast<const float*>(wgmma_smem + (red - smem_u32(wgmma_smem))) + me;
+#pragma unroll
+      for (int r = 0; r < kClusterK - 1; ++r)  // in rank order: the sum repeats
+#pragma unroll
+        for (int i = 0; i < kMSub; ++i)
+#pragma unroll
+          for (int e = 0; e < kAcc; ++e) acc[i][e] += parts[((r * kMSub + i) * kAcc + e) * kSlotThreads];
+    }
 
     const int row_base = row0 + (kPingpong ? 0 : consumer) * kRowsPerConsumer;
     // Epilogue 1's buffer: after the ring, one per consumer warp.
@@ -315,5 +357,5 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       });
     }
   }
-  if constexpr (kCluster > 1) cluster_sync();
+  if constexpr (kClusterCtas > 1) cluster_sync();
 }

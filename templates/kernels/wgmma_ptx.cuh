@@ -72,6 +72,30 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank)
       " mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
       : : "r"(bar), "r"(rank) : "memory");
 }
+// The address of the same shared location in the cluster's CTA `rank` (a shared::cluster address).
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+// A store into another CTA's shared memory (distributed shared memory, a shared::cluster address).
+__device__ __forceinline__ void st_cluster_f32(unsigned remote, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
+}
+// Arrives on an mbarrier of another CTA with release at cluster scope: this thread's earlier stores into
+// that CTA's shared memory are visible to whoever then waits on the barrier with acquire at cluster scope.
+__device__ __forceinline__ void mbar_arrive_release_cluster(unsigned remote_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" : : "r"(remote_bar) : "memory");
+}
+// mbar_wait with acquire at cluster scope: sees the stores other CTAs released with their arrivals.
+__device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" : : : "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" : : : "memory"); }
 // Waits until at most N committed wgmma groups of this warp are still pending.

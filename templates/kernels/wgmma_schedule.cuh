@@ -85,6 +85,16 @@ WGMMA_HD WgmmaUnit wgmma_unit(const WgmmaGrid& g, int u, int rank = 0) {
   return w;
 }
 
+// Unit w's share of k-tiles that rank `rank` of a cluster of `ck` CTAs along K multiplies (CLUSTER_K): the
+// ranks split [kt_begin, kt_end) as split-K splits a tile, each share non-empty when ck <= its k-tiles; rank 0
+// then sums the others' partial accumulators, which they send it through distributed shared memory.
+WGMMA_HD WgmmaUnit wgmma_k_share(WgmmaUnit w, int rank, int ck) {
+  const int n = w.kt_end - w.kt_begin, b = w.kt_begin;
+  w.kt_begin = b + static_cast<int>(static_cast<long long>(rank) * n / ck);
+  w.kt_end = b + static_cast<int>(static_cast<long long>(rank + 1) * n / ck);
+  return w;
+}
+
 // The ring slot of a CTA's it-th k-tile (counted over all its units): the stage, the parity of the
 // full barrier's phase the consumers wait for (the stage's use it / stages), and whether the producer
 // must first wait for the consumers to release the stage's previous use (the empty barrier's phase

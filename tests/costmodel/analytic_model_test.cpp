@@ -93,7 +93,7 @@ TEST(AnalyticModel, WgmmaBeatsMmaSyncOnHopperOnly) {
   limits.max_shared_per_block_bytes = h100().shared_per_block_bytes;
   templates::GemmWgmmaTemplate wg(false);
   auto wspace = wg.space(w, limits);
-  search::Config wc{128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0};
+  search::Config wc{128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1};
   ASSERT_TRUE(wspace.is_valid(wc)) << wspace.violation(wc).value_or("");
   const auto async = estimate(wg.profile(wspace, wc, w), {168, 0, 0}, h100());
   templates::GemmTcTemplate mma(false);
@@ -171,17 +171,17 @@ TEST(AnalyticModel, WgmmaSplitKCostsMoreThanItFillsOnDecodeAndPersistenceSavesTh
   // 4 / 8 splits; on the H100 at M=16 split 2 was best and 4 and 8 slower.
   auto decode = templates::parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   auto ds = wg.space(decode, limits);
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
-  const auto one = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 1, 0, 0, 1, 0}, decode), res, h100());
-  const auto four = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 4, 0, 0, 1, 0}, decode), res, h100());
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
+  const auto one = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 1, 0, 0, 1, 0, 1}, decode), res, h100());
+  const auto four = estimate(wg.profile(ds, {64, 64, 1, 6, 8, 0, 4, 0, 0, 1, 0, 1}, decode), res, h100());
   ASSERT_TRUE(one.launchable && four.launchable);
   EXPECT_GT(four.time_ms, one.time_ms) << one.bound << " / " << four.bound;
   // 4096 x 4096 x 512 on 128x128 tiles: 1024 units of 8 k-tiles; a persistent grid fills each unit's
   // ring during the previous epilogue: faster, but by less than a fifth (the tail of whole units stays).
   auto short_k = templates::parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
   auto ss = wg.space(short_k, limits);
-  const auto fresh = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0}, short_k), res, h100());
-  const auto persistent = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 132, 0, 1, 0}, short_k), res, h100());
+  const auto fresh = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}, short_k), res, h100());
+  const auto persistent = estimate(wg.profile(ss, {128, 128, 2, 4, 8, 0, 1, 132, 0, 1, 0, 1}, short_k), res, h100());
   EXPECT_LT(persistent.time_ms, fresh.time_ms);
   EXPECT_GT(persistent.time_ms, 0.8 * fresh.time_ms);
 }

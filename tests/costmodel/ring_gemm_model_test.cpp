@@ -13,7 +13,7 @@ const GpuSpec& ring_h100() {
   return g;
 }
 
-// BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
+// BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
 KernelProfile wgmma_profile(const search::Config& c, const std::string& shape = "M=4096,N=4096,K=4096") {
   templates::GemmWgmmaTemplate tmpl(false);
   templates::DeviceLimits limits;
@@ -32,7 +32,7 @@ double ms(const KernelProfile& p, int registers = 168) {
 }
 
 TEST(RingGemmModel, TheTemplateFillsTheTiling) {
-  const auto p = wgmma_profile({128, 256, 2, 4, 8, 1, 1, 132, 0, 1, 0});
+  const auto p = wgmma_profile({128, 256, 2, 4, 8, 1, 1, 132, 0, 1, 0, 1});
   ASSERT_TRUE(is_ring_gemm(p));
   EXPECT_EQ(p.gemm.m, 4096);
   EXPECT_EQ(p.gemm.bm, 128);
@@ -41,7 +41,7 @@ TEST(RingGemmModel, TheTemplateFillsTheTiling) {
   EXPECT_EQ(p.gemm.group_m, 8);
   EXPECT_EQ(p.gemm.out_bytes, 4);
   EXPECT_EQ(p.gemm.persistent_ctas, 132);
-  EXPECT_EQ(wgmma_profile({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}).gemm.persistent_ctas, 0);
+  EXPECT_EQ(wgmma_profile({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}).gemm.persistent_ctas, 0);
   // A profile without the tiling takes the generic path.
   KernelProfile generic = p;
   generic.gemm = {};
@@ -52,14 +52,14 @@ TEST(RingGemmModel, TheTemplateFillsTheTiling) {
 // 1.42 ms real against 0.56 ms with 4 stages and 0.45 ms with 6); deeper rings approach the throughput
 // bound, where more stages stop paying.
 TEST(RingGemmModel, DeeperRingsHideTheRoundTripUntilThroughputBinds) {
-  const double s2 = ms(wgmma_profile({64, 64, 1, 2, 8, 0, 1, 0, 0, 1, 0}), 240);
-  const double s4 = ms(wgmma_profile({64, 64, 1, 4, 8, 0, 1, 0, 0, 1, 0}), 240);
-  const double s6 = ms(wgmma_profile({64, 64, 1, 6, 8, 0, 1, 0, 0, 1, 0}), 240);
+  const double s2 = ms(wgmma_profile({64, 64, 1, 2, 8, 0, 1, 0, 0, 1, 0, 1}), 240);
+  const double s4 = ms(wgmma_profile({64, 64, 1, 4, 8, 0, 1, 0, 0, 1, 0, 1}), 240);
+  const double s6 = ms(wgmma_profile({64, 64, 1, 6, 8, 0, 1, 0, 0, 1, 0, 1}), 240);
   EXPECT_GT(s2, 1.8 * s4);
   EXPECT_GT(s4, s6);
   // 128x256 with two consumers is MMA-bound by 3 stages: the fourth gains little.
-  const double big3 = ms(wgmma_profile({128, 256, 2, 3, 8, 0, 1, 0, 0, 1, 0}));
-  const double big4 = ms(wgmma_profile({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}));
+  const double big3 = ms(wgmma_profile({128, 256, 2, 3, 8, 0, 1, 0, 0, 1, 0, 1}));
+  const double big4 = ms(wgmma_profile({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}));
   EXPECT_LT(big4, big3);
   EXPECT_GT(big4, 0.9 * big3);
 }
@@ -67,8 +67,8 @@ TEST(RingGemmModel, DeeperRingsHideTheRoundTripUntilThroughputBinds) {
 // Wave quantisation over 132 SMs: 33x32 tiles of 128x128 are 1056 units, 8 per SM; one more block row
 // (1088 units) makes the busiest SM run 9 — an eighth more time for 3% more work.
 TEST(RingGemmModel, ALastPartialWaveCostsAWholeRound) {
-  const double full = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0}, "M=4224,N=4096,K=4096"));
-  const double spill = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0}, "M=4352,N=4096,K=4096"));
+  const double full = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}, "M=4224,N=4096,K=4096"));
+  const double spill = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}, "M=4352,N=4096,K=4096"));
   EXPECT_GT(spill, 1.09 * full);
 }
 
@@ -92,16 +92,16 @@ TEST(RingGemmModel, GroupedRasterReadsFewerPanelsFromDram) {
   // And it shows in the estimate, most on narrow tiles, whose waves re-read the most (recorded at
   // 8192^3, median GROUP_M=8 over GROUP_M=1: 0.61 on 64x64 tiles, 0.89 on 128x128).
   const std::string big = "M=8192,N=8192,K=8192";
-  EXPECT_LT(ms(wgmma_profile({64, 64, 1, 4, 8, 0, 1, 0, 0, 1, 0}, big), 240),
-            0.85 * ms(wgmma_profile({64, 64, 1, 4, 1, 0, 1, 0, 0, 1, 0}, big), 240));
-  EXPECT_LT(ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0}, big)), ms(wgmma_profile({128, 128, 2, 4, 1, 0, 1, 0, 0, 1, 0}, big)));
+  EXPECT_LT(ms(wgmma_profile({64, 64, 1, 4, 8, 0, 1, 0, 0, 1, 0, 1}, big), 240),
+            0.85 * ms(wgmma_profile({64, 64, 1, 4, 1, 0, 1, 0, 0, 1, 0, 1}, big), 240));
+  EXPECT_LT(ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}, big)), ms(wgmma_profile({128, 128, 2, 4, 1, 0, 1, 0, 0, 1, 0, 1}, big)));
 }
 
 // The epilogue stores pairs of outputs: four threads' f16 pairs fill half a 32-byte sector, f32 pairs a
 // whole one, so fp32 output costs no more store sectors (recorded: OUT_F32=1 is no slower).
 TEST(RingGemmModel, Fp32OutputCostsAboutTheSame) {
-  const double f16 = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0}));
-  const double f32 = ms(wgmma_profile({128, 128, 2, 4, 8, 1, 1, 0, 0, 1, 0}));
+  const double f16 = ms(wgmma_profile({128, 128, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}));
+  const double f32 = ms(wgmma_profile({128, 128, 2, 4, 8, 1, 1, 0, 0, 1, 0, 1}));
   EXPECT_NEAR(f32 / f16, 1.0, 0.03);
 }
 
@@ -111,7 +111,7 @@ TEST(RingGemmModel, Fp32OutputCostsAboutTheSame) {
 // 64 k-tiles a unit (K = 4096), which hide the whole epilogue; a CTA's last epilogue is never hidden.
 TEST(RingGemmModel, OverlappedEpiloguesCostOnlyWhatTheKTilesDoNotHide) {
   auto pair = [](const std::string& shape) {
-    KernelProfile p = wgmma_profile({128, 64, 2, 4, 1, 0, 1, 132, 1, 1, 0}, shape);
+    KernelProfile p = wgmma_profile({128, 64, 2, 4, 1, 0, 1, 132, 1, 1, 0, 1}, shape);
     KernelProfile q = p;
     q.gemm.epilogue_overlapped = true;
     return std::make_pair(ms(p), ms(q));
@@ -156,7 +156,7 @@ TEST(RingGemmModel, AnIm2colMatrixReadsTheInputOnceFromDram) {
   EXPECT_LT(e.dram_ms, 0.3 * e1.dram_ms);
   EXPECT_LT(e.time_ms, 0.05) << "no longer DRAM-bound at the im2col matrix's size";
   // A GEMM reads its A panels from DRAM whole.
-  EXPECT_EQ(wgmma_profile({128, 256, 2, 4, 8, 1, 1, 132, 0, 1, 0}).gemm.a_dram_share, 1.0);
+  EXPECT_EQ(wgmma_profile({128, 256, 2, 4, 8, 1, 1, 132, 0, 1, 0, 1}).gemm.a_dram_share, 1.0);
 }
 
 }  // namespace

@@ -155,6 +155,7 @@ struct WgmmaCase {
   int epilogue = 0;  ///< 1: staged through shared memory
   int cluster = 1;   ///< CTAs per cluster sharing A by TMA multicast
   int pingpong = 0;  ///< 1: the two consumers run alternate units whole
+  int cluster_k = 1; ///< CTAs per cluster along K, reduced through distributed shared memory
 };
 
 class GpuWgmmaKnobs : public GpuVendorBase {};
@@ -163,7 +164,7 @@ class GpuWgmmaKnobs : public GpuVendorBase {};
 // N=K=4096 and a short K), every split count, persistent grids with several units per CTA (so the
 // ring's phases run on across tiles) with and without split-K, odd M and N, bf16, fp32 output, and
 // batches (a persistent grid over all batch entries' units), the staged epilogue and deep rings, and
-// clusters that multicast A, and pingpong consumers. Each config runs twice on the same workspace (the checked run
+// clusters that multicast A, pingpong consumers and clusters along K. Each config runs twice on the same workspace (the checked run
 // and the timed runs): split-K's tile counters must be left zero by the first launch.
 TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
   const std::vector<WgmmaCase> cases = {
@@ -218,6 +219,16 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"gemm", "M=1000,N=2048,K=256", "bf16", 128, 64, 2, 3, 8, 0, 1, 1, 0, 1, 1},
       {"gemm", "M=777,N=1000,K=200", "bf16", 64, 256, 2, 4, 8, 1, 1, 1, 1, 1, 1},
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 128, 128, 2, 4, 8, 1, 1, 1, 1, 2, 1},
+      // CLUSTER_K: 2 and 4 ranks per tile summed through distributed shared memory: decode (M=16 in a 64-row
+      // tile, 32-column tiles), two consumers, both epilogues, fp32 C, bf16, odd M and N, 4 k-tiles over 4
+      // ranks (one each), batches.
+      {"gemm", "M=64,N=4096,K=4096", "f16", 64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 2},
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 12, 8, 1, 1, 0, 1, 1, 0, 4},
+      {"gemm", "M=32,N=2048,K=4096", "bf16", 64, 32, 1, 16, 1, 0, 1, 0, 0, 1, 0, 2},
+      {"gemm", "M=128,N=4096,K=4096", "f16", 128, 64, 2, 8, 8, 0, 1, 0, 1, 1, 0, 2},
+      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 6, 8, 1, 1, 0, 0, 1, 0, 4},
+      {"gemm", "M=200,N=136,K=200", "f16", 64, 64, 1, 4, 1, 0, 1, 0, 1, 1, 0, 4},
+      {"batched_gemm", "B=3,M=130,N=72,K=200", "f16", 64, 64, 1, 4, 8, 0, 1, 0, 1, 1, 0, 2},
   };
   NvrtcBuilder builder(nullptr);
   WorkerClient worker(TUNER_BIN);
@@ -229,7 +240,8 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
     const nlohmann::json j = {{"BM", g.bm},          {"BN", g.bn},           {"CONSUMERS", g.consumers},
                               {"STAGES", g.stages},  {"GROUP_M", g.group_m}, {"OUT_F32", g.out_f32},
                               {"SPLIT_K", g.split_k}, {"PERSISTENT", g.persistent ? device_.limits.sm_count : 0},
-                              {"EPILOGUE", g.epilogue},  {"CLUSTER", g.cluster}, {"PINGPONG", g.pingpong}};
+                              {"EPILOGUE", g.epilogue},  {"CLUSTER", g.cluster}, {"PINGPONG", g.pingpong},
+                              {"CLUSTER_K", g.cluster_k}};
     const search::Config c = space.from_json(j);
     const std::string cfg = w.to_string() + " " + j.dump();
     ASSERT_TRUE(space.is_valid(c)) << cfg << ": " << space.violation(c).value_or("");

@@ -69,11 +69,11 @@ TEST(GemmWgmmaTemplate, TensorMapsMatchTheStageTheKernelExpects) {
   GemmWgmmaTemplate t(true);
   auto w = parse_workload("batched_gemm", "B=3,M=200,N=136,K=304", "bf16");
   auto space = t.space(w, h100_test_limits());
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
   for (const search::Config& c :
-       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0, 1, 0},
-        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1, 1, 0}, search::Config{64, 64, 1, 6, 8, 0, 1, 132, 1, 2, 0},
-        search::Config{128, 32, 2, 8, 1, 0, 2, 0, 1, 4, 0}}) {
+       {search::Config{128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}, search::Config{64, 192, 1, 6, 1, 1, 4, 132, 0, 1, 0, 1},
+        search::Config{64, 32, 1, 12, 1, 0, 2, 0, 1, 1, 0, 1}, search::Config{64, 64, 1, 6, 8, 0, 1, 132, 1, 2, 0, 1},
+        search::Config{128, 32, 2, 8, 1, 0, 2, 0, 1, 4, 0, 1}}) {
     ASSERT_TRUE(space.is_valid(c)) << *space.violation(c);
     const auto k = t.instantiate(space, c, w);
     const WgmmaTiling tl = GemmWgmmaTemplate::tiling(space, c, w.dtype);
@@ -139,10 +139,10 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   // Decode: M=16, N=K=4096: split-K offered up to 8, the persistent grid holds the SM count.
   const auto decode = parse_workload("gemm", "M=16,N=4096,K=4096", "f16");
   auto space = t.space(decode, limits);
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
-  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0, 1, 0};
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
+  const search::Config c{64, 64, 1, 6, 8, 0, 4, 132, 0, 1, 0, 1};
   ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0, 1, 0})) << "the persistent grid is this device's SM count";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 8, 0, 4, 114, 0, 1, 0, 1})) << "the persistent grid is this device's SM count";
   const auto k = t.instantiate(space, c, decode);
   // 64 tiles of 64 columns x 4 splits = 256 units on 132 persistent CTAs.
   EXPECT_EQ(k.launch.grid[0], 132u);
@@ -150,7 +150,7 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   EXPECT_TRUE(k.profile.persistent);
   EXPECT_EQ(k.profile.main_loop_iterations, 16) << "64 k-tiles over 4 splits";
   // Split-K costs the partials: each split writes and the last reads back 16 x 4096 fp32 values.
-  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0, 1, 0}, decode);
+  const auto unsplit = t.profile(space, {64, 64, 1, 6, 8, 0, 1, 132, 0, 1, 0, 1}, decode);
   EXPECT_DOUBLE_EQ(k.profile.global_bytes - unsplit.global_bytes, 2.0 * 4.0 * 16 * 4096 * 4);
   const auto reduced = t.reduced_space(decode, limits);
   EXPECT_EQ(reduced.knobs()[6].values, (std::vector<int64_t>{1, 4}));
@@ -158,27 +158,28 @@ TEST(GemmWgmmaTemplate, DecodeShapesGetSplitKAndPersistentGrids) {
   // Tunable in 200 trials with the compiled prior: the decode space stays near ten thousand (5,760 with
   // the staged epilogue, rings to 16 stages that only small tiles can hold, and 32-column tiles for BM
   // up to 128; 13,440 with 2-CTA clusters and 4-CTA ones for tiles up to 64 columns; 14,384 with
-  // pingpong for persistent two-consumer grids without split-K), 4096^3 (no split-K) smaller.
+  // pingpong for persistent two-consumer grids without split-K; 15,288 with cluster-K for the tilings whose
+  // tiles leave SMs idle), 4096^3 (no split-K) smaller.
   RecordProperty("decode_space", static_cast<int>(space.size()));
-  EXPECT_LE(space.size(), 14500u);
+  EXPECT_LE(space.size(), 15500u);
   // Clusters: 4 CTAs only for narrow tiles and never persistent; never more CTAs than block columns.
-  EXPECT_TRUE(space.is_valid({64, 32, 1, 16, 1, 0, 1, 0, 1, 4, 0}));
-  EXPECT_FALSE(space.is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 4, 0}));
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 4, 0}));
-  EXPECT_TRUE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 2, 0}));
+  EXPECT_TRUE(space.is_valid({64, 32, 1, 16, 1, 0, 1, 0, 1, 4, 0, 1}));
+  EXPECT_FALSE(space.is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 4, 0, 1}));
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 4, 0, 1}));
+  EXPECT_TRUE(space.is_valid({64, 64, 1, 6, 1, 0, 1, 132, 1, 2, 0, 1}));
   const auto narrow = parse_workload("gemm", "M=64,N=128,K=4096", "f16");
-  EXPECT_FALSE(t.space(narrow, limits).is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 2, 0})) << "one block column";
-  EXPECT_TRUE(t.space(narrow, limits).is_valid({64, 64, 1, 6, 1, 0, 1, 0, 1, 2, 0}));
+  EXPECT_FALSE(t.space(narrow, limits).is_valid({64, 128, 1, 6, 1, 0, 1, 0, 1, 2, 0, 1})) << "one block column";
+  EXPECT_TRUE(t.space(narrow, limits).is_valid({64, 64, 1, 6, 1, 0, 1, 0, 1, 2, 0, 1}));
   // 4096 x 4096 x 512: 2^24 outputs are past the workspace's partials; persistent grids remain.
   const auto short_k = parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
   auto sk = t.space(short_k, limits);
-  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0, 1, 0}));
-  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0, 1, 0}));
+  EXPECT_FALSE(sk.is_valid({128, 128, 2, 4, 8, 0, 2, 0, 0, 1, 0, 1}));
+  EXPECT_TRUE(sk.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 0, 1, 0, 1}));
   EXPECT_EQ(t.reduced_space(short_k, limits).knobs()[6].values, (std::vector<int64_t>{1}));
   // Past K's k-tiles no split: K=192 has 3.
   const auto tiny_k = parse_workload("gemm", "M=64,N=512,K=192", "f16");
-  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0, 1, 0}));
-  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0, 1, 0}));
+  EXPECT_TRUE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 2, 0, 0, 1, 0, 1}));
+  EXPECT_FALSE(t.space(tiny_k, limits).is_valid({64, 64, 1, 2, 8, 0, 4, 0, 0, 1, 0, 1}));
 }
 
 TEST(GemmWgmmaTemplate, GeneratedSourceIssuesTheWgmmaShapeOfTheTile) {
@@ -226,18 +227,71 @@ TEST(GemmWgmmaTemplate, ConsumersNeverHoldMoreThan128Accumulators) {
     }
   }
   EXPECT_GT(pingpongs, 0);
-  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG
-  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0, 1, 0})) << "one consumer with 256 accumulators";
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0}));
-  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0, 1, 0})) << "persistent";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0, 1, 0})) << "5 x 48 KiB stages exceed 227 KiB";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0, 1, 0})) << "no split-K past 2^21 outputs";
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
+  EXPECT_FALSE(space.is_valid({128, 256, 1, 4, 8, 0, 1, 0, 0, 1, 0, 1})) << "one consumer with 256 accumulators";
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 0, 0, 1, 0, 1}));
+  EXPECT_TRUE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 0, 1, 0, 1})) << "persistent";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 5, 8, 0, 1, 0, 0, 1, 0, 1})) << "5 x 48 KiB stages exceed 227 KiB";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 2, 0, 0, 1, 0, 1})) << "no split-K past 2^21 outputs";
   // Pingpong: each consumer holds a whole unit's accumulators, on a persistent grid.
-  EXPECT_TRUE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 1, 1, 1}));
-  EXPECT_TRUE(space.is_valid({64, 256, 2, 4, 8, 0, 1, 132, 1, 2, 1})) << "64 rows per consumer, a 2-CTA cluster";
-  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 1, 1, 1})) << "256 accumulators per consumer";
-  EXPECT_FALSE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 0, 1, 1, 1})) << "pingpong needs a persistent grid";
-  EXPECT_FALSE(space.is_valid({128, 128, 1, 4, 8, 0, 1, 132, 1, 1, 1})) << "pingpong needs two consumers";
+  EXPECT_TRUE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 132, 1, 1, 1, 1}));
+  EXPECT_TRUE(space.is_valid({64, 256, 2, 4, 8, 0, 1, 132, 1, 2, 1, 1})) << "64 rows per consumer, a 2-CTA cluster";
+  EXPECT_FALSE(space.is_valid({128, 256, 2, 4, 8, 0, 1, 132, 1, 1, 1, 1})) << "256 accumulators per consumer";
+  EXPECT_FALSE(space.is_valid({128, 128, 2, 4, 8, 0, 1, 0, 1, 1, 1, 1})) << "pingpong needs a persistent grid";
+  EXPECT_FALSE(space.is_valid({128, 128, 1, 4, 8, 0, 1, 132, 1, 1, 1, 1})) << "pingpong needs two consumers";
+}
+
+// Cluster-K: a cluster's CTAs split one tile's k-tiles and rank 0 sums them from distributed shared memory.
+// Offered only where the tiles leave SMs idle, with a CTA per unit, no split-K and no N-cluster; the grid has a
+// CTA per (tile, rank), the shared memory holds the other ranks' accumulators, and the model sees split-K
+// without partials in the workspace.
+TEST(GemmWgmmaTemplate, ClusterKSplitsIdleShapesAcrossACluster) {
+  GemmWgmmaTemplate t(false);
+  const auto limits = h100_test_limits();
+  const auto decode = parse_workload("gemm", "M=64,N=4096,K=4096", "f16");
+  auto space = t.space(decode, limits);
+  // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
+  const search::Config c{64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 2};
+  ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
+  EXPECT_TRUE(space.is_valid({64, 64, 1, 8, 1, 0, 1, 0, 1, 1, 0, 4}));
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 4})) << "12 stages and 3 ranks' partials: 257 KB";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 132, 1, 1, 0, 2})) << "a CTA per unit";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 2, 0, 1, 1, 0, 2})) << "not with split-K";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 0, 1, 2, 0, 2})) << "not with an N-cluster";
+  EXPECT_TRUE(space.is_valid({64, 32, 1, 12, 1, 0, 1, 0, 1, 1, 0, 2})) << "128 tiles leave 4 SMs idle: offered";
+  EXPECT_FALSE(t.space(parse_workload("gemm", "M=256,N=4096,K=4096", "f16"), limits)
+                   .is_valid({64, 64, 1, 8, 1, 0, 1, 0, 1, 1, 0, 2}))
+      << "256 tiles fill the SMs";
+  // Dynamic and static shared memory share the limit: 233,472 dynamic bytes fit 232,448 alone, not with the ring's
+  // barriers (a launch error on the GPU otherwise).
+  const search::Config edge{64, 32, 1, 16, 1, 0, 1, 0, 1, 1, 0, 4};
+  EXPECT_LE(wgmma_shared_bytes(GemmWgmmaTemplate::tiling(space, edge, decode.dtype)),
+            static_cast<size_t>(limits.max_shared_per_block_bytes) + 1024);
+  EXPECT_FALSE(space.is_valid(edge));
+  const auto k = t.instantiate(space, c, decode);
+  EXPECT_EQ(k.launch.grid[0], 128u) << "64 tiles x 2 ranks";
+  EXPECT_NE(k.source.find("#define CLUSTER_K 2\n"), std::string::npos);
+  const auto tl = GemmWgmmaTemplate::tiling(space, c, decode.dtype);
+  WgmmaTiling alone = tl;
+  alone.cluster_k = 1;
+  EXPECT_EQ(wgmma_shared_bytes(tl) - wgmma_shared_bytes(alone), 128u * 32 * 4) << "one rank's 32 accumulators a thread";
+  EXPECT_EQ(k.profile.blocks, 128);
+  EXPECT_EQ(k.profile.main_loop_iterations, 32) << "64 k-tiles over 2 ranks";
+  EXPECT_EQ(k.profile.gemm.split_k, 2);
+  EXPECT_TRUE(k.profile.gemm.split_in_cluster);
+  // Split-K through the workspace moves partials; cluster-K moves none.
+  const auto split = t.profile(space, {64, 64, 1, 12, 1, 0, 2, 0, 1, 1, 0, 1}, decode);
+  EXPECT_GT(split.global_bytes, k.profile.global_bytes);
+  // Big shapes fill the SMs with tiles: never offered there (the space stays as it was).
+  const auto big = parse_workload("gemm", "M=4096,N=4096,K=4096", "f16");
+  auto bs = t.space(big, limits);
+  for (const auto& bc : bs.enumerate()) ASSERT_EQ(GemmWgmmaTemplate::tiling(bs, bc, big.dtype).cluster_k, 1);
+  // Records without the knob are cluster_k 1 and keep their keys.
+  const nlohmann::json old = {{"BM", 64}, {"BN", 64}, {"CONSUMERS", 1}, {"STAGES", 12}, {"GROUP_M", 1},
+                              {"OUT_F32", 0}, {"SPLIT_K", 1}, {"PERSISTENT", 0}, {"EPILOGUE", 1}};
+  const search::Config oc = space.from_json(old);
+  EXPECT_EQ(GemmWgmmaTemplate::tiling(space, oc, decode.dtype).cluster_k, 1);
+  EXPECT_EQ(nlohmann::json::parse(space.to_json_string(oc)), old);
 }
 
 // Records made before PINGPONG existed (no such key) are the cooperative kernel; its configs keep their

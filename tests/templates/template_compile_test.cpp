@@ -104,9 +104,9 @@ TEST_P(TemplateReducedSpaceCompiles, EveryConfigWithinTheDeviceLimits) {
 }
 
 // A deterministic sample of gemm_tc_wgmma's full space on a decode shape (where every SPLIT_K value is
-// offered): 18 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value,
+// offered): 24 configs, every 1/8th of the enumeration plus the first config of each SPLIT_K value,
 // the first persistent one, staged epilogues (with split-K 8, with two consumers), a 12-stage ring and
-// BN 32 (64-byte swizzle) twice. Each compiles for sm_90a with no spills, leaves the
+// BN 32 (64-byte swizzle) twice, pingpong, and clusters along K. Each compiles for sm_90a with no spills, leaves the
 // setmaxnreg pool enough registers, and passes the launch check.
 TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   const auto gpu = *costmodel::find_gpu_spec("h100-sxm");
@@ -139,7 +139,11 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   take_first("CLUSTER", 4, "BN", 32);
   take_first("CLUSTER", 2, "SPLIT_K", 4);
   take_first("CLUSTER", 2, "PERSISTENT", limits.sm_count);
-  ASSERT_EQ(sample.size(), 21u);
+  // Pingpong consumers; clusters along K (2 and 4 ranks), the deepest ring 4 ranks' partials leave room for.
+  take_first("PINGPONG", 1);
+  take_first("CLUSTER_K", 2, "EPILOGUE", 1);
+  take_first("CLUSTER_K", 4, "BN", 32);
+  ASSERT_EQ(sample.size(), 24u);
   const CompiledConfigs compiled = compile_configs_cached(tmpl, space, sample, w, limits);
   for (size_t i = 0; i < sample.size(); ++i) {
     expect_launchable(compiled, i, limits, space.to_json_string(sample[i]), true);
@@ -149,6 +153,8 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
     const templates::WgmmaTiling t = templates::GemmWgmmaTemplate::tiling(space, sample[i], w.dtype);
     EXPECT_GE(r.resources.registers * threads, 128 * 40 + t.consumers * 128 * templates::wgmma_consumer_registers(t))
         << cfg;
+    // The space's shared-memory constraint counts the kernel's static shared memory at most as it is.
+    EXPECT_LE(static_cast<size_t>(r.resources.static_shared_bytes), templates::wgmma_static_shared_bytes(t)) << cfg;
   }
   RecordProperty("configs", static_cast<int>(sample.size()));
 }

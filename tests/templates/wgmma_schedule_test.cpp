@@ -114,6 +114,30 @@ TEST(WgmmaSchedule, EveryTileAndKTileIsComputedExactlyOnce) {
   EXPECT_GT(checked, 7000);
 }
 
+// Cluster-K: the ranks of a cluster split each unit's k-tiles as split-K splits a tile; every k-tile of the
+// unit is multiplied by exactly one rank, in order, and every rank has some when ck <= the unit's k-tiles.
+TEST(WgmmaSchedule, ClusterKSharesCoverEachUnitsKTilesOnce) {
+  for (int k : {64, 128, 200, 256, 520, 4096})
+    for (int split : {1, 2})
+      for (int ck : {2, 4}) {
+        const WgmmaGrid g = wgmma_grid(64, 4096, k, 64, 64, kWgmmaBk, split, 1);
+        for (int u = 0; u < wgmma_units(g); u += 7) {
+          const WgmmaUnit w = wgmma_unit(g, u);
+          int next = w.kt_begin;
+          for (int r = 0; r < ck; ++r) {
+            const WgmmaUnit s = wgmma_k_share(w, r, ck);
+            EXPECT_EQ(s.kt_begin, next) << "k " << k << " unit " << u << " rank " << r;
+            EXPECT_GE(s.kt_end, s.kt_begin);
+            if (ck <= w.kt_end - w.kt_begin) EXPECT_GT(s.kt_end, s.kt_begin) << "rank " << r << " has no k-tile";
+            EXPECT_EQ(s.block_row, w.block_row);
+            EXPECT_EQ(s.block_col, w.block_col);
+            next = s.kt_end;
+          }
+          EXPECT_EQ(next, w.kt_end);
+        }
+      }
+}
+
 TEST(WgmmaSchedule, SplitsAreBalancedAndPersistentGridsFillTheSms) {
   // 40 k-tiles over 8 splits: 5 each; 9 over 4: 2, 2, 2, 3.
   const WgmmaGrid g = wgmma_grid(64, 64, 40 * 64, 64, 64, 64, 8, 1);
