@@ -169,7 +169,9 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
   auto cs = wgmma_constraints(d, limits);
   auto knobs = wgmma_knobs(true, limits.sm_count);
   const bool split_possible = wgmma_split_possible(d) && d.k >= 4 * kWgmmaBk;
-  if (!split_possible) knobs[6].values = {1};  // SPLIT_K
+  if (!split_possible)
+    for (auto& k : knobs)
+      if (k.name == "SPLIT_K") k.values = {1};
   // 22 configs that cover every value: the ring depth tied to the tile size, GROUP_M to OUT_F32, split-K
   // (where the workload allows it) to OUT_F32 too, the persistent grid to BN == 128 and 2-CTA clusters
   // to the persistent grid where N has two block columns (so none adds configs: the reduced space
@@ -194,13 +196,16 @@ search::ConfigSpace GemmWgmmaTemplate::reduced_space(const Workload& w, const De
                   return (v["PINGPONG"] == 1) ==
                          (v["CONSUMERS"] == 2 && v["PERSISTENT"] != 0 && v["BM"] == 128 && v["SPLIT_K"] == 1);
                 }});
-  // Cluster-K takes the one-consumer 64 x 64 tile without split-K, where the workload offers it.
-  const bool cluster_k_offered = wgmma_tiles_leave_sms_idle(d, 64, 64, limits.sm_count) && d.k > kWgmmaBk;
-  if (!cluster_k_offered) knobs[11].values = {1};  // CLUSTER_K
-  cs.push_back({"reduced: CLUSTER_K == 2 iff BM == BN == 64 and SPLIT_K == 1 (where cluster-K is offered)",
+  // Cluster-K takes the 64 x 256 tile without split-K (a CTA per unit in the reduced space), where the workload
+  // offers it; the 64 x 64 decode tiles keep their configs without it.
+  const bool cluster_k_offered = wgmma_tiles_leave_sms_idle(d, 64, 256, limits.sm_count) && d.k > kWgmmaBk;
+  if (!cluster_k_offered)
+    for (auto& k : knobs)
+      if (k.name == "CLUSTER_K") k.values = {1};
+  cs.push_back({"reduced: CLUSTER_K == 2 iff BM == 64, BN == 256 and SPLIT_K == 1 (where cluster-K is offered)",
                 [cluster_k_offered](const search::ConfigView& v) {
                   return (v["CLUSTER_K"] == 2) ==
-                         (cluster_k_offered && v["BM"] == 64 && v["BN"] == 64 && v["SPLIT_K"] == 1);
+                         (cluster_k_offered && v["BM"] == 64 && v["BN"] == 256 && v["SPLIT_K"] == 1);
                 }});
   cs.push_back({"reduced: CLUSTER == 2 iff PERSISTENT != 0 and N has two block columns",
                 [n = d.n](const search::ConfigView& v) {

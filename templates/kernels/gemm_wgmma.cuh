@@ -1,7 +1,8 @@
 // gemm_wgmma.cuh: the Hopper GEMM (sm_90a): TMA bulk tensor copies into an mbarrier-guarded ring,
 // wgmma.mma_async m64nNk16 from shared memory, a producer warpgroup and CONSUMERS consumer warpgroups
 // (setmaxnreg). The tuner defines before including it: ELEM_F16 or ELEM_BF16, BM, BN, CONSUMERS, STAGES,
-// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CLUSTER, CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
+// GROUP_M, OUT_F32, SPLIT_K, PERSISTENT, EPILOGUE, CLUSTER, PINGPONG and CLUSTER_K (0 and 1 when absent),
+// CONSUMER_REGS (the consumers' setmaxnreg.inc), and the shared-memory
 // descriptor geometry A_SBO, A_LBO, A_K16, A_M64, B_SBO, B_LBO, B_K16 (templates/gemm_wgmma_source.h).
 // Each CTA loops over its work units (wgmma_schedule.cuh): one when the grid has a CTA per unit, several
 // when the grid is persistent; the ring's phases run on across units. With CLUSTER > 1 the CTAs of a
@@ -76,6 +77,7 @@ constexpr int kStageBytes = kABytes + kBBytes;
 static_assert(kRowsPerConsumer % 64 == 0, "each consumer owns whole m64 tiles");
 static_assert(!kPingpong || (kConsumers == 2 && kPersistentCtas > 0 && kSplitK == 1),
               "pingpong: two consumers, a persistent grid, no split-K (its epilogue joins the consumers)");
+static_assert(kAcc % 4 == 0, "accumulators go to the cluster-K buffer as 16-byte vectors");
 static_assert((kClusterK == 1 || kClusterK == 2 || kClusterK == 4) &&
                   (kClusterK == 1 || (kCluster == 1 && kSplitK == 1 && kPersistentCtas == 0 && !kPingpong)),
               "cluster_k 1, 2 or 4; above 1 only with a CTA per unit, no split-K, no N-cluster, no pingpong");
@@ -143,7 +145,8 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
       mbar_init(smem_u32(&full_bar[s]), 1);
       mbar_init(smem_u32(&empty_bar[s]), 4 * kUnitConsumers * kCluster);  // the unit's consumer warps, cluster-wide
     }
-    for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
+    if constexpr (kPingpong)
+      for (int c = 0; c < 2; ++c) mbar_init(smem_u32(&turn_bar[c]), 4);
     if constexpr (kClusterK > 1) mbar_init(smem_u32(&red_bar), (kClusterK - 1) * 128 * kConsumers);
     mbar_init_fence();
   }
@@ -257,29 +260,36 @@ gemm_tc_wgmma(const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t*
     if (prev_stage >= 0) release_stage(smem_u32(&empty_bar[prev_stage]), lane);
     if (kCluster > 1 && col0 >= N) continue;  // an idle CTA of a partial cluster: nothing to store
     if constexpr (kClusterK > 1) {
-      // The reduction buffer, after the ring and epilogue 1's buffers: [rank - 1][i][e][consumer thread].
+      // The reduction buffer, after the ring and epilogue 1's buffers, as 16-byte vectors of 4 accumulators:
+      // [rank - 1][i][e / 4][consumer thread] (a warp's vectors are 512 contiguous bytes).
       constexpr int kSlotThreads = 128 * kConsumers;
+      constexpr int kVecs = kMSub * kAcc / 4;  // vectors per thread (kAcc = BN / 2 is a multiple of 16)
       const unsigned red = ring + static_cast<unsigned>(kStages * kStageBytes + (kEpilogue ? kConsumers * 4 * kEpiWarpFloats * 4 : 0));
       const int me = consumer * 128 + ctid;
       if (rank_k > 0) {
-        // This rank's partial into rank 0's buffer, then the arrival that releases it (cluster scope).
-        const unsigned mine = red + static_cast<unsigned>((rank_k - 1) * kMSub * kAcc * kSlotThreads + me) * 4u;
+        // This rank's partial into rank 0's buffer (one mapa: rank 0's window is contiguous), then the arrival
+        // that releases it (cluster scope).
+        const unsigned mine = cluster_addr(red, 0u) + static_cast<unsigned>(((rank_k - 1) * kVecs * kSlotThreads + me) * 16);
 #pragma unroll
         for (int i = 0; i < kMSub; ++i)
 #pragma unroll
-          for (int e = 0; e < kAcc; ++e)
-            st_cluster_f32(cluster_addr(mine + static_cast<unsigned>((i * kAcc + e) * kSlotThreads) * 4u, 0u), acc[i][e]);
+          for (int e = 0; e < kAcc; e += 4)
+            st_cluster_f32x4(mine + static_cast<unsigned>((i * kAcc + e) / 4 * kSlotThreads * 16), acc[i][e], acc[i][e + 1],
+                             acc[i][e + 2], acc[i][e + 3]);
         mbar_arrive_release_cluster(cluster_addr(smem_u32(&red_bar), 0u));
         continue;  // rank 0 stores the tile
       }
       mbar_wait_acquire_cluster(smem_u32(&red_bar), 0u);  // one unit per CTA: the barrier's first phase
-      const float* parts = reinterpret_cast<const float*>(wgmma_smem + (red - smem_u32(wgmma_smem))) + me;
+      const float4* parts = reinterpret_cast<const float4*>(wgmma_smem + (red - smem_u32(wgmma_smem))) + me;
 #pragma unroll
       for (int r = 0; r < kClusterK - 1; ++r)  // in rank order: the sum repeats
 #pragma unroll
         for (int i = 0; i < kMSub; ++i)
 #pragma unroll
-          for (int e = 0; e < kAcc; ++e) acc[i][e] += parts[((r * kMSub + i) * kAcc + e) * kSlotThreads];
+          for (int e = 0; e < kAcc; e += 4) {
+            const float4 p = parts[(r * kVecs + (i * kAcc + e) / 4) * kSlotThreads];
+            acc[i][e] += p.x, acc[i][e + 1] += p.y, acc[i][e + 2] += p.z, acc[i][e + 3] += p.w;
+          }
     }
 
     const int row_base = row0 + (kPingpong ? 0 : consumer) * kRowsPerConsumer;

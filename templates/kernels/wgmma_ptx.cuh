@@ -82,6 +82,11 @@ __device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) 
 __device__ __forceinline__ void st_cluster_f32(unsigned remote, float v) {
   asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
 }
+// Four floats into another CTA's shared memory (16-byte aligned).
+__device__ __forceinline__ void st_cluster_f32x4(unsigned remote, float a, float b, float c, float d) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" : : "r"(remote), "f"(a), "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
 // Arrives on an mbarrier of another CTA with release at cluster scope: this thread's earlier stores into
 // that CTA's shared memory are visible to whoever then waits on the barrier with acquire at cluster scope.
 __device__ __forceinline__ void mbar_arrive_release_cluster(unsigned remote_bar) {
