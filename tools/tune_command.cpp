@@ -137,7 +137,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("trials", po::value(&trials_text)->default_value("200"), "trial budget for this workload on this device in this database, or 'all' (the whole space)")
       ("strategy", po::value(&strategy)->default_value("xgb"), "search strategy: xgb (model-guided), bo (Bayesian optimisation, a Gaussian process), ga, random, grid")
       ("remeasure", po::value(&remeasure)->default_value(5), "measure the best K configs once more at the end (0: off)")
-      ("replay-out", po::value(&replay_out)->default_value(""), "write the measured space as replay data to this file (default with --trials all: <op>_<shape>_<device>.replay.json)")
+      ("replay-out", po::value(&replay_out)->default_value(""), "write the measured space as replay data to this file (default with --trials all: <op>_<shape>_<dtype>_<template>_<device>.replay.json, never replacing a file)")
       ("prior", po::value(&prior)->default_value("auto"), "xgb: what ranks the first batch: compiled (the analytic model's best, compiled and re-ranked with their registers and spills), analytic (registers estimated), none (random); auto: compiled on cuda and replay devices, none on sim")
       ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
@@ -308,10 +308,15 @@ int tune_command(const std::vector<std::string>& args) {
   if (all_trials) {
     trials = static_cast<int64_t>(space_size);
     if (replay_out.empty()) {
-      std::string name = opt.workload.op + "_" + opt.workload.shape_string() + "_" + device.spec + ".replay.json";
-      for (char& ch : name)
+      // The default names the whole workload (dtype and template too) and never replaces a file: a recording may
+      // have taken an hour of a GPU. An existing name gets -2, -3, ... before the extension.
+      std::string stem = opt.workload.op + "_" + opt.workload.shape_string() + "_" +
+                         templates::to_string(opt.workload.dtype) + "_" + tmpl->name() + "_" + device.spec;
+      for (char& ch : stem)
         if (ch == ':' || ch == ',' || ch == '=' || ch == '/') ch = '_';
-      replay_out = name;
+      std::error_code ec;
+      replay_out = stem + ".replay.json";
+      for (int n = 2; std::filesystem::exists(replay_out, ec); ++n) replay_out = stem + "-" + std::to_string(n) + ".replay.json";
     }
   }
   if (!replay_out.empty()) {

@@ -35,7 +35,7 @@ class AutoRun {
     return it == last_.end() ? nullptr : &it->second;
   }
 
-  /// Tunes `name` up to `target` trials; false when the run must end (a signal, or an early stop).
+  /// Tunes `name` up to `target` trials; false when its session ended early (a signal, or an early stop).
   bool run(const std::string& name, int64_t target, int remeasure) {
     TuneOptions opt = base_;
     opt.template_name = name;
@@ -83,9 +83,10 @@ std::vector<TuneSummary> run_template_auto(const TuneOptions& base, const std::v
   StopSignals signals;  // around every session, so that a signal between two of them ends the run
   AutoRun r(base, device, db);
   const int64_t N = base.trials, share = exploration_share(N, templates.size());
-  // Exploration, without re-measuring finalists: a share each, never past the budget.
+  // Exploration, without re-measuring finalists: a share each, never past the budget. An early stop ends that
+  // template's share only (the next one still gets its own); a signal ends the run.
   for (const auto& name : templates)
-    if (!r.run(name, std::min(share, N - r.used()), 0)) return r.take();
+    if (!r.run(name, std::min(share, N - r.used()), 0) && r.last(name)->interrupted) return r.take();
 
   // Exploitation: the fastest template first; each takes what the others have not used.
   std::vector<std::string> order = templates;
@@ -96,6 +97,7 @@ std::vector<TuneSummary> run_template_auto(const TuneOptions& base, const std::v
     const int64_t left = N - r.used(), mine = trials_after(*r.last(name));
     if (left <= 0) break;
     if (mine >= r.last(name)->space_size) continue;  // this template's space is exhausted
+    if (r.last(name)->early_stopped) continue;       // it stopped improving: no more trials for it
     remeasured = remeasured || name == order.front();
     if (!r.run(name, mine + left, name == order.front() ? base.remeasure_top : 0)) return r.take();
   }
@@ -149,19 +151,28 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
   out.best = winner->best;
   out.started_from_model = winner->started_from_model;
   out.saved_model = winner->saved_model;
-  // The session that ended the run says why: a signal or an early stop ends it at once (it is the last).
+  // The session that ended the run says why: a signal ends it at once, and so does an early stop of the template
+  // taking the rest of the budget (it is the last). A run whose templates all stopped early, each in its own
+  // share, ends below the budget: the last of those early stops says why.
   const TuneSummary& end = sessions.back();
+  const TuneSummary* early = nullptr;
+  for (const auto& s : sessions)
+    if (s.early_stopped) early = &s;
   out.interrupted = end.interrupted;
   out.stop_signal = end.stop_signal;
   out.early_stopped = end.early_stopped;
-  if (end.interrupted || end.early_stopped)
+  if (end.interrupted || end.early_stopped) {
     out.stop_reason = end.stop_reason + " (template " + end.template_name + ")";
-  else if (total >= budget)
+  } else if (total >= budget) {
     out.stop_reason = "budget of " + std::to_string(budget) + " trials reached";
-  else if (all_exhausted)
+  } else if (all_exhausted) {
     out.stop_reason = "every template's space exhausted";
-  else
+  } else if (early) {
+    out.early_stopped = true;
+    out.stop_reason = early->stop_reason + " (template " + early->template_name + ")";
+  } else {
     out.stop_reason = end.stop_reason;
+  }
   out.stop_reason += " (trials: " + parts + ")";
   return out;
 }

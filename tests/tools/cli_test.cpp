@@ -54,6 +54,30 @@ TEST_F(Cli, TuneThenQueryTheBestRecordAsJson) {
   EXPECT_NE(table.out.find("estimate"), std::string::npos) << "sim figures must be labelled";
 }
 
+// `--trials all` writes a recording by default. Its name carries the dtype and the template, and it never
+// replaces a file: two dtypes of one shape used to share a name, and the second run silently replaced an
+// earlier recording (on a GPU, maybe an hour of it).
+TEST_F(Cli, DefaultRecordingsNameTheWholeWorkloadAndNeverReplaceAFile) {
+  auto record = [&](const char* dtype) {
+    const std::string cmd = "cd " + dir_.string() + " && " + std::string(TUNER_BIN) +
+                            " tune --op softmax --shape rows=1024,cols=2048 --dtype " + dtype +
+                            " --template softmax_rows --fix ROW_THREADS=32,ROWS_PER_BLOCK=1,VEC=1 --trials all"
+                            " --device sim:h100-sxm --remeasure 0 --quiet --json --db " + db() + " > out.json 2> err.txt";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp((dir_ / "err.txt").string());
+    return nlohmann::json::parse(slurp((dir_ / "out.json").string()))["replay_out"].get<std::string>();
+  };
+  const std::string stem = "softmax_rows_1024_cols_2048_";
+  const std::string f16 = record("f16"), f32 = record("f32"), again = record("f16");
+  EXPECT_EQ(f16, stem + "f16_softmax_rows_sim_h100-sxm.replay.json");
+  EXPECT_EQ(f32, stem + "f32_softmax_rows_sim_h100-sxm.replay.json");
+  EXPECT_EQ(again, stem + "f16_softmax_rows_sim_h100-sxm-2.replay.json");
+  for (const auto& f : {f16, f32, again}) {
+    const auto j = nlohmann::json::parse(slurp((dir_ / f).string()));
+    EXPECT_EQ(j["dtype"], f == f32 ? "f32" : "f16") << f;
+    EXPECT_FALSE(j["records"].empty()) << f;
+  }
+}
+
 TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   const std::string file = (dir_ / "rec.replay.json").string();
   auto rec = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device sim:h100-sxm --trials 12 --strategy grid "

@@ -150,15 +150,19 @@ TEST_F(TemplateOpsCli, TheDefaultTemplateAutoSharesTheBudgetAndGivesTheRestToThe
   t = nlohmann::json::parse(out);
   EXPECT_EQ(t["measured"], 1);
   EXPECT_EQ(t["templates"][1]["measured"], 0);
-  // An early stop ends the run, not just its template's session (ten improvements in a row in the first
-  // template's share of 10 would be needed to reach the second).
+  // An early stop ends its template's exploration share, not the run: the second template still gets its share
+  // (it used to get none, so auto never saw the faster template); a template that stopped early gets no more
+  // trials, and once every one has, the run ends below its budget.
   const std::string db4 = (dir_ / "t4.db").string();
   ASSERT_EQ(run("tune " + workload + " --strategy random --seed 2 --remeasure 0 --quiet --json --trials 40 "
                 "--early-stop 1 --db " + db4, &out, &err), 0) << err;
   t = nlohmann::json::parse(out);
+  ASSERT_EQ(t["templates"].size(), 2u) << t.dump();
+  EXPECT_GT(t["templates"][0]["measured"].get<int>(), 0) << t.dump();
+  EXPECT_GT(t["templates"][1]["measured"].get<int>(), 0) << t.dump();
   EXPECT_TRUE(t["early_stopped"].get<bool>()) << t.dump();
-  EXPECT_EQ(t["templates"].size(), 1u) << t.dump();
-  EXPECT_NE(t["stop_reason"].get<std::string>().find("(template gemm_tc_mma)"), std::string::npos) << t.dump();
+  EXPECT_LT(t["measured"].get<int>(), 40) << t.dump();
+  EXPECT_NE(t["stop_reason"].get<std::string>().find("early stop"), std::string::npos) << t.dump();
   // What works on one template's space alone asks for one by name, and touches nothing.
   const std::string db2 = (dir_ / "t2.db").string();
   EXPECT_EQ(run("tune " + workload + " --trials all --strategy grid --quiet --db " + db2, &out, &err), 2);

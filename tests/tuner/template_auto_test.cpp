@@ -59,6 +59,26 @@ TEST(TemplateAuto, TheSummaryAddsSessionsUpAndNamesTheTemplateOfTheBestRecord) {
   EXPECT_FALSE(s.early_stopped);
 }
 
+// An early stop in an exploration share ends that template's share only: the next template still gets its own,
+// and the run ends below the budget once every template has stopped early (the last early stop says why), or goes
+// on to the budget with the templates that did not.
+TEST(TemplateAuto, AnEarlyStopEndsOneTemplatesShareNotTheRun) {
+  std::vector<TuneSummary> sessions = {session("mma", 1, 2136, 0, 3, 0.08), session("wgmma", 2, 496, 0, 6, 0.05),
+                                       session("wgmma", 3, 496, 6, 3, 0.04)};
+  sessions[0].early_stopped = true;
+  sessions[0].stop_reason = "early stop: 2 batches without a better time";
+  TuneSummary s = tuner::combine_summaries(sessions, 12);
+  EXPECT_FALSE(s.early_stopped) << "wgmma took the rest of the budget";
+  EXPECT_EQ(s.stop_reason, "budget of 12 trials reached (trials: mma 3, wgmma 9)");
+  // Both stopped early in their shares, then the fastest's finalists were re-measured: an early stop, below budget.
+  sessions = {session("mma", 1, 2136, 0, 3, 0.08), session("wgmma", 2, 496, 0, 4, 0.05), session("wgmma", 3, 496, 4, 0, 0.05)};
+  sessions[0].early_stopped = sessions[1].early_stopped = true;
+  sessions[0].stop_reason = sessions[1].stop_reason = "early stop: 2 batches without a better time";
+  s = tuner::combine_summaries(sessions, 100);
+  EXPECT_TRUE(s.early_stopped);
+  EXPECT_EQ(s.stop_reason, "early stop: 2 batches without a better time (template wgmma) (trials: mma 3, wgmma 4)");
+}
+
 TEST(TemplateAuto, TheSessionThatEndedTheRunSaysWhy) {
   std::vector<TuneSummary> sessions = {session("mma", 1, 2136, 0, 5, 0.08), session("wgmma", 2, 496, 0, 5, 0.07),
                                        session("wgmma", 3, 496, 5, 3, 0.05)};
