@@ -332,6 +332,12 @@ void TuningDb::end_session(int64_t session_id, const std::string& status, const 
   });
 }
 
+namespace {
+std::string dead_session_reason(const ProcessIdentity& p) {
+  return "its process (pid " + std::to_string(p.pid) + " on " + p.host + ") ended without closing the session";
+}
+}  // namespace
+
 int TuningDb::reap_dead_sessions() {
   auto& conn = impl_->conn;
   if (conn.read_only()) return 0;
@@ -357,8 +363,7 @@ int TuningDb::reap_dead_sessions() {
     const std::string now = now_iso8601();
     int marked = 0;
     for (const Owner& o : dead) {
-      mark.bind(1, "its process (pid " + std::to_string(o.process.pid) + " on " + o.process.host +
-                       ") ended without closing the session")
+      mark.bind(1, dead_session_reason(o.process))
           .bind(2, now)
           .bind(3, o.id)
           .run();
@@ -580,7 +585,7 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
       "SELECT s.id, s.strategy, s.seed, s.budget, s.status, s.started_at, s.finished_at, "
       "(SELECT count(*) FROM trials x WHERE x.session_id = s.id), w.op, w.shape, w.dtype, d.name, s.reason, s.pid, "
       "s.host, tp.name, tp.hash, "
-      "(SELECT count(*) FROM trials x WHERE x.session_id = s.id AND x.purpose = 'search') "
+      "(SELECT count(*) FROM trials x WHERE x.session_id = s.id AND x.purpose = 'search'), s.process_start "
       "FROM sessions s JOIN workloads w ON w.id = s.workload_id JOIN devices d ON d.id = s.device_id "
       "JOIN templates tp ON tp.id = s.template_id" +
       where.sql + " ORDER BY s.id DESC" + limit_clause(f.limit);
@@ -605,6 +610,15 @@ std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {
     r.template_name = stmt.column_text(15);
     r.template_hash = stmt.column_text(16);
     r.search_trials = stmt.column_int64(17);
+    // A session still marked running whose process on this host is gone is shown as what the next tune will
+    // mark it (a read-only query cannot): killed, with that reason.
+    if (r.status == "running") {
+      const ProcessIdentity owner{r.pid, r.host, stmt.column_int64(18)};
+      if (liveness(owner) == Liveness::kDead) {
+        r.status = "killed";
+        r.reason = dead_session_reason(owner);
+      }
+    }
     rows.push_back(std::move(r));
   }
   return rows;

@@ -75,6 +75,9 @@ DeviceTarget resolve_device(const std::string& spec) {
     } catch (const std::invalid_argument&) {
       // A template or workload this build does not know: the session reports it when it starts.
     }
+    if (read.records.empty())
+      throw std::invalid_argument("replay file '" + read.path +
+                                  "' holds no records; allowed: a recording of at least one measured config");
     auto data = std::make_shared<const ReplayData>(std::move(read));
     DeviceTarget t = sim_target(*g);
     t.spec = spec;

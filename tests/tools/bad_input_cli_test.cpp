@@ -73,6 +73,23 @@ TEST_F(Cli, AReplayOutThatCannotBeWrittenIsFoundBeforeAnythingIsMeasured) {
   EXPECT_FALSE(std::filesystem::exists(out.string() + ".tmp"));
 }
 
+// A recording with no records used to run: a database and a session were made, and the session reported
+// "0 valid configs". It is bad input, found before anything is stored.
+TEST_F(Cli, AnEmptyRecordingIsBadInput) {
+  const auto rec = dir_ / "r.json";
+  ASSERT_EQ(run(kSoftmax + "--replay-out " + rec.string() + " --db " + (dir_ / "rec.db").string()).code, 0);
+  auto j = nlohmann::json::parse(read_all(rec.string()));
+  ASSERT_FALSE(j["records"].empty());
+  j["records"] = nlohmann::json::array();
+  const auto empty = dir_ / "empty.json";
+  std::ofstream(empty) << j.dump();
+  auto r = run("tune --op softmax --shape " + j["shape"].get<std::string>() + " --dtype " + j["dtype"].get<std::string>() +
+               " --device replay:" + empty.string() + " --trials 4 --db " + db());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("holds no records"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db())) << "nothing is stored for bad input";
+}
+
 TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
   const std::string plan = "plan --model llama3-8b --cluster dgx-h100:1 --db " + db();
   auto j = run(plan + " --export deepspeed --json");

@@ -206,6 +206,11 @@ TEST_F(Cli, KilledMidTuneLeavesAConsistentDatabaseThatResumes) {
   const size_t before = nlohmann::json::parse(h.out).size();
   EXPECT_EQ(before % 2, 0u) << "a batch was committed in part";
   ASSERT_LT(before, 400u) << "the run finished before it was killed";
+  // Before any tune marks it, a (read-only) query already shows the session as killed, not running.
+  auto early = nlohmann::json::parse(run("query --db " + db() + " --sessions --json").out);
+  ASSERT_EQ(early.size(), 1u);
+  EXPECT_EQ(early[0]["status"], "killed");
+  EXPECT_NE(early[0]["reason"].get<std::string>().find("ended without closing the session"), std::string::npos);
 
   const size_t budget = before + 4;
   auto resumed = run("tune --op gemm --shape M=300,N=200,K=100 --device sim:a100-sxm4-80gb --trials " +
