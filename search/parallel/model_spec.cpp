@@ -374,7 +374,8 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "layers"});
   ModelGraph g;
   g.name = f.string(doc, "", "name", name);
-  g.seq = f.integer(doc, "", "seq", 1, kMaxSeq, 1);
+  // Required: a silent default would size every activation, and the plan, for some other length.
+  g.seq = f.integer(doc, "", "seq", 1, kMaxSeq, std::nullopt);
   g.vocab = f.integer(doc, "", "vocab", 0, kMaxFeatures, 0);
   g.dtype = f.string(doc, "", "dtype", std::string("bf16"), "bf16, f16, f32");
   if (g.dtype != "bf16" && g.dtype != "f16" && g.dtype != "f32")

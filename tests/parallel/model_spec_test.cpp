@@ -118,6 +118,7 @@ TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j["layers"][0]["repeat"] = 1000000000; }, "layers[0].repeat: 1000000000 is out of range"},
       {[](nlohmann::json& j) { j["layers"][0]["repeat"] = "3"; }, "layers[0].repeat: \"3\" is not an integer"},
       {[](nlohmann::json& j) { j["seq"] = -1; }, "seq: -1 is out of range; allowed: an integer in 1..1,048,576"},
+      {[](nlohmann::json& j) { j.erase("seq"); }, "seq: missing; allowed: an integer in 1..1,048,576"},
       {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["name"] = "a\nb"; }, "control character"},
       {[](nlohmann::json& j) { j["layers"][0]["kind"] = "conv"; }, "layers[0].kind"},
   };
@@ -134,7 +135,7 @@ TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
   many["layers"].push_back(many["layers"][0]);
   EXPECT_NE(error_of([&] { model_from_json(many, "t.json"); }).find("at most 10,000 layers"), std::string::npos);
   // A MoE whose parameters no int64 holds.
-  nlohmann::json moe = nlohmann::json::parse(R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn",
+  nlohmann::json moe = nlohmann::json::parse(R"({"seq": 128, "layers": [{"ops": [{"name": "m", "type": "moe_ffn",
       "in": 16777216, "out": 16777216, "experts": 65536, "top_k": 2, "ffn": 16777216, "gated": true,
       "inputs": ["input"]}]}]})");
   EXPECT_NE(error_of([&] { model_from_json(moe, "t.json"); }).find("10^15 parameters"), std::string::npos);

@@ -207,7 +207,7 @@ TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
   ASSERT_EQ(ok.code, 0) << ok.err;
   const std::string before = run("query --plans --json --db " + db()).out;
 
-  std::ofstream(path("cyclic.json")) << R"({"layers": [{"ops": [
+  std::ofstream(path("cyclic.json")) << R"({"seq": 64, "layers": [{"ops": [
       {"name": "a", "type": "linear", "in": 64, "out": 64, "inputs": ["b"]},
       {"name": "b", "type": "linear", "in": 64, "out": 64, "inputs": ["a"]}]}]})";
   std::ofstream(path("b200.json")) << R"({"nodes": 2, "gpus_per_node": 8, "gpu": "b200",
@@ -278,13 +278,13 @@ TEST_F(PlanCli, WrongTypesInSpecFilesNameTheFileAndTheField) {
     std::ofstream(path(file)) << text;
     return "--model " + path(file) + " --cluster dgx-h100:1";
   };
-  EXPECT_REFUSED(model("name.json", R"({"name": 123, "layers": [{"ops": [)" + op + "]}]}"), "name.json", "name: 123",
+  EXPECT_REFUSED(model("name.json", R"({"name": 123, "seq": 64, "layers": [{"ops": [)" + op + "]}]}"), "name.json", "name: 123",
                  "allowed: a string");
-  EXPECT_REFUSED(model("type.json", R"({"layers": [{"ops": [)" + op + "]}, " + R"({"ops": [)" + op + "]}, " +
+  EXPECT_REFUSED(model("type.json", R"({"seq": 64, "layers": [{"ops": [)" + op + "]}, " + R"({"ops": [)" + op + "]}, " +
                                        R"({"ops": [)" + op + "]}, " +
                                        R"({"ops": [{"name": "x", "type": 5, "in": 64, "out": 64, "inputs": ["input"]}]}]})"),
                  "type.json", "layers[3].ops[0].type", "allowed: linear, attention");
-  EXPECT_REFUSED(model("gated.json", R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
+  EXPECT_REFUSED(model("gated.json", R"({"seq": 64, "layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
                        "experts": 4, "top_k": 2, "ffn": 128, "gated": "yes", "inputs": ["input"]}]}]})"),
                  "gated.json", "layers[0].ops[0].gated", "allowed: true, false");
   EXPECT_REFUSED(model("huge.json", R"({"seq": 1e400, "layers": [{"ops": [)" + op + "]}]}"), "huge.json", "seq",
@@ -322,7 +322,7 @@ TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
   EXPECT_REFUSED("--model gpt3-350m --cluster " + path("mem.json"), "memory_gb", "too large", "<= 100000");
   EXPECT_REFUSED("--model gpt3-350m --cluster dgx-h100:268435456", "268435456", "1..131,072 nodes",
                  "1,048,576 GPUs");
-  std::ofstream(path("moe.json")) << R"({"layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
+  std::ofstream(path("moe.json")) << R"({"seq": 64, "layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
       "experts": 2147483647, "top_k": 2, "ffn": 128, "inputs": ["input"]}]}]})";
   EXPECT_REFUSED("--model " + path("moe.json") + " --cluster dgx-h100:1", "layers[0].ops[0].experts", "0..65,536");
   EXPECT_REFUSED("--model moe:layers=2,hidden=64,heads=2,experts=2147483647,top_k=2 --cluster dgx-h100:1",
@@ -336,11 +336,11 @@ TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
 }
 
 TEST_F(PlanCli, RepeatsAreCountedBeforeTheyAreCopied) {
-  std::ofstream(path("repeat.json")) << R"({"layers": [{"repeat": 1000000000, "ops": [
+  std::ofstream(path("repeat.json")) << R"({"seq": 64, "layers": [{"repeat": 1000000000, "ops": [
       {"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]}]})";
   EXPECT_REFUSED("--model " + path("repeat.json") + " --cluster dgx-h100:1", "layers[0].repeat", "1000000000",
                  "1..10,000");
-  std::ofstream(path("repeats.json")) << R"({"layers": [
+  std::ofstream(path("repeats.json")) << R"({"seq": 64, "layers": [
       {"repeat": 6000, "ops": [{"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]},
       {"repeat": 6000, "ops": [{"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]}]})";
   EXPECT_REFUSED("--model " + path("repeats.json") + " --cluster dgx-h100:1", "layers[1].repeat", "12,000 layers",
