@@ -402,8 +402,11 @@ int tune_command(const std::vector<std::string>& args) {
     f.device_name = device.identity.name;
     f.simulated = device.simulated;
     f.template_hashes = {sum.template_hash};
-    ReplayData data = replay_from_rows(db->history(f), device.identity, device.gpu.key,
-                                       sum.space_size);
+    // Re-recorded from a replay device, the file names the GPU and the template version that measured the times
+    // (not "replay:<GPU>", which a replay of this file would prefix again, nor this build's version).
+    ReplayData data = replay_from_rows(db->history(f), device.replay ? device.replay->device : device.identity,
+                                       device.gpu.key, sum.space_size);
+    if (device.replay) data.template_version = device.replay->template_version;
     write_replay(data, replay_out);
     if (!json)
       std::cout << "replay data: " << data.records.size() << " of " << sum.space_size << " configs written to "

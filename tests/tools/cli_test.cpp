@@ -110,6 +110,19 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   EXPECT_EQ(mj["errors"], 0);
   EXPECT_EQ(mj["stop_reason"], "space exhausted") << mj.dump();
 
+  // Re-recorded from the replay device, the file keeps the GPU and the template version that measured the
+  // times: replaying it names the device once ("replay:replay:..." before).
+  const std::string again = (dir_ / "again.replay.json").string();
+  ASSERT_EQ(run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + file + " --trials 12 --strategy grid "
+                "--remeasure 0 --db " + (dir_ / "again.db").string() + " --replay-out " + again).code, 0);
+  const auto orig = nlohmann::json::parse(slurp(file)), copy = nlohmann::json::parse(slurp(again));
+  EXPECT_EQ(copy["device"]["name"], orig["device"]["name"]);
+  EXPECT_EQ(copy["template_version"], orig["template_version"]);
+  auto re = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + again + " --trials 2 --db " +
+                (dir_ / "re.db").string() + " --json");
+  ASSERT_EQ(re.code, 0) << re.err;
+  EXPECT_EQ(nlohmann::json::parse(re.out)["device"], "replay:sim:h100-sxm");
+
   // Another workload than the recording's, and a missing file, are bad input.
   auto wrong = run("tune --op gemm --shape M=64,N=64,K=64 --device replay:" + file + " --db " + db2);
   EXPECT_EQ(wrong.code, 2);
