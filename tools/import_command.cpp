@@ -217,6 +217,14 @@ std::vector<ImportRecord> read_file(const std::string& file) {
     try {
       j = Json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
+      // A file that is one JSON document over several lines is another export (`--format best`), not records.
+      if (line == 1) {
+        std::ifstream whole(file, std::ios::binary);
+        if (Json::accept(whole))
+          throw UsageError("import: " + file + " is one JSON document (an `export --format best` file?), not records; "
+                           "allowed: a file written by `tuner export --format jsonl`, one " + kRecordsFormat +
+                           " record per line");
+      }
       throw UsageError("import: " + file + ":" + std::to_string(line) + ": not a JSON line (at byte " +
                        std::to_string(e.byte) + "); allowed: one " + kRecordsFormat + " record per line");
     }

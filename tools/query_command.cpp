@@ -41,6 +41,12 @@ int query_command(const std::vector<std::string>& args) {
   const int modes =
       static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions") + vm.count("plans"));
   if (modes > 1) throw UsageError("choose one of --best, --history, --sessions, --plans");
+  if (vm.count("plans")) {
+    // Plans are not tuning records: the record filters would be ignored, so they are refused.
+    for (const char* opt : {"op", "shape", "dtype", "device", "template", "session", "all-versions"})
+      if (vm.count(opt) && !vm[opt].defaulted())
+        throw UsageError(std::string("--") + opt + " filters tuning records, not plans; allowed with --plans: --limit, --json, --db");
+  }
   if (fo.limit < 0) throw UsageError("--limit " + std::to_string(fo.limit) + " is negative; allowed: 0 or more");
   if (session < 0) throw UsageError("--session " + std::to_string(session) + " is negative; allowed: a session id (1 or more)");
   fo.all_versions = vm.count("all-versions") != 0;

@@ -90,6 +90,24 @@ TEST_F(Cli, AnEmptyRecordingIsBadInput) {
   EXPECT_FALSE(std::filesystem::exists(db())) << "nothing is stored for bad input";
 }
 
+// Importing the wrong export names the format (it said "not a JSON line (at byte 2)"), and --plans refuses the
+// record filters it would ignore; neither touches a database.
+TEST_F(Cli, ImportNamesAWrongExportAndPlansRefuseRecordFilters) {
+  ASSERT_EQ(run(kSoftmax + "--db " + db()).code, 0);
+  const std::string best = (dir_ / "best.json").string();
+  ASSERT_EQ(run("export --format best --out " + best + " --db " + db()).code, 0);
+  const std::string fresh = (dir_ / "fresh.db").string();
+  auto i = run("import " + best + " --db " + fresh);
+  EXPECT_EQ(i.code, 2);
+  EXPECT_NE(i.err.find("export --format best"), std::string::npos) << i.err;
+  EXPECT_NE(i.err.find("--format jsonl"), std::string::npos) << i.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  auto p = run("query --plans --op gemm --db " + db());
+  EXPECT_EQ(p.code, 2);
+  EXPECT_NE(p.err.find("--op filters tuning records, not plans"), std::string::npos) << p.err;
+  EXPECT_EQ(run("query --plans --limit 3 --db " + db()).code, 0);
+}
+
 TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
   const std::string plan = "plan --model llama3-8b --cluster dgx-h100:1 --db " + db();
   auto j = run(plan + " --export deepspeed --json");
