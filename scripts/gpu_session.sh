@@ -76,6 +76,17 @@ steps() {
     done
     tune xgb100_f16_shortk_auto "$1" --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --trials 100
   }
+  # Issue 16's rows between the square GEMMs and the convs, tune's defaults: decode and short K, batched, f32,
+  # softmax and layernorm at both widths (the h100 and table32 plans).
+  issue16_middle_rows() {
+    decode_rows 25
+    tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
+    tune xgb100_f32_4096 45 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
+    for c in 4096 32768; do
+      tune xgb64_softmax_f16_4096x$c 18 --op softmax --shape rows=4096,cols=$c --dtype f16 --trials 64
+      tune xgb64_layernorm_f16_4096x$c 18 --op layernorm --shape rows=4096,cols=$c --dtype f16 --trials 64
+    done
+  }
   # ncu_step NAME LIMIT KERNEL_REGEX SKIP COMMAND...: Nsight Compute's full set on the launch after SKIP of the
   # matching kernels, as a report and as CSV details (the launch geometry and registers there name the config).
   ncu_step() { local name=$1 limit=$2 regex=$3 skip=$4; shift 4
@@ -329,13 +340,7 @@ plan_h100() {
   tune xgb200_bf16_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype bf16 --trials 200
   tune xgb200_f16_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype f16 --trials 200
   tune xgb200_bf16_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype bf16 --trials 200
-  decode_rows 25
-  tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
-  tune xgb100_f32_4096 45 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
-  for c in 4096 32768; do
-    tune xgb64_softmax_f16_4096x$c 18 --op softmax --shape rows=4096,cols=$c --dtype f16 --trials 64
-    tune xgb64_layernorm_f16_4096x$c 18 --op layernorm --shape rows=4096,cols=$c --dtype f16 --trials 64
-  done
+  issue16_middle_rows
   tune xgb64_conv_stem_f16 25 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 64
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
@@ -516,13 +521,7 @@ plan_table32() {  # issue 16's whole table in one lease after PINGPONG (tune's d
     tune xgb200_${d}_4096_auto 35 --op gemm --shape M=4096,N=4096,K=4096 --dtype $d --trials 200
     tune xgb200_${d}_8192_auto 45 --op gemm --shape M=8192,N=8192,K=8192 --dtype $d --trials 200
   done
-  decode_rows 25
-  tune xgb100_batched_f16_b32_512_auto 30 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 --trials 100
-  tune xgb100_f32_4096 45 --op gemm --shape M=4096,N=4096,K=4096 --dtype f32 --trials 100
-  for c in 4096 32768; do
-    tune xgb64_softmax_f16_4096x$c 18 --op softmax --shape rows=4096,cols=$c --dtype f16 --trials 64
-    tune xgb64_layernorm_f16_4096x$c 18 --op layernorm --shape rows=4096,cols=$c --dtype f16 --trials 64
-  done
+  issue16_middle_rows
   tune xgb100_conv_stem_f16 30 --op conv2d --shape N=32,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3 --dtype f16 --trials 100
   tune xgb100_conv_3x3_auto 30 --op conv2d --shape N=32,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1 --dtype f16 --trials 100
   tune xgb100_conv_3x3s2_auto 30 --op conv2d --shape N=32,H=56,W=56,C=128,K=128,R=3,S=3,stride=2,pad=1 --dtype f16 --trials 100

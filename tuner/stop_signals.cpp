@@ -8,16 +8,22 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_stop_signal{0};
 std::atomic<int> g_depth{0};  // StopSignals alive (a run of several sessions holds one around theirs)
+
+/// SIGINT and SIGTERM, the signals that ask a session to stop.
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
 }  // namespace
 
 bool stop_requested() { return g_stop.load(); }
 int stop_signal() { return g_stop_signal.load(); }
 
 StopSignalsBlocked::StopSignalsBlocked() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  const sigset_t set = stop_signal_set();
   pthread_sigmask(SIG_BLOCK, &set, &old_mask_);
 }
 
@@ -28,9 +34,7 @@ StopSignals::StopSignals() {
     g_stop.store(false);
     g_stop_signal.store(0);
   }
-  sigemptyset(&set_);
-  sigaddset(&set_, SIGINT);
-  sigaddset(&set_, SIGTERM);
+  set_ = stop_signal_set();
   pthread_sigmask(SIG_BLOCK, &set_, &old_mask_);
   waiter_ = std::thread([this] {
     int sig = 0;

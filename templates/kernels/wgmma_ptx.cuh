@@ -78,11 +78,8 @@ __device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) 
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
   return r;
 }
-// A store into another CTA's shared memory (distributed shared memory, a shared::cluster address).
-__device__ __forceinline__ void st_cluster_f32(unsigned remote, float v) {
-  asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
-}
-// Four floats into another CTA's shared memory (16-byte aligned).
+// Four floats into another CTA's shared memory (distributed shared memory at a shared::cluster address,
+// 16-byte aligned).
 __device__ __forceinline__ void st_cluster_f32x4(unsigned remote, float a, float b, float c, float d) {
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" : : "r"(remote), "f"(a), "f"(b), "f"(c), "f"(d)
                : "memory");
