@@ -34,7 +34,7 @@
 //   build/bin/search_efficiency_bench [--seeds 5] [--max-trials 4096] [--history 256] [--out FILE]
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
 //                                     [--replay-only 1] [--compile-cache DIR] [--heldout SEEDS]
-//                                     [--replay-transfer 1 [--replay-history N]]
+//                                     [--replay-transfer 1 [--replay-history N]] [--stop-check 0.5,1,2]
 //
 // --compile-cache: where the prior's NVRTC compiles are cached (default: a new folder under the temp
 // directory, so the reported compile time is that of cold compiles).
@@ -50,6 +50,10 @@
 // xgb,xgb-recorded) search the target cold, and warm with --replay-history records of the source (default
 // 0: all of them; a random draw per seed) fed to the model first; it reports the median trials to 95% of
 // the target's real best, cold and warm.
+//
+// --stop-check PCTS runs only the stop check: every replay recording searched by --strategies (default
+// xgb-compiled,bo) as a session with --min-improvement PCT runs, batches of the first --replay-batches;
+// the trials when it stopped and the best found then, as a share of the recording's best.
 //
 // Prints tables and writes results/search_efficiency.json.
 #include <algorithm>
@@ -477,6 +481,89 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
   return out;
 }
 
+/// The stop check (--stop-check): each replay recording (real times) searched as a session with
+/// --min-improvement does: propose, stop when the strategy expects less than the threshold from the
+/// proposal, else measure. Reports, per strategy and threshold, the trials measured when it stopped and
+/// how close to the recording's best the best found then was.
+nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, const std::vector<double>& thresholds_pct,
+                              const std::vector<std::string>& strategies, const std::string& compile_cache) {
+  nlohmann::json out = nlohmann::json::array();
+  std::printf("\nStopping on expected improvement (--min-improvement), replay recordings as oracles, batch %zu, "
+              "%d seeds: median trials when it stopped, and the best found then as a share of the recording's "
+              "best speed (median, worst); runs that never stopped end at the space's size\n",
+              batch, seeds);
+  std::printf("%-58s %-13s %6s %6s %8s %8s %8s %9s\n", "recording", "strategy", "min %", "space", "trials",
+              "best", "worst", "stopped");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& f : replay_files(dir)) {
+    RecordedSpace rec;
+    try {
+      rec = load_recorded_space(f);
+    } catch (const std::exception& e) {
+      std::printf("  skipped: %s\n", e.what());
+      continue;
+    }
+    const ReplayOracle real = replay_oracle(rec, false);
+    CompileCache cache(compile_cache.empty() ? fresh_cache_dir() : compile_cache);
+    NvrtcBuilder builder(&cache);
+    CompilePool pool(builder, 0);
+    CompiledResources compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool);
+    ResourceSources sources;
+    sources.compiled = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
+    sources.recorded = recorded_resources_of(rec);
+    const auto cap = static_cast<int64_t>(real.space().size());
+    bool first = true;
+    for (const auto& name : strategies)
+      for (double pct : thresholds_pct) {
+        std::vector<double> trials, share;
+        int stopped = 0;
+        for (int seed = 1; seed <= seeds; ++seed) {
+          auto st = make_variant(name, real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu,
+                                 sources);
+          int64_t n = 0;
+          double best = std::numeric_limits<double>::infinity();
+          while (n < cap) {
+            auto configs = st->propose(std::min<size_t>(batch, static_cast<size_t>(cap - n)));
+            if (configs.empty()) break;
+            const double ei = st->expected_improvement();
+            if (ei >= 0 && ei < pct / 100) {
+              ++stopped;
+              break;
+            }
+            std::vector<search::TrialOutcome> outcomes;
+            for (const auto& c : configs) {
+              outcomes.push_back(real.measure(c));
+              if (outcomes.back().ok) best = std::min(best, outcomes.back().time_ms);
+            }
+            n += static_cast<int64_t>(configs.size());
+            st->observe(configs, outcomes);
+          }
+          trials.push_back(static_cast<double>(n));
+          share.push_back(std::isfinite(best) ? real.best_ms / best : 0.0);
+        }
+        const double worst = *std::min_element(share.begin(), share.end());
+        std::printf("%-58s %-13s %6.2g %6lld %8.1f %8.3f %8.3f %6d/%-2d\n", first ? rec.label().c_str() : "",
+                    name.c_str(), pct, static_cast<long long>(cap), median(trials), median(share), worst, stopped,
+                    seeds);
+        std::fflush(stdout);
+        first = false;
+        out.push_back({{"file", std::filesystem::path(f).filename().string()},
+                       {"recording", rec.label()},
+                       {"strategy", name},
+                       {"min_improvement_pct", pct},
+                       {"space_size", cap},
+                       {"trials", trials},
+                       {"best_share", share},
+                       {"median_trials", median(trials)},
+                       {"median_best_share", median(share)},
+                       {"worst_best_share", worst},
+                       {"stopped", stopped}});
+      }
+  }
+  std::printf("  (%.1f s)\n", seconds_since(t0));
+  return out;
+}
+
 /// Best time (ms) measured within the first n trials (infinity when none succeeded).
 double best_within(search::SearchStrategy& s, const Oracle& o, int64_t n, size_t batch) {
   double best = std::numeric_limits<double>::infinity();
@@ -598,6 +685,7 @@ int main(int argc, char** argv) {
   bool no_transfer = false;
   std::string transfer_variant = "xgb";  // --variant: the xgb variant of the transfer and held-out runs
   bool transfer_only = false;            // skip the sim table (transfer and replay only)
+  std::string stop_check;                // --stop-check: thresholds in %, comma separated
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
@@ -620,6 +708,7 @@ int main(int argc, char** argv) {
     else if (a == "--transfer-only") transfer_only = std::string(argv[i + 1]) == "1";
     else if (a == "--sim-strategies") sim_strategy_list = argv[i + 1];
     else if (a == "--no-transfer") no_transfer = std::string(argv[i + 1]) == "1";
+    else if (a == "--stop-check") stop_check = argv[i + 1];
     else if (a == "--replay-batches") {
       replay_batches.clear();
       for (size_t start = 0; start < std::strlen(argv[i + 1]);) {
@@ -632,7 +721,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --heldout-workloads, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --heldout-workloads, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only, --stop-check)\n",
                    argv[i]);
       return 2;
     }
@@ -676,6 +765,18 @@ int main(int argc, char** argv) {
     write_results({{"batch", kBatch}, {"heldout_seeds", heldout_seeds},
                    {"heldout_variant", transfer_variant},
                    {"heldout", run_heldout(heldout_seeds, {64, 192}, kBatch, transfer_variant, heldout_workloads)}},
+                  out_path);
+    return 0;
+  }
+  if (!stop_check.empty()) {
+    std::vector<double> pcts;
+    for (const auto& t : split(stop_check)) pcts.push_back(std::atof(t.c_str()));
+    const std::vector<std::string> variants =
+        strategy_list.empty() ? std::vector<std::string>{"xgb-compiled", "bo"} : split(strategy_list);
+    write_results({{"replay_seeds", replay_seeds},
+                   {"batch", replay_batches.front()},
+                   {"stop_check", run_stop_check(replay_dir, replay_seeds, replay_batches.front(), pcts, variants,
+                                                 compile_cache)}},
                   out_path);
     return 0;
   }

@@ -1,5 +1,6 @@
 #include "search/model_guided_strategy.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -114,6 +115,10 @@ void ModelGuidedStrategy::refit() {
     std::vector<float> mean, spread;
     model_has_spread_ = model_->predict_spread(x, &mean, &spread) &&
                         std::any_of(spread.begin(), spread.end(), [](float v) { return v > 0; });
+    // The own rows come first in x: their scores put the model's scale on log speed.
+    if (mean.size() >= rows_.rows)
+      improvement_.calibrate(std::vector<double>(mean.begin(), mean.begin() + static_cast<std::ptrdiff_t>(rows_.rows)),
+                             speeds_);
     model_ready_ = true;
     fitted_here_ = true;
     fitted_rows_ = x.rows;
@@ -139,6 +144,8 @@ void ModelGuidedStrategy::observe(const std::vector<Config>& configs, const std:
   }
   for (size_t i = 0; i < configs.size() && i < outcomes.size(); ++i) {
     seen_.insert(configs[i]);
+    if (const auto idx = space_.index_of(configs[i]))
+      improvement_.measured(*idx, outcomes[i].ok && outcomes[i].time_ms > 0 ? 1.0 / outcomes[i].time_ms : 0.0);
     add_row(configs[i], outcomes[i]);
   }
   refit();
@@ -311,6 +318,23 @@ std::vector<Config> ModelGuidedStrategy::prior_pick(size_t want) {
 }
 
 std::vector<Config> ModelGuidedStrategy::propose(size_t n) {
+  std::vector<Config> out = pick(n);
+  expected_improvement_ = -1;
+  if (!model_ready_ || rows_.rows == 0 || out.empty()) return out;
+  // What the batch is expected to gain, from the model's scores of all of it (random picks included).
+  costmodel::FeatureMatrix x;
+  std::vector<uint64_t> keys;
+  for (const auto& c : out) {
+    x.add_row(featurize_(c));
+    keys.push_back(space_.index_of(c).value_or(UINT64_MAX));
+  }
+  const std::vector<float> scores = model_->predict(x);
+  if (scores.size() == out.size())
+    expected_improvement_ = improvement_.expect(keys, std::vector<double>(scores.begin(), scores.end()));
+  return out;
+}
+
+std::vector<Config> ModelGuidedStrategy::pick(size_t n) {
   std::vector<Config> out;
   const uint64_t total = space_.size();
   if (n == 0 || seen_.size() >= total) return out;

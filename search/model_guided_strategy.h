@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "costmodel/cost_model.h"
+#include "search/improvement_estimate.h"
 #include "search/strategy.h"
 
 namespace tuner::search {
@@ -95,6 +96,10 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   /// `configs` is empty.
   void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
   TransferLearner* transfer_learner() override { return this; }
+  /// What the last proposal is expected to add to the best speed (search::ImprovementEstimate: the model's
+  /// scores calibrated on its measured rows, trusted as far as its earlier predictions held); -1 before
+  /// the model has made enough predictions that were then measured.
+  double expected_improvement() const override { return expected_improvement_; }
 
   /// Adds a record of another workload or GPU (transfer learning): its features, and its speed relative
   /// to the best of its own workload and GPU (0 for failures). Transferred rows train the model with
@@ -115,6 +120,8 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   const std::string& model_error() const { return model_error_; }
 
  private:
+  /// The proposal itself (propose() adds its expected improvement).
+  std::vector<Config> pick(size_t n);
   void add_row(const Config& c, const TrialOutcome& outcome);
   void refit();
   std::vector<uint64_t> anneal(size_t want);
@@ -143,6 +150,8 @@ class ModelGuidedStrategy final : public SearchStrategy, public TransferLearner 
   std::vector<std::pair<float, double>> transfer_checks_;  ///< The last scoring saw a positive spread (exploration by the bound).
   size_t fitted_rows_ = 0;
   std::string model_error_;
+  ImprovementEstimate improvement_;
+  double expected_improvement_ = -1;
   // Training data: one row per measured config.
   costmodel::FeatureMatrix rows_;
   std::vector<double> speeds_;  ///< 1 / time_ms, 0 for failures.

@@ -141,7 +141,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("prior", po::value(&prior)->default_value("auto"), "xgb: what ranks the first batch: compiled (the analytic model's best, compiled and re-ranked with their registers and spills), analytic (registers estimated), none (random); auto: compiled on cuda and replay devices, none on sim")
       ("transfer", po::value(&transfer)->default_value("auto"), "xgb: auto starts from this template's records of other shapes and GPUs; none starts cold")
       ("early-stop", po::value(&early_stop)->default_value(0), "stop after N trials without a better time (0: off)")
-      ("min-improvement", po::value(&min_improvement_pct)->default_value(0), "stop when the strategy expects less than this % speed-up from its next batch (bo estimates it; 0: off)")
+      ("min-improvement", po::value(&min_improvement_pct)->default_value(0), "stop when the strategy expects less than this % speed-up from its next batch (xgb and bo estimate it; 0: off)")
       ("seed", po::value(&seed_text)->default_value("1"), "seed of the search and of the random inputs (0 .. 2^64-1)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database ($TUNER_DB or ./tuning.db)")
       ("batch", po::value(&batch)->default_value(64), "configs proposed, compiled and committed together (xgb refits after each), 1 .. 65536")
@@ -217,6 +217,12 @@ int tune_command(const std::vector<std::string>& args) {
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(min_improvement_pct >= 0 && min_improvement_pct <= 1000))
     throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");
+  if (min_improvement_pct > 0 && all_trials)
+    throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) +
+                     " cannot stop --trials all, which measures every config; allowed with a trial count");
+  if (min_improvement_pct > 0 && strategy != "xgb" && strategy != "bo")
+    throw UsageError("--min-improvement needs a strategy that estimates its next batch's gain; --strategy " + strategy +
+                     " makes no estimate; allowed: xgb, bo");
   if (!(timeout_s > 0 && timeout_s <= 3600))
     throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))

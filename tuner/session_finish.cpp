@@ -61,7 +61,7 @@ int64_t remeasure_finalists(Session& s) {
     const auto tc = std::chrono::steady_clock::now();
     CompileResult cr = job.get();
     s.sum.phases.compile_wait_s += seconds_since(tc);
-    std::optional<db::TrialRecord> rec = measure_one(s, 0, c, inst, std::move(cr), InjectedFault::kNone);
+    std::optional<db::TrialRecord> rec = measure_one(s, 0, c, inst, std::move(cr), InjectedFault::kNone, false);
     if (!rec) break;
     rec->purpose = "remeasure";
     records.push_back(std::move(*rec));

@@ -156,7 +156,7 @@ MeasureRequest measure_request(const std::string& device, const templates::Kerne
 
 std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search::Config& config,
                                            const templates::KernelInstance& inst, CompileResult cr,
-                                           InjectedFault fault) {
+                                           InjectedFault fault, bool new_trial) {
   const std::string reference_cubin = reference_for(s, inst);
   db::TrialRecord rec;
   rec.config_json = s.space.to_json_string(config);
@@ -167,7 +167,7 @@ std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!cr.from_cache) s.sum.phases.compile_cpu_s += cr.compile_ms / 1000.0;
-    if (cr.from_cache) ++s.sum.compiled_from_cache;
+    if (cr.from_cache && new_trial) ++s.sum.compiled_from_cache;
   }
   if (!cr.ok()) {
     rec.status = cr.status;

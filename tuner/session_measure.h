@@ -29,8 +29,10 @@ MeasuredBatch measure(Session& s, PendingBatch& batch);
 
 /// Checks and times one compiled config on `lane`. nullopt: not measured (the machinery failed, which sets
 /// s.infrastructure_error, or a stop request cut the measurement short). Several lanes may call it at once.
+/// `new_trial`: false for a second measurement of a config (a finalist re-measured), whose compile is not
+/// counted again in the summary's compiled_from_cache.
 std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search::Config& config,
                                            const templates::KernelInstance& inst, CompileResult cr,
-                                           InjectedFault fault);
+                                           InjectedFault fault, bool new_trial = true);
 
 }  // namespace tuner

@@ -15,7 +15,7 @@ bool too_little_to_expect(Session& s) {
   const double ei = s.strategy->expected_improvement();
   if (ei < 0 || ei >= s.opt.min_expected_improvement) return false;
   char text[160];
-  std::snprintf(text, sizeof text, "expected improvement of the next batch %.3g%% < %.3g%%", 100 * ei,
+  std::snprintf(text, sizeof text, "expected improvement of the next batch %.3g%% < %g%%", 100 * ei,
                 100 * s.opt.min_expected_improvement);
   s.sum.early_stopped = true;
   s.sum.stop_reason = text;

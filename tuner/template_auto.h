@@ -6,7 +6,9 @@
 //   2. exploitation: the rest of N goes to the template whose best record is fastest (then, when its
 //      space runs out, to the next fastest); only its finalists are re-measured (--remeasure).
 //
-// A signal or an early stop (--early-stop, --min-improvement) ends the whole run, not one session.
+// A signal ends the whole run. An early stop (--early-stop, --min-improvement) ends one template's
+// session: the next template still gets its exploration share, and the run ends below its budget once
+// every template has stopped early.
 //
 // Shares are targets for the database's count of a template's trials, like --trials itself, so a
 // rerun with the same budget measures nothing new and a larger one continues where the last ended.

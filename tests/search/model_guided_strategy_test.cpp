@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -480,6 +481,41 @@ TEST(ModelGuidedStrategy, TransferredRowsThatMispredictThisWorkloadAreDropped) {
                                : static_cast<KnownFunction*>(raw)->rows_seen;
     EXPECT_EQ(rows, misled ? 16u : 116u) << "the refit after the check uses the transferred rows only if kept";
   }
+}
+
+TEST(ModelGuidedStrategy, ExpectsNothingMoreOnceTheModelsOptimumIsMeasured) {
+  // Speeds exp(truth / 10): the known function's scores are exactly on the scale of log speed, so every
+  // prediction holds and the estimate is what the best-predicted config would add to the incumbent.
+  auto space = guided_big_space();
+  ModelGuidedStrategy s(space, 3, std::make_unique<KnownFunction>(), identity());
+  auto outcomes = [](const std::vector<Config>& cs) {
+    std::vector<TrialOutcome> out;
+    for (const auto& c : cs) out.push_back({true, std::exp(-truth(c) / 10)});
+    return out;
+  };
+  EXPECT_LT(s.expected_improvement(), 0) << "no estimate before anything is measured";
+  bool peak_measured = false, estimated_before_peak = false;
+  for (int round = 0; round < 40 && !peak_measured; ++round) {
+    auto batch = s.propose(64);
+    ASSERT_FALSE(batch.empty());
+    const bool has_peak = std::find(batch.begin(), batch.end(), kPeak) != batch.end();
+    if (s.expected_improvement() >= 0 && has_peak) {
+      estimated_before_peak = true;
+      EXPECT_GT(s.expected_improvement(), 0.05) << "a batch that holds the optimum, predicted exactly";
+    }
+    s.observe(batch, outcomes(batch));
+    peak_measured = has_peak;
+  }
+  ASSERT_TRUE(peak_measured);
+  // Until enough predictions were measured there is no estimate; then it is nothing.
+  for (int round = 0; round < 8; ++round) {
+    auto batch = s.propose(64);
+    if (s.expected_improvement() >= 0) break;
+    s.observe(batch, outcomes(batch));
+  }
+  ASSERT_GE(s.expected_improvement(), 0) << "predictions were measured, so there is an estimate";
+  EXPECT_LT(s.expected_improvement(), 1e-6) << "nothing beats the optimum, and every prediction held";
+  RecordProperty("estimated_before_peak", estimated_before_peak ? 1 : 0);
 }
 
 }  // namespace

@@ -206,4 +206,28 @@ TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
   EXPECT_NE(t.out.find("recorded measurements, replayed"), std::string::npos) << t.out;
 }
 
+TEST_F(Cli, MinImprovementNeedsAStrategyThatEstimatesIt) {
+  // ga, random and grid make no estimate: the flag would be silently ignored.
+  for (const char* strategy : {"random", "ga", "grid"}) {
+    auto r = run(kSoftmax + "--min-improvement 1 --strategy " + strategy + " --db " + db());
+    EXPECT_EQ(r.code, 2) << strategy;
+    EXPECT_NE(r.err.find("--strategy " + std::string(strategy) + " makes no estimate; allowed: xgb, bo"),
+              std::string::npos)
+        << r.err;
+  }
+  auto all = run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials all --min-improvement 1 --db " + db());
+  EXPECT_EQ(all.code, 2);
+  EXPECT_NE(all.err.find("cannot stop --trials all"), std::string::npos) << all.err;
+  EXPECT_FALSE(std::filesystem::exists(db())) << "nothing stored";
+  // xgb stops on it: with 1000% nothing is worth a batch once it has an estimate.
+  auto xgb = run("tune --op softmax --shape rows=4096,cols=4096 --device sim:h100-sxm --trials 200 "
+                 "--min-improvement 1000 --json --db " + db());
+  ASSERT_EQ(xgb.code, 0) << xgb.err;
+  const auto j = nlohmann::json::parse(xgb.out);
+  EXPECT_TRUE(j.at("early_stopped").get<bool>()) << xgb.out;
+  EXPECT_NE(j.at("stop_reason").get<std::string>().find("expected improvement of the next batch"), std::string::npos)
+      << xgb.out;
+  EXPECT_EQ(j.at("measured").get<int>(), 40) << "a random 8, then four batches of 8 whose predictions were measured";
+}
+
 }  // namespace

@@ -47,6 +47,16 @@ TEST_F(Cli, TheCompiledPriorCompilesThePriorsBestAndTheMeasuredConfigComesFromTh
   auto d = run(base + " --db " + (dir_ / "b.db").string());
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_EQ(nlohmann::json::parse(d.out)["prior_compiles"], 0);
+  // Re-measured finalists are not counted again: the same run into another database takes every one of its
+  // trials' cubins from the cache, and the count is its trials, not trials + finalists.
+  const std::string twice = "tune --op softmax --shape rows=256,cols=128 --dtype f16 --device sim:h100-sxm --trials 6 "
+                            "--batch 3 --remeasure 2 --transfer none --json --db ";
+  ASSERT_EQ(run(twice + (dir_ / "c.db").string()).code, 0);
+  auto again = run(twice + (dir_ / "d.db").string());
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto a = nlohmann::json::parse(again.out);
+  EXPECT_EQ(a["remeasured"], 2);
+  EXPECT_EQ(a["compiled_from_cache"], 6);
 }
 
 TEST_F(Cli, ABadPriorIsBadInput) {

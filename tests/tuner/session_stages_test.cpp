@@ -131,5 +131,18 @@ TEST_F(SessionStages, AStrategyThatExpectsTooLittleStopsTheSessionAndSaysWhy) {
   EXPECT_EQ(run_tuning(options("bo", 24), device, full).stop_reason, "budget of 24 trials reached");
 }
 
+TEST_F(SessionStages, XgbStopsOnceItsTrustedEstimateIsTooLittle) {
+  const auto device = resolve_device("sim:h100-sxm");
+  db::TuningDb db((dir_ / "xgb_ei.db").string());
+  TuneOptions o = options("xgb", 64);
+  o.min_expected_improvement = 10.0;
+  const TuneSummary sum = run_tuning(o, device, db);
+  EXPECT_TRUE(sum.early_stopped);
+  EXPECT_EQ(sum.stop_reason.rfind("expected improvement of the next batch", 0), 0u) << sum.stop_reason;
+  // No estimate until 32 of the model's predictions were measured: a random first batch of 8, then four
+  // model-guided batches of 8.
+  EXPECT_EQ(search_rows(db).size(), 40u);
+}
+
 }  // namespace
 }  // namespace tuner
