@@ -120,6 +120,7 @@ void match_device(const std::string& spec, const db::TuningDb& db, RecordFilter&
     throw UsageError(std::string(e.what()) + "; to read records of a GPU that is not here, pass its recorded name: " +
                      quoted_list(recorded));
   }
+  f.unrecorded_note = "device '" + spec + "' has no session in this database; recorded devices: " + quoted_list(recorded);
   if (d.simulated) {  // sim:<gpu>, or replay:FILE (stored as "replay:<recording GPU>")
     f.filter.device_name = d.identity.name;
     f.filter.simulated = true;

@@ -54,6 +54,9 @@ struct RecordFilter {
   db::QueryFilter filter;
   std::vector<std::string> device_names;  ///< Empty: filter as it is (no name, or a sim/cuda match).
   bool single_device = false;             ///< --device was given (one best record per workload makes sense).
+  /// When --device is a valid device that no session in the database ran on (matched by its kind, not by
+  /// a recorded name): one line naming the recorded devices, for a query that finds nothing.
+  std::string unrecorded_note;
 };
 
 /// Device names recorded in a database (those of its sessions; every trial belongs to one), sorted.

@@ -97,6 +97,7 @@ int query_command(const std::vector<std::string>& args) {
                        [](const db::SessionRow& a, const db::SessionRow& b) { return a.id > b.id; });
       if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
     }
+    if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& s : rows)
@@ -119,6 +120,7 @@ int query_command(const std::vector<std::string>& args) {
     print_table({"session", "workload", "device", "template", "strategy", "seed", "trials", "re-measured", "budget",
                  "status", "started", "reason"},
                 table);
+    if (rows.empty()) std::cout << "(no sessions match)\n";
     return 0;
   }
 
@@ -134,6 +136,8 @@ int query_command(const std::vector<std::string>& args) {
     rows = run_best_per_workload(*db, rf);
   }
 
+  // A device that matches by kind but ran no session: say which devices did, whatever the output format.
+  if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
   if (json) {
     if (single) {
       std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";
@@ -166,7 +170,7 @@ int query_command(const std::vector<std::string>& args) {
   bool any_estimate = false;
   for (const auto& r : rows) any_estimate = any_estimate || r.trial.estimate;
   if (any_estimate) std::cout << "* analytic estimate of a sim device, not a measurement\n";
-  return 0;
+  return rows.empty() && single ? 1 : 0;  // as with --json: the one record asked for does not exist
 }
 
 }  // namespace tuner::cli

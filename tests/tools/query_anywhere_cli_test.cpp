@@ -115,4 +115,32 @@ TEST_F(QueryAnywhere, SimRecordsKeepTheirNameAndBestShowsTheTemplate) {
   }
 }
 
+TEST_F(QueryAnywhere, AQueryThatMatchesNothingSaysSoTheSameWayInEveryFormat) {
+  auto t = run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 4 --strategy random --quiet --db " +
+               db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  // The one record of a workload on a device: exit 1 when it does not exist, as a table and as JSON.
+  const std::string one = "query --db " + db() + " --best --op gemm --shape M=64,N=64,K=32 --device sim:h100-sxm";
+  auto table = run(one);
+  EXPECT_EQ(table.code, 1) << table.out;
+  EXPECT_NE(table.out.find("(no records match)"), std::string::npos) << table.out;
+  auto json = run(one + " --json");
+  EXPECT_EQ(json.code, 1);
+  EXPECT_EQ(Json::parse(json.out), nullptr);
+  // Lists that match nothing are empty lists (exit 0), sessions included.
+  auto sessions = run("query --db " + db() + " --sessions --op softmax");
+  EXPECT_EQ(sessions.code, 0);
+  EXPECT_NE(sessions.out.find("(no sessions match)"), std::string::npos) << sessions.out;
+  // A valid device that ran no session here: the recorded ones are named, on stderr.
+  for (const char* mode : {"--best", "--history", "--sessions"}) {
+    auto other = run("query --db " + db() + " " + mode + " --device sim:a100-sxm4-80gb");
+    EXPECT_EQ(other.code, 0) << mode;
+    EXPECT_NE(other.err.find("device 'sim:a100-sxm4-80gb' has no session in this database; recorded devices: "
+                             "'sim:h100-sxm'"),
+              std::string::npos)
+        << mode << ": " << other.err;
+  }
+  EXPECT_EQ(run("query --db " + db() + " --best --device sim:h100-sxm").err, "") << "no note where records exist";
+}
+
 }  // namespace
