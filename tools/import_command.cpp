@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "templates/registry.h"
@@ -202,10 +203,23 @@ ImportRecord read_record(const LineReader& in) {
   return r;
 }
 
-std::vector<ImportRecord> read_file(const std::string& file) {
+/// The file's whole text; "-" reads standard input (`tuner export ... | tuner import -`).
+std::string read_text(const std::string& file) {
+  std::ostringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in || std::filesystem::is_directory(file))
-    throw UsageError("import: cannot read '" + file + "'; allowed: a file written by `tuner export --format jsonl`");
+    throw UsageError("import: cannot read '" + file + "'; allowed: a file written by `tuner export --format jsonl`, "
+                     "or - for standard input");
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<ImportRecord> read_file(const std::string& file, const std::string& whole_text) {
+  std::istringstream in(whole_text);
   std::vector<ImportRecord> records;
   std::string text;
   size_t line = 0;
@@ -219,8 +233,7 @@ std::vector<ImportRecord> read_file(const std::string& file) {
     } catch (const nlohmann::json::parse_error& e) {
       // A file that is one JSON document over several lines is another export (`--format best`), not records.
       if (line == 1) {
-        std::ifstream whole(file, std::ios::binary);
-        if (Json::accept(whole))
+        if (Json::accept(whole_text))
           throw UsageError("import: " + file + " is one JSON document (an `export --format best` file?), not records; "
                            "allowed: a file written by `tuner export --format jsonl`, one " + kRecordsFormat +
                            " record per line");
@@ -292,7 +305,7 @@ int import_command(const std::vector<std::string>& args) {
   po::options_description desc("tuner import: bring in records written by `tuner export --format jsonl`");
   desc.add_options()
       ("help,h", "show this help")
-      ("file", po::value(&file), "the exported records (jsonl)")
+      ("file", po::value(&file), "the exported records (jsonl); - reads standard input")
       ("db", po::value(&db_path)->default_value(default_db_path()), "the database to import into ($TUNER_DB or ./tuning.db)")
       ("format", po::value(&format)->default_value("jsonl"), "the file's format: jsonl (the only one)")
       ("json", "one JSON document on stdout");
@@ -300,14 +313,16 @@ int import_command(const std::vector<std::string>& args) {
   positional.add("file", 1);
   po::variables_map vm;
   if (!parse_options("import", args, desc, vm, positional)) {
-    std::cout << "usage: tuner import FILE [--db tuning.db] [--format jsonl] [--json]\n" << desc;
+    std::cout << "usage: tuner import FILE|- [--db tuning.db] [--format jsonl] [--json]\n" << desc;
     return 0;
   }
   if (!vm.count("file"))
     throw UsageError("import: no FILE given; allowed: a file written by `tuner export --format jsonl`");
   if (format != "jsonl") throw UsageError("import: --format '" + format + "' is not readable; allowed: jsonl");
 
-  auto records = read_file(file);  // every line checked before anything is written
+  const std::string text = read_text(file);
+  if (file == "-") file = "stdin";  // how messages and the import sessions name it
+  auto records = read_file(file, text);  // every line checked before anything is written
   db::MergeReport report;
   try {
     ScratchDb scratch;

@@ -133,6 +133,18 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   auto text = run("import " + file("a.jsonl") + " --db " + b_db());
   EXPECT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("0 added, 11 skipped"), std::string::npos) << text.out;
+  // "-" reads standard input, so an export pipes straight into another database.
+  const std::string c_db = file("c.db");
+  auto piped = run("import - --db " + c_db + " --json < " + file("a.jsonl"));
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(Json::parse(piped.out)["from"], "stdin");
+  EXPECT_EQ(Json::parse(piped.out)["added"], 11);
+  EXPECT_EQ(query_json(c_db, "--history").size(), query_json(b_db(), "--history").size());
+  std::ofstream(file("bad.jsonl")) << "{\"x\":\n";
+  auto broken = run("import - --db " + file("d.db") + " < " + file("bad.jsonl"));
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_NE(broken.err.find("import: stdin:1: not a JSON line"), std::string::npos) << broken.err;
+  EXPECT_FALSE(std::filesystem::exists(file("d.db"))) << "nothing created";
 }
 
 TEST_F(ExportImport, FiltersNarrowTheExport) {
