@@ -97,7 +97,8 @@ const FilterColumns kTrialColumns{"t.session_id", "t.status", "t.id"};
 constexpr const char* kResultColumns =
     "t.id, t.session_id, t.config_json, t.status, t.error_message, t.compile_ms, t.registers, t.shared_bytes, "
     "t.spill_bytes, t.time_ms, t.time_spread_ms, t.repeats, t.gflops, t.estimate, t.started_at, t.finished_at, "
-    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count, t.purpose";
+    "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count, t.purpose, "
+    "d.driver_version, d.nvrtc_version";
 
 constexpr const char* kResultJoins =
     " JOIN workloads w ON w.id = t.workload_id"
@@ -132,11 +133,13 @@ ResultRow read_result_row(const sql::Statement& s) {
   r.device_cc_minor = static_cast<int>(s.column_int64(24));
   r.device_sm_count = static_cast<int>(s.column_int64(25));
   t.purpose = s.column_text(26);
+  r.driver_version = s.column_text(27);
+  r.nvrtc_version = s.column_text(28);
   r.measurements = 1;
   r.mean_time_ms = t.time_ms;
-  if (s.column_count() > 28) {  // best queries append the config's measurement count and mean time
-    r.measurements = static_cast<int>(s.column_int64(27));
-    r.mean_time_ms = s.column_double(28);
+  if (s.column_count() > 30) {  // best queries append the config's measurement count and mean time
+    r.measurements = static_cast<int>(s.column_int64(29));
+    r.mean_time_ms = s.column_double(30);
   }
   return r;
 }
@@ -526,12 +529,14 @@ int64_t TuningDb::count_trials(int64_t device_id, int64_t workload_id, int64_t t
 
 namespace {
 
-/// Ok trials matching `where`, grouped per config: its measurement count, mean time and latest trial.
+/// Ok trials matching `where`, grouped per config: its measurement count, mean time and latest trial. A
+/// device is its name and kind: records of one GPU under another driver or NVRTC version (a database merged
+/// from two machines, a driver upgraded) are measurements of the same device, pooled, not a second device.
 std::string config_means(const Where& where) {
   return std::string(
-             "SELECT t.workload_id AS wid, t.device_id AS did, t.template_id AS tid, COUNT(*) AS n, "
+             "SELECT t.workload_id AS wid, d.name AS dname, d.simulated AS dsim, t.template_id AS tid, COUNT(*) AS n, "
              "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id FROM trials t") +
-         kResultJoins + where.sql + " GROUP BY t.workload_id, t.device_id, t.template_id, t.config_json";
+         kResultJoins + where.sql + " GROUP BY t.workload_id, d.name, d.simulated, t.template_id, t.config_json";
 }
 
 }  // namespace
@@ -557,10 +562,10 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/true);
   const std::string query =
       "WITH cfg AS (" + config_means(where) +
-      "), ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.wid, c.did, c.tid ORDER BY c.mean_ms, c.last_id) "
+      "), ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.wid, c.dname, c.dsim, c.tid ORDER BY c.mean_ms, c.last_id) "
       "AS rank FROM cfg c) SELECT " +
       kResultColumns + ", r.n, r.mean_ms FROM ranked r JOIN trials t ON t.id = r.last_id" + kResultJoins +
-      " WHERE r.rank = 1 ORDER BY w.op, w.shape, w.dtype, d.name, tp.name, tp.hash, d.id" + limit_clause(f.limit);
+      " WHERE r.rank = 1 ORDER BY w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash" + limit_clause(f.limit);
   return run_result_query(impl_->conn, query, where);
 }
 

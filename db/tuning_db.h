@@ -114,6 +114,8 @@ struct ResultRow {
   std::string device_name;
   bool device_simulated = false;
   int device_cc_major = 0, device_cc_minor = 0, device_sm_count = 0;
+  std::string driver_version;  ///< Of the device record the trial ran under ("" on sim devices).
+  std::string nvrtc_version;   ///< The NVRTC that compiled it.
   std::string template_name;
   std::string template_hash;
   int measurements = 1;        ///< ok measurements of this config (best queries; > 1 after re-measuring).

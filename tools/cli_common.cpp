@@ -50,6 +50,8 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["spill_bytes"] = t.spill_bytes;
   j["template"] = row.template_name;
   j["template_version"] = row.template_hash;
+  j["driver_version"] = row.driver_version;
+  j["nvrtc_version"] = row.nvrtc_version;
   j["session_id"] = t.session_id;
   j["trial_id"] = t.id;
   j["finished_at"] = t.finished_at;

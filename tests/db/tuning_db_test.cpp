@@ -227,6 +227,35 @@ TEST(TuningDb, BestPerWorkloadGivesOneRowPerTargetInOrder) {
   EXPECT_EQ(fx.db.history(limited).size(), 2u);
 }
 
+TEST(TuningDb, OneGpuUnderTwoToolchainsIsOneDeviceInBestQueries) {
+  // A database merged from two machines: the same H100 under another driver and NVRTC. Its records are
+  // one device's: one best row, the faster config, naming the toolchain it ran under.
+  Fixture fx;
+  DeviceIdentity newer = h100();
+  newer.driver_version = "590.10";
+  newer.nvrtc_version = "13.1";
+  const int64_t other = fx.db.upsert_device(newer);
+  ASSERT_NE(other, fx.device);
+  const int64_t s_other = fx.db.begin_session(other, fx.workload, fx.tmpl, "random", 1, 10, "");
+  std::vector<TrialRecord> old_batch{ok_trial("{\"b\":1}", 4.0), ok_trial("{\"b\":2}", 3.0)};
+  std::vector<TrialRecord> new_batch{ok_trial("{\"b\":3}", 2.5)};
+  fx.db.add_trials(fx.session, old_batch);
+  fx.db.add_trials(s_other, new_batch);
+  const auto rows = fx.db.best_per_workload({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].trial.config_json, "{\"b\":3}");
+  EXPECT_EQ(rows[0].nvrtc_version, "13.1");
+  EXPECT_EQ(rows[0].driver_version, "590.10");
+  // A config measured under both is ranked by the mean of all its measurements.
+  std::vector<TrialRecord> again{ok_trial("{\"b\":3}", 3.3)};
+  fx.db.add_trials(fx.session, again);
+  const auto pooled = fx.db.best_per_workload({});
+  ASSERT_EQ(pooled.size(), 1u);
+  EXPECT_EQ(pooled[0].measurements, 2);
+  EXPECT_DOUBLE_EQ(pooled[0].mean_time_ms, 2.9);
+  EXPECT_DOUBLE_EQ(fx.db.best({})->mean_time_ms, 2.9);
+}
+
 TEST(TuningDb, SessionsNewestFirstWithTrialCounts) {
   Fixture fx;
   const uint64_t big_seed = 0xFEDCBA9876543210ull;  // Above INT64_MAX: must round-trip.
