@@ -14,6 +14,7 @@
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_export.h"
+#include "search/parallel/spec_json.h"
 #include "search/parallel/plan_json.h"
 #include "search/parallel/planner.h"
 #include "tools/cli_common.h"
@@ -220,11 +221,16 @@ int plan_command(const std::vector<std::string>& args) {
   db::PlanRecord rec;
   rec.model = model_spec;
   rec.cluster = cluster_spec;
-  rec.options_json = nlohmann::ordered_json{{"global_batch", global_batch},
-                                            {"fix", par::to_string(opts.pins)},
-                                            {"attention", par::to_string(plan.attention)},
-                                            {"engine", par::to_string(opts.engine)}}
-                         .dump();
+  nlohmann::ordered_json options{{"global_batch", global_batch},
+                                 {"fix", par::to_string(opts.pins)},
+                                 {"attention", par::to_string(plan.attention)},
+                                 {"engine", par::to_string(opts.engine)}};
+  // A model or cluster given as a file is logged by its content too: the path alone would name whatever the
+  // file holds later, or nothing once it is gone.
+  for (const auto& [key, spec] : {std::pair{"model_file", model_spec}, std::pair{"cluster_file", cluster_spec}})
+    if (spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".json") == 0)
+      options[key] = nlohmann::ordered_json::parse(par::read_spec_file(spec, key).dump());
+  rec.options_json = options.dump();
   rec.plan_json = plan_json.dump();
   rec.tp = plan.config.tp;
   rec.pp = plan.config.pp;

@@ -81,6 +81,14 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
   const std::string gpu_key = f.string(doc, "", "gpu", std::nullopt, "a GPU type: " + costmodel::gpu_spec_keys());
   c.gpu = gpu_or_throw(gpu_key, "cluster '" + name + "': gpu");
   const double mem_gb = f.number(doc, "", "memory_gb", 0, true, kMaxMemoryGb, c.gpu.memory_gb);
+  // The GPU type sets the speeds; its memory can differ (H100 NVL 94 GB, GH200 144 GB), not by orders of
+  // magnitude: a plan for 1000 GB on an H100 would fit models no H100 can hold.
+  if (mem_gb > 2 * c.gpu.memory_gb) {
+    std::ostringstream m;
+    m << mem_gb << " is more than twice the " << gpu_key << "'s " << c.gpu.memory_gb
+      << " GB; allowed: a number > 0 and <= " << 2 * c.gpu.memory_gb << " (variants of the type with more memory)";
+    f.fail("memory_gb", m.str());
+  }
   c.memory_per_gpu_bytes = static_cast<int64_t>(mem_gb * 1e9);
   if (c.memory_per_gpu_bytes <= 0) f.fail("memory_gb", "rounds to 0 bytes; allowed: a number > 0 and <= 100000");
   if (!doc.contains("intra_node")) f.fail("intra_node", "missing; expected {\"bandwidth_gbps\": .., \"latency_us\": ..}");

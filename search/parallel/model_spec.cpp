@@ -411,7 +411,11 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
       l.ops.push_back(op_from_json(f, jo, op_path, g.dtype));
     }
     const int64_t repeat = f.integer(jl, path, "repeat", 1, kMaxLayers, 1);
-    for (int64_t r = 0; r < repeat; ++r) g.layers.push_back(l);
+    for (int64_t r = 0; r < repeat; ++r) {
+      l.origin = "model '" + name + "' " + path +
+                 (repeat > 1 ? ", repeat " + std::to_string(r + 1) + " of " + std::to_string(repeat) : "");
+      g.layers.push_back(l);
+    }
   }
   validate(g);
   for (const auto& l : g.layers) {

@@ -226,7 +226,8 @@ void validate(ModelGraph& g) {
   g.transformer_layers = 0;
   for (size_t li = 0; li < g.layers.size(); ++li) {
     Layer& l = g.layers[li];
-    const std::string where = "layer " + std::to_string(li) + " (" + l.name + ")";
+    const std::string where =
+        l.origin.empty() ? "layer " + std::to_string(li) + " (" + l.name + ")" : l.origin + " (" + l.name + ")";
     if (l.ops.empty()) throw SpecError(where + " has no ops");
     if (static_cast<int64_t>(l.ops.size()) > kMaxLayerOps)
       throw SpecError(where + " has " + std::to_string(l.ops.size()) + " ops; allowed: at most " +
@@ -263,7 +264,10 @@ void validate(ModelGraph& g) {
         }
         if (w != op.in_features)
           throw SpecError(where + " op '" + op.name + "': shape mismatch, input '" + in + "' has " +
-                          std::to_string(w) + " features but the op expects " + std::to_string(op.in_features));
+                          std::to_string(w) + " features but the op expects " + std::to_string(op.in_features) +
+                          (in == "input" && li > 0 && g.layers[li - 1].signature() == l.signature()
+                               ? " (a repeated layer's output must have its input's width)"
+                               : ""));
       }
     }
     prev_out = by_name[l.output]->out_features;

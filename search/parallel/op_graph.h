@@ -76,6 +76,9 @@ struct Layer {
   /// Transformer dimensions (kTransformer): hidden, heads for the activation formula.
   int64_t hidden = 0;
   int heads = 0;
+  /// Where a layer of a JSON model came from, for errors: "model 'm.json' layers[0], repeat 2 of 4"; empty
+  /// for presets (errors then name the layer by its place in the chain).
+  std::string origin;
   /// Key of identical layers: layers with equal signatures share one sharding solution.
   std::string signature() const;
 };

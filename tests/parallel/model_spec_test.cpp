@@ -91,6 +91,17 @@ TEST(ModelSpec, JsonGraphErrors) {
   auto mismatch = tiny_graph();
   mismatch["layers"][0]["ops"][2]["in"] = 512;
   EXPECT_NE(error_of([&] { model_from_json(mismatch, "m.json"); }).find("shape mismatch"), std::string::npos);
+  // A repeated layer whose output is not its input's width fails at its second repeat, named as the user
+  // wrote it (layers[0], repeat 2 of 3), not by its place in the expanded chain ("layer 1").
+  auto widening = tiny_graph();
+  widening["layers"][0]["ops"][2]["out"] = 512;
+  widening["layers"][0]["ops"][3] = {{"name", "add"}, {"type", "elementwise"}, {"in", 512}, {"out", 512},
+                                     {"inputs", {"fc2"}}};
+  const std::string e = error_of([&] { model_from_json(widening, "w.json"); });
+  EXPECT_NE(e.find("model 'w.json' layers[0], repeat 2 of 3 (block) op 'fc1': shape mismatch, input 'input' has "
+                   "512 features but the op expects 256 (a repeated layer's output must have its input's width)"),
+            std::string::npos)
+      << e;
   auto unknown = tiny_graph();
   unknown["layers"][0]["ops"][1]["type"] = "conv3d";
   EXPECT_NE(error_of([&] { model_from_json(unknown, "u.json"); }).find("unknown operator type 'conv3d'"),
@@ -158,6 +169,8 @@ TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j["nodes"] = 1 << 20; }, "at most 1,048,576 GPUs in a cluster"},
       {[](nlohmann::json& j) { j["memory_gb"] = 1e30; }, "memory_gb: 1e+30 is too large"},
       {[](nlohmann::json& j) { j["memory_gb"] = 0; }, "memory_gb: 0 is too small"},
+      {[](nlohmann::json& j) { j["memory_gb"] = 1000; },
+       "memory_gb: 1000 is more than twice the h100-sxm's 80 GB; allowed: a number > 0 and <= 160"},
       {[](nlohmann::json& j) { j["gpu"] = 5; }, "gpu: 5 is not a string"},
       {[](nlohmann::json& j) { j["nodes"] = "2"; }, "nodes: \"2\" is not an integer"},
       {[](nlohmann::json& j) { j["inter_node"]["latency_us"] = -1; }, "inter_node.latency_us: -1 is too small"},
@@ -169,6 +182,9 @@ TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
     const std::string e = error_of([&] { cluster_from_json(doc, "c.json"); });
     EXPECT_NE(e.find(c.expect), std::string::npos) << e;
   }
+  nlohmann::json gh200 = base;
+  gh200["memory_gb"] = 144;  // a variant of the type with more memory
+  EXPECT_EQ(cluster_from_json(gh200, "c.json").memory_per_gpu_bytes, 144000000000);
   EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:268435456"); }).find("at most 1,048,576 GPUs"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:131073"); }).find("1..131,072 nodes"), std::string::npos);

@@ -181,6 +181,16 @@ TEST_F(PlanCli, UnequalGpuCountsPerStageAreTabledAndInTheJson) {
   ASSERT_EQ(m.code, 0) << m.err;
   EXPECT_NE(m.out.find("--pipeline-model-parallel-size"), std::string::npos) << m.out;
   EXPECT_EQ(m.err.find("stages differ"), std::string::npos) << m.err;
+  // The plan log keeps what the files held, not only their paths: the files can change or go.
+  std::filesystem::remove(path("heavy.json"));
+  std::filesystem::remove(path("small.json"));
+  const auto logged = nlohmann::json::parse(run("query --plans --json --db " + db()).out);
+  ASSERT_FALSE(logged.empty());
+  const auto& options = logged[0]["options"];
+  EXPECT_EQ(options["model_file"]["name"], "heavy-group") << options.dump();
+  EXPECT_EQ(options["model_file"]["layers"].size(), 3u);
+  EXPECT_EQ(options["cluster_file"]["memory_gb"], 4.3);
+  EXPECT_EQ(logged[0]["model"], path("heavy.json"));
 }
 
 TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
