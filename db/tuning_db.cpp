@@ -383,12 +383,15 @@ int TuningDb::reap_dead_sessions() {
 namespace {
 
 /// Stored search trials plus live claims of one device, workload and template.
+/// A re-measure claim's config_json: this prefix and the config (no config's JSON starts with it).
+constexpr const char* kRemeasureClaim = "remeasure ";
+
 int64_t trials_and_claims(sql::Connection& conn, int64_t device_id, int64_t workload_id, int64_t template_id) {
   sql::Statement used(conn,
                       "SELECT (SELECT count(*) FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "
                       "template_id = ?3 AND purpose = 'search') + (SELECT count(*) FROM claims WHERE "
-                      "device_id = ?1 AND workload_id = ?2 AND template_id = ?3)");
-  used.bind(1, device_id).bind(2, workload_id).bind(3, template_id);
+                      "device_id = ?1 AND workload_id = ?2 AND template_id = ?3 AND config_json NOT LIKE ?4)");
+  used.bind(1, device_id).bind(2, workload_id).bind(3, template_id).bind(4, std::string(kRemeasureClaim) + "%");
   used.step();
   return used.column_int64(0);
 }
@@ -436,6 +439,32 @@ ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::s
     }
     tx.commit();
     return r;
+  });
+}
+
+bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_json) {
+  reap_dead_sessions();
+  auto& conn = impl_->conn;
+  return internal::retry_locked(conn, impl_->write_patience_s, [&] {
+    sql::Transaction tx(conn);
+    sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
+    session.bind(1, session_id);
+    if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+    const int64_t d = session.column_int64(0), w = session.column_int64(1), t = session.column_int64(2);
+    const std::string key = kRemeasureClaim + config_json;
+    sql::Statement taken(conn,
+                         "SELECT (SELECT count(*) FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "
+                         "template_id = ?3 AND config_json = ?4 AND status = 'ok') >= 2 OR EXISTS (SELECT 1 FROM "
+                         "claims WHERE device_id = ?1 AND workload_id = ?2 AND template_id = ?3 AND config_json = ?5)");
+    taken.bind(1, d).bind(2, w).bind(3, t).bind(4, config_json).bind(5, key);
+    taken.step();
+    if (taken.column_int64(0) != 0) return false;
+    sql::Statement insert(conn,
+                          "INSERT INTO claims (device_id, workload_id, template_id, config_json, session_id, "
+                          "claimed_at) VALUES (?, ?, ?, ?, ?, ?)");
+    insert.bind(1, d).bind(2, w).bind(3, t).bind(4, key).bind(5, session_id).bind(6, now_iso8601()).run();
+    tx.commit();
+    return true;
   });
 }
 

@@ -232,6 +232,11 @@ class TuningDb {
   /// measured or claimed by another session is refused; claims stop when the budget is used up. A claim
   /// ends when its trial is stored (add_trials) or its session ends or is reaped.
   ClaimResult claim_configs(int64_t session_id, const std::vector<std::string>& configs, int64_t budget);
+  /// Claims a second measurement of a measured config (a finalist re-measured at the end of a session): true
+  /// when this session may take it, false when the config already has two or more ok measurements or another
+  /// session holds its re-measure claim. Processes finishing together then split the finalists instead of
+  /// re-measuring the same ones. The claim ends with the session; it is not counted in the budget.
+  bool claim_remeasure(int64_t session_id, const std::string& config_json);
   /// The budget minus the stored search trials and the live claims of the session's device, workload and
   /// template: how many configs may still be claimed.
   int64_t budget_left(int64_t session_id, int64_t budget) const;

@@ -55,6 +55,8 @@ int64_t remeasure_finalists(Session& s) {
   std::vector<db::TrialRecord> records;
   for (const std::string& config_json : finalists(s)) {
     if (stop_requested()) continue;
+    // Another process finishing on the same workload may have taken (or measured) this finalist meanwhile.
+    if (!s.db.claim_remeasure(s.sum.session_id, config_json)) continue;
     const search::Config c = s.space.from_json(nlohmann::json::parse(config_json));
     const auto inst = s.tmpl.instantiate(s.space, c, s.opt.workload);
     auto job = s.pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, s.device.limits), {}});

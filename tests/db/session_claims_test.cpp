@@ -60,6 +60,31 @@ TEST(SessionClaims, SessionsSharingATargetShareItsBudgetAndNeverClaimTheSameConf
   EXPECT_EQ(count_true(c.claimed), 3);
 }
 
+TEST(SessionClaims, SessionsFinishingTogetherSplitTheFinalistsTheyReMeasure) {
+  Fixture fx;
+  const int64_t other = fx.db.begin_session(fx.device, fx.workload, fx.tmpl, "random", 1, 8, "");
+  std::vector<TrialRecord> measured = {ok_trial("{\"BM\":0}", 1.0), ok_trial("{\"BM\":1}", 2.0)};
+  ASSERT_EQ(count_true(fx.db.claim_configs(fx.session, configs(0, 2), 8).claimed), 2);
+  fx.db.add_trials(fx.session, measured);
+  // Both sessions rank BM 0 and BM 1 as their finalists: each config is re-measured by one of them.
+  EXPECT_TRUE(fx.db.claim_remeasure(fx.session, "{\"BM\":0}"));
+  EXPECT_FALSE(fx.db.claim_remeasure(other, "{\"BM\":0}")) << "the first session holds it";
+  EXPECT_TRUE(fx.db.claim_remeasure(other, "{\"BM\":1}"));
+  EXPECT_FALSE(fx.db.claim_remeasure(fx.session, "{\"BM\":1}"));
+  // Re-measure claims are not search trials: the budget is unchanged (2 of 8 used).
+  EXPECT_EQ(fx.db.budget_left(fx.session, 8), 6);
+  // Once a config has two measurements nobody re-measures it, even after the claim is gone.
+  std::vector<TrialRecord> second = {ok_trial("{\"BM\":0}", 1.1)};
+  second[0].purpose = "remeasure";
+  fx.db.add_trials(fx.session, second);
+  fx.db.end_session(fx.session, "finished", "");
+  const int64_t third = fx.db.begin_session(fx.device, fx.workload, fx.tmpl, "random", 1, 8, "");
+  EXPECT_FALSE(fx.db.claim_remeasure(third, "{\"BM\":0}")) << "measured twice";
+  EXPECT_FALSE(fx.db.claim_remeasure(third, "{\"BM\":1}")) << "the other session still holds it";
+  fx.db.end_session(other, "finished", "");
+  EXPECT_TRUE(fx.db.claim_remeasure(third, "{\"BM\":1}")) << "released with its session, measured once";
+}
+
 TEST(SessionClaims, ASessionEndsFinishedInterruptedOrFailedWithItsReasonAndProcess) {
   Fixture fx;
   fx.db.end_session(fx.session, "failed", "reference kernel failed to compile: error at line 3");
