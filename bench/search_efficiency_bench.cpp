@@ -328,6 +328,24 @@ ResourcesOf recorded_resources_of(const RecordedSpace& rec) {
   };
 }
 
+/// Compiled resources for a recording's prior: NVRTC in this process, through an on-disk cache (a fresh one
+/// unless --compile-cache names one), shared by every seed; and the recording's own.
+struct RecordingResources {
+  CompileCache cache;
+  NvrtcBuilder builder;
+  CompilePool pool;
+  CompiledResources compiled;
+  ResourceSources sources;
+  RecordingResources(const RecordedSpace& rec, const std::string& compile_cache)
+      : cache(compile_cache.empty() ? fresh_cache_dir() : compile_cache),
+        builder(&cache),
+        pool(builder, 0),
+        compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool) {
+    sources.compiled = [this](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
+    sources.recorded = recorded_resources_of(rec);
+  }
+};
+
 /// Transfer on real data: for every ordered pair of recordings where one can feed the other (same op,
 /// dtype and template, another shape or GPU: tuner/replay_transfer.h), each variant searches the target
 /// cold, and warm with `history` records of the source (0: all of them, drawn anew per seed) fed to its
@@ -413,15 +431,9 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
       continue;
     }
     const ReplayOracle real = replay_oracle(rec, false), sim = replay_oracle(rec, true);
-    // Compiled resources for the prior: NVRTC in this process, through an on-disk cache (a fresh one
-    // unless --compile-cache names one), shared by every seed; and the recording's own.
-    CompileCache cache(compile_cache.empty() ? fresh_cache_dir() : compile_cache);
-    NvrtcBuilder builder(&cache);
-    CompilePool pool(builder, 0);
-    CompiledResources compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool);
-    ResourceSources sources;
-    sources.compiled = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
-    sources.recorded = recorded_resources_of(rec);
+    RecordingResources res(rec, compile_cache);
+    const ResourceSources& sources = res.sources;
+    const CompiledResources& compiled = res.compiled;
     bool first = true;
     for (size_t batch : batches)
       for (const ReplayOracle* o : {&real, &sim}) {
@@ -504,13 +516,8 @@ nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, c
       continue;
     }
     const ReplayOracle real = replay_oracle(rec, false);
-    CompileCache cache(compile_cache.empty() ? fresh_cache_dir() : compile_cache);
-    NvrtcBuilder builder(&cache);
-    CompilePool pool(builder, 0);
-    CompiledResources compiled(*rec.tmpl, rec.space, rec.workload, limits_of(rec.gpu), pool);
-    ResourceSources sources;
-    sources.compiled = [&compiled](const std::vector<search::Config>& cs) { return compiled.resources(cs); };
-    sources.recorded = recorded_resources_of(rec);
+    RecordingResources res(rec, compile_cache);
+    const ResourceSources& sources = res.sources;
     const auto cap = static_cast<int64_t>(real.space().size());
     bool first = true;
     for (const auto& name : strategies)

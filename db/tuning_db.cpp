@@ -383,6 +383,17 @@ int TuningDb::reap_dead_sessions() {
 namespace {
 
 /// Stored search trials plus live claims of one device, workload and template.
+/// The device, workload and template a session tunes; DbError when there is no such session.
+struct SessionTarget {
+  int64_t device_id, workload_id, template_id;
+};
+SessionTarget session_target(sql::Connection& conn, int64_t session_id) {
+  sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
+  session.bind(1, session_id);
+  if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
+  return {session.column_int64(0), session.column_int64(1), session.column_int64(2)};
+}
+
 /// A re-measure claim's config_json: this prefix and the config (no config's JSON starts with it).
 constexpr const char* kRemeasureClaim = "remeasure ";
 
@@ -400,10 +411,8 @@ int64_t trials_and_claims(sql::Connection& conn, int64_t device_id, int64_t work
 
 int64_t TuningDb::budget_left(int64_t session_id, int64_t budget) const {
   auto& conn = impl_->conn;
-  sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
-  session.bind(1, session_id);
-  if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
-  return budget - trials_and_claims(conn, session.column_int64(0), session.column_int64(1), session.column_int64(2));
+  const SessionTarget st = session_target(conn, session_id);
+  return budget - trials_and_claims(conn, st.device_id, st.workload_id, st.template_id);
 }
 
 ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::string>& configs, int64_t budget) {
@@ -411,10 +420,7 @@ ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::s
   auto& conn = impl_->conn;
   return internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Transaction tx(conn);
-    sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
-    session.bind(1, session_id);
-    if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
-    const int64_t d = session.column_int64(0), w = session.column_int64(1), t = session.column_int64(2);
+    const auto [d, w, t] = session_target(conn, session_id);
     ClaimResult r;
     r.budget_left = budget - trials_and_claims(conn, d, w, t);
     sql::Statement taken(conn,
@@ -447,10 +453,7 @@ bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_jso
   auto& conn = impl_->conn;
   return internal::retry_locked(conn, impl_->write_patience_s, [&] {
     sql::Transaction tx(conn);
-    sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
-    session.bind(1, session_id);
-    if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
-    const int64_t d = session.column_int64(0), w = session.column_int64(1), t = session.column_int64(2);
+    const auto [d, w, t] = session_target(conn, session_id);
     const std::string key = kRemeasureClaim + config_json;
     sql::Statement taken(conn,
                          "SELECT (SELECT count(*) FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "
@@ -480,12 +483,7 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
   assigned.clear();
   sql::Transaction tx(conn);
 
-  sql::Statement session(conn, "SELECT device_id, workload_id, template_id FROM sessions WHERE id = ?");
-  session.bind(1, session_id);
-  if (!session.step()) throw DbError("database '" + conn.path() + "': no session " + std::to_string(session_id));
-  const int64_t device_id = session.column_int64(0);
-  const int64_t workload_id = session.column_int64(1);
-  const int64_t template_id = session.column_int64(2);
+  const auto [device_id, workload_id, template_id] = session_target(conn, session_id);
 
   sql::Statement insert(conn,
                         "INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, "
