@@ -52,9 +52,11 @@ void print_progress(const TuneProgress& p) {
   std::string best = p.best_ms > 0 ? fixed(p.best_ms, 4) + " ms " + fixed(p.best_gflops, 0) + " GFLOP/s" +
                                          (p.estimate ? " (estimate)" : "")
                                    : "none yet";
-  std::fprintf(stderr, "\r\033[K  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s",
+  const std::string expects =
+      p.expected_improvement >= 0 ? "  next batch expects +" + fixed(100 * p.expected_improvement, 1) + "%" : "";
+  std::fprintf(stderr, "\r\033[K  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s%s",
                p.label.c_str(), p.label.empty() ? "" : ": ", static_cast<long long>(p.done), static_cast<long long>(p.budget), best.c_str(),
-               static_cast<long long>(p.errors_now), p.elapsed_s, p.eta_s);
+               static_cast<long long>(p.errors_now), p.elapsed_s, p.eta_s, expects.c_str());
   std::fflush(stderr);
 }
 

@@ -49,6 +49,9 @@ struct TuneProgress {
   double elapsed_s = 0;
   double eta_s = 0;            ///< Estimated seconds left.
   bool estimate = false;       ///< Times are sim estimates.
+  /// What the strategy expects its latest batch to add to the best (0.05: 5% faster); negative when it
+  /// has no estimate (search::SearchStrategy::expected_improvement, what --min-improvement compares).
+  double expected_improvement = -1;
   std::string label;           ///< --template auto: the template in work (done and budget are the run's).
 };
 
