@@ -186,6 +186,10 @@ const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, c
   const std::string spec = read_file(spec_path, "--spec");
   auto t = std::make_unique<UserKernelTemplate>(parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape));
   try {
+    // Its records then parse like a built-in op's: other shapes' records for transfer, its replay recordings.
+    std::vector<std::string> sizes;
+    for (const auto& [name, v] : t->spec().sizes) sizes.push_back(name);
+    register_op_dimensions(t->op(), sizes);
     return static_cast<const UserKernelTemplate&>(register_template(std::move(t)));
   } catch (const std::invalid_argument& e) {
     throw SpecError("spec " + spec_path + ": name: " + e.what());

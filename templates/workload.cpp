@@ -10,7 +10,7 @@ namespace tuner::templates {
 namespace {
 
 struct OpDims {
-  const char* op;
+  std::string op;
   std::vector<std::string> required;
   std::vector<std::pair<std::string, int64_t>> optional;  ///< name, default
 };
@@ -24,6 +24,19 @@ const std::vector<OpDims>& op_table() {
       {"layernorm", {"rows", "cols"}, {}},
   };
   return t;
+}
+
+/// Ops registered by this process (user kernels), after the built-in ones.
+std::vector<OpDims>& registered_ops() {
+  static std::vector<OpDims> t;
+  return t;
+}
+
+const OpDims* find_op(std::string_view op) {
+  for (const std::vector<OpDims>* table : {&op_table(), static_cast<const std::vector<OpDims>*>(&registered_ops())})
+    for (const auto& o : *table)
+      if (o.op == op) return &o;
+  return nullptr;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -68,25 +81,35 @@ std::string Workload::to_string() const { return op + " " + shape_string() + " "
 
 std::string known_ops() {
   std::vector<std::string> names;
-  for (const auto& o : op_table()) names.emplace_back(o.op);
+  for (const std::vector<OpDims>* table : {&op_table(), static_cast<const std::vector<OpDims>*>(&registered_ops())})
+    for (const auto& o : *table) names.emplace_back(o.op);
   return join(names);
 }
 
-std::vector<std::string> op_dimensions(std::string_view op) {
-  for (const auto& o : op_table()) {
-    if (o.op != op) continue;
-    auto out = o.required;
-    for (const auto& [n, d] : o.optional) out.push_back(n);
-    return out;
+void register_op_dimensions(const std::string& op, const std::vector<std::string>& dims) {
+  for (const auto& o : op_table())
+    if (o.op == op) throw std::invalid_argument("op '" + op + "' is built in; allowed: a name of no built-in op");
+  auto& ops = registered_ops();
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpDims& o) { return o.op == op; });
+  if (it != ops.end()) {
+    it->required = dims;
+  } else {
+    ops.push_back({op, dims, {}});
   }
-  throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+}
+
+std::vector<std::string> op_dimensions(std::string_view op) {
+  const OpDims* o = find_op(op);
+  if (!o) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+  auto out = o->required;
+  for (const auto& [n, d] : o->optional) out.push_back(n);
+  return out;
 }
 
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
-  auto it = std::find_if(op_table().begin(), op_table().end(), [&](const OpDims& o) { return o.op == op; });
-  if (it == op_table().end())
-    throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
-  const OpDims& spec = *it;
+  const OpDims* found = find_op(op);
+  if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+  const OpDims& spec = *found;
   const std::string expected = join(spec.required) + (spec.optional.empty() ? "" : "[,dilation=..]");
 
   std::map<std::string, int64_t> given;

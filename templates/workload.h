@@ -35,8 +35,12 @@ struct Workload {
   std::string to_string() const;
 };
 
-/// Names of the ops the shape parser knows, comma separated.
+/// Names of the ops the shape parser knows, comma separated: the built-in ones, then any registered.
 std::string known_ops();
+/// Makes a user kernel's op (its spec's name) and size names known to the shape parser for the rest of the
+/// process, so its records parse like a built-in op's (transfer between shapes, replay recordings). Throws
+/// std::invalid_argument for a built-in op's name; registering a name again replaces its sizes.
+void register_op_dimensions(const std::string& op, const std::vector<std::string>& dims);
 /// Required dimension names of an op in canonical order (plus optional ones for conv2d).
 std::vector<std::string> op_dimensions(std::string_view op);
 

@@ -295,8 +295,14 @@ int tune_command(const std::vector<std::string>& args) {
   // Enumerating a space takes a while (the f32 GEMM's has 120k configs) and the session does it again:
   // only what must know the size before the session asks for it here.
   uint64_t space_size = 0;
-  if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty()) {
+  const bool user_kernel = !kernel_path.empty();
+  if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty() || user_kernel) {
     search::ConfigSpace space = tmpl->space(opt.workload, device.limits);
+    // A spec whose knobs leave nothing to launch has nothing to tune: bad input, not an empty session.
+    if (user_kernel && space.size() == 0)
+      throw UsageError("--spec " + spec_path + ": no config of " + tmpl->name() + " meets the spec's constraints and " +
+                       device.spec + "'s limits (threads per block, shared memory); allowed: knob values that leave "
+                       "at least one launchable config");
     // A replay device answers for the configs it recorded: the session's space is those.
     if (!opt.fixed_knobs.empty() && device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {

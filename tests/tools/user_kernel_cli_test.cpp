@@ -95,6 +95,29 @@ TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
   EXPECT_EQ(run("query --db " + db() + " --op saxpy_nobody").code, 2);
 }
 
+TEST_F(UserKernelCli, OtherShapesTransferAndARecordingReplays) {
+  // Another shape in a database that holds the first: xgb's transfer reads those records (they parsed as
+  // no workload before: "unknown op 'saxpy_user'", exit 1).
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json")).code, 0);
+  const auto other = run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--shape N=1000 --json"));
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_GT(nlohmann::json::parse(other.out)["transferred"].get<int>(), 0) << other.out;
+  // The whole space recorded, then searched offline from the recording.
+  const std::string recording = (dir_ / "saxpy.replay.json").string();
+  const auto rec = run("tune --kernel " + kExample + "saxpy.cu --spec " + kExample + "saxpy.json --device sim:h100-sxm "
+                       "--trials all --quiet --replay-out " + recording + " --db " + (dir_ / "rec.db").string());
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  const auto replayed = run("tune --kernel " + kExample + "saxpy.cu --spec " + kExample + "saxpy.json --device replay:" +
+                            recording + " --trials 6 --json --db " + (dir_ / "replayed.db").string());
+  ASSERT_EQ(replayed.code, 0) << replayed.err;
+  EXPECT_EQ(nlohmann::json::parse(replayed.out)["measured"], 6);
+}
+
+TEST_F(UserKernelCli, ASpecThatLeavesNoConfigIsBadInput) {
+  expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK > 5000\""),
+             "no config of saxpy_user meets the spec's constraints and sim:h100-sxm's limits");
+}
+
 TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
   expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK * ITEM <= 4096\""),
              "constraints[0]: unknown name 'ITEM' in 'BLOCK * ITEM <= 4096'; allowed: BLOCK, ITEMS, N");
