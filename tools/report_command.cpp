@@ -154,9 +154,11 @@ ChartOut convergence_chart(const std::vector<SessionSeries>& series, bool estima
     }
     pts.push_back({c.px(static_cast<double>(s.trials)), pts.back().second});
     c.doc().polyline(pts, svg::color(i), 2, "session");
-    const auto& last = s.best_so_far.back();
-    c.doc().circle(c.px(last.first), c.py(last.second), 3.5, svg::color(i), "best-marker",
-                   s.label + ": best " + svg::label_num(last.second) + " ms at trial " + svg::num(last.first));
+    // The marker sits where the session's best was first reached (best_so_far has a point per ok trial).
+    const auto found = std::find_if(s.best_so_far.begin(), s.best_so_far.end(),
+                                    [&](const auto& p) { return p.second == s.best_so_far.back().second; });
+    c.doc().circle(c.px(found->first), c.py(found->second), 3.5, svg::color(i), "best-marker",
+                   s.label + ": best " + svg::label_num(found->second) + " ms at trial " + svg::num(found->first));
   }
   c.legend(legend);
   return finish(c, "convergence");

@@ -2,6 +2,8 @@
 // (pipeline timeline), self-contained and escaped; bad input exits 2 with one line. Also the escaper itself.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -61,6 +63,22 @@ TEST_F(Report, WorkloadReportHasThreeChartsOneLinePerSessionAndThePeakLines) {
   EXPECT_EQ(count(html, "<polyline"), 2u) << "one best-so-far line per session";
   EXPECT_NE(html.find("random, seed 1"), std::string::npos);
   EXPECT_NE(html.find("ga, seed 2"), std::string::npos);
+  // Each session's marker names the search trial that first reached its best (it named the last trial).
+  const auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
+  for (int session : {1, 2}) {
+    int n = 0, at = 0;
+    double best = 0;
+    for (const auto& row : history) {
+      if (row["session_id"] != session || row["purpose"] != "search") continue;
+      ++n;
+      const double ms = row["time_ms"].get<double>();
+      if (row["status"] == "ok" && (best == 0 || ms < best)) best = ms, at = n;
+    }
+    const std::regex marker("session " + std::to_string(session) + ": [^<]*: best [^<]* ms at trial ([0-9]+)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(html, m, marker)) << session;
+    EXPECT_EQ(std::stoi(m[1]), at) << "session " << session << " of " << n << " search trials";
+  }
   // The roofline's roofs from the spec table (h100-sxm: 66.9 TFLOP/s FP32, 3350 GB/s) and the estimate note.
   EXPECT_EQ(count(html, "class=\"roof-compute\""), 1u);
   EXPECT_EQ(count(html, "class=\"roof-dram\""), 1u);
