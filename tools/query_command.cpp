@@ -48,7 +48,8 @@ int query_command(const std::vector<std::string>& args) {
         throw UsageError(std::string("--") + opt + " filters tuning records, not plans; allowed with --plans: --limit, --json, --db");
   }
   if (fo.limit < 0) throw UsageError("--limit " + std::to_string(fo.limit) + " is negative; allowed: 0 or more");
-  if (session < 0) throw UsageError("--session " + std::to_string(session) + " is negative; allowed: a session id (1 or more)");
+  if (vm.count("session") && !vm["session"].defaulted() && session < 1)
+    throw UsageError("--session " + std::to_string(session) + " is no session id; allowed: a session id (1 or more)");
   fo.all_versions = vm.count("all-versions") != 0;
 
   auto db = open_for_reading(db_path);

@@ -425,8 +425,9 @@ PlanSection plan_section(const db::PlanRecord& rec) {
     html += "<tr><th>" + xml_escape(k) + "</th><td>" + xml_escape(v) + "</td></tr>\n";
   };
   row("cluster", cluster_name.empty() ? rec.cluster : cluster_name + " (" + rec.cluster + ")");
-  row("parallelism", "tp " + std::to_string(rec.tp) + ", pp " + std::to_string(rec.pp) + ", dp " +
-                         std::to_string(rec.dp));
+  // cp and ep too: tp x cp x pp x dp is the GPU count (ep divides dp x cp).
+  row("parallelism", "tp " + std::to_string(rec.tp) + ", cp " + std::to_string(rec.cp) + ", pp " +
+                         std::to_string(rec.pp) + ", dp " + std::to_string(rec.dp) + ", ep " + std::to_string(rec.ep));
   row("schedule", schedule + ", " + std::to_string(m) + " micro-batches");
   row("iteration time", fixed(rec.iteration_time_s, 3) + " s (predicted)");
   row("TFLOP/s per GPU, MFU", fixed(rec.tflops_per_gpu, 1) + ", " + fixed(rec.mfu * 100, 1) + "%");

@@ -177,6 +177,7 @@ TEST_F(Cli, ReliabilityBadValuesAreRefusedByNameAndChangeNothing) {
       {replay_tune(db(), "--trials 8 --sim-delay-ms -3"), "--sim-delay-ms"},
       {replay_tune(dir_.string(), "--trials 8"), "is a directory"},
       {"query --db " + db() + " --history --session -1", "--session -1"},
+      {"query --db " + db() + " --history --session 0", "--session 0 is no session id; allowed: a session id (1 or more)"},
       {"query --db " + dir_.string(), "is a directory"},
   };
   for (const auto& [args, needle] : cases) {

@@ -115,6 +115,11 @@ TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
   EXPECT_EQ(count(html, "class=\"pass-bwd\""), static_cast<size_t>(stages * micro));
   EXPECT_NE(html.find("Pipeline of one iteration: " + plan["schedule"].get<std::string>()), std::string::npos);
   EXPECT_EQ(html.find("http"), std::string::npos);
+  // Every degree, so they multiply to the GPU count (cp and ep were left out).
+  const std::string degrees = "tp " + std::to_string(plan["tp"].get<int>()) + ", cp " +
+                              std::to_string(plan["cp"].get<int>()) + ", pp " + std::to_string(stages) + ", dp " +
+                              std::to_string(plan["dp"].get<int>()) + ", ep " + std::to_string(plan["ep"].get<int>());
+  EXPECT_NE(html.find("<td>" + degrees + "</td>"), std::string::npos) << degrees;
 
   // A pinned 4-stage GPipe plan, by id; its cluster file's name carries markup characters, escaped in the report.
   std::ofstream(path("lab<A&B>.json")) << R"({ "nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm",
