@@ -19,6 +19,12 @@ std::string default_db_path() {
   return "tuning.db";
 }
 
+std::string as_given(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);

@@ -88,6 +88,8 @@ void print_table(const std::vector<std::string>& header, const std::vector<std::
 
 /// "%.*f" without the iostream dance.
 std::string fixed(double v, int digits);
+/// A number as the user would write it: "1", "-1", "0.5", "1e+30" (%g), for messages about a given value.
+std::string as_given(double v);
 
 int devices_command(const std::vector<std::string>& args);
 int tune_command(const std::vector<std::string>& args);

@@ -210,30 +210,30 @@ int tune_command(const std::vector<std::string>& args) {
   if (batch < 1 || batch > 65536)
     throw UsageError("--batch " + std::to_string(batch) + " is out of range; allowed: 1 .. 65536");
   if (!(sim_delay_ms >= 0 && sim_delay_ms <= 60000))
-    throw UsageError("--sim-delay-ms " + std::to_string(sim_delay_ms) + " is out of range; allowed: 0 .. 60000");
+    throw UsageError("--sim-delay-ms " + as_given(sim_delay_ms) + " is out of range; allowed: 0 .. 60000");
   if (!(db_timeout_s >= 0 && db_timeout_s <= 86400))
-    throw UsageError("--db-timeout " + std::to_string(db_timeout_s) + " is out of range; allowed: 0 .. 86400 seconds");
+    throw UsageError("--db-timeout " + as_given(db_timeout_s) + " is out of range; allowed: 0 .. 86400 seconds");
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (prior != "auto" && prior != "compiled" && prior != "analytic" && prior != "none")
     throw UsageError("--prior '" + prior + "' is not allowed; allowed: auto, compiled, analytic, none");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(min_improvement_pct >= 0 && min_improvement_pct <= 1000))
-    throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");
+    throw UsageError("--min-improvement " + as_given(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");
   if (min_improvement_pct > 0 && all_trials)
-    throw UsageError("--min-improvement " + std::to_string(min_improvement_pct) +
+    throw UsageError("--min-improvement " + as_given(min_improvement_pct) +
                      " cannot stop --trials all, which measures every config; allowed with a trial count");
   if (min_improvement_pct > 0 && strategy != "xgb" && strategy != "bo")
     throw UsageError("--min-improvement needs a strategy that estimates its next batch's gain; --strategy " + strategy +
                      " makes no estimate; allowed: xgb, bo");
   if (!(timeout_s > 0 && timeout_s <= 3600))
-    throw UsageError("--timeout " + std::to_string(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
+    throw UsageError("--timeout " + as_given(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))
-    throw UsageError("--min-time-ms " + std::to_string(min_time_ms) + " is out of range; allowed: 0 .. 60000");
+    throw UsageError("--min-time-ms " + as_given(min_time_ms) + " is out of range; allowed: 0 .. 60000");
   if (!(max_time_ms >= min_time_ms && max_time_ms <= 60000))
-    throw UsageError("--max-time-ms " + std::to_string(max_time_ms) + " is out of range; allowed: --min-time-ms (" +
-                     std::to_string(min_time_ms) + ") .. 60000");
+    throw UsageError("--max-time-ms " + as_given(max_time_ms) + " is out of range; allowed: --min-time-ms (" +
+                     as_given(min_time_ms) + ") .. 60000");
   if (!(max_noise_pct >= 0 && max_noise_pct <= 100))
-    throw UsageError("--max-noise " + std::to_string(max_noise_pct) + " is out of range; allowed: 0 (off) .. 100 percent");
+    throw UsageError("--max-noise " + as_given(max_noise_pct) + " is out of range; allowed: 0 (off) .. 100 percent");
   if (threads < 0 || threads > 256) throw UsageError("--compile-threads " + std::to_string(threads) + " is out of range; allowed: 0 .. 256");
   DeviceTarget device;
   std::vector<DeviceTarget> all_devices;

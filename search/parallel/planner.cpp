@@ -151,6 +151,13 @@ std::string to_string(const PlanPins& p) {
   return s;
 }
 
+/// Bytes as GB with at most 3 significant decimals ("78", "4.3").
+std::string gb_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", bytes / 1e9);
+  return text;
+}
+
 std::string describe(const ParallelConfig& c) {
   std::string s = "tp=" + std::to_string(c.tp) + " pp=" + std::to_string(c.pp) + " dp=" + std::to_string(c.dp) +
                   (c.cp > 1 ? " cp=" + std::to_string(c.cp) : "") + (c.ep > 1 ? " ep=" + std::to_string(c.ep) : "") +
@@ -574,12 +581,12 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
     if (lean || !memory_level_partition(e, uniform, tables, starts, level)) {
       if (engine_split)
         return reject("DeepSpeed's split of the layers over pp=" + std::to_string(e.p) + " (partition " + split_name +
-                      ") does not fit in " + std::to_string(e.usable / 1e9) + " GB per GPU");
+                      ") does not fit in " + gb_text(e.usable) + " GB per GPU");
       if (inexpressible_ > dropped)
         return reject(to_string(opts_.engine) + " gives every pipeline stage but the first and the last the same number "
                       "of layers; no such split of the layers over pp=" + std::to_string(e.p) + " fits in " +
-                      std::to_string(e.usable / 1e9) + " GB per GPU");
-      return reject("no stage partition fits in " + std::to_string(e.usable / 1e9) + " GB per GPU");
+                      gb_text(e.usable) + " GB per GPU");
+      return reject("no stage partition fits in " + gb_text(e.usable) + " GB per GPU");
     }
   }
   std::vector<const LayerTable*> per_stage;
@@ -895,6 +902,24 @@ Planner::Search Planner::search_space() const {
     if (engine_runs_schedule(Schedule::kInterleaved))
       for (int v : opts_.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, v});
   }
+  if (pin.virtual_stages && *pin.virtual_stages > 1) {
+    // A pinned v needs some pp >= 2 whose pp x v chunks divide the blocks; say which v would do.
+    const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : static_cast<int>(model_.layers.size());
+    auto splits = [&](int v) {
+      for (int pp : divisors(N))
+        if (pp >= 2 && (!pin.pp || pp == *pin.pp) && blocks % (pp * v) == 0) return true;
+      return false;
+    };
+    if (!splits(*pin.virtual_stages)) {
+      std::string allowed;
+      for (int v = 2; v <= 64; ++v)
+        if (splits(v)) allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
+      throw SpecError("--fix v=" + std::to_string(*pin.virtual_stages) + ": the " + std::to_string(blocks) +
+                      " layers split into pp x v chunks for no pp >= 2" + (pin.pp ? " (pp is pinned)" : "") + " on the " +
+                      std::to_string(N) + " GPUs of " + cluster_.name + "; allowed: v = " +
+                      (allowed.empty() ? std::string("none (1: no interleaving)") : allowed));
+    }
+  }
   s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   if (pin.recompute) s.recomputes = {*pin.recompute};
   s.zeros = engine_zero_stages(opts_.engine);
@@ -1010,9 +1035,10 @@ Plan Planner::plan() {
     std::string why;
     consider(evaluate_impl(c, interleaved, best ? best->iteration_time_s : kInf, &why));
     if (!why.empty() && why != "cannot beat the best plan found") {
-      ParallelConfig probe = c;
+      ParallelConfig probe = c;  // check_config fills its micro-batch count, which the message shows
       bool probe_uniform = interleaved;
-      (check_config(probe, probe_uniform).empty() ? fit_reason : structural_reason) = describe(c) + ": " + why;
+      const bool fits_structurally = check_config(probe, probe_uniform).empty();  // before describe(probe)
+      (fits_structurally ? fit_reason : structural_reason) = describe(probe) + ": " + why;
     }
     if (!interleaved && why.rfind("no stage partition fits", 0) == 0) too_big.push_back(c);
     // Hand-written configurations split layers evenly: try that too, so the plan is never worse.

@@ -318,6 +318,16 @@ TEST_F(PlanCli, WrongTypesInSpecFilesNameTheFileAndTheField) {
                  "lat.json", "intra_node.latency_us", "out of range");
 }
 
+TEST_F(PlanCli, InfeasiblePinsSayWhyWithTheConfigurationAsTried) {
+  // The example configuration shows its real micro-batch count (it showed m=1 for 4096 micro-batches).
+  EXPECT_REFUSED("--model gpt3-1.3b --cluster dgx-h100:1 --fix schedule=gpipe,mbs=1,pp=1 --global-batch 4096",
+                 "tp=8 pp=1 dp=1 mbs=1 m=4096 gpipe", "no stage partition fits in 78 GB per GPU");
+  // A v no pp can split the layers by names the v that can (it said "interleaved needs pp >= 2").
+  EXPECT_REFUSED("--model gpt3-1.3b --cluster dgx-h100:1 --fix v=5",
+                 "--fix v=5: the 24 layers split into pp x v chunks for no pp >= 2 on the 8 GPUs of dgx-h100:1; "
+                 "allowed: v = 2, 3, 4, 6, 12");
+}
+
 TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
   std::ofstream(path("gpn.json")) << R"({"nodes": 1, "gpus_per_node": 2147483647, "gpu": "h100-sxm",
       "intra_node": {"bandwidth_gbps": 450}})";
