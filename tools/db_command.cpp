@@ -17,7 +17,7 @@ int merge_command(const std::vector<std::string>& args) {
   po::options_description desc("tuner db merge: bring in the records of another tuning database");
   desc.add_options()
       ("help,h", "show this help")
-      ("other", po::value(&other)->required(), "the database to merge from (only read)")
+      ("other", po::value(&other), "the database to merge from (only read)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "the database to merge into ($TUNER_DB or ./tuning.db)")
       ("json", "one JSON document on stdout");
   po::positional_options_description positional;
@@ -27,6 +27,8 @@ int merge_command(const std::vector<std::string>& args) {
     std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
     return 0;
   }
+  if (!vm.count("other"))
+    throw UsageError("db merge: no database to merge from; allowed: tuner db merge OTHER.db [--db tuning.db]");
   // The same file under two names would wait on its own write lock and then blame "another process".
   std::error_code same_error;
   if (std::filesystem::equivalent(other, db_path, same_error))

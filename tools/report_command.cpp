@@ -541,8 +541,8 @@ int report_command(const std::vector<std::string>& args) {
     }
   }
   if (out_path.empty()) throw UsageError("--out is empty; allowed: a file path for the HTML report");
-  if (!svg_dir.empty() && !std::filesystem::is_directory(svg_dir))
-    throw UsageError("--svg-dir '" + svg_dir + "' is not a folder");
+  if (!svg_dir.empty() && std::filesystem::exists(svg_dir) && !std::filesystem::is_directory(svg_dir))
+    throw UsageError("--svg-dir '" + svg_dir + "' is a file; allowed: a folder (made when missing)");
   if (!std::filesystem::exists(db_path)) throw UsageError("database '" + db_path + "' does not exist");
   auto db = open_for_reading(db_path);
 
@@ -620,6 +620,11 @@ int report_command(const std::vector<std::string>& args) {
   }
 
   write_file(out_path, page(title, body), "--out file");
+  if (!svg_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(svg_dir, ec);
+    if (ec) throw UsageError("cannot make --svg-dir '" + svg_dir + "': " + ec.message());
+  }
   if (!svg_dir.empty())
     for (size_t i = 0; i < all_charts.size(); ++i) {
       char prefix[32];

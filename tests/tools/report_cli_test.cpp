@@ -155,8 +155,9 @@ TEST_F(Report, BadInputExitsTwoWithOneLine) {
       {"report --db " + db() + " --plan latest" + out, "no plans are logged"},
       {"report --db " + db(), "out"},
       {"report --db " + db() + " --out " + dir_.string(), "is a directory"},
-      {"report --db " + db() + " --svg-dir " + path("nowhere") + out, "--svg-dir"},
+      {"report --db " + db() + " --svg-dir " + path("x.html.file") + out, "--svg-dir '" + path("x.html.file") + "' is a file"},
   };
+  std::ofstream(path("x.html.file")) << "not a folder";
   for (const auto& c : cases) {
     auto r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
@@ -169,6 +170,17 @@ TEST_F(Report, BadInputExitsTwoWithOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--plan 9 is not logged"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(path("x.html")));
+  // A missing --svg-dir is made (it was refused as "not a folder").
+  ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 2 --quiet --db " + db()).code, 0);
+  auto made = run("report --db " + db() + " --op gemm --svg-dir " + path("new/charts") + out);
+  EXPECT_EQ(made.code, 0) << made.err;
+  EXPECT_TRUE(std::filesystem::is_directory(path("new/charts")));
+  EXPECT_FALSE(std::filesystem::is_empty(path("new/charts")));
+  // db merge names what it lacks (it said "the option '--other' is required").
+  auto merge = run("db merge --db " + db());
+  EXPECT_EQ(merge.code, 2);
+  EXPECT_NE(merge.err.find("db merge: no database to merge from; allowed: tuner db merge OTHER.db"), std::string::npos)
+      << merge.err;
 }
 
 }  // namespace
