@@ -9,6 +9,13 @@
 
 namespace tuner::cli {
 
+/// The engine a plan was made for (its --export), from its logged options; "-" for none or an old log.
+std::string engine_of(const std::string& options_json) {
+  const auto o = nlohmann::json::parse(options_json, nullptr, false);
+  if (o.is_discarded() || !o.is_object() || !o.contains("engine") || !o["engine"].is_string()) return "-";
+  return o["engine"].get<std::string>();
+}
+
 int query_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string db_path;
@@ -77,9 +84,9 @@ int query_command(const std::vector<std::string>& args) {
                        std::to_string(p.ep), std::to_string(p.pp),
                        std::to_string(p.dp), fixed(p.iteration_time_s, 3), fixed(p.tflops_per_gpu, 1),
                        fixed(p.mfu * 100, 1) + "%", fixed(p.peak_memory_bytes / 1e9, 1), fixed(p.planning_s, 2),
-                       p.created_at});
+                       engine_of(p.options_json), p.created_at});
     print_table({"plan", "model", "cluster", "tp", "cp", "ep", "pp", "dp", "iteration s", "TFLOP/s/GPU", "MFU", "peak GB",
-                 "planning s", "created"},
+                 "planning s", "engine", "created"},
                 table);
     if (rows.empty()) std::cout << "(no plans logged)\n";
     return 0;
@@ -156,15 +163,18 @@ int query_command(const std::vector<std::string>& args) {
     const auto& t = r.trial;
     const bool ok = t.status == "ok";
     std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
-                                    r.device_name, r.template_name, t.status,
+                                    r.device_name, r.template_name + (fo.all_versions ? "@" + r.template_hash : ""),
+                                    t.status,
                                     ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
                                     ok ? fixed(t.gflops, 1) : "-"};
     if (any_gbps) row.push_back(ok && bytes_moved(r.workload) > 0 ? fixed(gbps(r.workload, t.time_ms), 1) : "-");
+    if (history) row.push_back(t.purpose);  // a finalist's second measurement is not a search trial
     row.push_back(t.config_json);
     table.push_back(std::move(row));
   }
   std::vector<std::string> header = {"trial", "workload", "device", "template", "status", "time ms", "GFLOP/s"};
   if (any_gbps) header.push_back("GB/s");
+  if (history) header.push_back("purpose");
   header.push_back("config");
   print_table(header, table);
   if (rows.empty()) std::cout << "(no records match)\n";

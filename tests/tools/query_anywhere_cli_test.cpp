@@ -143,4 +143,22 @@ TEST_F(QueryAnywhere, AQueryThatMatchesNothingSaysSoTheSameWayInEveryFormat) {
   EXPECT_EQ(run("query --db " + db() + " --best --device sim:h100-sxm").err, "") << "no note where records exist";
 }
 
+TEST_F(QueryAnywhere, TablesShowWhatTellsRowsApart) {
+  // A re-measured finalist's second row says so; plans name their engine; --all-versions names versions.
+  ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 4 --remeasure 1 --quiet --db " +
+                db()).code,
+            0);
+  const auto history = run("query --db " + db() + " --history");
+  EXPECT_NE(history.out.find("purpose"), std::string::npos) << history.out;
+  EXPECT_NE(history.out.find("remeasure"), std::string::npos) << history.out;
+  const auto versions = run("query --db " + db() + " --best --all-versions");
+  EXPECT_NE(versions.out.find("gemm_f32_simt@"), std::string::npos) << versions.out;
+  ASSERT_EQ(run("plan --model gpt3-1.3b --cluster dgx-h100:1 --export megatron --out " + (dir_ / "m.sh").string() +
+                " --db " + db()).code,
+            0);
+  const auto plans = run("query --db " + db() + " --plans");
+  EXPECT_NE(plans.out.find("engine"), std::string::npos) << plans.out;
+  EXPECT_NE(plans.out.find("megatron"), std::string::npos) << plans.out;
+}
+
 }  // namespace
