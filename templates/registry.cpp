@@ -121,7 +121,8 @@ const KernelTemplate& find_template(std::string_view op, DType dtype, const Devi
   }
   if (!name.empty())
     throw std::invalid_argument("--template '" + std::string(name) + "' does not tune " + std::string(op) + " " +
-                                to_string(dtype) + "; allowed: " + template_names(op, dtype));
+                                to_string(dtype) + "; allowed: auto (every one the device runs), " +
+                                template_names(op, dtype));
   if (first_unsupported) throw std::invalid_argument(*first_unsupported->unsupported_on(*limits));
   throw std::invalid_argument("no template tunes op '" + std::string(op) + "' with dtype " + to_string(dtype) +
                               "; tunable: " + tunable_ops());

@@ -188,6 +188,8 @@ int tune_command(const std::vector<std::string>& args) {
       if (op.empty() || shape.empty()) throw std::invalid_argument("--op and --shape are required (or --kernel and --spec)");
       opt.workload = templates::parse_workload(op, shape, dtype);
     }
+    if (template_name.empty())
+      throw std::invalid_argument("--template '' names no template; allowed: auto or a template's name (README: what can be tuned)");
     if (template_name == "auto") template_name.clear();
     tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
     search::check_strategy_name(strategy);

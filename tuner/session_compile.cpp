@@ -28,7 +28,11 @@ std::string reference_for(Session& s, const templates::KernelInstance& k) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.sum.phases.compile_wait_s += seconds_since(tr);
   if (ref.ok()) return ref.cubin;
-  throw std::runtime_error(("reference kernel failed to compile: " + ref.log).substr(0, 2000));
+  // A user kernel's reference is compiled from the user's own file, whole: an error anywhere in it stops here.
+  throw std::runtime_error(("reference kernel " + k.reference_kernel_name + " failed to compile" +
+                            (s.tmpl.op() == s.tmpl.name() ? " (it is compiled from the whole --kernel file)" : "") +
+                            ": " + ref.log)
+                               .substr(0, 2000));
 }
 
 void queue_first_reference(Session& s) {

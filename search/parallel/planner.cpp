@@ -102,6 +102,9 @@ PlanPins parse_pins(const std::string& text) {
   while (pos < text.size()) {
     size_t comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    // An empty item (a doubled or trailing comma) is a typo, as tune --fix says too.
+    if (item.empty() || (comma != std::string::npos && comma + 1 == text.size()))
+      throw SpecError("--fix '" + text + "' has an empty item; allowed: key=value items separated by single commas");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw SpecError("--fix item '" + item + "' is not key=value");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);

@@ -206,6 +206,21 @@ TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
   EXPECT_NE(t.out.find("recorded measurements, replayed"), std::string::npos) << t.out;
 }
 
+TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
+  // An empty --template was taken as auto; a trailing comma in plan --fix was ignored (tune --fix refused it).
+  auto empty = run(kSoftmax + "--template '' --db " + db());
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("--template '' names no template; allowed: auto"), std::string::npos) << empty.err;
+  auto unknown = run(kSoftmax + "--template nosuch --db " + db());
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("allowed: auto (every one the device runs), softmax_rows"), std::string::npos)
+      << unknown.err;
+  auto comma = run("plan --model gpt3-1.3b --cluster dgx-h100:1 --fix tp=8, --db " + db());
+  EXPECT_EQ(comma.code, 2);
+  EXPECT_NE(comma.err.find("--fix 'tp=8,' has an empty item"), std::string::npos) << comma.err;
+  EXPECT_FALSE(std::filesystem::exists(db()));
+}
+
 TEST_F(Cli, MinImprovementNeedsAStrategyThatEstimatesIt) {
   // ga, random and grid make no estimate: the flag would be silently ignored.
   for (const char* strategy : {"random", "ga", "grid"}) {
