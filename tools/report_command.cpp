@@ -168,6 +168,7 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
   std::vector<double> times;
   std::map<std::string, int64_t> failures;
   for (const auto& r : rows) {
+    if (r.trial.purpose != "search") continue;  // a re-measured finalist is one config, counted once
     if (r.trial.status == "ok" && r.trial.time_ms > 0)
       times.push_back(r.trial.time_ms);
     else if (r.trial.status != "ok")

@@ -63,6 +63,8 @@ TEST_F(Report, WorkloadReportHasThreeChartsOneLinePerSessionAndThePeakLines) {
   EXPECT_EQ(count(html, "<polyline"), 2u) << "one best-so-far line per session";
   EXPECT_NE(html.find("random, seed 1"), std::string::npos);
   EXPECT_NE(html.find("ga, seed 2"), std::string::npos);
+  // The histogram counts search trials: 16, not the 16 plus the re-measured finalists.
+  EXPECT_NE(html.find("Measured ok times (16 trials)"), std::string::npos);
   // Each session's marker names the search trial that first reached its best (it named the last trial).
   const auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
   for (int session : {1, 2}) {
