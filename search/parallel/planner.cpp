@@ -3,6 +3,7 @@
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
+#include <functional>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -861,24 +862,36 @@ Planner::Search Planner::search_space() const {
   Search s;
   for (int d : divisors(N))
     if (pin.tp ? d == *pin.tp : d <= max_tp) s.tps.push_back(d);
+  // The values a pinned degree may take: the divisors of the GPU count that `ok` keeps.
+  auto allowed = [&](const std::function<bool(int)>& ok) {
+    std::string out;
+    for (int d : divisors(N))
+      if (ok(d)) out += (out.empty() ? "" : ", ") + std::to_string(d);
+    return "; allowed: " + (out.empty() ? std::string("none") : out);
+  };
   if (pin.tp && s.tps.empty())
-    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs");
+    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
+                    allowed([](int) { return true; }));
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
-                    ") and the " + std::to_string(N) + " GPUs");
+                    ") and the " + std::to_string(N) + " GPUs" +
+                    allowed([&](int d) { return model_.seq % d == 0; }));
   // Pinned degrees the cluster or the batch cannot take, named here rather than as "no configuration was tried".
   // (A stage may hold the embedding or the head alone, so pp is bounded by all layers, not the blocks.)
   const int layers = static_cast<int>(model_.layers.size());
   if (pin.pp && N % *pin.pp != 0)
-    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " does not divide the " + std::to_string(N) + " GPUs");
+    throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " does not divide the " + std::to_string(N) + " GPUs" +
+                    allowed([&](int d) { return d <= layers; }));
   if (pin.pp && *pin.pp > layers)
     throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " exceeds the " + std::to_string(layers) +
                     " layers to split; allowed: pp <= " + std::to_string(layers));
+  const auto dp_ok = [&](int d) { return opts_.global_batch % d == 0; };
   if (pin.dp && N % *pin.dp != 0)
-    throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the " + std::to_string(N) + " GPUs");
+    throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the " + std::to_string(N) + " GPUs" +
+                    allowed(dp_ok));
   if (pin.dp && opts_.global_batch % *pin.dp != 0)
     throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the global batch of " +
-                    std::to_string(opts_.global_batch));
+                    std::to_string(opts_.global_batch) + allowed(dp_ok));
   {
     int64_t product = 1;
     std::string named;
