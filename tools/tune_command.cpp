@@ -13,8 +13,10 @@
 #include "templates/user_kernel.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
+#include "tuner/compile_cache.h"
 #include "tuner/device_registry.h"
 #include "tuner/mpi_lanes.h"
+#include "tuner/nvrtc_builder.h"
 #include "tuner/replay_oracle.h"
 #include "tuner/replay_data.h"
 #include "tuner/template_auto.h"
@@ -46,6 +48,32 @@ std::vector<std::pair<uint64_t, InjectedFault>> parse_faults(const std::string& 
     pos = comma + 1;
   }
   return out;
+}
+
+/// A user kernel file that does not compile at all is bad input, found before a session is stored: its
+/// reference kernel is compiled from the whole file (through the compile cache the session then hits).
+void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
+                                   const templates::Workload& w, const DeviceTarget& device, const std::string& path) {
+  const auto inst = tmpl.instantiate(space, space.at(0), w);
+  CompileCache cache(CompileCache::default_dir());
+  NvrtcBuilder builder(&cache);
+  const CompileResult ref = builder.compile({inst.reference_source, inst.reference_kernel_name, device.limits.arch, {}});
+  if (ref.ok()) return;
+  // NVRTC's log names the file and line; its first error line is the one to read.
+  std::string first;
+  for (size_t pos = 0; pos < ref.log.size();) {
+    const size_t end = std::min(ref.log.find('\n', pos), ref.log.size());
+    const std::string line = ref.log.substr(pos, end - pos);
+    if (first.empty() && line.find_first_not_of(" \t\r") != std::string::npos) first = line;
+    if (line.find("error") != std::string::npos) {
+      first = line;
+      break;
+    }
+    pos = end + 1;
+  }
+  throw UsageError("--kernel " + path + " does not compile (reference kernel " + inst.reference_kernel_name +
+                   ", the whole file): " + first.substr(0, 400) + "; allowed: a file NVRTC compiles for " +
+                   device.limits.arch);
 }
 
 void print_progress(const TuneProgress& p) {
@@ -305,6 +333,7 @@ int tune_command(const std::vector<std::string>& args) {
       throw UsageError("--spec " + spec_path + ": no config of " + tmpl->name() + " meets the spec's constraints and " +
                        device.spec + "'s limits (threads per block, shared memory); allowed: knob values that leave "
                        "at least one launchable config");
+    if (user_kernel && !device.replay) check_user_reference_compiles(*tmpl, space, opt.workload, device, kernel_path);
     // A replay device answers for the configs it recorded: the session's space is those.
     if (!opt.fixed_knobs.empty() && device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {

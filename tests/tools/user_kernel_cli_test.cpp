@@ -118,6 +118,21 @@ TEST_F(UserKernelCli, ASpecThatLeavesNoConfigIsBadInput) {
              "no config of saxpy_user meets the spec's constraints and sim:h100-sxm's limits");
 }
 
+TEST_F(UserKernelCli, AKernelFileThatDoesNotCompileIsBadInput) {
+  // It failed the session mid-run (exit 1, a failed session stored) with "reference kernel failed to compile".
+  const std::string broken = (dir_ / "broken.cu").string();
+  std::ofstream(broken) << slurp(kExample + "saxpy.cu") << "\nthis is not C++;\n";
+  const auto r = run(tune(broken, kExample + "saxpy.json"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--kernel " + broken + " does not compile (reference kernel saxpy_reference, the whole file): " +
+                       broken + "("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db())) << "nothing stored";
+}
+
 TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
   expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK * ITEM <= 4096\""),
              "constraints[0]: unknown name 'ITEM' in 'BLOCK * ITEM <= 4096'; allowed: BLOCK, ITEMS, N");
