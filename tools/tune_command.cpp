@@ -493,6 +493,8 @@ int tune_command(const std::vector<std::string>& args) {
     j["interrupted"] = sum.interrupted;
     j["stop_signal"] = sum.stop_signal;
     j["early_stopped"] = sum.early_stopped;
+    j["expected_improvement"] =
+        sum.expected_improvement >= 0 ? nlohmann::json(sum.expected_improvement) : nlohmann::json(nullptr);
     j["stop_reason"] = sum.stop_reason;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
     if (!sessions.empty()) j["templates"] = template_sessions_json(sessions);

@@ -39,7 +39,7 @@ std::vector<search::Config> propose(Session& s) {
       s.sum.stop_reason = "space exhausted";
       break;
     }
-    s.progress.expected_improvement = s.strategy->expected_improvement();
+    s.sum.expected_improvement = s.progress.expected_improvement = s.strategy->expected_improvement();
     if (too_little_to_expect(s)) return {};
     std::vector<std::string> configs;
     for (const auto& c : proposed) configs.push_back(s.space.to_json_string(c));

@@ -161,6 +161,7 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
   out.interrupted = end.interrupted;
   out.stop_signal = end.stop_signal;
   out.early_stopped = end.early_stopped;
+  out.expected_improvement = end.expected_improvement;
   if (end.interrupted || end.early_stopped) {
     out.stop_reason = end.stop_reason + " (template " + end.template_name + ")";
   } else if (total >= budget) {

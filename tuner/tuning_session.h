@@ -153,6 +153,9 @@ struct TuneSummary {
   bool interrupted = false;
   int stop_signal = 0;             ///< SIGINT or SIGTERM when interrupted by one (the CLI exits 128 + it).
   bool early_stopped = false;      ///< Ended by --early-stop or --min-improvement before the budget.
+  /// The strategy's last estimate of what its next batch would add (0.05: 5% faster); negative when it made
+  /// none (SearchStrategy::expected_improvement).
+  double expected_improvement = -1;
   /// Why the session ended: "budget of N trials reached", "space exhausted", "early stop: ...",
   /// "expected improvement ...", "stopped by signal ..." (also the session's reason in the database).
   std::string stop_reason;

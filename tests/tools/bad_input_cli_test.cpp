@@ -243,6 +243,8 @@ TEST_F(Cli, MinImprovementNeedsAStrategyThatEstimatesIt) {
   EXPECT_NE(j.at("stop_reason").get<std::string>().find("expected improvement of the next batch"), std::string::npos)
       << xgb.out;
   EXPECT_EQ(j.at("measured").get<int>(), 40) << "a random 8, then four batches of 8 whose predictions were measured";
+  EXPECT_GE(j.at("expected_improvement").get<double>(), 0) << "the estimate that stopped it";
+  EXPECT_LT(j.at("expected_improvement").get<double>(), 10.0);
 }
 
 }  // namespace
