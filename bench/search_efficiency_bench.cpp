@@ -328,6 +328,17 @@ ResourcesOf recorded_resources_of(const RecordedSpace& rec) {
   };
 }
 
+/// Loads a recording; false (and a "skipped" line naming why) when it cannot be read.
+bool load_or_skip(const std::string& file, RecordedSpace& rec) {
+  try {
+    rec = load_recorded_space(file);
+    return true;
+  } catch (const std::exception& e) {
+    std::printf("  skipped: %s\n", e.what());
+    return false;
+  }
+}
+
 /// Compiled resources for a recording's prior: NVRTC in this process, through an on-disk cache (a fresh one
 /// unless --compile-cache names one), shared by every seed; and the recording's own.
 struct RecordingResources {
@@ -424,12 +435,7 @@ nlohmann::json run_replay(const std::string& dir, int seeds, const std::vector<s
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& f : files) {
     RecordedSpace rec;
-    try {
-      rec = load_recorded_space(f);
-    } catch (const std::exception& e) {
-      std::printf("  skipped: %s\n", e.what());
-      continue;
-    }
+    if (!load_or_skip(f, rec)) continue;
     const ReplayOracle real = replay_oracle(rec, false), sim = replay_oracle(rec, true);
     RecordingResources res(rec, compile_cache);
     const ResourceSources& sources = res.sources;
@@ -509,12 +515,7 @@ nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, c
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& f : replay_files(dir)) {
     RecordedSpace rec;
-    try {
-      rec = load_recorded_space(f);
-    } catch (const std::exception& e) {
-      std::printf("  skipped: %s\n", e.what());
-      continue;
-    }
+    if (!load_or_skip(f, rec)) continue;
     const ReplayOracle real = replay_oracle(rec, false);
     RecordingResources res(rec, compile_cache);
     const ResourceSources& sources = res.sources;

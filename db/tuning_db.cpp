@@ -382,7 +382,6 @@ int TuningDb::reap_dead_sessions() {
 
 namespace {
 
-/// Stored search trials plus live claims of one device, workload and template.
 /// The device, workload and template a session tunes; DbError when there is no such session.
 struct SessionTarget {
   int64_t device_id, workload_id, template_id;
@@ -397,6 +396,7 @@ SessionTarget session_target(sql::Connection& conn, int64_t session_id) {
 /// A re-measure claim's config_json: this prefix and the config (no config's JSON starts with it).
 constexpr const char* kRemeasureClaim = "remeasure ";
 
+/// Stored search trials plus live search claims of one device, workload and template.
 int64_t trials_and_claims(sql::Connection& conn, int64_t device_id, int64_t workload_id, int64_t template_id) {
   sql::Statement used(conn,
                       "SELECT (SELECT count(*) FROM trials WHERE device_id = ?1 AND workload_id = ?2 AND "

@@ -1,8 +1,8 @@
 #include "search/model_guided_strategy.h"
 
-#include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 

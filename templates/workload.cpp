@@ -1,6 +1,7 @@
 #include "templates/workload.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <map>
 #include <stdexcept>
@@ -32,8 +33,13 @@ std::vector<OpDims>& registered_ops() {
   return t;
 }
 
+/// The built-in ops' table, then the registered ones: where every lookup searches, in that order.
+std::array<const std::vector<OpDims>*, 2> op_tables() {
+  return {&op_table(), &registered_ops()};
+}
+
 const OpDims* find_op(std::string_view op) {
-  for (const std::vector<OpDims>* table : {&op_table(), static_cast<const std::vector<OpDims>*>(&registered_ops())})
+  for (const std::vector<OpDims>* table : op_tables())
     for (const auto& o : *table)
       if (o.op == op) return &o;
   return nullptr;
@@ -81,7 +87,7 @@ std::string Workload::to_string() const { return op + " " + shape_string() + " "
 
 std::string known_ops() {
   std::vector<std::string> names;
-  for (const std::vector<OpDims>* table : {&op_table(), static_cast<const std::vector<OpDims>*>(&registered_ops())})
+  for (const std::vector<OpDims>* table : op_tables())
     for (const auto& o : *table) names.emplace_back(o.op);
   return join(names);
 }

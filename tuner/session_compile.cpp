@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "templates/registry.h"
+#include "templates/user_kernel.h"
 
 namespace tuner {
 
@@ -30,7 +31,8 @@ std::string reference_for(Session& s, const templates::KernelInstance& k) {
   if (ref.ok()) return ref.cubin;
   // A user kernel's reference is compiled from the user's own file, whole: an error anywhere in it stops here.
   throw std::runtime_error(("reference kernel " + k.reference_kernel_name + " failed to compile" +
-                            (s.tmpl.op() == s.tmpl.name() ? " (it is compiled from the whole --kernel file)" : "") +
+                            (dynamic_cast<const templates::UserKernelTemplate*>(&s.tmpl) ? " (it is compiled from the whole --kernel file)"
+                                                                                 : "") +
                             ": " + ref.log)
                                .substr(0, 2000));
 }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <set>
+#include <sstream>
 
 #include "search/parallel/op_graph.h"
 #include "search/parallel/spec_json.h"

@@ -3,11 +3,11 @@
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
-#include <functional>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
