@@ -35,7 +35,8 @@
 # `table32` (stop 32: issue 16's whole table in one lease with tune's defaults, and the short-K pairs) and
 # `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut) and
 # `clusterk` (stop 32, not yet run: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
-# memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, a profile).
+# memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, the batched and
+# short-K rows' whole wgmma spaces, then 300 trials by name and a profile).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -564,6 +565,12 @@ plan_clusterk() {  # gemm_tc_wgmma's CLUSTER_K (stop 32, built without a GPU): a
   tune grid_decode_m64_bn32_ck 60 --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma \
     --fix $f,BN=32 --trials all --strategy grid --remeasure 0 --replay-out "$S/decode_m64_bn32_ck.replay.json"
   decode_rows 40
+  # The batched and short-K rows' whole wgmma spaces (4,304 configs each), to recalibrate the sim's epilogue.
+  tune rec_batched_f16_b32_512_wgmma 150 --op batched_gemm --shape B=32,M=512,N=512,K=128 --dtype f16 \
+    --template batched_gemm_tc_wgmma --trials all --strategy grid --min-time-ms 2 --remeasure 0 \
+    --replay-out "$S/batched_f16_b32_512_wgmma.replay.json"
+  tune rec_gemm_f16_shortk_wgmma 150 --op gemm --shape M=4096,N=4096,K=512 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_shortk_wgmma.replay.json"
   for m in 16 32 64; do
     tune xgb300_f16_decode_m${m}_wgmma 50 --op gemm --shape M=$m,N=4096,K=4096 --dtype f16 --trials 300 --template gemm_tc_wgmma
   done
