@@ -36,7 +36,8 @@
 # `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut) and
 # `clusterk` (stop 32, not yet run: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
 # memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, the batched and
-# short-K rows' whole wgmma spaces, then 300 trials by name and a profile).
+# short-K rows' whole wgmma spaces, then 300 trials by name and a profile) and `rec34` (stop 34: whole-space
+# recordings of workloads no strategy was developed on, held out for issue 13's search checks).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,8 +45,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk | rec34) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk, rec34" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -586,6 +587,19 @@ print(",".join("%s=%s" % kv for kv in c.items()))' "$S/decode_m64_ck.replay.json
       --template gemm_tc_wgmma --fix "$fix" --trials 1 --remeasure 0 --seed 1 --quiet --json --device cuda:0 \
       --db "$S/ncu_decode64_clusterk.db"
   fi
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_rec34() {  # Whole spaces of workloads held out from the search's development (issue 13): three wgmma GEMM
+  steps         # shapes (the first compiles the f16 space, the others reuse its kernels), softmax and layernorm
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  rec() { local name=$1 limit=$2; shift 2
+    tune "rec_$name" "$limit" "$@" --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/$name.replay.json"; }
+  rec gemm_f16_2048x8192x2048_wgmma 150 --op gemm --shape M=2048,N=8192,K=2048 --dtype f16 --template gemm_tc_wgmma
+  rec gemm_f16_16x4096x4096_wgmma 60 --op gemm --shape M=16,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma
+  rec gemm_f16_512x1024x4096_wgmma 60 --op gemm --shape M=512,N=1024,K=4096 --dtype f16 --template gemm_tc_wgmma
+  rec softmax_f16_4096x32768 60 --op softmax --shape rows=4096,cols=32768 --dtype f16
+  rec layernorm_bf16_8192x8192 60 --op layernorm --shape rows=8192,cols=8192 --dtype bf16
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
