@@ -219,15 +219,15 @@ TEST_F(GpuWgmmaKnobs, SplitKAndPersistentConfigsAreCorrect) {
       {"gemm", "M=1000,N=2048,K=256", "bf16", 128, 64, 2, 3, 8, 0, 1, 1, 0, 1, 1},
       {"gemm", "M=777,N=1000,K=200", "bf16", 64, 256, 2, 4, 8, 1, 1, 1, 1, 1, 1},
       {"batched_gemm", "B=3,M=520,N=1032,K=200", "f16", 128, 128, 2, 4, 8, 1, 1, 1, 1, 2, 1},
-      // CLUSTER_K: 2 and 4 ranks per tile summed through distributed shared memory: decode (M=16 in a 64-row
-      // tile, 32-column tiles), two consumers, both epilogues, fp32 C, bf16, odd M and N, 4 k-tiles over 4
+      // CLUSTER_K: 2 ranks per tile summed through distributed shared memory: decode (M=16 in a 64-row
+      // tile, 32-column tiles), two consumers, both epilogues, fp32 C, bf16, odd M and N, 2 k-tiles over 2
       // ranks (one each), batches.
       {"gemm", "M=64,N=4096,K=4096", "f16", 64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 2},
-      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 8, 8, 1, 1, 0, 1, 1, 0, 4},
+      {"gemm", "M=16,N=4096,K=4096", "f16", 64, 64, 1, 8, 8, 1, 1, 0, 1, 1, 0, 2},
       {"gemm", "M=32,N=2048,K=4096", "bf16", 64, 32, 1, 16, 1, 0, 1, 0, 0, 1, 0, 2},
       {"gemm", "M=128,N=4096,K=4096", "f16", 128, 64, 2, 6, 8, 0, 1, 0, 1, 1, 0, 2},
-      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 6, 8, 1, 1, 0, 0, 1, 0, 4},
-      {"gemm", "M=200,N=136,K=200", "f16", 64, 64, 1, 4, 1, 0, 1, 0, 1, 1, 0, 4},
+      {"gemm", "M=77,N=264,K=520", "bf16", 64, 64, 1, 6, 8, 1, 1, 0, 0, 1, 0, 2},
+      {"gemm", "M=200,N=136,K=200", "f16", 64, 64, 1, 4, 1, 0, 1, 0, 1, 1, 0, 2},
       {"batched_gemm", "B=3,M=130,N=72,K=200", "f16", 64, 64, 1, 4, 8, 0, 1, 0, 1, 1, 0, 2},
   };
   NvrtcBuilder builder(nullptr);

@@ -253,8 +253,7 @@ TEST(GemmWgmmaTemplate, ClusterKSplitsIdleShapesAcrossACluster) {
   // BM BN CONSUMERS STAGES GROUP_M OUT_F32 SPLIT_K PERSISTENT EPILOGUE CLUSTER PINGPONG CLUSTER_K
   const search::Config c{64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 2};
   ASSERT_TRUE(space.is_valid(c)) << space.violation(c).value_or("");
-  EXPECT_TRUE(space.is_valid({64, 64, 1, 8, 1, 0, 1, 0, 1, 1, 0, 4}));
-  EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 0, 1, 1, 0, 4})) << "12 stages and 3 ranks' partials: 257 KB";
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 8, 1, 0, 1, 0, 1, 1, 0, 4})) << "4 ranks: dropped at stop 34";
   EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 132, 1, 1, 0, 2})) << "a CTA per unit";
   EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 2, 0, 1, 1, 0, 2})) << "not with split-K";
   EXPECT_FALSE(space.is_valid({64, 64, 1, 12, 1, 0, 1, 0, 1, 2, 0, 2})) << "not with an N-cluster";
@@ -262,12 +261,16 @@ TEST(GemmWgmmaTemplate, ClusterKSplitsIdleShapesAcrossACluster) {
   EXPECT_FALSE(t.space(parse_workload("gemm", "M=256,N=4096,K=4096", "f16"), limits)
                    .is_valid({64, 64, 1, 8, 1, 0, 1, 0, 1, 1, 0, 2}))
       << "256 tiles fill the SMs";
-  // Dynamic and static shared memory share the limit: 233,472 dynamic bytes fit 232,448 alone, not with the ring's
-  // barriers (a launch error on the GPU otherwise).
-  const search::Config edge{64, 32, 1, 16, 1, 0, 1, 0, 1, 1, 0, 4};
-  EXPECT_LE(wgmma_shared_bytes(GemmWgmmaTemplate::tiling(space, edge, decode.dtype)),
-            static_cast<size_t>(limits.max_shared_per_block_bytes) + 1024);
-  EXPECT_FALSE(space.is_valid(edge));
+  // Dynamic and static shared memory share the limit: every config leaves the ring's barriers their 1,024
+  // bytes (a launch error on the GPU otherwise), and the limit binds (16 stages of 64 x 64 do not fit).
+  size_t most = 0;
+  for (const auto& e : space.enumerate()) {
+    const size_t bytes = wgmma_shared_bytes(GemmWgmmaTemplate::tiling(space, e, decode.dtype));
+    ASSERT_LE(bytes + 1024, static_cast<size_t>(limits.max_shared_per_block_bytes)) << space.to_json_string(e);
+    most = std::max(most, bytes);
+  }
+  EXPECT_GT(most + 32 * 1024, static_cast<size_t>(limits.max_shared_per_block_bytes));
+  EXPECT_FALSE(space.is_valid({64, 64, 1, 16, 1, 0, 1, 0, 1, 1, 0, 1}));
   const auto k = t.instantiate(space, c, decode);
   EXPECT_EQ(k.launch.grid[0], 128u) << "64 tiles x 2 ranks";
   EXPECT_NE(k.source.find("#define CLUSTER_K 2\n"), std::string::npos);
