@@ -127,10 +127,14 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   const double transfer = stage_bytes / k.l2_bytes_per_clk_per_sm;
   const double l2_in = static_cast<double>(units) * static_cast<double>(k_tiles) * stage_bytes;
   const double miss_share = l2_in > 0 ? std::clamp(dram_in / l2_in, 0.0, 1.0) : 0.0;
-  const double round_trip = k.ring_latency_cycles + miss_share * k.dram_latency_cycles;
+  // In a cluster a stage is refilled once every CTA's consumers released it (a remote arrive) and the
+  // multicast lands in each: a longer round trip.
+  const double cluster_sync = static_cast<double>(cluster - 1) * k.cluster_sync_cycles;
+  const double round_trip = k.ring_latency_cycles + miss_share * k.dram_latency_cycles + cluster_sync;
   const double ring = (round_trip + transfer + k.release_share * mma) / (stages - 1);
-  // A fresh CTA waits for its first stage; a persistent one refills during the previous epilogue.
-  const double fill = round_trip + transfer;
+  // A fresh CTA waits for its first stage (a fresh cluster also for its CTAs to be scheduled together); a
+  // persistent one refills during the previous epilogue.
+  const double fill = round_trip + transfer + static_cast<double>(cluster - 1) * (persistent ? 0.0 : k.cluster_launch_cycles);
 
   // --- Epilogue per unit: C's store sectors (a split's share of them), split-K partials and read-back. ---
   const double tile_outputs = static_cast<double>(g.bm) * g.bn;

@@ -12,7 +12,9 @@
 //    consumer needs it STAGES-1 k-tiles on, so a k-tile takes at least
 //    (latency + transfer + release lag) / (STAGES - 1); loads that miss L2
 //    pay DRAM's extra latency. The two bounds blend (a p-norm: a loaded
-//    pipeline sits above both);
+//    pipeline sits above both); in a 2-CTA cluster (A multicast) a stage
+//    waits for both CTAs' release, a longer round trip, and a fresh cluster
+//    for both CTAs to be scheduled;
 //  - per work unit, the epilogue (store sectors: a thread stores a pair of
 //    outputs, so f16 pairs fill half a 32-byte sector and f32 pairs a whole
 //    one) and, without a persistent grid, the fill of a fresh CTA's ring;
@@ -39,7 +41,11 @@ namespace tuner::costmodel {
 /// 4096^3 and decode M=64 on an H200, each weighing the same), from the previous values (the fit on the
 /// H100 4096^3 recording alone), rounded; the epilogue latency sits at its bound (it also carries a fresh
 /// CTA's start, which weighs most on decode). Left-one-out, fitted on the other three: 4096^3 0.92 / 0.94,
-/// 8192^3 0.85, decode 0.22 (no other recording says what limits 64-row tiles).
+/// 8192^3 0.85, decode 0.22 (no other recording says what limits 64-row tiles). The two cluster terms came
+/// at stop 34 from the five H100 recordings with clusters (batched, short K, 2048x8192x2048, 512x1024x4096,
+/// decode M=16), the others fixed: a grid of both, by Spearman and first pick; 4-CTA clusters had left the
+/// space by then. Same-config pairs measured 2-CTA clusters 9-36% slower there, where the model without
+/// them saw none.
 struct RingGemmParams {
   double l2_bytes_per_clk_per_sm = 128;   ///< L2 -> shared memory (TMA) bandwidth per SM with all SMs loading, bytes per cycle.
   double mma_efficiency = 0.8;           ///< Share of the tensor-core peak a k-tile's wgmmas reach.
@@ -51,6 +57,8 @@ struct RingGemmParams {
   double epilogue_sector_cycles = 4;     ///< SM cycles per 32-byte sector the epilogue stores or reads.
   double l2_share = 0.8;                 ///< Share of L2 that keeps A and B panels from one wave to a later one.
   double dram_efficiency = 0.56;          ///< Achievable share of the DRAM bandwidth.
+  double cluster_sync_cycles = 800;      ///< Added to a k-tile's round trip in a 2-CTA cluster: its stage is refilled once both CTAs released it.
+  double cluster_launch_cycles = 4000;   ///< Added to a fresh (not persistent) 2-CTA cluster's first fill: its CTAs are scheduled together.
 };
 
 /// True when the profile describes a producer-ring GEMM (the template filled profile.gemm).

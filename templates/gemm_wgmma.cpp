@@ -19,7 +19,9 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                               "0: accumulators stored to C from registers; 1: staged through shared memory, "
                               "stored as 16-byte row vectors (whole sectors)",
                               0};
-  const search::Knob cluster{"CLUSTER", {1, 2, 4},
+  // 4 (for BN <= 64, not persistent) was offered from stop 28 to stop 34: on an H100 the best 4-CTA config of
+  // five whole-space recordings was 1.33-2.4x the best (docs/benchmarks.md, "Stop 34").
+  const search::Knob cluster{"CLUSTER", {1, 2},
                              "CTAs per thread-block cluster along N: adjacent block columns share A's rows, each "
                              "CTA loading 1/CLUSTER of them and multicasting to all",
                              1};
@@ -131,11 +133,6 @@ std::vector<search::Constraint> wgmma_constraints(const GemmDims& d, const Devic
       // A cluster's CTAs take adjacent block columns: with fewer columns than CTAs some would only load.
       {"CLUSTER <= ceil(N / BN) (every CTA of a cluster has a block column)",
        [n = d.n](const search::ConfigView& v) { return v["CLUSTER"] <= (n + v["BN"] - 1) / v["BN"]; }},
-      // 1 CTA per SM: 4-CTA clusters need 4 free SMs of one GPC, which a persistent grid of one CTA per SM
-      // cannot always find (GPCs of 16 to 18 SMs); 2-CTA clusters pair up every SM.
-      {"PERSISTENT == 0 or CLUSTER <= 2", [](const search::ConfigView& v) { return v["PERSISTENT"] == 0 || v["CLUSTER"] <= 2; }},
-      // Four CTAs share A where it is most of each stage: narrow tiles (decode, short M).
-      {"CLUSTER <= 2 or BN <= 64", [](const search::ConfigView& v) { return v["CLUSTER"] <= 2 || v["BN"] <= 64; }},
       {"threads 128 * (1 + CONSUMERS) <= " + std::to_string(limits.max_threads_per_block),
        [max = limits.max_threads_per_block](const search::ConfigView& v) { return 128 * (1 + v["CONSUMERS"]) <= max; }},
   };

@@ -48,6 +48,27 @@ TEST(RingGemmModel, TheTemplateFillsTheTiling) {
   EXPECT_FALSE(is_ring_gemm(generic));
 }
 
+// Five H100 recordings (stop 34) measured a 2-CTA cluster 9-36% slower than the same config alone, more
+// without a persistent grid (batched 32 x 512^2 x 128: 1.36x fresh clusters, 1.10x persistent); the
+// model without its cluster terms saw no difference (multicast only halves A's L2 reads).
+TEST(RingGemmModel, ATwoCtaClusterCostsMoreWhereItsClustersAreFresh) {
+  const std::string shape = "M=4096,N=4096,K=512";
+  const auto time = [&](int64_t persistent, int64_t cluster, const RingGemmParams& k) {
+    const KernelProfile p = wgmma_profile({128, 128, 2, 4, 8, 0, 1, persistent, 1, cluster, 0, 1}, shape);
+    return estimate_ring_gemm(p, {168, 0, 0}, ring_h100(), k).time_ms;
+  };
+  const RingGemmParams shipped;
+  const double fresh = time(0, 2, shipped) / time(0, 1, shipped);
+  const double held = time(132, 2, shipped) / time(132, 1, shipped);
+  EXPECT_GT(fresh, 1.05);
+  EXPECT_GT(held, 1.02);
+  EXPECT_GT(fresh, held);
+  RingGemmParams free_clusters;
+  free_clusters.cluster_sync_cycles = 0;
+  free_clusters.cluster_launch_cycles = 0;
+  EXPECT_LE(time(0, 2, free_clusters), time(0, 1, free_clusters) * 1.001) << "multicast alone only saves L2 reads";
+}
+
 // The recordings' strongest effect: a 2-stage ring waits a whole round trip per k-tile (64x64 tiles:
 // 1.42 ms real against 0.56 ms with 4 stages and 0.45 ms with 6); deeper rings approach the throughput
 // bound, where more stages stop paying.

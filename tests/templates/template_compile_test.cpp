@@ -135,8 +135,8 @@ TEST(WgmmaFullSpaceSample, CompilesWithoutSpillsWithinTheLimits) {
   take_first("STAGES", 12);
   take_first("BN", 32, "EPILOGUE", 1);  // one 64-byte-swizzled B box
   take_first("BN", 32, "SPLIT_K", 4);
-  // Clusters that multicast A: 4 CTAs with 32-column tiles, 2 with split-K, 2 persistent.
-  take_first("CLUSTER", 4, "BN", 32);
+  // Clusters that multicast A: with 32-column tiles, with split-K, persistent.
+  take_first("CLUSTER", 2, "BN", 32);
   take_first("CLUSTER", 2, "SPLIT_K", 4);
   take_first("CLUSTER", 2, "PERSISTENT", limits.sm_count);
   // Pingpong consumers; clusters along K with both epilogues and with 32-column tiles.
