@@ -34,6 +34,21 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
     if (vm.count("help")) return false;  // before notify(): --help needs none of the required options
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    // Boost does not say which word was one too many: parse again with a catch-all to name the first.
+    po::options_description all;
+    all.add(desc).add_options()("tuner-unexpected", po::value<std::vector<std::string>>());
+    po::positional_options_description catch_all = positional;
+    catch_all.add("tuner-unexpected", -1);
+    const auto parsed = po::command_line_parser(args).options(all).positional(catch_all).run();
+    std::string extra;
+    for (const auto& o : parsed.options)
+      if (o.string_key == "tuner-unexpected" && !o.value.empty() && extra.empty()) extra = o.value.front();
+    const unsigned takes = positional.max_total_count();
+    throw UsageError(command + ": unexpected argument '" + extra + "' (" +
+                     (takes == 0 ? std::string("it takes no arguments without an option name")
+                                 : "it takes " + std::to_string(takes) + " without an option name") +
+                     "; see `tuner " + command + " --help`)");
   } catch (const po::error_with_option_name& e) {
     // Boost names the option but not what it takes: add the option's own help line, which says it.
     std::string what = e.what();

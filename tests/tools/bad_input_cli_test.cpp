@@ -46,6 +46,17 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+TEST_F(Cli, AStrayArgumentIsNamed) {
+  // Boost's own message ("too many positional options") named neither the word nor what the command takes.
+  auto v = run("version extra");
+  EXPECT_EQ(v.code, 2);
+  EXPECT_NE(v.err.find("version: unexpected argument 'extra' (it takes no arguments"), std::string::npos) << v.err;
+  auto i = run("import a.jsonl b.jsonl --db " + db());
+  EXPECT_EQ(i.code, 2);
+  EXPECT_NE(i.err.find("import: unexpected argument 'b.jsonl' (it takes 1 "), std::string::npos) << i.err;
+  EXPECT_FALSE(std::filesystem::exists(db())) << "nothing opened";
+}
+
 TEST_F(Cli, ADatabaseMergedIntoItselfIsBadInputAtOnce) {
   ASSERT_EQ(run(kSoftmax + "--db " + db()).code, 0);
   const std::string before = read_all(db());
