@@ -123,7 +123,8 @@ SimEstimate estimate_ring_gemm(const KernelProfile& p, const KernelResources& r,
   // What L2 serves per CTA and k-tile: A's rows once per cluster (multicast), B's columns.
   const double stage_bytes = (a_rows / static_cast<double>(cluster) + b_cols) * g.bk * g.elem_bytes;
   const double fma_per_clk = gpu.peak_fp16_tflops * 1e12 / 2.0 / (gpu.sm_count * clock_hz);
-  const double mma = static_cast<double>(g.bm) * g.bn * g.bk / (fma_per_clk * k.mma_efficiency);
+  const double mma = static_cast<double>(g.bm) * g.bn * g.bk /
+                     (fma_per_clk * k.mma_efficiency * (g.epilogue_overlapped ? k.pingpong_mma_share : 1.0));
   const double transfer = stage_bytes / k.l2_bytes_per_clk_per_sm;
   const double l2_in = static_cast<double>(units) * static_cast<double>(k_tiles) * stage_bytes;
   const double miss_share = l2_in > 0 ? std::clamp(dram_in / l2_in, 0.0, 1.0) : 0.0;

@@ -45,7 +45,10 @@ namespace tuner::costmodel {
 /// at stop 34 from the five H100 recordings with clusters (batched, short K, 2048x8192x2048, 512x1024x4096,
 /// decode M=16), the others fixed: a grid of both, by Spearman and first pick; 4-CTA clusters had left the
 /// space by then. Same-config pairs measured 2-CTA clusters 9-36% slower there, where the model without
-/// them saw none.
+/// them saw none. Then pingpong_mma_share (new) and l2_share (0.8 before) on a grid over the nine
+/// wgmma GEMM recordings: first picks 1.36x -> 1.00x on 2048x8192x2048 (where the model credited pingpong
+/// with ~20% that same-config pairs did not show, and saw no gain from GROUP_M's raster where the real
+/// one was 10%), 1.05x -> 1.04x on 4096^3, the rest unchanged but H200 4096^3 (1.01x -> 1.02x).
 struct RingGemmParams {
   double l2_bytes_per_clk_per_sm = 128;   ///< L2 -> shared memory (TMA) bandwidth per SM with all SMs loading, bytes per cycle.
   double mma_efficiency = 0.8;           ///< Share of the tensor-core peak a k-tile's wgmmas reach.
@@ -55,9 +58,10 @@ struct RingGemmParams {
   double blend_exponent = 2.5;             ///< Exponent of the p-norm that blends two bounds (ring and throughput; SM and DRAM).
   double epilogue_latency_cycles = 8000; ///< A unit's epilogue round trip (stores, and the split-K read-back), SM cycles.
   double epilogue_sector_cycles = 4;     ///< SM cycles per 32-byte sector the epilogue stores or reads.
-  double l2_share = 0.8;                 ///< Share of L2 that keeps A and B panels from one wave to a later one.
+  double l2_share = 0.3;                 ///< Share of L2 that keeps A and B panels from one wave to a later one.
   double dram_efficiency = 0.56;          ///< Achievable share of the DRAM bandwidth.
   double cluster_sync_cycles = 800;      ///< Added to a k-tile's round trip in a 2-CTA cluster: its stage is refilled once both CTAs released it.
+  double pingpong_mma_share = 0.7;       ///< Share of the MMA rate a pingpong CTA keeps (one consumer's k-tiles at a time).
   double cluster_launch_cycles = 4000;   ///< Added to a fresh (not persistent) 2-CTA cluster's first fill: its CTAs are scheduled together.
 };
 
