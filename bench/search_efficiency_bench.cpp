@@ -35,6 +35,7 @@
 //                                     [--replay-dir data/replay] [--replay-seeds 20] [--replay-batches 64,8]
 //                                     [--replay-only 1] [--compile-cache DIR] [--heldout SEEDS]
 //                                     [--replay-transfer 1 [--replay-history N]] [--stop-check 0.5,1,2]
+//                                     [--heldout-replay 1]
 //
 // --compile-cache: where the prior's NVRTC compiles are cached (default: a new folder under the temp
 // directory, so the reported compile time is that of cold compiles).
@@ -50,6 +51,11 @@
 // xgb,xgb-recorded) search the target cold, and warm with --replay-history records of the source (default
 // 0: all of them; a random draw per seed) fed to the model first; it reports the median trials to 95% of
 // the target's real best, cold and warm.
+//
+// --heldout-replay 1 runs only the held-out check on real spaces: every recording under --replay-dir searched by
+// --strategies (default xgb,xgb-compiled) with N = 64 and 192 trials against random with 3N, over --replay-seeds
+// seeds, batches of the first --replay-batches; point --replay-dir at recordings of workloads the search was
+// not developed on.
 //
 // --stop-check PCTS runs only the stop check: every replay recording searched by --strategies (default
 // xgb-compiled,bo) as a session with --min-improvement PCT runs, batches of the first --replay-batches;
@@ -573,7 +579,8 @@ nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, c
 }
 
 /// Best time (ms) measured within the first n trials (infinity when none succeeded).
-double best_within(search::SearchStrategy& s, const Oracle& o, int64_t n, size_t batch) {
+template <class OracleT>
+double best_within(search::SearchStrategy& s, const OracleT& o, int64_t n, size_t batch) {
   double best = std::numeric_limits<double>::infinity();
   int64_t trials = 0;
   while (trials < n) {
@@ -662,6 +669,54 @@ nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t bat
   return out;
 }
 
+/// The held-out check on real spaces (--heldout-replay DIR): per recording in DIR, strategy and N, the seeds
+/// where the strategy's best after N trials is at least as fast as random's after 3N (the recorded times as
+/// the oracle). Recordings of workloads no strategy was developed on make it a held-out check.
+nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::vector<int64_t>& ns, size_t batch,
+                                  const std::vector<std::string>& strategies, const std::string& compile_cache) {
+  std::printf("\nHeld-out check on real spaces in %s: each strategy with N trials against random with 3N, %d seeds, "
+              "batch %zu.\n'pass' counts the seeds where its best is at least as fast as random's; ratio = random's "
+              "best time / its best (>= 1: at least as good), min and median over seeds\n",
+              dir.c_str(), seeds, batch);
+  std::printf("%-58s %-13s %6s %5s %6s %7s %7s\n", "recording", "strategy", "space", "N", "pass", "min", "median");
+  nlohmann::json out = nlohmann::json::array();
+  int passed = 0, cases = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& f : replay_files(dir)) {
+    RecordedSpace rec;
+    if (!load_or_skip(f, rec)) continue;
+    const ReplayOracle real = replay_oracle(rec, false);
+    RecordingResources res(rec, compile_cache);
+    bool first = true;
+    for (const auto& name : strategies)
+      for (int64_t n : ns) {
+        std::vector<double> ratios;
+        int pass = 0;
+        for (int seed = 1; seed <= seeds; ++seed) {
+          auto x = make_variant(name, real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu,
+                                res.sources);
+          auto r = make_variant("random", real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu);
+          const double xb = best_within(*x, real, n, batch), rb = best_within(*r, real, 3 * n, batch);
+          ratios.push_back(std::isfinite(xb) ? rb / xb : 0.0);
+          pass += xb <= rb * (1 + 1e-12) ? 1 : 0;
+        }
+        passed += pass;
+        cases += seeds;
+        std::sort(ratios.begin(), ratios.end());
+        std::printf("%-58s %-13s %6zu %5lld %3d/%-2d %7.3f %7.3f\n", first ? rec.label().c_str() : "", name.c_str(),
+                    real.space().size(), static_cast<long long>(n), pass, seeds, ratios.front(), median(ratios));
+        std::fflush(stdout);
+        first = false;
+        out.push_back({{"file", std::filesystem::path(f).filename().string()}, {"recording", rec.label()},
+                       {"strategy", name}, {"space_size", real.space().size()}, {"n", n}, {"pass", pass},
+                       {"seeds", seeds}, {"ratios", ratios}});
+      }
+  }
+  std::printf("  held-out on real spaces: strategy(N) >= random(3N) in %d of %d cases (%.1f s)\n", passed, cases,
+              seconds_since(t0));
+  return out;
+}
+
 void write_results(const nlohmann::json& result, const std::string& out_path) {
   std::filesystem::path path(out_path);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
@@ -694,6 +749,7 @@ int main(int argc, char** argv) {
   std::string transfer_variant = "xgb";  // --variant: the xgb variant of the transfer and held-out runs
   bool transfer_only = false;            // skip the sim table (transfer and replay only)
   std::string stop_check;                // --stop-check: thresholds in %, comma separated
+  bool heldout_replay = false;           // --heldout-replay 1: only the N-against-3N check on --replay-dir
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--seeds") seeds = std::atoi(argv[i + 1]);
@@ -717,6 +773,7 @@ int main(int argc, char** argv) {
     else if (a == "--sim-strategies") sim_strategy_list = argv[i + 1];
     else if (a == "--no-transfer") no_transfer = std::string(argv[i + 1]) == "1";
     else if (a == "--stop-check") stop_check = argv[i + 1];
+    else if (a == "--heldout-replay") heldout_replay = std::string(argv[i + 1]) == "1";
     else if (a == "--replay-batches") {
       replay_batches.clear();
       for (size_t start = 0; start < std::strlen(argv[i + 1]);) {
@@ -729,7 +786,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "unknown option '%s' (allowed: --seeds, --max-trials, --history, --shapes, --survey, --out, "
-                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --heldout-workloads, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only, --stop-check)\n",
+                   "--replay-dir, --replay-seeds, --replay-batches, --replay-only, --replay-transfer, --replay-history, --compile-cache, --heldout, --heldout-workloads, --strategies, --sim-strategies, --devices, --no-transfer, --variant, --transfer-only, --stop-check, --heldout-replay)\n",
                    argv[i]);
       return 2;
     }
@@ -785,6 +842,16 @@ int main(int argc, char** argv) {
                    {"batch", replay_batches.front()},
                    {"stop_check", run_stop_check(replay_dir, replay_seeds, replay_batches.front(), pcts, variants,
                                                  compile_cache)}},
+                  out_path);
+    return 0;
+  }
+  if (heldout_replay) {
+    const std::vector<std::string> variants =
+        strategy_list.empty() ? std::vector<std::string>{"xgb", "xgb-compiled"} : split(strategy_list);
+    write_results({{"replay_seeds", replay_seeds},
+                   {"batch", replay_batches.front()},
+                   {"heldout_replay", run_heldout_replay(replay_dir, replay_seeds, {64, 192}, replay_batches.front(),
+                                                         variants, compile_cache)}},
                   out_path);
     return 0;
   }
