@@ -37,7 +37,9 @@
 # `clusterk` (stop 32, not yet run: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
 # memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, the batched and
 # short-K rows' whole wgmma spaces, then 300 trials by name and a profile) and `rec34` (stop 34: whole-space
-# recordings of workloads no strategy was developed on, held out for issue 13's search checks).
+# recordings of workloads no strategy was developed on, held out for issue 13's search checks) and `next35`
+# (stop 34, not yet run: the wgmma GPU tests whose CLUSTER 4 / CLUSTER_K 4 cases became 2, CLUSTER 2 against 1
+# at 4096^3 and 8192^3, then the three GEMM spaces rec34's step limits cut, with limits for a cold compile).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,8 +47,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk | rec34) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk, rec34" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk | rec34 | next35) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk, rec34, next35" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -600,6 +602,24 @@ plan_rec34() {  # Whole spaces of workloads held out from the search's developme
   rec gemm_f16_512x1024x4096_wgmma 60 --op gemm --shape M=512,N=1024,K=4096 --dtype f16 --template gemm_tc_wgmma
   rec softmax_f16_4096x32768 60 --op softmax --shape rows=4096,cols=32768 --dtype f16
   rec layernorm_bf16_8192x8192 60 --op layernorm --shape rows=8192,cols=8192 --dtype bf16
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
+plan_next35() {  # After stop 34: the changed wgmma GPU test cases; whether CLUSTER 2 pays on the big squares (every
+  steps          # 128x256 two-consumer persistent config, CLUSTER 1 and 2); the rec34 spaces whole (the shape is
+                 # compiled in: each compiles its 4,304 configs cold, about 150 s on 16 cores)
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*:-*conv2d*' --gtest_output="json:$S/gpu_tests.json"
+  for n in 4096 8192; do
+    tune grid_cluster_${n} 90 --op gemm --shape M=$n,N=$n,K=$n --dtype f16 --template gemm_tc_wgmma \
+      --fix BM=128,BN=256,CONSUMERS=2,PERSISTENT=132 --trials all --strategy grid --remeasure 0 \
+      --replay-out "$S/cluster_${n}.replay.json"
+  done
+  rec() { local name=$1 limit=$2; shift 2
+    tune "rec_$name" "$limit" "$@" --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/$name.replay.json"; }
+  rec gemm_f16_16x4096x4096_wgmma 200 --op gemm --shape M=16,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma
+  rec gemm_f16_512x1024x4096_wgmma 200 --op gemm --shape M=512,N=1024,K=4096 --dtype f16 --template gemm_tc_wgmma
+  rec gemm_f16_2048x8192x2048_wgmma 200 --op gemm --shape M=2048,N=8192,K=2048 --dtype f16 --template gemm_tc_wgmma
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
