@@ -669,7 +669,7 @@ nlohmann::json run_heldout(int seeds, const std::vector<int64_t>& ns, size_t bat
   return out;
 }
 
-/// The held-out check on real spaces (--heldout-replay DIR): per recording in DIR, strategy and N, the seeds
+/// The held-out check on real spaces (--heldout-replay 1, the recordings of --replay-dir): per recording in DIR, strategy and N, the seeds
 /// where the strategy's best after N trials is at least as fast as random's after 3N (the recorded times as
 /// the oracle). Recordings of workloads no strategy was developed on make it a held-out check.
 nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::vector<int64_t>& ns, size_t batch,
@@ -698,10 +698,11 @@ nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::
           auto r = make_variant("random", real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu);
           const double xb = best_within(*x, real, n, batch), rb = best_within(*r, real, 3 * n, batch);
           ratios.push_back(std::isfinite(xb) ? rb / xb : 0.0);
-          pass += xb <= rb * (1 + 1e-12) ? 1 : 0;
+          pass += std::isfinite(xb) && xb <= rb * (1 + 1e-12) ? 1 : 0;  // finding nothing is never a pass
         }
         passed += pass;
         cases += seeds;
+        if (ratios.empty()) continue;
         std::sort(ratios.begin(), ratios.end());
         std::printf("%-58s %-13s %6zu %5lld %3d/%-2d %7.3f %7.3f\n", first ? rec.label().c_str() : "", name.c_str(),
                     real.space().size(), static_cast<long long>(n), pass, seeds, ratios.front(), median(ratios));

@@ -70,7 +70,7 @@ Params textbook_params() {
 /// shared by the SMs, the whole tensor peak, the generic model's 600-cycle global latency for the ring
 /// and as much again for a DRAM miss, a stage released halfway through the next k-tile's MMAs, a near-max
 /// blend, a 600-cycle epilogue round trip with a sector per cycle, all of L2, 85% of DRAM bandwidth, and a
-/// cluster's sync and launch a 600-cycle round trip each.
+/// cluster's sync and launch a 600-cycle round trip each, and pingpong at the full MMA rate.
 RingParams textbook_ring_params(const costmodel::GpuSpec& gpu) {
   RingParams p;
   p.l2_bytes_per_clk_per_sm = gpu.l2_bandwidth_gbps / gpu.boost_clock_ghz / gpu.sm_count;
@@ -85,6 +85,7 @@ RingParams textbook_ring_params(const costmodel::GpuSpec& gpu) {
   p.dram_efficiency = 0.85;
   p.cluster_sync_cycles = 600;  // another round trip, to the cluster's other CTA
   p.cluster_launch_cycles = 600;
+  p.pingpong_mma_share = 1.0;  // a pingpong CTA's consumer issues at the full rate
   return p;
 }
 
@@ -145,6 +146,7 @@ const std::vector<ParamRef<RingParams>>& param_refs(const RingParams&) {
       {"dram_efficiency", &RingParams::dram_efficiency, 0.3, 0.95},
       {"cluster_sync_cycles", &RingParams::cluster_sync_cycles, 50, 4000},
       {"cluster_launch_cycles", &RingParams::cluster_launch_cycles, 100, 16000},
+      {"pingpong_mma_share", &RingParams::pingpong_mma_share, 0.3, 1.0},
   };
   return refs;
 }
@@ -438,7 +440,7 @@ int main(int argc, char** argv) {
     std::printf("\nRing-GEMM parameters fitted on a random half of %s, judged on the other half\n", s.label().c_str());
     std::printf("%5s | %8s %8s | %8s %8s | %s\n", "split", "fit:train", "held-out", "shipped", "shipped",
                 "fitted parameters (L2 B/clk/SM, MMA eff., ring latency, DRAM latency, release, blend, "
-                "epilogue latency, cycles/sector, L2 share, DRAM eff., cluster sync, cluster launch)");
+                "epilogue latency, cycles/sector, L2 share, DRAM eff., cluster sync, cluster launch, pingpong MMA share)");
     std::printf("%5s | %8s %8s | %8s %8s |\n", "", "", "", "train", "held-out");
     std::vector<double> fit_test, shipped_test;
     nlohmann::json split_rows = nlohmann::json::array();

@@ -12,7 +12,7 @@
 //    consumer needs it STAGES-1 k-tiles on, so a k-tile takes at least
 //    (latency + transfer + release lag) / (STAGES - 1); loads that miss L2
 //    pay DRAM's extra latency. The two bounds blend (a p-norm: a loaded
-//    pipeline sits above both); in a 2-CTA cluster (A multicast) a stage
+//    pipeline sits above both); in a 2-CTA N-cluster (CLUSTER: A multicast; not cluster-K) a stage
 //    waits for both CTAs' release, a longer round trip, and a fresh cluster
 //    for both CTAs to be scheduled;
 //  - per work unit, the epilogue (store sectors: a thread stores a pair of
@@ -61,7 +61,7 @@ struct RingGemmParams {
   double l2_share = 0.3;                 ///< Share of L2 that keeps A and B panels from one wave to a later one.
   double dram_efficiency = 0.56;          ///< Achievable share of the DRAM bandwidth.
   double cluster_sync_cycles = 800;      ///< Added to a k-tile's round trip in a 2-CTA cluster: its stage is refilled once both CTAs released it.
-  double pingpong_mma_share = 0.7;       ///< Share of the MMA rate a pingpong CTA keeps (one consumer's k-tiles at a time).
+  double pingpong_mma_share = 0.7;       ///< Share of the MMA rate a pingpong CTA keeps (one consumer's k-tiles at a time); fitted on GEMM recordings, applied to conv2d_igemm_wgmma's pingpong too.
   double cluster_launch_cycles = 4000;   ///< Added to a fresh (not persistent) 2-CTA cluster's first fill: its CTAs are scheduled together.
 };
 

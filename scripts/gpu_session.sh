@@ -34,12 +34,12 @@
 # batched row, the batched, short-K and 4096^3 rows, then Nsight Compute on the batched winner and cuBLAS) and
 # `table32` (stop 32: issue 16's whole table in one lease with tune's defaults, and the short-K pairs) and
 # `sigint32` (stop 32: tune cut by SIGINT on a GPU reports and commits; table32's two rows its step limits cut) and
-# `clusterk` (stop 32, not yet run: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
+# `clusterk` (stop 32, run at stop 34: gemm_tc_wgmma's CLUSTER_K, split-K reduced through distributed shared
 # memory: a smoke run, its GPU tests, same-config grids over the decode rows, the decode rows, the batched and
 # short-K rows' whole wgmma spaces, then 300 trials by name and a profile) and `rec34` (stop 34: whole-space
 # recordings of workloads no strategy was developed on, held out for issue 13's search checks) and `next35`
 # (stop 34, not yet run: the wgmma GPU tests whose CLUSTER 4 / CLUSTER_K 4 cases became 2, CLUSTER 2 against 1
-# at 4096^3 and 8192^3, then the three GEMM spaces rec34's step limits cut, with limits for a cold compile).
+# at 4096^3 and 8192^3, 2048x8192x2048's whole space, uniform samples of the two spaces rec34 cut).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -593,7 +593,8 @@ print(",".join("%s=%s" % kv for kv in c.items()))' "$S/decode_m64_ck.replay.json
 }
 
 plan_rec34() {  # Whole spaces of workloads held out from the search's development (issue 13): three wgmma GEMM
-  steps         # shapes (the first compiles the f16 space, the others reuse its kernels), softmax and layernorm
+  steps         # shapes (each compiled cold: the shape is compiled in), softmax and layernorm. Stop 34 ran it: the
+                # decode and 512x1024x4096 spaces are 15,272 and 15,132 configs, and their steps' limits cut them
   step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
   rec() { local name=$1 limit=$2; shift 2
     tune "rec_$name" "$limit" "$@" --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/$name.replay.json"; }
@@ -606,20 +607,22 @@ plan_rec34() {  # Whole spaces of workloads held out from the search's developme
 }
 
 plan_next35() {  # After stop 34: the changed wgmma GPU test cases; whether CLUSTER 2 pays on the big squares (every
-  steps          # 128x256 two-consumer persistent config, CLUSTER 1 and 2); the rec34 spaces whole (the shape is
-                 # compiled in: each compiles its 4,304 configs cold, about 150 s on 16 cores)
+  steps          # 128x256 two-consumer persistent config, CLUSTER 1 and 2: 48 each); 2048x8192x2048's whole space
+                 # (4,304 configs compiled cold, about 160 s on 16 cores) and uniform samples of the two 15,000-config
+                 # spaces rec34 recorded only a prefix of (BM 64). About 11 minutes in all.
   step env 10 bash -c 'nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
   step gpu_tests 90 .gpu/bin/gpu_tests --gtest_filter='*wgmma*:GpuWgmmaKnobs.*:-*conv2d*' --gtest_output="json:$S/gpu_tests.json"
   for n in 4096 8192; do
-    tune grid_cluster_${n} 90 --op gemm --shape M=$n,N=$n,K=$n --dtype f16 --template gemm_tc_wgmma \
+    tune grid_cluster_${n} 60 --op gemm --shape M=$n,N=$n,K=$n --dtype f16 --template gemm_tc_wgmma \
       --fix BM=128,BN=256,CONSUMERS=2,PERSISTENT=132 --trials all --strategy grid --remeasure 0 \
       --replay-out "$S/cluster_${n}.replay.json"
   done
-  rec() { local name=$1 limit=$2; shift 2
-    tune "rec_$name" "$limit" "$@" --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/$name.replay.json"; }
-  rec gemm_f16_16x4096x4096_wgmma 200 --op gemm --shape M=16,N=4096,K=4096 --dtype f16 --template gemm_tc_wgmma
-  rec gemm_f16_512x1024x4096_wgmma 200 --op gemm --shape M=512,N=1024,K=4096 --dtype f16 --template gemm_tc_wgmma
-  rec gemm_f16_2048x8192x2048_wgmma 200 --op gemm --shape M=2048,N=8192,K=2048 --dtype f16 --template gemm_tc_wgmma
+  tune rec_gemm_f16_2048x8192x2048_wgmma 200 --op gemm --shape M=2048,N=8192,K=2048 --dtype f16 --template gemm_tc_wgmma \
+    --trials all --strategy grid --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_2048x8192x2048_wgmma.replay.json"
+  for s in 16x4096x4096:M=16,N=4096,K=4096 512x1024x4096:M=512,N=1024,K=4096; do
+    tune sample_gemm_f16_${s%%:*}_wgmma 120 --op gemm --shape "${s#*:}" --dtype f16 --template gemm_tc_wgmma \
+      --trials 1500 --strategy random --min-time-ms 2 --remeasure 0 --replay-out "$S/gemm_f16_${s%%:*}_sample.replay.json"
+  done
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 

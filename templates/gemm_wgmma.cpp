@@ -30,8 +30,8 @@ std::vector<search::Knob> wgmma_knobs(bool reduced, int64_t sm_count) {
                               "1: the two consumers run alternate units whole (one's epilogue under the other's "
                               "products); persistent grids without split-K",
                               0};
-  // 4 was offered at stop 32 and dropped at stop 34: on an H100 its best decode config was 1.42-2.1x the
-  // best without (docs/benchmarks.md, "Stop 34").
+  // 4 was offered at stop 32 and dropped at stop 34: on an H100 its best decode config was 1.43-2.1x each
+  // grid's best (docs/benchmarks.md, "Stop 34").
   const search::Knob cluster_k{"CLUSTER_K", {1, 2},
                                "CTAs per cluster along K: one tile, its k-tiles split among them, rank 0 summing the "
                                "others' accumulators from distributed shared memory (split-K without partials; a CTA "

@@ -26,7 +26,7 @@
 // cluster id, + clusters, ...; the producer runs ahead into the next unit
 // while the consumers store the previous one, and the ring's mbarrier phases
 // continue across units (the k-tile count `it` runs over all the CTA's
-// units). Clusters (cluster 2 or 4, compile-time __cluster_dims__ along x):
+// units). Clusters (cluster 2 or 4 in the kernel; the space offers 2 since stop 34; compile-time __cluster_dims__ along x):
 // the CTAs of one take adjacent block columns of one block row; each TMA-loads
 // bm / cluster of A's rows and multicasts them to every CTA of the cluster, so
 // A crosses L2 once per cluster; consumers release a stage on the empty
@@ -64,7 +64,7 @@
 // Pingpong (two consumers, a persistent grid, no split-K) gives each consumer whole units, the CTA's
 // even and its odd ones, so one consumer's epilogue runs while the other multiplies; turn mbarriers
 // hand the ring from one to the other unit by unit (conv2d_wgmma's protocol).
-// Cluster-K (cluster_k 2 or 4; a CTA per unit, no split-K, no N-cluster): the cluster's CTAs take one tile and
+// Cluster-K (cluster_k 2 or 4 in the kernel, the space offering 2 since stop 34; a CTA per unit, no split-K, no N-cluster): the cluster's CTAs take one tile and
 // split its k-tiles; ranks 1.. send their fp32 accumulators to rank 0's shared memory (distributed shared
 // memory, an mbarrier released at cluster scope), and rank 0 adds them in rank order and stores C: split-K
 // without partials in the workspace, for shapes whose tiles leave SMs idle (decode). Its buffer follows the
@@ -88,9 +88,9 @@ struct WgmmaTiling {
   int split_k = 1;            ///< K splits reduced in fp32 through the workspace (1: none; <= 8).
   int persistent_ctas = 0;    ///< 0: one CTA per work unit; else about this many CTAs (the SM count) in all.
   int epilogue = 0;           ///< 0: C stored from registers; 1: staged through shared memory (16-byte rows).
-  int cluster = 1;            ///< CTAs per thread-block cluster along N sharing A by TMA multicast (1, 2, 4).
+  int cluster = 1;            ///< CTAs per thread-block cluster along N sharing A by TMA multicast (1, 2, 4; the space offers 1, 2).
   int pingpong = 0;           ///< 1: the two consumers run alternate units whole (persistent, no split-K).
-  int cluster_k = 1;          ///< CTAs per cluster along K (1, 2, 4): one tile, its k-tiles split, summed in DSMEM.
+  int cluster_k = 1;          ///< CTAs per cluster along K (1, 2, 4; the space offers 1, 2): one tile, its k-tiles split, summed in DSMEM.
 };
 
 /// The shared-memory geometry of one ring stage as the kernel's TMA destinations and wgmma

@@ -2,6 +2,7 @@
 // parse failure into a UsageError (exit code 2) that names the bad option.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,18 +35,25 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
     if (vm.count("help")) return false;  // before notify(): --help needs none of the required options
     po::notify(vm);
-  } catch (const po::too_many_positional_options_error&) {
+  } catch (const po::too_many_positional_options_error& e) {
     // Boost does not say which word was one too many: parse again with a catch-all to name the first.
-    po::options_description all;
-    all.add(desc).add_options()("tuner-unexpected", po::value<std::vector<std::string>>());
-    po::positional_options_description catch_all = positional;
-    catch_all.add("tuner-unexpected", -1);
-    const auto parsed = po::command_line_parser(args).options(all).positional(catch_all).run();
-    std::string extra;
-    for (const auto& o : parsed.options)
-      if (o.string_key == "tuner-unexpected" && !o.value.empty() && extra.empty()) extra = o.value.front();
+    std::optional<std::string> extra;
+    try {
+      po::options_description all;
+      all.add(desc).add_options()("tuner-unexpected", po::value<std::vector<std::string>>());
+      po::positional_options_description catch_all = positional;
+      catch_all.add("tuner-unexpected", -1);
+      const auto parsed = po::command_line_parser(args).options(all).positional(catch_all).run();
+      for (const auto& o : parsed.options)
+        if (o.string_key == "tuner-unexpected" && !o.value.empty()) {
+          extra = o.value.front();
+          break;
+        }
+    } catch (const po::error&) {
+    }
+    if (!extra) throw UsageError(command + ": " + e.what() + " (see `tuner " + command + " --help`)");
     const unsigned takes = positional.max_total_count();
-    throw UsageError(command + ": unexpected argument '" + extra + "' (" +
+    throw UsageError(command + ": unexpected argument '" + *extra + "' (" +
                      (takes == 0 ? std::string("it takes no arguments without an option name")
                                  : "it takes " + std::to_string(takes) + " without an option name") +
                      "; see `tuner " + command + " --help`)");
