@@ -363,6 +363,18 @@ struct RecordingResources {
   }
 };
 
+/// Calls fn(file, recording, real-time oracle, prior resources) for every loadable recording in dir.
+template <class Fn>
+void for_each_recording(const std::string& dir, const std::string& compile_cache, Fn&& fn) {
+  for (const auto& f : replay_files(dir)) {
+    RecordedSpace rec;
+    if (!load_or_skip(f, rec)) continue;
+    const ReplayOracle real = replay_oracle(rec, false);
+    RecordingResources res(rec, compile_cache);
+    fn(f, rec, real, res.sources);
+  }
+}
+
 /// Transfer on real data: for every ordered pair of recordings where one can feed the other (same op,
 /// dtype and template, another shape or GPU: tuner/replay_transfer.h), each variant searches the target
 /// cold, and warm with `history` records of the source (0: all of them, drawn anew per seed) fed to its
@@ -519,12 +531,8 @@ nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, c
   std::printf("%-58s %-13s %6s %6s %8s %8s %8s %9s\n", "recording", "strategy", "min %", "space", "trials",
               "best", "worst", "stopped");
   const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& f : replay_files(dir)) {
-    RecordedSpace rec;
-    if (!load_or_skip(f, rec)) continue;
-    const ReplayOracle real = replay_oracle(rec, false);
-    RecordingResources res(rec, compile_cache);
-    const ResourceSources& sources = res.sources;
+  for_each_recording(dir, compile_cache, [&](const std::string& f, const RecordedSpace& rec,
+                                              const ReplayOracle& real, const ResourceSources& sources) {
     const auto cap = static_cast<int64_t>(real.space().size());
     bool first = true;
     for (const auto& name : strategies)
@@ -573,7 +581,7 @@ nlohmann::json run_stop_check(const std::string& dir, int seeds, size_t batch, c
                        {"worst_best_share", worst},
                        {"stopped", stopped}});
       }
-  }
+  });
   std::printf("  (%.1f s)\n", seconds_since(t0));
   return out;
 }
@@ -682,11 +690,8 @@ nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::
   nlohmann::json out = nlohmann::json::array();
   int passed = 0, cases = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& f : replay_files(dir)) {
-    RecordedSpace rec;
-    if (!load_or_skip(f, rec)) continue;
-    const ReplayOracle real = replay_oracle(rec, false);
-    RecordingResources res(rec, compile_cache);
+  for_each_recording(dir, compile_cache, [&](const std::string& f, const RecordedSpace& rec,
+                                              const ReplayOracle& real, const ResourceSources& sources) {
     bool first = true;
     for (const auto& name : strategies)
       for (int64_t n : ns) {
@@ -694,7 +699,7 @@ nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::
         int pass = 0;
         for (int seed = 1; seed <= seeds; ++seed) {
           auto x = make_variant(name, real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu,
-                                res.sources);
+                                sources);
           auto r = make_variant("random", real.space(), static_cast<uint64_t>(seed), *rec.tmpl, rec.workload, rec.gpu);
           const double xb = best_within(*x, real, n, batch), rb = best_within(*r, real, 3 * n, batch);
           ratios.push_back(std::isfinite(xb) ? rb / xb : 0.0);
@@ -712,7 +717,7 @@ nlohmann::json run_heldout_replay(const std::string& dir, int seeds, const std::
                        {"strategy", name}, {"space_size", real.space().size()}, {"n", n}, {"pass", pass},
                        {"seeds", seeds}, {"ratios", ratios}});
       }
-  }
+  });
   std::printf("  held-out on real spaces: strategy(N) >= random(3N) in %d of %d cases (%.1f s)\n", passed, cases,
               seconds_since(t0));
   return out;
