@@ -605,10 +605,12 @@ std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
   return out;
 }
 
-bool TuningDb::has_op(const std::string& op) const {
-  sql::Statement stmt(impl_->conn, "SELECT 1 FROM workloads WHERE op = ? LIMIT 1");
+std::vector<std::string> TuningDb::shapes_of_op(const std::string& op) const {
+  sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? GROUP BY shape ORDER BY min(id)");
   stmt.bind(1, op);
-  return stmt.step();
+  std::vector<std::string> out;
+  while (stmt.step()) out.push_back(stmt.column_text(0));
+  return out;
 }
 
 std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {

@@ -261,8 +261,9 @@ class TuningDb {
   std::vector<SessionRow> sessions(const QueryFilter& f) const;
   /// Each template name's newest version (the last one recorded), by name.
   std::vector<TemplateVersion> latest_template_versions() const;
-  /// Whether any workload of this op is recorded (ops of user kernels are known only to their records).
-  bool has_op(const std::string& op) const;
+  /// The shapes recorded for this op, in the order first recorded (empty: the op is not recorded; ops of user
+  /// kernels are known only to their records).
+  std::vector<std::string> shapes_of_op(const std::string& op) const;
 
   /// Stores a trained cost model; returns its id.
   int64_t add_cost_model(CostModelRecord& m);

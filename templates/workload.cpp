@@ -112,6 +112,19 @@ std::vector<std::string> op_dimensions(std::string_view op) {
   return out;
 }
 
+std::vector<std::string> shape_dimension_names(std::string_view shape) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= shape.size()) {
+    const size_t comma = std::min(shape.find(',', pos), shape.size());
+    const std::string_view item = shape.substr(pos, comma - pos);
+    const size_t eq = item.find('=');
+    if (eq != std::string_view::npos && eq > 0) out.emplace_back(item.substr(0, eq));
+    pos = comma + 1;
+  }
+  return out;
+}
+
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
   const OpDims* found = find_op(op);
   if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());

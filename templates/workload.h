@@ -43,6 +43,8 @@ std::string known_ops();
 void register_op_dimensions(const std::string& op, const std::vector<std::string>& dims);
 /// Required dimension names of an op in canonical order (plus optional ones for conv2d).
 std::vector<std::string> op_dimensions(std::string_view op);
+/// The names of a shape string's NAME=VALUE items in their order ("N=4,K=8": N, K); items without '=' are skipped.
+std::vector<std::string> shape_dimension_names(std::string_view shape);
 
 /// Parses op, "M=..,N=..,K=.." and dtype into a workload; throws std::invalid_argument naming the
 /// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).

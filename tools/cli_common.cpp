@@ -172,13 +172,15 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
     if (!o.shape.empty() && o.op.empty()) throw std::invalid_argument("--shape needs --op to name its dimensions");
     if (!o.op.empty()) {
       f.op = o.op;
-      if (db.has_op(o.op) && !is_builtin_op(o.op)) {
-        f.shape = o.shape;  // a user kernel's op: its shape string as recorded (its sizes in spec order)
-      } else {
-        templates::op_dimensions(o.op);  // validates the op
-        if (!o.shape.empty())
-          f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
+      if (!is_builtin_op(o.op)) {
+        // A user kernel's op is known by its records: its sizes are named as its first recorded shape names
+        // them (the spec's order), so --shape is checked and written as the records write it.
+        const auto shapes = db.shapes_of_op(o.op);
+        if (!shapes.empty()) templates::register_op_dimensions(o.op, templates::shape_dimension_names(shapes.front()));
       }
+      templates::op_dimensions(o.op);  // validates the op
+      if (!o.shape.empty())
+        f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
     }
     if (!o.dtype.empty()) f.dtype = templates::to_string(templates::dtype_from_string(o.dtype));
     if (!o.template_name.empty()) {

@@ -24,6 +24,13 @@ TEST(Workload, ParsesAndCanonicalisesTheShape) {
   EXPECT_EQ(c.dtype, DType::kF16);
 }
 
+TEST(Workload, ShapeDimensionNamesKeepTheStringsOrder) {
+  EXPECT_EQ(shape_dimension_names("N=4,K=8"), (std::vector<std::string>{"N", "K"}));
+  EXPECT_EQ(shape_dimension_names("rows=1"), (std::vector<std::string>{"rows"}));
+  EXPECT_EQ(shape_dimension_names("M1,=3,K=2"), (std::vector<std::string>{"K"}));
+  EXPECT_TRUE(shape_dimension_names("").empty());
+}
+
 TEST(Workload, BadInputNamesTheBadValue) {
   EXPECT_NE(error_of("gemmm", "M=1,N=1,K=1").find("'gemmm'"), std::string::npos);
   EXPECT_NE(error_of("gemm", "M=1,N=1").find("lacks dimension K"), std::string::npos);

@@ -95,6 +95,27 @@ TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
   EXPECT_EQ(run("query --db " + db() + " --op saxpy_nobody").code, 2);
 }
 
+TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
+  const std::string before = slurp(db());
+  // A size the spec does not name, or a misspelt one, matched nothing and exited 0.
+  for (const std::string shape : {"n=1048576", "N=1048576,X=3"}) {
+    const auto r = run("query --db " + db() + " --op saxpy_user --shape " + shape);
+    EXPECT_EQ(r.code, 2) << shape << ": " << r.out;
+    EXPECT_NE(r.err.find("for saxpy_user; expected N"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(run("query --db " + db() + " --op saxpy_user --shape N=abc").code, 2);
+  // A well-formed shape that was never tuned is an empty answer, as for a built-in op.
+  const auto other = run("query --db " + db() + " --op saxpy_user --shape N=5 --json");
+  EXPECT_EQ(other.code, 0) << other.err;
+  EXPECT_TRUE(nlohmann::json::parse(other.out).empty()) << other.out;
+  const auto same = run("query --db " + db() + " --op saxpy_user --shape N=1048576 --history --json");
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_GE(nlohmann::json::parse(same.out).size(), 2u) << same.out;
+  EXPECT_EQ(slurp(db()), before) << "a query changes nothing";
+}
+
 TEST_F(UserKernelCli, OtherShapesTransferAndARecordingReplays) {
   // Another shape in a database that holds the first: xgb's transfer reads those records (they parsed as
   // no workload before: "unknown op 'saxpy_user'", exit 1).
