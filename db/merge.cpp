@@ -6,8 +6,10 @@
 // copied (a session still running elsewhere arrives as 'killed' with that reason: nothing here will
 // end it), and their trials follow under the new session ids.
 #include <map>
+#include <optional>
 #include <tuple>
 
+#include "db/scratch_db.h"
 #include "db/sqlite_handle.h"
 #include "db/tuning_db_impl.h"
 
@@ -16,15 +18,22 @@ namespace tuner::db {
 MergeReport TuningDb::merge_from(const std::string& other_path) {
   auto& conn = impl_->conn;
   if (other_path.empty()) throw DbError("merge: the other database's path is empty", DbError::Kind::kBadPath);
-  {  // Refuse what is not a readable tuner database of this version before attaching anything.
+  // An older database is read through a copy brought to this version (the file itself is only read).
+  std::optional<ScratchDbFile> upgraded;
+  {  // Refuse what is not a readable tuner database of this version or an older one before attaching anything.
     TuningDb other = TuningDb::open_existing(other_path);
-    if (other.schema_version() != kSchemaVersion)
+    if (other.schema_version() > kSchemaVersion)
       throw DbError("database '" + other_path + "' has schema version " + std::to_string(other.schema_version()) +
-                        "; merge needs version " + std::to_string(kSchemaVersion),
+                        ", newer than this tuner (" + std::to_string(kSchemaVersion) + ")",
                     DbError::Kind::kReadOnly);
+    if (other.impl_->conn.snapshot()) {  // older: read through an in-memory copy migrated to this version
+      upgraded.emplace("tuner-merge");
+      sql::Statement copy(other.impl_->conn, "VACUUM INTO ?");  // that copy, to a file ATTACH can open
+      copy.bind(1, upgraded->path()).run();
+    }
   }
   sql::Statement attach(conn, "ATTACH DATABASE ? AS src");
-  attach.bind(1, other_path).run();
+  attach.bind(1, upgraded ? upgraded->path() : other_path).run();
   struct Detach {
     sql::Connection& c;
     ~Detach() {
@@ -114,10 +123,10 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
       sql::Statement insert(conn,
                             "INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, "
                             "error_message, compile_ms, registers, shared_bytes, spill_bytes, time_ms, gflops, "
-                            "started_at, finished_at, time_spread_ms, repeats, estimate, purpose) "
+                            "started_at, finished_at, time_spread_ms, repeats, estimate, purpose, bytes) "
                             "SELECT ?, d_id, w_id, t_id, config_json, status, error_message, compile_ms, registers, "
                             "shared_bytes, spill_bytes, time_ms, gflops, started_at, finished_at, time_spread_ms, "
-                            "repeats, estimate, purpose FROM temp.merge_trials WHERE session_id = ? AND duplicate = 0 "
+                            "repeats, estimate, purpose, bytes FROM temp.merge_trials WHERE session_id = ? AND duplicate = 0 "
                             "ORDER BY id");
       for (const auto& [src_id, dst_id] : session_ids) {
         insert.bind(1, dst_id).bind(2, src_id).run();

@@ -190,6 +190,13 @@ UPDATE plans SET ep = json_extract(plan_json, '$.ep')
   WHERE json_valid(plan_json) AND json_type(plan_json, '$.ep') = 'integer' AND json_extract(plan_json, '$.ep') >= 1;
 )sql";
 
+// Version 6: the compulsory DRAM bytes of each trial's kernel instance as its template counts them (a user kernel's
+// spec "bytes"), so GB/s and the roofline need no per-op formula; 0 for trials stored before (computed from the
+// shape where the op allows it).
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE trials ADD COLUMN bytes REAL NOT NULL DEFAULT 0;
+)sql";
+
 struct Migration {
   int to_version;        ///< Version of the schema after this step.
   const char* sql;       ///< Statements of the step; the version row is updated after them.
@@ -203,6 +210,7 @@ constexpr Migration kMigrations[] = {
     {3, kSchemaV3},
     {4, kSchemaV4, true},
     {5, kSchemaV5},
+    {6, kSchemaV6},
 };
 static_assert(std::size(kMigrations) > 0 &&
                   kMigrations[std::size(kMigrations) - 1].to_version == TuningDb::kSchemaVersion,

@@ -3,8 +3,8 @@
 //
 // Version 1 is the first released schema; 2 adds per-trial timing spread, repeat
 // count and the estimate flag; 3 trial purposes, cost models and plans; 4
-// session processes and outcomes, and claims; 5 (TuningDb::kSchemaVersion) the
-// plans' cp and ep degrees. Each step
+// session processes and outcomes, and claims; 5 the plans' cp and ep degrees; 6
+// (TuningDb::kSchemaVersion) each trial's compulsory bytes. Each step
 // runs in its own transaction, so an interrupted migration leaves the file at
 // the previous version. This file is not responsible for opening files or for
 // the queries of TuningDb. The free functions at the bottom exist for tests and

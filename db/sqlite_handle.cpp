@@ -94,6 +94,19 @@ void Connection::exec(const std::string& sql) {
   }
 }
 
+Connection Connection::snapshot_in_memory() const {
+  Connection copy(":memory:", OpenMode::kReadWriteCreate);
+  sqlite3_backup* backup = sqlite3_backup_init(copy.raw(), "main", raw(), "main");
+  if (!backup) copy.check(sqlite3_errcode(copy.raw()), "sqlite3_backup_init");
+  const int rc = sqlite3_backup_step(backup, -1);
+  sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) check(rc, "sqlite3_backup_step");
+  copy.path_ = path_;
+  copy.read_only_ = true;
+  copy.snapshot_ = true;
+  return copy;
+}
+
 void Connection::set_busy_timeout(int ms) { check(sqlite3_busy_timeout(db_.get(), ms), "sqlite3_busy_timeout"); }
 
 int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }

@@ -48,8 +48,14 @@ class Connection {
   /// Throws DbError carrying SQLite's message when rc is not OK/ROW/DONE.
   void check(int rc, const char* call) const;
 
+  /// An in-memory copy of this connection's database (SQLite's online backup, WAL content included), named by
+  /// this one's path and read-only to the rest of the program: what is changed in it (a migration) stays there.
+  Connection snapshot_in_memory() const;
+
   const std::string& path() const { return path_; }
   bool read_only() const { return read_only_; }
+  /// Whether this is a snapshot_in_memory() copy of a file.
+  bool snapshot() const { return snapshot_; }
   bool in_memory() const { return path_ == ":memory:" || path_.empty(); }
   sqlite3* raw() const { return db_.get(); }
 
@@ -60,6 +66,7 @@ class Connection {
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
   bool read_only_ = false;
+  bool snapshot_ = false;
 };
 
 /// A prepared statement (owns the sqlite3_stmt*). Parameters are 1-based, columns 0-based.

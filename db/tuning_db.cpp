@@ -98,7 +98,7 @@ constexpr const char* kResultColumns =
     "t.id, t.session_id, t.config_json, t.status, t.error_message, t.compile_ms, t.registers, t.shared_bytes, "
     "t.spill_bytes, t.time_ms, t.time_spread_ms, t.repeats, t.gflops, t.estimate, t.started_at, t.finished_at, "
     "w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash, d.cc_major, d.cc_minor, d.sm_count, t.purpose, "
-    "d.driver_version, d.nvrtc_version";
+    "d.driver_version, d.nvrtc_version, t.bytes";
 
 constexpr const char* kResultJoins =
     " JOIN workloads w ON w.id = t.workload_id"
@@ -135,11 +135,12 @@ ResultRow read_result_row(const sql::Statement& s) {
   t.purpose = s.column_text(26);
   r.driver_version = s.column_text(27);
   r.nvrtc_version = s.column_text(28);
+  t.bytes = s.column_double(29);
   r.measurements = 1;
   r.mean_time_ms = t.time_ms;
-  if (s.column_count() > 30) {  // best queries append the config's measurement count and mean time
-    r.measurements = static_cast<int>(s.column_int64(29));
-    r.mean_time_ms = s.column_double(30);
+  if (s.column_count() > 31) {  // best queries append the config's measurement count and mean time
+    r.measurements = static_cast<int>(s.column_int64(30));
+    r.mean_time_ms = s.column_double(31);
   }
   return r;
 }
@@ -213,10 +214,11 @@ sql::Connection open_read_only(const std::string& path) {
   if (version == 0) throw DbError("database '" + path + "' is not a tuner database (it is empty)", DbError::Kind::kCorrupt);
   if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   if (version < TuningDb::kSchemaVersion) {
-    throw DbError("database '" + path + "' has schema version " + std::to_string(version) +
-                      ", older than this tuner (" + std::to_string(TuningDb::kSchemaVersion) +
-                      "); open it for writing once to migrate it (e.g. tuner tune ... --trials 0)",
-                  DbError::Kind::kReadOnly);
+    // An older file is read through an in-memory copy brought to this version: the file is not changed.
+    sql::Connection copy = conn.snapshot_in_memory();
+    migrate(copy, TuningDb::kSchemaVersion);
+    copy.exec("PRAGMA foreign_keys = ON");
+    return copy;
   }
   conn.exec("PRAGMA foreign_keys = ON");
   return conn;
@@ -488,8 +490,8 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
   sql::Statement insert(conn,
                         "INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, "
                         "error_message, compile_ms, registers, shared_bytes, spill_bytes, time_ms, time_spread_ms, "
-                        "repeats, gflops, estimate, started_at, finished_at, purpose) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                        "repeats, gflops, estimate, started_at, finished_at, purpose, bytes) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   // The records are filled only after the commit, so a failed batch leaves them as they were.
   sql::Statement release(conn,
                          "DELETE FROM claims WHERE session_id = ? AND device_id = ? AND workload_id = ? AND "
@@ -516,7 +518,8 @@ void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) 
         .bind(16, int64_t{t.estimate ? 1 : 0})
         .bind(17, a.started_at)
         .bind(18, a.finished_at)
-        .bind(19, t.purpose);
+        .bind(19, t.purpose)
+        .bind(20, t.bytes);
     insert.run();
     a.id = conn.last_insert_rowid();
     assigned.push_back(std::move(a));

@@ -83,6 +83,9 @@ struct TrialRecord {
   double time_spread_ms = 0;      ///< Spread of the timed runs in ms (max - min around the median's sample).
   int repeats = 0;                ///< Timed runs behind the median.
   double gflops = 0;              ///< FLOPs / median time, in GFLOP/s (0 unless ok).
+  /// Compulsory DRAM bytes of the kernel instance as its template counts them (any status; 0: unknown, as in
+  /// records stored before schema version 6).
+  double bytes = 0;
   bool estimate = false;          ///< True when the time came from a sim device's analytic model.
   std::string purpose = "search"; ///< "search", or "remeasure" for a finalist measured again at the end.
   std::string started_at;         ///< ISO-8601 UTC; filled by the store when empty.
@@ -197,12 +200,13 @@ struct MergeReport {
 class TuningDb {
  public:
   /// Current schema version written by this build.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   /// Opens (creating if absent) the database at path (":memory:" allowed); migrates older schemas.
   /// Throws DbError with one clear line when the path is unreadable or not a tuner database.
   explicit TuningDb(const std::string& path);
-  /// Opens an existing database read-only; throws DbError if it does not exist.
+  /// Opens an existing database read-only; throws DbError if it does not exist. A file of an older schema version
+  /// is read through an in-memory copy migrated to this one (the file is not changed).
   static TuningDb open_existing(const std::string& path);
   ~TuningDb();
   TuningDb(TuningDb&&) noexcept;
@@ -278,7 +282,7 @@ class TuningDb {
   /// Logged plans, newest first (limit 0: all).
   std::vector<PlanRecord> plans(int limit = 0) const;
 
-  /// Brings in the records of the database at other_path (same schema version; it is only read): devices,
+  /// Brings in the records of the database at other_path (this schema version or an older one; it is only read): devices,
   /// workloads and template versions as needed, the trials of every config this database does not have
   /// for the same device identity, workload and template version (all measurements of such a config,
   /// under copies of their sessions), and plans not logged here yet. One transaction: all or nothing.

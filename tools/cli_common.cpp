@@ -44,7 +44,8 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["time_spread_ms"] = t.time_spread_ms;
   j["repeats"] = t.repeats;
   j["gflops"] = t.gflops;
-  j["gbps"] = t.status == "ok" ? gbps(row.workload, t.time_ms) : 0.0;  // memory-bound ops only; else 0
+  j["gbps"] = gbps(row);  // memory-bound ops and user kernels; else 0
+  j["bytes"] = t.bytes;   // as stored (0: not recorded)
   j["estimate"] = t.estimate;
   j["purpose"] = t.purpose;
   j["measurements"] = row.measurements;
@@ -64,7 +65,10 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   return j;
 }
 
-double bytes_moved(const db::WorkloadKey& w) {
+double bytes_moved(const db::ResultRow& r) {
+  const db::WorkloadKey& w = r.workload;
+  if (w.op == "gemm" || w.op == "batched_gemm" || w.op == "conv2d") return 0;
+  if (r.trial.bytes > 0) return r.trial.bytes;
   if (w.op != "softmax" && w.op != "layernorm") return 0;
   try {
     const auto wl = templates::parse_workload(w.op, w.shape, w.dtype);
@@ -77,9 +81,9 @@ double bytes_moved(const db::WorkloadKey& w) {
   }
 }
 
-double gbps(const db::WorkloadKey& w, double time_ms) {
-  const double bytes = bytes_moved(w);
-  if (bytes <= 0 || time_ms <= 0) return 0;
+double gbps(const db::ResultRow& r) {
+  const double bytes = bytes_moved(r), time_ms = r.trial.time_ms;
+  if (r.trial.status != "ok" || bytes <= 0 || time_ms <= 0) return 0;
   return bytes / (time_ms * 1e-3) / 1e9;
 }
 

@@ -30,12 +30,12 @@ std::string default_db_path();
 /// ops; 0 otherwise) and the rest.
 nlohmann::ordered_json record_json(const db::ResultRow& row);
 
-/// Bytes a memory-bound op moves (softmax, layernorm: read rows x cols and write rows x cols elements of the
-/// dtype; layernorm also reads its gamma and beta rows), as the row_norm template's profile counts them.
-/// 0 for ops whose figure of merit is GFLOP/s (gemm, batched_gemm, conv2d) or a shape that does not parse.
-double bytes_moved(const db::WorkloadKey& w);
-/// bytes_moved / time in GB/s (1e9 bytes per second); 0 when bytes or time is 0.
-double gbps(const db::WorkloadKey& w, double time_ms);
+/// Bytes a record's kernel must move at the least, for GB/s: the count stored with the trial (its template's; a
+/// user kernel's spec "bytes"), else, for records stored before schema version 6, read once and written once by
+/// the shape (softmax, layernorm). GEMM and conv records are judged by GFLOP/s: 0, as for anything unknown.
+double bytes_moved(const db::ResultRow& r);
+/// bytes_moved / the trial's time in GB/s (1e9 bytes per second); 0 when either is 0 or the trial is not ok.
+double gbps(const db::ResultRow& r);
 
 /// The filter options `query` and `export` share, as given on the command line.
 struct RecordFilterOptions {

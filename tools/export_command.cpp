@@ -97,11 +97,11 @@ std::string csv(const std::vector<db::ResultRow>& rows) {
   out += "\r\n";  // RFC 4180 line ends
   for (const auto& r : rows) {
     const auto& t = r.trial;
-    const double bytes = bytes_moved(r.workload);
+    const double bytes = bytes_moved(r);
     const std::vector<std::string> cells = {
         r.workload.op, r.workload.shape, r.workload.dtype, r.device_name, r.template_name, r.template_hash,
         t.config_json, t.status, number(t.time_ms), number(t.time_spread_ms), std::to_string(t.repeats),
-        number(t.gflops), number(bytes), number(t.status == "ok" ? gbps(r.workload, t.time_ms) : 0.0),
+        number(t.gflops), number(bytes), number(gbps(r)),
         t.estimate ? "true" : "false", t.purpose, std::to_string(t.registers), std::to_string(t.shared_bytes),
         std::to_string(t.spill_bytes), number(t.compile_ms), t.error_message, std::to_string(t.session_id),
         std::to_string(t.id), t.started_at, t.finished_at};
@@ -130,7 +130,7 @@ std::string best_document(const std::vector<BestConfig>& best,
                               {"mean_time_ms", r.mean_time_ms},
                               {"measurements", r.measurements},
                               {"gflops", t.gflops},
-                              {"gbps", gbps(r.workload, t.time_ms)},
+                              {"gbps", gbps(r)},
                               {"estimate", t.estimate},
                               {"device", identity_json(device_of(devices, r))},
                               {"measured_at", t.finished_at}});

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "db/scratch_db.h"
 #include "templates/registry.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
@@ -188,6 +189,7 @@ ImportRecord read_record(const LineReader& in) {
   t.time_spread_ms = in.num(j, "time_spread_ms");
   t.repeats = static_cast<int>(in.integer(j, "repeats"));
   t.gflops = in.num(j, "gflops");
+  t.bytes = j.contains("bytes") ? in.num(j, "bytes") : 0.0;  // files exported before schema version 6 have none
   t.estimate = in.boolean(j, "estimate");
   t.purpose = in.str(j, "purpose");
   if (t.purpose != "search" && t.purpose != "remeasure")
@@ -245,23 +247,6 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
   }
   return records;
 }
-
-/// A scratch database file removed (with its WAL files) when this goes out of scope.
-struct ScratchDb {
-  std::string path;
-  ScratchDb() {
-    static int n = 0;
-    path = (std::filesystem::temp_directory_path() /
-            ("tuner-import-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".db"))
-               .string();
-    remove();
-  }
-  ~ScratchDb() { remove(); }
-  void remove() const {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
-  }
-};
 
 /// What one import session holds: records of the same device, workload and template version.
 using ImportSessionKey = std::tuple<std::string, bool, int, int, int, int64_t, std::string, std::string,  // device
@@ -325,10 +310,10 @@ int import_command(const std::vector<std::string>& args) {
   auto records = read_file(file, text);  // every line checked before anything is written
   db::MergeReport report;
   try {
-    ScratchDb scratch;
-    if (!records.empty()) write_scratch(scratch.path, file, records);
+    db::ScratchDbFile scratch("tuner-import");
+    if (!records.empty()) write_scratch(scratch.path(), file, records);
     db::TuningDb db(db_path);
-    if (!records.empty()) report = db.merge_from(scratch.path);
+    if (!records.empty()) report = db.merge_from(scratch.path());
   } catch (const db::DbError& e) {
     if (e.bad_input()) throw UsageError(e.what());
     throw;

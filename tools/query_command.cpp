@@ -158,7 +158,7 @@ int query_command(const std::vector<std::string>& args) {
   }
   std::vector<std::vector<std::string>> table;
   bool any_gbps = false;
-  for (const auto& r : rows) any_gbps = any_gbps || bytes_moved(r.workload) > 0;
+  for (const auto& r : rows) any_gbps = any_gbps || bytes_moved(r) > 0;
   for (const auto& r : rows) {
     const auto& t = r.trial;
     const bool ok = t.status == "ok";
@@ -167,7 +167,7 @@ int query_command(const std::vector<std::string>& args) {
                                     t.status,
                                     ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
                                     ok ? fixed(t.gflops, 1) : "-"};
-    if (any_gbps) row.push_back(ok && bytes_moved(r.workload) > 0 ? fixed(gbps(r.workload, t.time_ms), 1) : "-");
+    if (any_gbps) row.push_back(ok && bytes_moved(r) > 0 ? fixed(gbps(r), 1) : "-");
     if (history) row.push_back(t.purpose);  // a finalist's second measurement is not a search trial
     row.push_back(t.config_json);
     table.push_back(std::move(row));

@@ -219,7 +219,10 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
 ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vector<db::ResultRow>& best,
                         std::vector<std::string>& notes) {
   const auto& first = rows.front();
-  const double bytes = roofline_bytes(first.workload);
+  double bytes = roofline_bytes(first.workload);
+  // An op without a formula here (a user kernel's): the count its template stored with the trials.
+  for (const auto& r : rows)
+    if (bytes <= 0 && r.trial.bytes > 0) bytes = r.trial.bytes;
   double flops = 0;
   for (const auto& r : rows)
     if (r.trial.status == "ok" && r.trial.time_ms > 0 && r.trial.gflops > 0) {

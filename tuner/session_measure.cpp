@@ -11,9 +11,10 @@ namespace {
 
 /// A trial answered from replay data: the recorded outcome of the config, or "unknown" when the
 /// recording lacks it.
-db::TrialRecord replayed(const ReplayData& data, const std::string& config_json, double flops) {
+db::TrialRecord replayed(const ReplayData& data, const std::string& config_json, double flops, double bytes) {
   db::TrialRecord rec;
   rec.config_json = config_json;
+  rec.bytes = bytes;
   const ReplayRecord* r = data.find(nlohmann::json::parse(config_json).dump());
   if (!r) {
     rec.status = "unknown";
@@ -160,9 +161,10 @@ std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search
   const std::string reference_cubin = reference_for(s, inst);
   db::TrialRecord rec;
   rec.config_json = s.space.to_json_string(config);
+  rec.bytes = inst.bytes;
   if (s.device.simulated && s.opt.sim_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(s.opt.sim_delay_ms));
-  if (s.device.replay) return replayed(*s.device.replay, rec.config_json, inst.flops);
+  if (s.device.replay) return replayed(*s.device.replay, rec.config_json, inst.flops, inst.bytes);
   rec.compile_ms = cr.compile_ms;
   {
     std::lock_guard<std::mutex> lock(s.mu);

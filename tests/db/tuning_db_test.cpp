@@ -341,8 +341,15 @@ TEST(TuningDb, MigratesVersionOneWithRowsIntact) {
       VALUES (1, 1, 1, 1, '{"BM":16}', 'ok', 50.0, 40, 0.25, 2.1, '2025-01-01T00:00:10.000Z',
               '2025-01-01T00:00:11.000Z');
   )sql");
-  // A version-1 file cannot be queried read-only: it must be migrated first.
-  EXPECT_THROW(TuningDb::open_existing(path), DbError);
+  // A version-1 file is read read-only through a migrated in-memory copy; the file stays as it was.
+  const std::string before = test::read_bytes(path);
+  {
+    TuningDb read = TuningDb::open_existing(path);
+    EXPECT_EQ(read.schema_version(), TuningDb::kSchemaVersion);
+    ASSERT_EQ(read.history({}).size(), 1u);
+    EXPECT_EQ(read.history({})[0].trial.config_json, "{\"BM\":16}");
+  }
+  EXPECT_EQ(test::read_bytes(path), before) << "a read-only open changed an older file";
 
   TuningDb db(path);
   EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);

@@ -56,7 +56,7 @@ class ExportImport : public Cli {
 
 // Every field of `query --json` a record must keep through export and import; only the ids may differ.
 const char* const kKeptFields[] = {"op", "shape", "dtype", "device", "config", "status", "time_ms", "time_spread_ms",
-                                   "repeats", "gflops", "gbps", "estimate", "purpose", "measurements",
+                                   "repeats", "gflops", "gbps", "bytes", "estimate", "purpose", "measurements",
                                    "mean_time_ms", "error", "compile_ms", "registers", "shared_bytes",
                                    "spill_bytes", "template", "template_version", "finished_at"};
 
@@ -89,6 +89,7 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
     const Json a = query_json(a_db(), mode), b = query_json(b_db(), mode);
     ASSERT_EQ(a.size(), b.size()) << mode;
     ASSERT_FALSE(a.empty()) << mode;
+    EXPECT_DOUBLE_EQ(a[0]["bytes"].get<double>(), 3.0 * 64 * 64 * 4) << "the template's compulsory bytes, stored";
     for (size_t r = 0; r < a.size(); ++r)
       for (const char* key : kKeptFields) {
         ASSERT_TRUE(a[r].contains(key)) << key;

@@ -116,6 +116,24 @@ TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
   EXPECT_EQ(slurp(db()), before) << "a query changes nothing";
 }
 
+TEST_F(UserKernelCli, TheSpecsBytesGiveGbpsAndARoofline) {
+  // The spec's "bytes" (12 * N) is stored with each trial: a user kernel had no GB/s and an empty roofline.
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 4)).code, 0);
+  const auto rows = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    EXPECT_DOUBLE_EQ(row["bytes"].get<double>(), 12.0 * 1048576) << row.dump();
+    EXPECT_NEAR(row["gbps"].get<double>(), 12.0 * 1048576 / (row["time_ms"].get<double>() * 1e-3) / 1e9, 1e-6)
+        << row.dump();
+  }
+  EXPECT_NE(run("query --db " + db() + " --op saxpy_user").out.find("GB/s"), std::string::npos);
+  const std::string html = (dir_ / "r.html").string();
+  ASSERT_EQ(run("report --db " + db() + " --out " + html).code, 0);
+  const std::string page = slurp(html);
+  EXPECT_EQ(page.find("No FLOP or byte count"), std::string::npos);
+  EXPECT_NE(page.find("class=\"tuned\""), std::string::npos) << "the best kernel on the roofline";
+}
+
 TEST_F(UserKernelCli, OtherShapesTransferAndARecordingReplays) {
   // Another shape in a database that holds the first: xgb's transfer reads those records (they parsed as
   // no workload before: "unknown op 'saxpy_user'", exit 1).
