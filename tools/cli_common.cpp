@@ -31,6 +31,23 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path) {
+  namespace fs = std::filesystem;
+  if (out.empty() || db_path.empty() || db_path == ":memory:") return;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = db_path + suffix;
+    std::error_code ec, ec2;
+    bool same = fs::equivalent(out, file, ec);
+    if (ec) {  // one of them does not exist yet: compare where the names lead
+      const fs::path a = fs::weakly_canonical(out, ec), b = fs::weakly_canonical(file, ec2);
+      same = !ec && !ec2 && a == b;
+    }
+    if (same)
+      throw UsageError(flag + " '" + out + "' is " + (*suffix ? "a file of " : "") + "the tuning database (--db " +
+                       db_path + "); writing it would destroy the records; allowed: another file");
+  }
+}
+
 nlohmann::ordered_json record_json(const db::ResultRow& row) {
   nlohmann::ordered_json j;
   const auto& t = row.trial;

@@ -26,6 +26,10 @@ class UsageError : public std::runtime_error {
 /// $TUNER_DB or ./tuning.db.
 std::string default_db_path();
 
+/// Refuses (UsageError, exit 2) an output file that is the database at db_path or one of its -wal, -shm or
+/// -journal files, under any name (a link, a relative path): writing it would destroy every record.
+void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path);
+
 /// A tuned record as JSON: op, shape, dtype, device, config, status, time_ms, gflops, gbps (memory-bound
 /// ops; 0 otherwise) and the rest.
 nlohmann::ordered_json record_json(const db::ResultRow& row);

@@ -167,6 +167,7 @@ int export_command(const std::vector<std::string>& args) {
     throw UsageError("export: --format '" + format + "' is not a format; allowed: jsonl, csv, best");
   fo.all_versions = vm.count("all-versions") != 0;
 
+  refuse_output_over_db("export: --out", out_path, db_path);
   auto db = open_for_reading(db_path);
   const RecordFilter rf = build_record_filter(fo, *db);
   std::string text;

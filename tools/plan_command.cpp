@@ -163,6 +163,7 @@ int plan_command(const std::vector<std::string>& args) {
     if (!format) throw UsageError("--export " + export_name + " is unknown; allowed: megatron, deepspeed, torchtitan");
   }
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
+  refuse_output_over_db("--out", out_path, db_path);
   if (format && out_path.empty() && vm.count("json"))
     throw UsageError("--json with --export " + export_name + " needs --out FILE: without it the export goes to stdout");
   const auto attention = par::attention_kernel_from_string(attention_name);

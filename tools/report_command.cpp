@@ -545,6 +545,7 @@ int report_command(const std::vector<std::string>& args) {
     }
   }
   if (out_path.empty()) throw UsageError("--out is empty; allowed: a file path for the HTML report");
+  refuse_output_over_db("--out", out_path, db_path);
   if (!svg_dir.empty() && std::filesystem::exists(svg_dir) && !std::filesystem::is_directory(svg_dir))
     throw UsageError("--svg-dir '" + svg_dir + "' is a file; allowed: a folder (made when missing)");
   if (!std::filesystem::exists(db_path)) throw UsageError("database '" + db_path + "' does not exist");

@@ -365,6 +365,7 @@ int tune_command(const std::vector<std::string>& args) {
     }
   }
   if (!replay_out.empty()) {
+    refuse_output_over_db("--replay-out", replay_out, db_path);
     // Checked before anything is measured or stored: a replay file that cannot be written would otherwise fail
     // after the whole run, its trials committed and no summary printed.
     namespace fs = std::filesystem;

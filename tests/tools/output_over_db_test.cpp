@@ -1,0 +1,43 @@
+// Every flag that writes a file (`export --out`, `report --out`, `plan --out`, `tune --replay-out`) refuses the
+// tuning database itself, under any name: `export --out tuning.db` used to replace the database with CSV and exit 0.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/tools/cli_fixture.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+using tuner_cli_test::slurp;
+
+class OutputOverDb : public Cli {};
+
+TEST_F(OutputOverDb, EveryOutputFlagRefusesTheDatabaseUnderAnyName) {
+  const auto t = run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 4 --quiet "
+                     "--db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::filesystem::create_directories(dir_ / "sub");
+  std::filesystem::create_symlink(db(), dir_ / "link.db");
+  const std::string before = slurp(db());
+  const std::string other_name = (dir_ / "sub" / ".." / "t.db").string(), link = (dir_ / "link.db").string();
+  for (const std::string& out : {db(), other_name, link, db() + "-wal"}) {
+    for (const std::string& cmd :
+         {"export --format csv --db " + db() + " --out " + out, "report --db " + db() + " --out " + out,
+          "plan --model gpt3-1.3b --cluster dgx-h100:1 --export megatron --db " + db() + " --out " + out,
+          "tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials all --quiet --db " +
+              db() + " --replay-out " + out}) {
+      const auto r = run(cmd);
+      EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find("the tuning database (--db " + db() + ")"), std::string::npos) << cmd << "\n" << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+  }
+  EXPECT_EQ(slurp(db()), before);
+  EXPECT_EQ(run("query --db " + db() + " --json").code, 0);
+  // Another file beside it is still written.
+  EXPECT_EQ(run("export --format csv --db " + db() + " --out " + (dir_ / "t.csv").string()).code, 0);
+}
+
+}  // namespace
