@@ -3,7 +3,9 @@
 // itself lives in migrations.cpp and the SQLite handles in sqlite_handle.cpp.
 #include "db/tuning_db.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
@@ -18,6 +20,17 @@
 #include "db/sqlite_handle.h"
 
 namespace tuner::db {
+
+bool is_trial_status(const std::string& s) {
+  return std::any_of(std::begin(kTrialStatuses), std::end(kTrialStatuses), [&](const char* t) { return s == t; });
+}
+
+std::string trial_statuses() {
+  std::string out;
+  for (const char* t : kTrialStatuses) out += (out.empty() ? "" : ", ") + std::string(t);
+  return out;
+}
+
 
 namespace {
 

@@ -68,6 +68,15 @@ struct TemplateVersion {
 };
 
 /// One measured (or failed) config.
+/// Every status a trial may have (the trials table's CHECK constraint holds the same list).
+inline constexpr const char* kTrialStatuses[] = {"ok",           "invalid_config", "compile_error",
+                                                 "compile_timeout", "launch_error",  "runtime_fault",
+                                                 "run_timeout",  "wrong_answer",   "unknown"};
+/// Whether s is one of kTrialStatuses.
+bool is_trial_status(const std::string& s);
+/// kTrialStatuses, comma separated (for "allowed:" in messages).
+std::string trial_statuses();
+
 struct TrialRecord {
   int64_t id = 0;                 ///< Assigned by the store.
   int64_t session_id = 0;         ///< Assigned by add_trials.

@@ -16,9 +16,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
+#include "costmodel/gpu_spec.h"
 #include "db/scratch_db.h"
 #include "templates/registry.h"
 #include "tools/cli_common.h"
@@ -146,6 +148,20 @@ ImportRecord read_record(const LineReader& in) {
   r.device.nvrtc_version = in.str(d, "nvrtc_version", p);
   if (in.str(j, "device") != r.device.name)
     in.refuse("device", "is '" + in.str(j, "device") + "' but device_identity.name is '" + r.device.name + "'");
+  // A simulated device is a sim: GPU of this build's spec table (with its compute capability and SM count) or a
+  // replay of a recording (named after the recorded GPU).
+  if (r.device.simulated && r.device.name.rfind("replay:", 0) != 0) {
+    const auto spec = r.device.name.rfind("sim:", 0) == 0 ? costmodel::find_gpu_spec(r.device.name.substr(4))
+                                                          : std::nullopt;
+    if (!spec)
+      in.refuse(p + "name", "is '" + r.device.name + "', which is no simulated device of this build; allowed: "
+                            "replay:<GPU name> or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys());
+    if (spec->cc_major != r.device.cc_major || spec->cc_minor != r.device.cc_minor || spec->sm_count != r.device.sm_count)
+      in.refuse(p + "name", "is '" + r.device.name + "' with compute capability " + std::to_string(r.device.cc_major) +
+                            "." + std::to_string(r.device.cc_minor) + " and " + std::to_string(r.device.sm_count) +
+                            " SMs; allowed: that sim device's own, " + std::to_string(spec->cc_major) + "." +
+                            std::to_string(spec->cc_minor) + " and " + std::to_string(spec->sm_count) + " SMs");
+  }
 
   // The trial.
   auto& t = r.trial;
@@ -172,6 +188,11 @@ ImportRecord read_record(const LineReader& in) {
     // session on that GPU allowed, so there only the knobs and their values are checked.
     const bool limits_known =
         spec_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count).has_value();
+    // Nor a template the device cannot run (gemm_tc_wgmma off sm_90): `tune` refuses it there, and the runtime
+    // would refuse the deployed record.
+    if (auto why = tmpl->unsupported_on(
+            limits_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count)))
+      in.refuse("template", "is " + r.version.name + ", which does not run on '" + r.device.name + "': " + *why);
     try {
       const search::Config c = it->second.from_json(config);
       if (limits_known && !it->second.index_of(c))
@@ -182,8 +203,8 @@ ImportRecord read_record(const LineReader& in) {
     }
   }
   t.status = in.str(j, "status");
-  if (t.status.empty() || t.status.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
-    in.refuse("status", "is '" + t.status + "'; allowed: ok or an error kind (lower case, e.g. compile_error)");
+  if (!db::is_trial_status(t.status))
+    in.refuse("status", "is '" + t.status + "'; allowed: " + db::trial_statuses());
   t.error_message = in.str(j, "error");
   t.time_ms = in.num(j, "time_ms");
   t.time_spread_ms = in.num(j, "time_spread_ms");
@@ -253,11 +274,14 @@ using ImportSessionKey = std::tuple<std::string, bool, int, int, int, int64_t, s
                                     std::string, std::string, std::string,                                // workload
                                     std::string, std::string>;                                            // template
 
-/// Writes the records into a new database at path: one finished "import" session per group.
-void write_scratch(const std::string& path, const std::string& file, std::vector<ImportRecord>& records) {
+/// Writes the records into a new database at path: one finished "import" session per group. A line that repeats
+/// another of its group exactly (config, status, times, purpose: the same measurement, as in two exports of copies
+/// of one database joined) is left out; returns how many were.
+int64_t write_scratch(const std::string& path, const std::string& file, std::vector<ImportRecord>& records) {
   db::TuningDb scratch(path);
   std::map<ImportSessionKey, std::vector<ImportRecord*>> groups;
   std::vector<ImportSessionKey> order;  // groups in the order of their first line
+  int64_t repeated = 0;
   for (auto& r : records) {
     const auto& d = r.device;
     ImportSessionKey key{d.name,         d.simulated,        d.cc_major,         d.cc_minor,         d.sm_count,
@@ -276,10 +300,18 @@ void write_scratch(const std::string& path, const std::string& file, std::vector
     const int64_t session = scratch.begin_session(device_id, workload_id, template_id, "import", 0,
                                                   static_cast<int64_t>(members.size()), "tuner import " + file);
     std::vector<db::TrialRecord> trials;
-    for (const auto* r : members) trials.push_back(r->trial);
+    std::set<std::tuple<std::string, std::string, double, std::string, std::string, std::string>> seen;
+    for (const auto* r : members) {
+      const auto& t = r->trial;
+      if (seen.emplace(t.config_json, t.status, t.time_ms, t.started_at, t.finished_at, t.purpose).second)
+        trials.push_back(t);
+      else
+        ++repeated;
+    }
     scratch.add_trials(session, trials);
     scratch.end_session(session, "finished");
   }
+  return repeated;
 }
 
 }  // namespace
@@ -311,9 +343,10 @@ int import_command(const std::vector<std::string>& args) {
   db::MergeReport report;
   try {
     db::ScratchDbFile scratch("tuner-import");
-    if (!records.empty()) write_scratch(scratch.path(), file, records);
+    const int64_t repeated = records.empty() ? 0 : write_scratch(scratch.path(), file, records);
     db::TuningDb db(db_path);
     if (!records.empty()) report = db.merge_from(scratch.path());
+    report.duplicates += repeated;
   } catch (const db::DbError& e) {
     if (e.bad_input()) throw UsageError(e.what());
     throw;

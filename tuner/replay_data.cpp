@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/tuning_db.h"
 #include "templates/workload.h"
 
 namespace tuner {
@@ -40,15 +41,6 @@ std::string utf8_prefix(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
   return std::string(s.substr(0, n));
-}
-
-const char* const kStatuses[] = {"ok",           "invalid_config", "compile_error", "compile_timeout", "launch_error",
-                                 "runtime_fault", "run_timeout",    "wrong_answer",  "unknown"};
-
-std::string statuses() {
-  std::string s;
-  for (const char* st : kStatuses) s += (s.empty() ? "" : ", ") + std::string(st);
-  return s;
 }
 
 /// A bad field: thrown inside the reader, turned into the one line by read_replay.
@@ -169,12 +161,10 @@ ReplayRecord record_from(const nlohmann::json& r, const std::string& p) {
                  {"config", "status", "error", "time_ms", "time_spread_ms", "repeats", "registers", "shared_bytes",
                   "spill_bytes", "estimate"});
   ReplayRecord rec;
-  const nlohmann::json* st = member(r, p, "status", true, statuses());
-  if (!st->is_string()) bad_field(p + "status", st, statuses());
+  const nlohmann::json* st = member(r, p, "status", true, db::trial_statuses());
+  if (!st->is_string()) bad_field(p + "status", st, db::trial_statuses());
   rec.status = st->get<std::string>();
-  bool known = false;
-  for (const char* s : kStatuses) known = known || rec.status == s;
-  if (!known) bad_field(p + "status", st, statuses());
+  if (!db::is_trial_status(rec.status)) bad_field(p + "status", st, db::trial_statuses());
   rec.error_message = get_string(r, p, "error", 4096, false, false);
   const bool ok = rec.status == "ok";
   rec.time_ms = ok ? get_number(r, p, "time_ms", kMinOkTimeMs, kMaxTimeMs, std::nullopt, "ms (an ok record)")

@@ -141,6 +141,14 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(Json::parse(piped.out)["from"], "stdin");
   EXPECT_EQ(Json::parse(piped.out)["added"], 11);
   EXPECT_EQ(query_json(c_db, "--history").size(), query_json(b_db(), "--history").size());
+  // Two exports joined (of copies of one database): each measurement once, the repeats counted as skipped.
+  std::ofstream(file("twice.jsonl")) << slurp(file("a.jsonl")) << slurp(file("a.jsonl"));
+  auto twice = run("import " + file("twice.jsonl") + " --db " + file("e.db") + " --json");
+  ASSERT_EQ(twice.code, 0) << twice.err;
+  EXPECT_EQ(Json::parse(twice.out)["added"], 11);
+  EXPECT_EQ(Json::parse(twice.out)["skipped"], 11);
+  EXPECT_EQ(without_ids(query_json(file("e.db"), "--best")), without_ids(query_json(b_db(), "--best")))
+      << "measurements counted twice";
   std::ofstream(file("bad.jsonl")) << "{\"x\":\n";
   auto broken = run("import - --db " + file("d.db") + " < " + file("bad.jsonl"));
   EXPECT_EQ(broken.code, 2);
@@ -235,7 +243,21 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
       {write("device.jsonl", edited([](Json& j) { j["device_identity"].erase("sm_count"); })),
        {"device.jsonl:3", "'device_identity.sm_count'"}},
       {write("purpose.jsonl", edited([](Json& j) { j["purpose"] = "guess"; })), {"purpose.jsonl:3", "'purpose'", "guess"}},
+      // An unknown status reached the database's CHECK constraint: exit 1 and SQLite's message.
+      {write("status.jsonl", edited([](Json& j) { j["status"] = "great"; })),
+       {"status.jsonl:3", "'status'", "great", "allowed: ok, invalid_config"}},
       {write("config.jsonl", edited([](Json& j) { j["config"] = 7; })), {"config.jsonl:3", "'config'"}},
+      // Simulated devices this build does not have were imported, and shown with no spec table behind them.
+      {write("simname.jsonl", edited([](Json& j) {
+         j["device"] = "sim:whatever";
+         j["device_identity"]["name"] = "sim:whatever";
+       })),
+       {"simname.jsonl:3", "'device_identity.name'", "sim:whatever", "h100-sxm"}},
+      {write("simcc.jsonl", edited([](Json& j) {
+         j["device"] = "sim:a100-sxm4-80gb";
+         j["device_identity"]["name"] = "sim:a100-sxm4-80gb";
+       })),
+       {"simcc.jsonl:3", "'device_identity.name'", "sim:a100-sxm4-80gb", "8.0 and 108 SMs"}},
       {file("absent.jsonl"), {"absent.jsonl", "cannot read"}},
   };
   // Into an existing database (unchanged afterwards) and into a new one (never created).
@@ -255,6 +277,26 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
   EXPECT_NE(csv.err.find("'csv'"), std::string::npos) << csv.err;
   EXPECT_EQ(slurp(b_db()), before) << "a refused import changed the database";
   EXPECT_FALSE(std::filesystem::exists(file("new.db"))) << "a refused import created the database";
+}
+
+TEST_F(ExportImport, ImportRefusesATemplateTheRecordsDeviceCannotRun) {
+  // A Hopper-only record relabelled as an A100's was imported, and `export --format best` shipped it.
+  const auto t = run("tune --op gemm --shape M=64,N=64,K=64 --dtype f16 --template gemm_tc_wgmma --device sim:h100-sxm "
+                     "--trials 2 --remeasure 0 --quiet --db " + a_db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  ASSERT_EQ(run("export --db " + a_db() + " --format jsonl --out " + file("w.jsonl")).code, 0);
+  Json j = Json::parse(lines(slurp(file("w.jsonl"))).at(0));
+  j["device"] = "sim:a100-sxm4-80gb";
+  auto& id = j["device_identity"];
+  id["name"] = "sim:a100-sxm4-80gb", id["cc_major"] = 8, id["cc_minor"] = 0, id["sm_count"] = 108;
+  std::ofstream(file("a100.jsonl")) << j.dump() << "\n";
+  const auto r = run("import " + file("a100.jsonl") + " --db " + b_db());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("field 'template' is gemm_tc_wgmma, which does not run on 'sim:a100-sxm4-80gb'"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(b_db()));
+  // Unchanged, it imports.
+  EXPECT_EQ(run("import " + file("w.jsonl") + " --db " + b_db()).code, 0);
 }
 
 TEST_F(ExportImport, VersionNamesTheProgramTemplatesNvrtcAndDriver) {
