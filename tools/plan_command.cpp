@@ -193,18 +193,10 @@ int plan_command(const std::vector<std::string>& args) {
   // Read tuned records from an existing database; never create one before a plan exists.
   std::shared_ptr<db::TuningDb> reader;
   if (std::filesystem::exists(db_path)) {
-    try {
+    try {  // an older schema is read through a migrated in-memory copy; logging the plan migrates the file
       reader = std::make_shared<db::TuningDb>(db::TuningDb::open_existing(db_path));
     } catch (const db::DbError& e) {
-      if (e.kind() != db::DbError::Kind::kReadOnly) throw UsageError(e.what());
-      // A database of an older schema is refused read-only; the plan is logged in it anyway, so migrate it
-      // now as tune does (every row kept) and read it. A file that cannot be written keeps the first error.
-      try {
-        { db::TuningDb migrate(db_path); }
-        reader = std::make_shared<db::TuningDb>(db::TuningDb::open_existing(db_path));
-      } catch (const db::DbError&) {
-        throw UsageError(e.what());
-      }
+      throw UsageError(e.what());
     }
     opts.lookup = db_lookup(reader, cluster.gpu);
   }
@@ -216,6 +208,9 @@ int plan_command(const std::vector<std::string>& args) {
   } catch (const par::SpecError& e) {
     throw UsageError(e.what());
   }
+  // Every reading connection closes before the plan is logged: the writer, last to close, then checkpoints its
+  // WAL into the file (with a reader still open the plan stayed in plan.db-wal, lost to a copy of plan.db).
+  opts.lookup = {};
   reader.reset();
 
   const nlohmann::ordered_json plan_json = par::plan_to_json(plan, model, cluster, global_batch);

@@ -64,6 +64,17 @@ TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
   EXPECT_EQ(nlohmann::json::parse(run("query --plans --json --db " + db()).out).size(), 1u);
 }
 
+TEST_F(PlanCli, APlanLoggedInAnExistingDatabaseIsInTheFileItself) {
+  // With the reading connection still open, the plan stayed in the -wal file: a copy of the .db lost it.
+  ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 2 --quiet --db " + db()).code, 0);
+  ASSERT_EQ(run(std::string("plan ") + kSmall + " --global-batch 64 --db " + db()).code, 0);
+  std::error_code ec;
+  const auto wal = std::filesystem::file_size(db() + "-wal", ec);
+  EXPECT_TRUE(ec || wal == 0) << "plan left " << wal << " bytes in the WAL";
+  std::filesystem::copy_file(db(), path("copy.db"));
+  EXPECT_EQ(nlohmann::json::parse(run("query --plans --json --db " + path("copy.db")).out).size(), 1u);
+}
+
 TEST_F(PlanCli, FixIsHonouredAndExportsCarryIt) {
   const std::string fix = " --global-batch 64 --fix tp=2,pp=2,mbs=2,recompute=full,zero=1 --db " + db();
   auto r = run(std::string("plan ") + kSmall + fix + " --json");
