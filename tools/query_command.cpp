@@ -3,6 +3,7 @@
 // name (`--device "NVIDIA H100 80GB HBM3"`), so a database copied off a GPU machine answers anywhere.
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "tools/cli_common.h"
 #include "tools/options.h"
@@ -139,6 +140,17 @@ int query_command(const std::vector<std::string>& args) {
   if (history) {
     rows = run_history(*db, rf);
   } else if (single) {
+    if (f.dtype.empty()) {
+      // The one best record is of one dtype: with records of several and no --dtype, it picked among them.
+      std::set<std::string> dtypes;
+      for (const auto& r : run_best_per_workload(*db, rf)) dtypes.insert(r.workload.dtype);
+      if (dtypes.size() > 1) {
+        std::string list;
+        for (const auto& d : dtypes) list += (list.empty() ? "" : " or ") + ("--dtype " + d);
+        throw UsageError(f.op + " " + f.shape + " has records of " + std::to_string(dtypes.size()) +
+                         " dtypes on this device; the best record is of one: allowed: " + list);
+      }
+    }
     if (auto b = run_best(*db, rf)) rows.push_back(*b);
   } else {
     rows = run_best_per_workload(*db, rf);

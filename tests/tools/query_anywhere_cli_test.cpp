@@ -115,6 +115,33 @@ TEST_F(QueryAnywhere, SimRecordsKeepTheirNameAndBestShowsTheTemplate) {
   }
 }
 
+TEST_F(QueryAnywhere, TheOneBestRecordNeedsADtypeWhereSeveralAreRecorded) {
+  // With f16 and f32 records of one shape, --op --shape --device without --dtype answered with one of them.
+  for (const char* dtype : {"f32", "f16"})
+    ASSERT_EQ(run(std::string("tune --op gemm --shape M=64,N=64,K=64 --dtype ") + dtype +
+                  " --device sim:h100-sxm --trials 2 --quiet --db " + db())
+                  .code,
+              0);
+  const std::string one = "query --db " + db() + " --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm";
+  const auto r = run(one + " --json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("records of 2 dtypes on this device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--dtype f16 or --dtype f32"), std::string::npos) << r.err;
+  for (const char* dtype : {"f32", "f16"}) {
+    const auto b = run(one + " --dtype " + dtype + " --json");
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(Json::parse(b.out)["dtype"], dtype);
+  }
+  // One dtype recorded: no --dtype needed, as before.
+  const std::string other = (dir_ / "one.db").string();
+  ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --dtype f16 --device sim:h100-sxm --trials 2 --quiet --db " + other)
+                .code,
+            0);
+  const auto only = run("query --db " + other + " --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --json");
+  ASSERT_EQ(only.code, 0) << only.err;
+  EXPECT_EQ(Json::parse(only.out)["dtype"], "f16");
+}
+
 TEST_F(QueryAnywhere, AQueryThatMatchesNothingSaysSoTheSameWayInEveryFormat) {
   auto t = run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 4 --strategy random --quiet --db " +
                db());
