@@ -12,7 +12,7 @@
 namespace tuner::runtime {
 
 bool DeviceMatch::accepts(const TunedRecord& r) const {
-  if (r.device_name == name) return true;
+  if (r.device_name == name || r.device_name == "replay:" + name) return true;
   return match_identity && !r.device_simulated && r.cc_major == cc_major && r.cc_minor == cc_minor &&
          r.sm_count == sm_count;
 }

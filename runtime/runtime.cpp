@@ -9,9 +9,11 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
+#include "costmodel/gpu_spec.h"
 #include "runtime/kernel_choice.h"
 #include "runtime/tuned_records.h"
 #include "templates/launch_check.h"
@@ -141,7 +143,19 @@ void Runtime::Impl::find_device() {
   if (!options.device_name.empty()) {
     match.name = options.device_name;
     const auto r = std::find_if(tuned.records.begin(), tuned.records.end(),
-                                [&](const runtime::TunedRecord& t) { return t.device_name == match.name; });
+                                [&](const runtime::TunedRecord& t) { return match.accepts(t); });
+    const bool sim = match.name.rfind("sim:", 0) == 0 && costmodel::find_gpu_spec(match.name.substr(4));
+    if (r == tuned.records.end() && !sim) {
+      // A name that is neither recorded nor a sim device would only fail every lookup later.
+      std::set<std::string> names;
+      for (const auto& t : tuned.records) names.insert(t.device_name);
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "'" : ", '") + n + "'";
+      throw Failure(Status::kInvalidArgument,
+                    "RuntimeOptions::device_name '" + match.name + "' has no records in '" + options.source +
+                        "'; allowed: a recorded device (" + (list.empty() ? std::string("none recorded") : list) +
+                        "), a recorded GPU's name for its replayed records, or sim:<gpu>");
+    }
     limits = r == tuned.records.end() ? limits_of_recorded(match.name, 0, 0, 0)
                                       : limits_of_recorded(match.name, r->cc_major, r->cc_minor, r->sm_count);
     return;

@@ -220,6 +220,34 @@ TEST_F(RuntimeLib, BadInputGetsAStatusAndOneLineNeverAnException) {
   EXPECT_STREQ(tuner::status_name(tuner::Status::kNotFound), "not_found");
 }
 
+TEST_F(RuntimeLib, ADeviceNameMustBeRecordedOrASimDeviceAndAGpuNameFindsItsReplayedRecords) {
+  // "bogus" was accepted and failed every lookup later.
+  std::unique_ptr<tuner::Runtime> rt;
+  tuner::RuntimeOptions o;
+  o.source = db();
+  o.device_name = "bogus";
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("'bogus' has no records"), std::string::npos) << tuner::last_error();
+  EXPECT_NE(tuner::last_error().find("'sim:h100-sxm'"), std::string::npos) << tuner::last_error();
+  EXPECT_FALSE(rt);
+  // Records tuned against an H100 recording are "replay:NVIDIA H100 80GB HBM3": the GPU's own name finds them,
+  // as `tuner query --device NAME` does (it answered not_found).
+  const std::string replayed = (dir_ / "replayed.db").string();
+  ASSERT_EQ(run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
+                TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --trials 8 "
+                "--quiet --db " + replayed).code,
+            0);
+  auto h100 = open(replayed, true, "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(h100);
+  tuner::KernelChoice c;
+  ASSERT_EQ(h100->lookup({"softmax", "rows=4096,cols=4096", tuner::DType::kF16, ""}, &c), tuner::Status::kOk)
+      << tuner::last_error();
+  const CmdResult q = run("query --db " + replayed + " --op softmax --shape rows=4096,cols=4096 --dtype f16 "
+                          "--device \"NVIDIA H100 80GB HBM3\" --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  EXPECT_EQ(nlohmann::json::parse(c.config), nlohmann::json::parse(q.out).at("config"));
+}
+
 TEST_F(RuntimeLib, WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName) {
   std::string note;
   tuner::RuntimeOptions o;
