@@ -171,12 +171,18 @@ int export_command(const std::vector<std::string>& args) {
   auto db = open_for_reading(db_path);
   const RecordFilter rf = build_record_filter(fo, *db);
   std::string text;
+  size_t exported = 0;
   if (format == "best") {
-    text = best_document(best_configs(*db, rf), trial_devices(db_path));
+    const auto best = best_configs(*db, rf);
+    exported = best.size();
+    text = best_document(best, trial_devices(db_path));
   } else {
     const auto rows = run_history(*db, rf);
+    exported = rows.size();
     text = format == "csv" ? csv(rows) : jsonl(rows, trial_devices(db_path));
   }
+  // A device that matches by kind but ran no session: say which devices did, as query does.
+  if (exported == 0 && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
   if (out_path.empty()) {
     std::cout << text << std::flush;
     return 0;

@@ -193,7 +193,7 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
   svg::Axis x{lo, hi, true, std::string("measured time, ms (log-scale bins)") + (estimate ? ", sim estimate" : "")};
   svg::Axis y{0, static_cast<double>(most), false, "ok trials"};
   y.nice();
-  svg::Chart c(kWidthPx, 340, "Measured ok times (" + std::to_string(times.size()) + " trials) and failures", x, y,
+  svg::Chart c(kWidthPx, 340, "Measured ok times (" + std::to_string(times.size()) + (times.size() == 1 ? " trial" : " trials") + ") and failures", x, y,
                210);
   c.draw_frame();
   for (int b = 0; b < bins; ++b) {
@@ -201,7 +201,7 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
     const double b0 = std::pow(10.0, llo + (lhi - llo) * b / bins), b1 = std::pow(10.0, llo + (lhi - llo) * (b + 1) / bins);
     c.doc().rect(c.px(b0) + 0.5, c.py(static_cast<double>(count[b])), c.px(b1) - c.px(b0) - 1,
                  c.py(0) - c.py(static_cast<double>(count[b])), svg::color(0), "bin",
-                 std::to_string(count[b]) + " trials in " + svg::label_num(b0) + "-" + svg::label_num(b1) + " ms");
+                 std::to_string(count[b]) + (count[b] == 1 ? " trial in " : " trials in ") + svg::label_num(b0) + "-" + svg::label_num(b1) + " ms");
   }
   // Failure counts beside the histogram.
   const double fx = c.right() + 16;
@@ -563,7 +563,8 @@ int report_command(const std::vector<std::string>& args) {
     const auto rows = run_history(*db, rf);
     if (rows.empty())
       throw UsageError("no records match in '" + db_path + "'" +
-                       (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")));
+                       (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")) +
+                       (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note));
     const auto best = run_best_per_workload(*db, rf);
     std::map<int64_t, db::SessionRow> sessions;
     for (const auto& s : db->sessions(db::QueryFilter{})) sessions[s.id] = s;

@@ -17,27 +17,6 @@ std::string num(double v) {
   return s;
 }
 
-std::string label_num(double v) {
-  if (!std::isfinite(v)) return "-";
-  const double a = std::fabs(v);
-  const char* suffix = "";
-  if (a >= 1e10) {
-    v /= 1e9;
-    suffix = "G";
-  } else if (a >= 1e7) {
-    v /= 1e6;
-    suffix = "M";
-  } else if (a >= 1e4) {
-    v /= 1e3;
-    suffix = "k";
-  }
-  char buf[64];
-  if (std::fabs(v) >= 1000)
-    std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix);  // 1000..9999: all digits, no exponent
-  else
-    std::snprintf(buf, sizeof buf, "%.3g%s", v, suffix);
-  return buf;
-}
 
 const char* color(size_t i) {
   static const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",

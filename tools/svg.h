@@ -10,6 +10,8 @@
 // This file knows nothing of tuning records or plans; report_command.cpp does.
 #pragma once
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,8 +43,28 @@ inline std::string xml_escape(std::string_view s) {
 
 /// A number for an SVG attribute: at most 2 decimals, no trailing zeros.
 std::string num(double v);
-/// A number for a tick label or a caption: 3 significant digits, SI suffix (k, M, G) from 1e4 up.
-std::string label_num(double v);
+/// A number for a tick label or a caption: 3 significant digits, SI suffix (k from 1e4, M from 1e6, G from 1e9).
+inline std::string label_num(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double a = std::fabs(v);
+  const char* suffix = "";
+  if (a >= 1e9) {
+    v /= 1e9;
+    suffix = "G";
+  } else if (a >= 1e6) {  // 1e6 is "1M", not "1000k"
+    v /= 1e6;
+    suffix = "M";
+  } else if (a >= 1e4) {
+    v /= 1e3;
+    suffix = "k";
+  }
+  char buf[64];
+  if (std::fabs(v) >= 1000)
+    std::snprintf(buf, sizeof buf, "%.0f%s", v, suffix);  // 1000..9999: all digits, no exponent
+  else
+    std::snprintf(buf, sizeof buf, "%.3g%s", v, suffix);
+  return buf;
+}
 
 /// The palette charts draw series with, by index (wraps around).
 const char* color(size_t i);

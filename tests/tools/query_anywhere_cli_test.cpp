@@ -168,6 +168,16 @@ TEST_F(QueryAnywhere, AQueryThatMatchesNothingSaysSoTheSameWayInEveryFormat) {
         << mode << ": " << other.err;
   }
   EXPECT_EQ(run("query --db " + db() + " --best --device sim:h100-sxm").err, "") << "no note where records exist";
+  // export and report say the same (export wrote an empty document silently; report named no device).
+  for (const char* format : {"best", "jsonl"}) {
+    auto e = run("export --db " + db() + " --format " + std::string(format) + " --device sim:a100-sxm4-80gb");
+    EXPECT_EQ(e.code, 0) << format;
+    EXPECT_NE(e.err.find("recorded devices: 'sim:h100-sxm'"), std::string::npos) << format << ": " << e.err;
+  }
+  auto report = run("report --db " + db() + " --device sim:a100-sxm4-80gb --out " + (dir_ / "r.html").string());
+  EXPECT_EQ(report.code, 2);
+  EXPECT_NE(report.err.find("recorded devices: 'sim:h100-sxm'"), std::string::npos) << report.err;
+  EXPECT_EQ(std::count(report.err.begin(), report.err.end(), '\n'), 1) << report.err;
 }
 
 TEST_F(QueryAnywhere, TablesShowWhatTellsRowsApart) {

@@ -24,6 +24,18 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+TEST(AxisLabels, ThousandsOfAPrefixMoveToTheNextPrefix) {
+  using tuner::cli::svg::label_num;
+  // A roofline's GFLOP/s axis read 1000 / 10k / 100k / 1000k / 10M.
+  EXPECT_EQ(label_num(1000), "1000");
+  EXPECT_EQ(label_num(1e4), "10k");
+  EXPECT_EQ(label_num(1e5), "100k");
+  EXPECT_EQ(label_num(1e6), "1M");
+  EXPECT_EQ(label_num(2.5e7), "25M");
+  EXPECT_EQ(label_num(1e9), "1G");
+  EXPECT_EQ(label_num(0.5), "0.5");
+}
+
 TEST(XmlEscape, EscapesMarkupQuotesAndControlCharacters) {
   using tuner::cli::svg::xml_escape;
   EXPECT_EQ(xml_escape("a<b & c>d"), "a&lt;b &amp; c&gt;d");
