@@ -194,7 +194,9 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
 
 CUcontext Runtime::Impl::context() {
   const CudaDriver& d = cuda_driver();
-  if (!d.error.empty()) throw Failure(Status::kNoDevice, d.error);
+  // The driver's own advice (a sim: device) is for tuning; a launch needs a GPU.
+  if (!d.error.empty())
+    throw Failure(Status::kNoDevice, "launching needs a GPU: " + d.error.substr(0, d.error.find("; use a sim:")));
   if (!has_gpu) throw Failure(Status::kNoDevice, "no GPU cuda:" + std::to_string(options.device_ordinal));
   CUcontext ctx = nullptr;
   check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");

@@ -1,5 +1,6 @@
 #include "runtime/tuned_records.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -105,8 +106,14 @@ TunedRecords from_best_file(const std::string& path, const std::string& text) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("'" + path + "' is neither a tuning database nor a best-configs file (" + e.what() + ")");
   }
-  if (!doc.is_object() || doc.value("format", "") != "tuner-best/1")
-    throw std::runtime_error("'" + path + "' is not a best-configs file: its \"format\" is not \"tuner-best/1\"");
+  if (!doc.is_object() || doc.value("format", "") != "tuner-best/1") {
+    const std::string format =
+        doc.is_object() && doc.contains("format") ? " is " + doc["format"].dump() : " is missing";
+    throw std::runtime_error("'" + path + "' is not a best-configs file: its \"format\"" + format +
+                             "; allowed: \"tuner-best/1\" (`tuner export --format best` of this version)");
+  }
+  if (!doc.contains("entries") || !doc["entries"].is_array())
+    throw std::runtime_error("'" + path + "' is not a best-configs file: it has no \"entries\" array");
   TunedRecords out;
   size_t i = 0;
   try {
@@ -127,6 +134,10 @@ TunedRecords from_best_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 TunedRecords read_tuned_records(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error("cannot read '" + path + "': it is a directory; allowed: a tuning database or a "
+                             "best-configs file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read '" + path + "': no such file or not readable");
   char head[16] = {};

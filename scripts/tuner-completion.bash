@@ -24,7 +24,10 @@ _tuner() {
     --dtype) COMPREPLY=($(compgen -W "f32 f16 bf16" -- "$cur")); return ;;
     --strategy) COMPREPLY=($(compgen -W "xgb ga random grid bo" -- "$cur")); return ;;
     --transfer) COMPREPLY=($(compgen -W "auto none" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "jsonl csv best" -- "$cur")); return ;;
+    --format)
+      if [ "$cmd" = import ]; then COMPREPLY=($(compgen -W "jsonl" -- "$cur"))
+      else COMPREPLY=($(compgen -W "jsonl csv best" -- "$cur")); fi
+      return ;;
     --export) COMPREPLY=($(compgen -W "megatron deepspeed torchtitan" -- "$cur")); return ;;
     --device) COMPREPLY=($(compgen -W "$(_tuner_devices)" -- "$cur")); return ;;
     --db|--out|--replay-out|--svg-dir|--model|--cluster|--kernel|--spec)
@@ -33,8 +36,12 @@ _tuner() {
   # Each command's flags as its own --help lists them, so the list cannot fall behind the program.
   local flags
   flags="$("${COMP_WORDS[0]}" "$cmd" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ')"
-  [ "$cmd" = db ] && flags="merge $flags"
-  if [[ "$cur" == -* || "$cmd" == "db" ]]; then
+  if [ "$cmd" = db ]; then
+    # `tuner db` takes its subcommand first; the flags are merge's.
+    if [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "merge" -- "$cur")); return; fi
+    flags="$("${COMP_WORDS[0]}" db merge --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u | tr '\n' ' ')"
+  fi
+  if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$flags" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))

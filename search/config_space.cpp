@@ -137,7 +137,11 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
   if (!j.is_object()) throw std::invalid_argument("config must be a JSON object of knob: value");
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = std::any_of(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name == it.key(); });
-    if (!known) throw std::invalid_argument("unknown knob '" + it.key() + "'");
+    if (!known) {
+      std::string names;
+      for (const auto& k : knobs_) names += (names.empty() ? "" : ", ") + k.name;
+      throw std::invalid_argument("unknown knob '" + it.key() + "'; allowed: " + names);
+    }
   }
   Config c(knobs_.size());
   for (size_t i = 0; i < knobs_.size(); ++i) {
@@ -150,8 +154,12 @@ Config ConfigSpace::from_json(const nlohmann::json& j) const {
     const auto& v = j.at(k.name);
     if (!v.is_number_integer()) throw std::invalid_argument("knob '" + k.name + "' must be an integer");
     c[i] = v.get<int64_t>();
-    if (std::find(k.values.begin(), k.values.end(), c[i]) == k.values.end())
-      throw std::invalid_argument("knob '" + k.name + "' = " + std::to_string(c[i]) + " is not one of its values");
+    if (std::find(k.values.begin(), k.values.end(), c[i]) == k.values.end()) {
+      std::string values;
+      for (int64_t x : k.values) values += (values.empty() ? "" : ", ") + std::to_string(x);
+      throw std::invalid_argument("knob '" + k.name + "' = " + std::to_string(c[i]) +
+                                  " is not one of its values; allowed: " + values);
+    }
   }
   return c;
 }

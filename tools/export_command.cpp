@@ -151,7 +151,7 @@ int export_command(const std::vector<std::string>& args) {
       ("format", po::value(&format)->required(),
        "jsonl (every trial, one record per line, for `tuner import`), csv (every trial, one row each) or "
        "best (the best config per workload, device and template, as one JSON document)")
-      ("out", po::value(&out_path)->default_value(""), "write to this file (default: stdout)")
+      ("out", po::value(&out_path)->default_value(""), "write to this file (default or -: stdout)")
       ("op", po::value(&fo.op)->default_value(""), "only this operator")
       ("shape", po::value(&fo.shape)->default_value(""), "only this shape (needs --op)")
       ("dtype", po::value(&fo.dtype)->default_value(""), "only this dtype: f32, f16, bf16")
@@ -167,6 +167,7 @@ int export_command(const std::vector<std::string>& args) {
     throw UsageError("export: --format '" + format + "' is not a format; allowed: jsonl, csv, best");
   fo.all_versions = vm.count("all-versions") != 0;
 
+  if (out_path == "-") out_path.clear();  // stdout, as `import -` reads stdin
   refuse_output_over_db("export: --out", out_path, db_path);
   auto db = open_for_reading(db_path);
   const RecordFilter rf = build_record_filter(fo, *db);

@@ -256,10 +256,15 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
     } catch (const nlohmann::json::parse_error& e) {
       // A file that is one JSON document over several lines is another export (`--format best`), not records.
       if (line == 1) {
-        if (Json::accept(whole_text))
-          throw UsageError("import: " + file + " is one JSON document (an `export --format best` file?), not records; "
-                           "allowed: a file written by `tuner export --format jsonl`, one " + kRecordsFormat +
-                           " record per line");
+        if (Json::accept(whole_text)) {
+          // Say what it is where it says so itself (a best-configs file, a replay recording).
+          const Json doc = Json::parse(whole_text);
+          const std::string kind = doc.is_object() && doc.contains("format") && doc["format"].is_string()
+                                       ? "a " + doc["format"].get<std::string>() + " document"
+                                       : "one JSON document";
+          throw UsageError("import: " + file + " is " + kind + ", not records; allowed: a file written by "
+                           "`tuner export --format jsonl`, one " + kRecordsFormat + " record per line");
+        }
       }
       throw UsageError("import: " + file + ":" + std::to_string(line) + ": not a JSON line (at byte " +
                        std::to_string(e.byte) + "); allowed: one " + kRecordsFormat + " record per line");
@@ -343,10 +348,12 @@ int import_command(const std::vector<std::string>& args) {
   db::MergeReport report;
   try {
     db::ScratchDbFile scratch("tuner-import");
-    const int64_t repeated = records.empty() ? 0 : write_scratch(scratch.path(), file, records);
-    db::TuningDb db(db_path);
-    if (!records.empty()) report = db.merge_from(scratch.path());
-    report.duplicates += repeated;
+    if (!records.empty()) {  // an empty file adds nothing, and creates no database
+      const int64_t repeated = write_scratch(scratch.path(), file, records);
+      db::TuningDb db(db_path);
+      report = db.merge_from(scratch.path());
+      report.duplicates += repeated;
+    }
   } catch (const db::DbError& e) {
     if (e.bad_input()) throw UsageError(e.what());
     throw;

@@ -46,7 +46,7 @@ constexpr const char* kUsage =
     "  db merge OTHER.db [--db tuning.db] [--json]   bring in another database's records, without duplicates\n"
     "  export --format jsonl|csv|best [--out FILE] [--db tuning.db] [--op ..] [--shape ..] [--dtype ..]\n"
     "         [--device ..] [--template NAME] [--all-versions]      write records out\n"
-    "  import FILE [--db tuning.db] [--format jsonl] [--json]  bring exported records in, without duplicates\n"
+    "  import FILE|- [--db tuning.db] [--format jsonl] [--json]  bring exported records in, without duplicates\n"
     "  report --out report.html [--db tuning.db] [--op ..] [--shape ..] [--dtype ..] [--device ..]\n"
     "         [--template NAME] [--plan ID|latest] [--svg-dir DIR]   HTML charts of tuning runs and a plan\n"
     "  version [--json] (or --version)        program, template, NVRTC and CUDA driver versions\n"

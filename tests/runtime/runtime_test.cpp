@@ -201,7 +201,15 @@ TEST_F(RuntimeLib, BadInputGetsAStatusAndOneLineNeverAnException) {
   std::ofstream(o.source) << "{\"format\": \"something-else\"}";
   EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kSourceError);
   EXPECT_NE(tuner::last_error().find("tuner-best/1"), std::string::npos);
+  EXPECT_NE(tuner::last_error().find("is \"something-else\""), std::string::npos) << tuner::last_error();
   EXPECT_FALSE(rt);
+  // A best file without entries said "entry 0 is malformed" with nlohmann's text; a folder, a parse error.
+  std::ofstream(o.source) << "{\"format\": \"tuner-best/1\"}";
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kSourceError);
+  EXPECT_NE(tuner::last_error().find("no \"entries\" array"), std::string::npos) << tuner::last_error();
+  o.source = dir_.string();
+  EXPECT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kSourceError);
+  EXPECT_NE(tuner::last_error().find("it is a directory"), std::string::npos) << tuner::last_error();
 
   auto ok = open(db());
   ASSERT_TRUE(ok);
@@ -262,6 +270,8 @@ TEST_F(RuntimeLib, WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName) {
   ASSERT_TRUE(named);
   float a = 0, b = 0, c = 0;
   EXPECT_EQ(tuner::gemm(*named, tuner::DType::kF32, 512, 512, 512, &a, &b, &c), tuner::Status::kNoDevice);
+  EXPECT_NE(tuner::last_error().find("launching needs a GPU"), std::string::npos) << tuner::last_error();
+  EXPECT_EQ(tuner::last_error().find("sim:"), std::string::npos) << "a sim device cannot launch: " << tuner::last_error();
 }
 
 TEST_F(RuntimeLib, ConcurrentLookupsAgree) {

@@ -104,6 +104,10 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(a1, b1);
   auto re = run("export --db " + b_db() + " --format jsonl");
   ASSERT_EQ(re.code, 0) << re.err;
+  // --out - is stdout too (it wrote a file named '-').
+  const auto dash = run("export --db " + b_db() + " --format jsonl --out -");
+  EXPECT_EQ(dash.out, re.out);
+  EXPECT_FALSE(std::filesystem::exists("-"));
   const auto reexported = lines(re.out);
   ASSERT_EQ(reexported.size(), exported.size());
   for (size_t r = 0; r < exported.size(); ++r) {
@@ -247,6 +251,8 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
       {write("status.jsonl", edited([](Json& j) { j["status"] = "great"; })),
        {"status.jsonl:3", "'status'", "great", "allowed: ok, invalid_config"}},
       {write("config.jsonl", edited([](Json& j) { j["config"] = 7; })), {"config.jsonl:3", "'config'"}},
+      {write("knob.jsonl", edited([](Json& j) { j["config"]["BM"] = 129; })),
+       {"knob.jsonl:3", "'config'", "'BM' = 129", "allowed: "}},
       // Simulated devices this build does not have were imported, and shown with no spec table behind them.
       {write("simname.jsonl", edited([](Json& j) {
          j["device"] = "sim:whatever";
@@ -272,6 +278,16 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
       for (const auto& needle : c.needles) EXPECT_NE(r.err.find(needle), std::string::npos) << needle << "\n" << r.err;
     }
   }
+  // A recording is named as one (it was guessed to be a best-configs file).
+  auto replay = run("import " + std::string(TUNER_SOURCE_DIR) +
+                    "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --db " + b_db());
+  EXPECT_EQ(replay.code, 2);
+  EXPECT_NE(replay.err.find("is a tuner-replay/1 document, not records"), std::string::npos) << replay.err;
+  // An empty file adds nothing and creates nothing.
+  std::ofstream(file("empty.jsonl")) << "";
+  auto empty = run("import " + file("empty.jsonl") + " --db " + file("new.db") + " --json");
+  EXPECT_EQ(empty.code, 0) << empty.err;
+  EXPECT_EQ(Json::parse(empty.out)["records"], 0);
   auto csv = run("import " + file("a.jsonl") + " --format csv --db " + b_db());
   EXPECT_EQ(csv.code, 2);
   EXPECT_NE(csv.err.find("'csv'"), std::string::npos) << csv.err;
