@@ -428,7 +428,7 @@ PlanSection plan_section(const db::PlanRecord& rec) {
   auto row = [&](const std::string& k, const std::string& v) {
     html += "<tr><th>" + xml_escape(k) + "</th><td>" + xml_escape(v) + "</td></tr>\n";
   };
-  row("cluster", cluster_name.empty() ? rec.cluster : cluster_name + " (" + rec.cluster + ")");
+  row("cluster", cluster_name.empty() || cluster_name == rec.cluster ? rec.cluster : cluster_name + " (" + rec.cluster + ")");
   // cp and ep too: tp x cp x pp x dp is the GPU count (ep divides dp x cp).
   row("parallelism", "tp " + std::to_string(rec.tp) + ", cp " + std::to_string(rec.cp) + ", pp " +
                          std::to_string(rec.pp) + ", dp " + std::to_string(rec.dp) + ", ep " + std::to_string(rec.ep));
