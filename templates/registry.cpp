@@ -119,10 +119,15 @@ const KernelTemplate& find_template(std::string_view op, DType dtype, const Devi
     }
     return *t;
   }
-  if (!name.empty())
+  if (!name.empty()) {
+    std::string names;  // with limits: the ones the device runs
+    for (const auto* t : all_templates())
+      if (implements(*t, op, dtype) && (!limits || !t->unsupported_on(*limits)))
+        names += (names.empty() ? "" : ", ") + t->name();
     throw std::invalid_argument("--template '" + std::string(name) + "' does not tune " + std::string(op) + " " +
-                                to_string(dtype) + "; allowed: auto (every one the device runs), " +
-                                template_names(op, dtype));
+                                to_string(dtype) + (limits ? " on this device" : "") +
+                                "; allowed: auto (every one the device runs), " + names);
+  }
   if (first_unsupported) throw std::invalid_argument(*first_unsupported->unsupported_on(*limits));
   throw std::invalid_argument("no template tunes op '" + std::string(op) + "' with dtype " + to_string(dtype) +
                               "; tunable: " + tunable_ops());

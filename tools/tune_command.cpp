@@ -219,7 +219,18 @@ int tune_command(const std::vector<std::string>& args) {
     if (template_name.empty())
       throw std::invalid_argument("--template '' names no template; allowed: auto or a template's name (README: what can be tuned)");
     if (template_name == "auto") template_name.clear();
-    tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
+    try {
+      tmpl = &templates::find_template(op, opt.workload.dtype, nullptr, template_name);
+    } catch (const std::invalid_argument&) {
+      // An unknown name: list what the named device runs (an A100's list has no gemm_tc_wgmma), where it resolves.
+      std::optional<DeviceTarget> d;
+      try {
+        d = resolve_devices(device_spec.empty() ? default_device() : device_spec).front();
+      } catch (const std::exception&) {
+      }
+      if (d) templates::find_template(op, opt.workload.dtype, &d->limits, template_name);  // throws the device's list
+      throw;
+    }
     search::check_strategy_name(strategy);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());

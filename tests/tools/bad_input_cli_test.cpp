@@ -226,6 +226,16 @@ TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.err.find("allowed: auto (every one the device runs), softmax_rows"), std::string::npos)
       << unknown.err;
+  // On an A100 the list is the A100's: gemm_tc_wgmma (sm_90 only) was offered.
+  const std::string gemm16 = "tune --op gemm --shape M=64,N=64,K=64 --dtype f16 --trials 2 --template nosuch --db " + db();
+  auto a100 = run(gemm16 + " --device sim:a100-sxm4-80gb");
+  EXPECT_EQ(a100.code, 2);
+  EXPECT_NE(a100.err.find("does not tune gemm f16 on this device; allowed: auto (every one the device runs), "
+                          "gemm_tc_mma\n"),
+            std::string::npos)
+      << a100.err;
+  auto h100 = run(gemm16 + " --device sim:h100-sxm");
+  EXPECT_NE(h100.err.find("gemm_tc_mma, gemm_tc_wgmma"), std::string::npos) << h100.err;
   auto comma = run("plan --model gpt3-1.3b --cluster dgx-h100:1 --fix tp=8, --db " + db());
   EXPECT_EQ(comma.code, 2);
   EXPECT_NE(comma.err.find("--fix 'tp=8,' has an empty item"), std::string::npos) << comma.err;
