@@ -38,6 +38,23 @@ class TempDir {
   fs::path path_;
 };
 
+/// One A100 session with one ok trial of gemm_f32_simt ({"BM":16}: 0.25 ms, compiled in 50 ms, 40 registers) as
+/// SQL every schema version accepts: the records of a file an older tuner wrote (create_schema_at_version first).
+inline constexpr const char* kOneOldTrialSql = R"sql(
+    INSERT INTO devices (id, name, simulated, cc_major, cc_minor, sm_count, memory_bytes, driver_version, nvrtc_version)
+      VALUES (1, 'NVIDIA A100-SXM4-40GB', 0, 8, 0, 108, 42000000000, '12.4', '12.4');
+    INSERT INTO workloads (id, op, shape, dtype) VALUES (1, 'gemm', 'M=64,N=64,K=64', 'f32');
+    INSERT INTO templates (id, name, hash) VALUES (1, 'gemm_f32_simt', 'abc');
+    INSERT INTO sessions (id, device_id, workload_id, template_id, strategy, seed, budget, command_line, status,
+                          started_at, finished_at)
+      VALUES (1, 1, 1, 1, 'random', 3, 10, 'tuner tune', 'finished', '2025-01-01T00:00:00.000Z',
+              '2025-01-01T00:01:00.000Z');
+    INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, compile_ms, registers,
+                        time_ms, gflops, started_at, finished_at)
+      VALUES (1, 1, 1, 1, '{"BM":16}', 'ok', 50.0, 40, 0.25, 2.1, '2025-01-01T00:00:10.000Z',
+              '2025-01-01T00:00:11.000Z');
+  )sql";
+
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -327,20 +327,7 @@ TEST(TuningDb, MigratesVersionOneWithRowsIntact) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
   create_schema_at_version(path, 1);
-  exec_sql(path, R"sql(
-    INSERT INTO devices (id, name, simulated, cc_major, cc_minor, sm_count, memory_bytes, driver_version, nvrtc_version)
-      VALUES (1, 'NVIDIA A100-SXM4-40GB', 0, 8, 0, 108, 42000000000, '12.4', '12.4');
-    INSERT INTO workloads (id, op, shape, dtype) VALUES (1, 'gemm', 'M=64,N=64,K=64', 'f32');
-    INSERT INTO templates (id, name, hash) VALUES (1, 'gemm_f32_simt', 'abc');
-    INSERT INTO sessions (id, device_id, workload_id, template_id, strategy, seed, budget, command_line, status,
-                          started_at, finished_at)
-      VALUES (1, 1, 1, 1, 'random', 3, 10, 'tuner tune', 'finished', '2025-01-01T00:00:00.000Z',
-              '2025-01-01T00:01:00.000Z');
-    INSERT INTO trials (session_id, device_id, workload_id, template_id, config_json, status, compile_ms, registers,
-                        time_ms, gflops, started_at, finished_at)
-      VALUES (1, 1, 1, 1, '{"BM":16}', 'ok', 50.0, 40, 0.25, 2.1, '2025-01-01T00:00:10.000Z',
-              '2025-01-01T00:00:11.000Z');
-  )sql");
+  exec_sql(path, test::kOneOldTrialSql);
   // A version-1 file is read read-only through a migrated in-memory copy; the file stays as it was.
   const std::string before = test::read_bytes(path);
   {
