@@ -3,6 +3,8 @@
 #include <chrono>
 #include <future>
 
+#include "tuner/stop_signals.h"
+
 namespace tuner {
 
 CompiledResources::CompiledResources(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
@@ -21,8 +23,26 @@ std::vector<std::optional<costmodel::KernelResources>> CompiledResources::resour
     const templates::KernelInstance inst = tmpl_.instantiate(space_, c, workload_);
     jobs.emplace_back(*idx, pool_.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, limits_), {}}));
   }
+  bool stopping = false;
   for (auto& [idx, job] : jobs) {
-    const CompileResult r = job.get();
+    // Ctrl-C ends the session after the current config, so a stop does not wait for a whole batch of compiles
+    // (a minute of them on a cold cache): queued ones are dropped, running ones finish in the pool.
+    while (!stopping && job.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+      if (stop_requested()) {
+        stopping = true;
+        pool_.discard_queued();
+      }
+    if (stopping && job.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      known_.erase(idx);  // not known: asked again, it compiles again
+      continue;
+    }
+    CompileResult r;
+    try {
+      r = job.get();
+    } catch (const std::future_error&) {  // dropped by discard_queued
+      known_.erase(idx);
+      continue;
+    }
     stats_.compile_cpu_s += r.compile_ms / 1000;
     if (!r.ok()) {
       ++stats_.failed;
@@ -36,7 +56,8 @@ std::vector<std::optional<costmodel::KernelResources>> CompiledResources::resour
   std::vector<std::optional<costmodel::KernelResources>> out;
   for (const auto& c : configs) {
     const auto idx = space_.index_of(c);
-    out.push_back(idx ? known_[*idx] : std::nullopt);
+    const auto it = idx ? known_.find(*idx) : known_.end();
+    out.push_back(it != known_.end() ? it->second : std::nullopt);
   }
   return out;
 }

@@ -2,6 +2,8 @@
 // JSON output, and bad input (exit code 2, one line on stderr, database untouched).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -281,6 +283,30 @@ TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
   }
 }
 
+
+TEST_F(Cli, InterruptDoesNotWaitForTheCompiledPriorsBatchOfCompiles) {
+  // The compiled prior (the default on GPUs) compiles its first batch before anything is measured; SIGINT there
+  // was honoured only after every compile of the batch (15 s on a cold cache). One compile thread: six in a row.
+  const std::string cache = (dir_ / "cache").string();
+  setenv("TUNER_CACHE_DIR", cache.c_str(), 1);
+  const std::string out = (dir_ / "prior.out").string();
+  pid_t pid = spawn("tune --op gemm --shape M=3000,N=1000,K=1000 --device sim:h100-sxm --trials 30 --prior compiled "
+                    "--compile-threads 1 --quiet --json --db " + db(), out);
+  unsetenv("TUNER_CACHE_DIR");
+  ASSERT_GT(pid, 0);
+  usleep(1500 * 1000);  // past the setup, into the first compiles
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(out + ".err");
+  // The compile in flight finishes (NVRTC cannot be cancelled; about 5 s for this kernel on 2 cores), the other five
+  // are dropped: about 30 s before.
+  EXPECT_LT(waited, 12.0) << "the stop waited for the prior's compiles";
+  EXPECT_TRUE(nlohmann::json::parse(slurp(out))["interrupted"].get<bool>());
+}
 
 TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements) {
   auto r = run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 6 --remeasure 2 --db " + db());
