@@ -257,6 +257,12 @@ int tune_command(const std::vector<std::string>& args) {
   if (transfer != "auto" && transfer != "none") throw UsageError("--transfer '" + transfer + "'; allowed: auto, none");
   if (prior != "auto" && prior != "compiled" && prior != "analytic" && prior != "none")
     throw UsageError("--prior '" + prior + "' is not allowed; allowed: auto, compiled, analytic, none");
+  // Only xgb ranks a first batch and learns from other records: given to another strategy they did nothing.
+  for (const char* flag : {"prior", "transfer"})
+    if (vm.count(flag) && !vm[flag].defaulted() && strategy != "xgb")
+      throw UsageError(std::string("--") + flag + " " + vm[flag].as<std::string>() + " is for --strategy xgb; --strategy " +
+                       strategy + " has no " + (flag == std::string("prior") ? "first-batch prior" : "transfer") +
+                       "; allowed: drop --" + flag + ", or --strategy xgb");
   if (early_stop < 0) throw UsageError("--early-stop " + std::to_string(early_stop) + " is negative; allowed: 0 (off) or more");
   if (!(min_improvement_pct >= 0 && min_improvement_pct <= 1000))
     throw UsageError("--min-improvement " + as_given(min_improvement_pct) + " is out of range; allowed: 0 (off) .. 1000 (%)");

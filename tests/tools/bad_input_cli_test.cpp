@@ -242,6 +242,19 @@ TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(db()));
 }
 
+TEST_F(Cli, PriorAndTransferAreForXgbOnly) {
+  // Given to ga or random they were silently ignored.
+  for (const std::string flags : {"--strategy ga --transfer none", "--strategy random --prior compiled",
+                                  "--strategy bo --transfer auto"}) {
+    auto r = run(kSoftmax + flags + " --db " + db());
+    EXPECT_EQ(r.code, 2) << flags;
+    EXPECT_NE(r.err.find("is for --strategy xgb"), std::string::npos) << flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db()));
+  EXPECT_EQ(run(kSoftmax + "--strategy xgb --transfer none --prior analytic --db " + db()).code, 0);
+}
+
 TEST_F(Cli, MinImprovementNeedsAStrategyThatEstimatesIt) {
   // ga, random and grid make no estimate: the flag would be silently ignored.
   for (const char* strategy : {"random", "ga", "grid"}) {
