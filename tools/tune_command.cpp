@@ -519,7 +519,7 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "tuned " << opt.workload.to_string() << " on " << device.spec
-              << (device.estimates() ? " (times are analytic estimates)" : device.replay ? " (times are a GPU's recorded measurements, replayed)" : "") << "\n";
+              << (device.estimates() ? (device.replay ? " (times are a sim device's recorded estimates, replayed)" : " (times are analytic estimates)") : device.replay ? " (times are a GPU's recorded measurements, replayed)" : "") << "\n";
     if (sessions.empty())
       std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
                 << " valid configs\n";

@@ -28,7 +28,8 @@ struct DeviceTarget {
   std::shared_ptr<const ReplayData> replay;
   /// Whether its times are the analytic model's estimates (sim:), not measurements (cuda:, or replay:, a
   /// GPU's measurements replayed).
-  bool estimates() const { return simulated && !replay; }
+  /// Whether its times are the analytic model's: a sim device, or a replay of a recording a sim device made.
+  bool estimates() const { return simulated && (!replay || replay->device.simulated); }
 };
 
 /// Resolves a device string; throws std::invalid_argument with one line naming the bad value and what

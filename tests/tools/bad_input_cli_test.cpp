@@ -215,6 +215,18 @@ TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(t.out.find("analytic estimates"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("recorded measurements, replayed"), std::string::npos) << t.out;
+  // A recording a sim device made replays estimates, and says so (it claimed a GPU's measurements).
+  const std::string sim_file = (dir_ / "sim.replay.json").string();
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=64 --dtype f16 --device sim:h100-sxm --trials all --quiet "
+                "--replay-out " + sim_file + " --db " + (dir_ / "rec.db").string()).code,
+            0);
+  const std::string sim_tune = "tune --op softmax --shape rows=64,cols=64 --dtype f16 --device replay:" + sim_file +
+                               " --db " + (dir_ / "sim.db").string();
+  auto sj = run(sim_tune + " --trials 2 --json");
+  ASSERT_EQ(sj.code, 0) << sj.err;
+  EXPECT_EQ(nlohmann::json::parse(sj.out)["estimate"], true);
+  auto st = run(sim_tune + " --trials 3");
+  EXPECT_NE(st.out.find("a sim device's recorded estimates, replayed"), std::string::npos) << st.out;
 }
 
 TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
