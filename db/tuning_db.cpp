@@ -88,6 +88,7 @@ Where build_where(const QueryFilter& f, const FilterColumns& cols, bool force_ok
   if (f.cc_minor) where.add("d.cc_minor = ?", int64_t{*f.cc_minor});
   if (f.sm_count) where.add("d.sm_count = ?", int64_t{*f.sm_count});
   if (f.simulated) where.add("d.simulated = ?", int64_t{*f.simulated ? 1 : 0});
+  if (cols.status && f.estimate) where.add("t.estimate = ?", int64_t{*f.estimate ? 1 : 0});
   if (!f.template_hashes.empty()) {
     std::string in = "tp.hash IN (";
     for (size_t i = 0; i < f.template_hashes.size(); ++i) in += i == 0 ? "?" : ", ?";

@@ -110,6 +110,7 @@ struct QueryFilter {
   std::optional<int> cc_major, cc_minor;   ///< Match real GPUs on compute capability...
   std::optional<int> sm_count;             ///< ...and SM count.
   std::optional<bool> simulated;           ///< Only sim devices (true) or only real GPUs (false).
+  std::optional<bool> estimate;            ///< Only analytic estimates (true) or only measurements (false).
   std::vector<std::string> template_hashes;  ///< Only these template versions (current ones); empty: any.
   std::string template_name;               ///< Only this template (any version the hashes allow); empty: any.
   std::optional<int64_t> session_id;

@@ -38,10 +38,10 @@ par::TunedLookup db_lookup(std::shared_ptr<db::TuningDb> store, const costmodel:
     f.cc_major = gpu.cc_major;
     f.cc_minor = gpu.cc_minor;
     f.sm_count = gpu.sm_count;
-    f.simulated = false;
-    if (auto r = store->best(f)) return r->mean_time_ms > 0 ? r->mean_time_ms / 1e3 : r->trial.time_ms / 1e3;
-    f.simulated = true;
-    f.device_name = "sim:" + gpu.key;
+    // Measurements only: a GPU of the cluster's type, or a replay of its recording. A sim device's records are the
+    // kernel model's estimates, which the planner's calibrated curve replaces: mixed in for the shapes a short sim
+    // session happened to tune, they made those plans look slower than the rest and steered the choice.
+    f.estimate = false;
     if (auto r = store->best(f)) return r->mean_time_ms > 0 ? r->mean_time_ms / 1e3 : r->trial.time_ms / 1e3;
     return std::nullopt;
   };
