@@ -404,7 +404,8 @@ TEST_F(PlanCli, RepeatsAreCountedBeforeTheyAreCopied) {
 
 TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
   // A one-layer f32 MLP on one H100 node, pinned to tp=1, mbs=1: its linears are GEMMs
-  // M = 1 x 64 tokens, N = 256, K = 256. Tune exactly that GEMM on the sim H100 first.
+  // M = 1 x 64 tokens, N = 256, K = 256. Measurements of exactly that GEMM on an H100 first: tuned on the sim H100
+  // and relabelled as a real H100's (export, edit, import), as a database copied off a GPU machine holds them.
   std::ofstream(path("mlp.json")) << R"({"seq": 64, "dtype": "f32", "layers": [{"ops": [
       {"name": "fc1", "type": "linear", "in": 256, "out": 256, "inputs": ["input"]},
       {"name": "fc2", "type": "linear", "in": 256, "out": 256, "inputs": ["fc1"]}]}]})";
@@ -414,14 +415,35 @@ TEST_F(PlanCli, TunedRecordsFromTheDatabaseReplaceAnalyticCosts) {
   ASSERT_EQ(before.code, 0) << before.err;
   EXPECT_EQ(nlohmann::json::parse(before.out)["cost_sources"]["tuned"], 0);
 
-  auto tune = run("tune --op gemm --shape M=64,N=256,K=256 --device sim:h100-sxm --trials 2 --seed 1 --db " + db());
+  const std::string sim_db = path("sim.db");
+  auto tune = run("tune --op gemm --shape M=64,N=256,K=256 --device sim:h100-sxm --trials 2 --seed 1 --db " + sim_db);
   ASSERT_EQ(tune.code, 0) << tune.err;
+  auto exported = run("export --format jsonl --db " + sim_db);
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  {
+    std::ofstream measured(path("h100.jsonl"));
+    std::istringstream lines(exported.out);
+    for (std::string line; std::getline(lines, line);) {
+      auto r = nlohmann::json::parse(line);
+      r["device"] = "NVIDIA H100 80GB HBM3";
+      r["estimate"] = false;
+      r["device_identity"]["name"] = "NVIDIA H100 80GB HBM3";
+      r["device_identity"]["simulated"] = false;
+      measured << r.dump() << "\n";
+    }
+  }
+  ASSERT_EQ(run("import " + path("h100.jsonl") + " --db " + db()).code, 0);
   auto after = run(plan);
   ASSERT_EQ(after.code, 0) << after.err;
   auto j = nlohmann::json::parse(after.out);
   EXPECT_EQ(j["cost_sources"]["tuned"], 2);  // fc1 and fc2
   EXPECT_EQ(j["stages"][0]["sharding"][0]["ops"][0]["source"], "tuned");
   EXPECT_EQ(run("query --plans --json --db " + db()).out.empty(), false);
+  // The sim's own records, estimates, are not taken for measurements.
+  auto sim_plan = run("plan --model " + path("mlp.json") +
+                      " --cluster dgx-h100:1 --global-batch 8 --fix tp=1,pp=1,mbs=1 --json --db " + sim_db);
+  ASSERT_EQ(sim_plan.code, 0) << sim_plan.err;
+  EXPECT_EQ(nlohmann::json::parse(sim_plan.out)["cost_sources"]["tuned"], 0);
 }
 
 }  // namespace
