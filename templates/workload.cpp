@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -110,6 +111,21 @@ std::vector<std::string> op_dimensions(std::string_view op) {
   auto out = o->required;
   for (const auto& [n, d] : o->optional) out.push_back(n);
   return out;
+}
+
+double compulsory_bytes(const Workload& w) {
+  const double e = dtype_bytes(w.dtype);
+  auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
+  if (w.op == "gemm") return (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
+  if (w.op == "batched_gemm") return d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
+  if (w.op == "softmax" || w.op == "layernorm") return 2 * d("rows") * d("cols") * e;
+  if (w.op == "conv2d") {
+    const double dil = d("dilation");
+    const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;
+    const double q = std::floor((d("W") + 2 * d("pad") - dil * (d("S") - 1) - 1) / d("stride")) + 1;
+    return (d("N") * d("H") * d("W") * d("C") + d("K") * d("R") * d("S") * d("C") + d("N") * p * q * d("K")) * e;
+  }
+  return 0;
 }
 
 std::vector<std::string> shape_dimension_names(std::string_view shape) {

@@ -46,6 +46,11 @@ std::vector<std::string> op_dimensions(std::string_view op);
 /// The names of a shape string's NAME=VALUE items in their order ("N=4,K=8": N, K); items without '=' are skipped.
 std::vector<std::string> shape_dimension_names(std::string_view shape);
 
+/// Bytes a built-in op's operands and result occupy, each once in the workload's dtype: GEMM (M*K + K*N + M*N),
+/// batched GEMM B times that, softmax and layernorm 2*rows*cols, conv2d input + weights + output. The least a kernel
+/// moves (the roofline's bytes) and the least device memory it needs. 0 for an op without a formula (a user kernel's).
+double compulsory_bytes(const Workload& w);
+
 /// Parses op, "M=..,N=..,K=.." and dtype into a workload; throws std::invalid_argument naming the
 /// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype);

@@ -38,26 +38,14 @@ ChartOut finish(svg::Chart& c, const std::string& name) {
   return {name, c.doc().str(false), c.doc().str(true)};
 }
 
-/// Bytes a workload moves at the least (each operand read once, the result written once), for the roofline:
-/// GEMM (M*K + K*N + M*N) * elem, batched GEMM times B, softmax/layernorm 2*rows*cols*elem, conv2d input +
-/// weights + output. 0 when the shape does not parse.
+/// Bytes a workload moves at the least (each operand read once, the result written once), for the roofline;
+/// 0 when the shape does not parse or the op has no formula.
 double roofline_bytes(const db::WorkloadKey& w) {
   try {
-    const auto wl = templates::parse_workload(w.op, w.shape, w.dtype);
-    const double e = templates::dtype_bytes(wl.dtype);
-    auto d = [&](const char* n) { return static_cast<double>(wl.dim(n)); };
-    if (w.op == "gemm") return (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
-    if (w.op == "batched_gemm") return d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
-    if (w.op == "softmax" || w.op == "layernorm") return 2 * d("rows") * d("cols") * e;
-    if (w.op == "conv2d") {
-      const double dil = d("dilation");
-      const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;
-      const double q = std::floor((d("W") + 2 * d("pad") - dil * (d("S") - 1) - 1) / d("stride")) + 1;
-      return (d("N") * d("H") * d("W") * d("C") + d("K") * d("R") * d("S") * d("C") + d("N") * p * q * d("K")) * e;
-    }
+    return templates::compulsory_bytes(templates::parse_workload(w.op, w.shape, w.dtype));
   } catch (const std::exception&) {
+    return 0;
   }
-  return 0;
 }
 
 /// The spec-table GPU behind a recorded device: sim:<key> by key, replay: and real GPUs by CC + SM count.

@@ -329,6 +329,12 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
+  // Operands and result that do not fit in the device's memory cannot run there (a sim device estimated them).
+  const double needs = templates::compulsory_bytes(opt.workload);
+  if (device.identity.memory_bytes > 0 && needs > static_cast<double>(device.identity.memory_bytes))
+    throw UsageError(opt.workload.to_string() + " needs " + fixed(needs / 1e9, 1) + " GB for its operands and result; " +
+                     device.spec + " has " + fixed(static_cast<double>(device.identity.memory_bytes) / 1e9, 1) +
+                     " GB; allowed: a shape whose operands and result fit");
   opt.template_name = tmpl->name();
   if (vm.count("fix") && !vm["fix"].defaulted()) {
     if (fix_text.empty()) throw UsageError("--fix '' names no knob; allowed: a comma-separated list such as BM=128,STAGES=4");

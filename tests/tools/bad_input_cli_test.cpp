@@ -254,6 +254,17 @@ TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(db()));
 }
 
+TEST_F(Cli, AShapeWhoseOperandsDoNotFitTheDevicesMemoryIsBadInput) {
+  // The sim estimated a 400 GB softmax and a 100 GB batched GEMM on an 80 GB H100 (exit 0).
+  for (const std::string shape : {"--op softmax --shape rows=100000,cols=500000",
+                                  "--op batched_gemm --shape B=1000,M=4096,N=4096,K=4096 --dtype f16"}) {
+    auto r = run("tune " + shape + " --device sim:h100-sxm --trials 2 --db " + db());
+    EXPECT_EQ(r.code, 2) << shape;
+    EXPECT_NE(r.err.find("GB for its operands and result; sim:h100-sxm has 80.0 GB"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db()));
+}
+
 TEST_F(Cli, PriorAndTransferAreForXgbOnly) {
   // Given to ga or random they were silently ignored.
   for (const std::string flags : {"--strategy ga --transfer none", "--strategy random --prior compiled",
