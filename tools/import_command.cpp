@@ -259,9 +259,13 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
         if (Json::accept(whole_text)) {
           // Say what it is where it says so itself (a best-configs file, a replay recording).
           const Json doc = Json::parse(whole_text);
-          const std::string kind = doc.is_object() && doc.contains("format") && doc["format"].is_string()
-                                       ? "a " + doc["format"].get<std::string>() + " document"
-                                       : "one JSON document";
+          const std::string format =
+              doc.is_object() && doc.contains("format") && doc["format"].is_string() ? doc["format"].get<std::string>() : "";
+          const std::string kind =
+              format.rfind("tuner-best/", 0) == 0     ? "a " + format + " document (`tuner export --format best`)"
+              : format.rfind("tuner-replay/", 0) == 0 ? "a " + format + " document (a recording: tune with --device replay:FILE)"
+              : !format.empty()                        ? "a " + format + " document"
+                                                       : "one JSON document";
           throw UsageError("import: " + file + " is " + kind + ", not records; allowed: a file written by "
                            "`tuner export --format jsonl`, one " + kRecordsFormat + " record per line");
         }

@@ -282,7 +282,9 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
   auto replay = run("import " + std::string(TUNER_SOURCE_DIR) +
                     "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --db " + b_db());
   EXPECT_EQ(replay.code, 2);
-  EXPECT_NE(replay.err.find("is a tuner-replay/1 document, not records"), std::string::npos) << replay.err;
+  EXPECT_NE(replay.err.find("is a tuner-replay/1 document (a recording: tune with --device replay:FILE), not records"),
+            std::string::npos)
+      << replay.err;
   // An empty file adds nothing and creates nothing.
   std::ofstream(file("empty.jsonl")) << "";
   auto empty = run("import " + file("empty.jsonl") + " --db " + file("new.db") + " --json");
