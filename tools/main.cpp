@@ -37,6 +37,8 @@ constexpr const char* kUsage =
     "       [--device cuda:0|sim:h100-sxm|replay:FILE] [--trials 200|all] [--strategy xgb|bo|ga|random|grid]\n"
     "       [--seed 1] [--db tuning.db] [--json] [--transfer auto|none] [--remeasure 5] [--replay-out FILE]\n"
     "       [--early-stop N] [--batch 64] [--timeout 10] [--min-time-ms 1] [--db-timeout 60] [--quiet]\n"
+    "       [--prior auto|compiled|analytic|none] [--min-improvement PCT] [--workers N] [--compile-threads N]\n"
+    "       [--kernel FILE.cu --spec FILE.json] (more: tune --help)\n"
     "  query [--db tuning.db] [--op gemm] [--shape ..] [--dtype ..] [--device ..]\n"
     "        [--template NAME] [--best|--history|--sessions|--plans] [--all-versions] [--limit N] [--json]\n"
     "        (--device: cuda:N, sim:<gpu>, replay:FILE or a recorded name, e.g. \"NVIDIA H100 80GB HBM3\")\n"

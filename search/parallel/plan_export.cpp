@@ -289,8 +289,9 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
     return {"llama3", model.name};
   }
   warn(warnings, "torchtitan v0.1.0 has no model of this kind (" +
-                     std::string(model.experts > 0 ? "mixture of experts; its MoE models are experiments"
-                                                   : "learned positions, LayerNorm, GeLU MLP") +
+                     std::string(model.experts > 0              ? "mixture of experts; its MoE models are experiments"
+                                 : model.transformer_layers > 0 ? "learned positions, LayerNorm, GeLU MLP"
+                                                                : "not a transformer") +
                      "): [model] name is '" + model.name + "', a TrainSpec to register with this flavor; its llama3 "
                      "would train another architecture of this size");
   return {model.name, model.name};
