@@ -117,8 +117,9 @@ std::optional<std::string> RowNormTemplate::unsupported(const Workload& w) const
   // Rows are indexed with size_t offsets; rows and cols are int kernel arguments and the grid's x
   // dimension (one block per row at most) allows 2^31 - 1 blocks: the parser's limits already hold.
   if (static_cast<double>(rows) * static_cast<double>(cols) > 1e11)
-    return "rows*cols=" + std::to_string(static_cast<double>(rows) * static_cast<double>(cols)) +
-           " elements; " + name() + " allows at most 1e11";
+    return "rows*cols=" + std::to_string(rows) + "*" + std::to_string(cols) + " is " +
+           std::to_string(static_cast<int64_t>(static_cast<double>(rows) * static_cast<double>(cols))) + " elements; " +
+           name() + " allows at most 100000000000 (1e11)";
   return std::nullopt;
 }
 

@@ -87,10 +87,10 @@ std::string Workload::shape_string() const {
 std::string Workload::to_string() const { return op + " " + shape_string() + " " + templates::to_string(dtype); }
 
 std::string known_ops() {
-  std::vector<std::string> names;
+  std::string out;
   for (const std::vector<OpDims>* table : op_tables())
-    for (const auto& o : *table) names.emplace_back(o.op);
-  return join(names);
+    for (const auto& o : *table) out += (out.empty() ? "" : ", ") + o.op;
+  return out;
 }
 
 void register_op_dimensions(const std::string& op, const std::vector<std::string>& dims) {

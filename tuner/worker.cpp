@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -138,6 +139,12 @@ WorkerClient::WorkerClient(std::string executable, double startup_allowance_s)
 WorkerClient::~WorkerClient() { stop(); }
 
 bool WorkerClient::start(std::string* error) {
+  // Said plainly before forking: an exec failure in the child shows only as a worker that takes no requests.
+  if (::access(executable_.c_str(), X_OK) != 0) {
+    *error = "'" + executable_ + "' cannot be run (" + std::strerror(errno) + ")" +
+             (std::getenv("TUNER_WORKER_EXE") ? "; TUNER_WORKER_EXE names it" : "");
+    return false;
+  }
   int down[2], up[2];
   if (pipe2(down, O_CLOEXEC) != 0) { *error = std::string("pipe: ") + std::strerror(errno); return false; }
   if (pipe2(up, O_CLOEXEC) != 0) {

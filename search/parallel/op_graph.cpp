@@ -202,7 +202,9 @@ void validate_op(const Operator& op, const std::string& ow) {
     check_positive(ow, "experts", op.experts);
     check_positive(ow, "top_k", op.top_k);
     check_positive(ow, "ffn", op.ffn);
-    if (op.top_k > op.experts) throw SpecError(ow + ": top_k exceeds experts");
+    if (op.top_k > op.experts)
+      throw SpecError(ow + ": top_k " + std::to_string(op.top_k) + " exceeds experts " + std::to_string(op.experts) +
+                      "; allowed: top_k 1.." + std::to_string(op.experts));
     if (op.in_features != op.out_features) throw SpecError(ow + ": moe_ffn needs in_features == out_features");
   }
   if (op.type == OpType::kLayerNorm && op.in_features != op.out_features)

@@ -265,6 +265,23 @@ TEST_F(Cli, AShapeWhoseOperandsDoNotFitTheDevicesMemoryIsBadInput) {
   EXPECT_FALSE(std::filesystem::exists(db()));
 }
 
+TEST_F(Cli, AWorkerThatCannotRunAndARowOpPastItsLimitAreSaidPlainly) {
+  // "does not accept requests" for a TUNER_WORKER_EXE that does not exist; a row op's limit as 409600000000.000000.
+  setenv("TUNER_WORKER_EXE", (dir_ / "nonexistent").string().c_str(), 1);
+  auto w = run(kSoftmax + "--db " + db());
+  unsetenv("TUNER_WORKER_EXE");
+  EXPECT_EQ(w.code, 1);
+  EXPECT_NE(w.err.find("nonexistent' cannot be run (No such file or directory); TUNER_WORKER_EXE names it"),
+            std::string::npos)
+      << w.err;
+  auto rows = run("tune --op softmax --shape rows=4096,cols=100000000 --device sim:h100-sxm --db " + db());
+  EXPECT_EQ(rows.code, 2);
+  EXPECT_NE(rows.err.find("rows*cols=4096*100000000 is 409600000000 elements; softmax_rows allows at most "
+                          "100000000000"),
+            std::string::npos)
+      << rows.err;
+}
+
 TEST_F(Cli, PriorAndTransferAreForXgbOnly) {
   // Given to ga or random they were silently ignored.
   for (const std::string flags : {"--strategy ga --transfer none", "--strategy random --prior compiled",

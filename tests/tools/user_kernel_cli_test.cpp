@@ -198,7 +198,7 @@ TEST_F(UserKernelCli, ABuiltInOpsNameIsTaken) {
   // The name is the op of the kernel's records: "gemm" would list a saxpy among the GEMMs and in their
   // deployment file.
   expect_bad(spec_with("\"name\": \"saxpy_user\"", "\"name\": \"gemm\""),
-             "name: 'gemm' is a built-in op; allowed: a name other than gemm,batched_gemm,conv2d,softmax,layernorm");
+             "name: 'gemm' is a built-in op; allowed: a name other than gemm, batched_gemm, conv2d, softmax, layernorm");
 }
 
 TEST_F(UserKernelCli, MissingField) {
