@@ -84,7 +84,15 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                (op.source == "tuned" ? "(t)" : op.source == "mixed" ? "(m)" : "");
       shard += (shard.empty() ? "" : "; ") + ls.layer + " x" + std::to_string(ls.count) + " [" + ops + "]";
     }
-    rows.push_back({std::to_string(s), std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1),
+    // Interleaved: the rank's chunks of blocks (the engines' layout), not one range.
+    std::string layers = std::to_string(sp.first_layer) + "-" + std::to_string(sp.end_layer - 1);
+    const auto chunks = par::interleaved_chunks(plan, model, static_cast<int>(s));
+    if (!chunks.empty()) {
+      layers = "blocks ";
+      for (size_t k = 0; k < chunks.size(); ++k)
+        layers += (k ? "," : "") + std::to_string(chunks[k].first) + "-" + std::to_string(chunks[k].second);
+    }
+    rows.push_back({std::to_string(s), layers,
                     std::to_string(sp.gpus), std::to_string(sp.mesh.d0) + "x" + std::to_string(sp.mesh.d1),
                     std::to_string(sp.shape.tp) + "x" + std::to_string(sp.shape.dp) + " mbs " +
                         std::to_string(sp.shape.micro_batch) + (sp.memory_level > 0 ? " lean" : ""),

@@ -297,6 +297,15 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
   return {model.name, model.name};
 }
 
+std::vector<std::pair<int, int>> interleaved_chunks(const Plan& plan, const ModelGraph& model, int rank) {
+  const ParallelConfig& c = plan.config;
+  std::vector<std::pair<int, int>> out;
+  if (c.schedule != Schedule::kInterleaved || c.pp < 1 || c.virtual_stages < 1) return out;
+  const int chunk = transformer_blocks(model) / (c.pp * c.virtual_stages);
+  for (int k = rank; k < c.pp * c.virtual_stages; k += c.pp) out.emplace_back(k * chunk, (k + 1) * chunk - 1);
+  return out;
+}
+
 std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t global_batch,
                               std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
@@ -327,8 +336,11 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     // as a layer each). Interleaved plans hold pp x v equal chunks of blocks.
     std::vector<int> first_blocks;
     if (c.schedule == Schedule::kInterleaved) {
-      const int chunk = transformer_blocks(model) / (c.pp * c.virtual_stages);
-      for (int k = 1; k < c.pp * c.virtual_stages; ++k) first_blocks.push_back(k * chunk);
+      std::vector<int> starts;  // every chunk's first block, in model order
+      for (int r = 0; r < c.pp; ++r)
+        for (const auto& [first, last] : interleaved_chunks(plan, model, r)) starts.push_back(first);
+      std::sort(starts.begin(), starts.end());
+      first_blocks.assign(starts.begin() + 1, starts.end());
     } else {
       // Blocks before each stage (every layer counts as one for a model without transformer blocks). A last stage
       // of the head alone starts at "layers.<blocks>", which names no block: torchtitan's stage builder then keeps

@@ -38,6 +38,11 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
 std::string export_plan(ExportFormat f, const Plan& plan, const ModelGraph& model, int64_t global_batch,
                         std::vector<std::string>* warnings = nullptr);
 
+/// The transformer blocks (every layer for a model without blocks) pipeline rank `rank` holds in an interleaved
+/// plan, as the engines lay them out: pp x v equal chunks, rank s holding chunks s, s + pp, s + 2pp, ... Each is
+/// [first, last] block index, in order. Empty when the plan is not interleaved.
+std::vector<std::pair<int, int>> interleaved_chunks(const Plan& plan, const ModelGraph& model, int rank);
+
 /// Megatron-LM, DeepSpeed and torchtitan run one tp and dp on every pipeline stage. For a plan whose stages
 /// differ (Plan::uniform_stages false) each export writes the configuration's reference tp and dp (the nearest
 /// uniform plan: plan it with PlannerOptions::per_stage_submeshes = false for its predicted time) and warns,

@@ -1,5 +1,7 @@
 #include "search/parallel/plan_json.h"
 
+#include "search/parallel/plan_export.h"
+
 namespace tuner::parallel {
 
 namespace {
@@ -123,7 +125,17 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
                  {"submesh_dp_cells", plan.submesh_dp_cells},
                  {"planning_s", plan.planning_s}};
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (size_t s = 0; s < plan.stages.size(); ++s) stages.push_back(stage_json(plan.stages[s], s));
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    nlohmann::ordered_json js = stage_json(plan.stages[s], s);
+    // Interleaved: the rank's chunks of blocks as the engines lay them out (first_layer..last_layer count its share).
+    const auto chunks = interleaved_chunks(plan, model, static_cast<int>(s));
+    if (!chunks.empty()) {
+      nlohmann::ordered_json jc = nlohmann::ordered_json::array();
+      for (const auto& [first, last] : chunks) jc.push_back({first, last});
+      js["interleaved_blocks"] = jc;
+    }
+    stages.push_back(js);
+  }
   j["stages"] = stages;
   return j;
 }

@@ -147,9 +147,15 @@ TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schedule"], "interleaved");
   EXPECT_EQ(j["virtual_stages"], 3);
+  // Each rank's three chunks as the engines lay them out (the table said "layers 0-6", one range, for rank 0).
+  ASSERT_EQ(j["stages"].size(), 2u);
+  EXPECT_EQ(j["stages"][0]["interleaved_blocks"], nlohmann::json::parse("[[0,1],[4,5],[8,9]]"));
+  EXPECT_EQ(j["stages"][1]["interleaved_blocks"], nlohmann::json::parse("[[2,3],[6,7],[10,11]]"));
   auto table = run("plan " + model + fix);
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("interleaved v=3"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("blocks 0-1,4-5,8-9"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("blocks 2-3,6-7,10-11"), std::string::npos) << table.out;
 
   auto m = run("plan " + model + fix + " --export megatron");
   ASSERT_EQ(m.code, 0) << m.err;
