@@ -555,8 +555,11 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << "  time: " << phases_line(sum.phases) << "\n";
     if (sum.best) {
       const auto& t = sum.best->trial;
+      // Memory-bound ops and user kernels are judged by bandwidth too.
+      const double bandwidth = gbps(*sum.best);
       std::cout << "  best: " << fixed(t.time_ms, 4) << " ms, " << fixed(t.gflops, 1) << " GFLOP/s"
-                << (t.estimate ? " (estimate)" : "") << "  " << t.config_json << "\n";
+                << (bandwidth > 0 ? ", " + fixed(bandwidth, 1) + " GB/s" : "") << (t.estimate ? " (estimate)" : "")
+                << "  " << t.config_json << "\n";
     } else {
       std::cout << "  best: no successful trial yet\n";
     }

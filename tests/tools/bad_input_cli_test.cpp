@@ -215,6 +215,7 @@ TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_EQ(t.out.find("analytic estimates"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("recorded measurements, replayed"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(" GB/s  {"), std::string::npos) << "a memory-bound op's best shows its bandwidth\n" << t.out;
   // A recording a sim device made replays estimates, and says so (it claimed a GPU's measurements).
   const std::string sim_file = (dir_ / "sim.replay.json").string();
   ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=64 --dtype f16 --device sim:h100-sxm --trials all --quiet "
