@@ -94,7 +94,7 @@ std::string phases_line(const TunePhases& p) {
       {"setup", p.setup_s},          {"search", p.search_s},         {"compile wait", p.compile_wait_s},
       {"module load", p.worker.module_load_s}, {"inputs", p.worker.inputs_s}, {"reference", p.worker.reference_s},
       {"check", p.worker.check_s},   {"timed runs", p.worker.timed_s}, {"worker other", p.worker_other_s},
-      {"commit", p.commit_s}};
+      {"commit", p.commit_s}, {"sim delay", p.sim_delay_s}};
   std::string out;
   for (const auto& [name, s] : parts) out += (out.empty() ? "" : ", ") + std::string(name) + " " + fixed(s, 1) + " s";
   return out + " (compiling " + fixed(p.compile_cpu_s, 1) + " s on the pool, overlapped)";

@@ -162,8 +162,11 @@ std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search
   db::TrialRecord rec;
   rec.config_json = s.space.to_json_string(config);
   rec.bytes = inst.bytes;
-  if (s.device.simulated && s.opt.sim_delay_ms > 0)
+  if (s.device.simulated && s.opt.sim_delay_ms > 0) {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(s.opt.sim_delay_ms));
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.sum.phases.sim_delay_s += s.opt.sim_delay_ms / 1000.0;
+  }
   if (s.device.replay) return replayed(*s.device.replay, rec.config_json, inst.flops, inst.bytes);
   rec.compile_ms = cr.compile_ms;
   {

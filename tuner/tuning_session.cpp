@@ -84,6 +84,7 @@ nlohmann::ordered_json to_json(const TunePhases& p) {
   j["timed_s"] = p.worker.timed_s;
   j["worker_other_s"] = p.worker_other_s;
   j["commit_s"] = p.commit_s;
+  j["sim_delay_s"] = p.sim_delay_s;
   j["compile_cpu_s"] = p.compile_cpu_s;
   return j;
 }

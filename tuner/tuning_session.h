@@ -107,9 +107,10 @@ struct TunePhases {
   MeasurePhases worker;       ///< The worker's own phases (module load, inputs, reference, checked run, timed runs).
   double worker_other_s = 0;  ///< Round trips beyond the worker's phases: requests, worker starts, timeouts.
   double commit_s = 0;        ///< Database writes (one transaction per batch) and the model's save.
+  double sim_delay_s = 0;     ///< --sim-delay-ms waits of sim:/replay: devices (a GPU's time stood in for).
   double compile_cpu_s = 0;   ///< Sum of compile times on the pool's threads (overlapping; not in the sum).
   double loop_total() const {
-    return setup_s + search_s + compile_wait_s + worker.total() + worker_other_s + commit_s;
+    return setup_s + search_s + compile_wait_s + worker.total() + worker_other_s + commit_s + sim_delay_s;
   }
   TunePhases& operator+=(const TunePhases& o) {
     setup_s += o.setup_s;
@@ -118,6 +119,7 @@ struct TunePhases {
     worker += o.worker;
     worker_other_s += o.worker_other_s;
     commit_s += o.commit_s;
+    sim_delay_s += o.sim_delay_s;
     compile_cpu_s += o.compile_cpu_s;
     return *this;
   }
