@@ -113,7 +113,9 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
   const TuneSummary* winner = &sessions.front();
   std::map<std::string, const TuneSummary*> first_of, last_of;
   for (const auto& s : sessions) {
-    if (faster(s, *winner)) winner = &s;
+    // Ties go to the later session: a template's later rounds hold its earlier ones' best too, and the run's
+    // session_id is then the one that measured last (a rerun's first, empty round of it was named).
+    if (s.best && !faster(*winner, s)) winner = &s;
     first_of.emplace(s.template_name, &s);
     last_of[s.template_name] = &s;
     out.measured_now += s.measured_now;

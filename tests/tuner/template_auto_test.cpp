@@ -57,6 +57,11 @@ TEST(TemplateAuto, TheSummaryAddsSessionsUpAndNamesTheTemplateOfTheBestRecord) {
   EXPECT_EQ(s.lanes[0].measured, 17) << "the lanes serve every session: their counts add up";
   EXPECT_EQ(s.stop_reason, "budget of 20 trials reached (trials: mma 5, wgmma 15)");
   EXPECT_FALSE(s.early_stopped);
+  // A rerun that measures nothing: both wgmma rounds hold the same best; the run names the later one (it named the
+  // first, an empty round, while the summary's trials counted the second's).
+  const std::vector<TuneSummary> rerun = {session("mma", 4, 2136, 5, 0, 0.08), session("wgmma", 5, 496, 15, 0, 0.05),
+                                          session("wgmma", 6, 496, 15, 0, 0.05)};
+  EXPECT_EQ(tuner::combine_summaries(rerun, 20).session_id, 6);
 }
 
 // An early stop in an exploration share ends that template's share only: the next template still gets its own,
