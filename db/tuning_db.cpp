@@ -21,15 +21,6 @@
 
 namespace tuner::db {
 
-bool is_trial_status(const std::string& s) {
-  return std::any_of(std::begin(kTrialStatuses), std::end(kTrialStatuses), [&](const char* t) { return s == t; });
-}
-
-std::string trial_statuses() {
-  std::string out;
-  for (const char* t : kTrialStatuses) out += (out.empty() ? "" : ", ") + std::string(t);
-  return out;
-}
 
 
 namespace {

@@ -72,10 +72,18 @@ struct TemplateVersion {
 inline constexpr const char* kTrialStatuses[] = {"ok",           "invalid_config", "compile_error",
                                                  "compile_timeout", "launch_error",  "runtime_fault",
                                                  "run_timeout",  "wrong_answer",   "unknown"};
-/// Whether s is one of kTrialStatuses.
-bool is_trial_status(const std::string& s);
+/// Whether s is one of kTrialStatuses. (Inline: replay files are read by code that does not link the store.)
+inline bool is_trial_status(const std::string& s) {
+  for (const char* t : kTrialStatuses)
+    if (s == t) return true;
+  return false;
+}
 /// kTrialStatuses, comma separated (for "allowed:" in messages).
-std::string trial_statuses();
+inline std::string trial_statuses() {
+  std::string out;
+  for (const char* t : kTrialStatuses) out += (out.empty() ? "" : ", ") + std::string(t);
+  return out;
+}
 
 struct TrialRecord {
   int64_t id = 0;                 ///< Assigned by the store.
