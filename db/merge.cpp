@@ -20,12 +20,8 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
   if (other_path.empty()) throw DbError("merge: the other database's path is empty", DbError::Kind::kBadPath);
   // An older database is read through a copy brought to this version (the file itself is only read).
   std::optional<ScratchDbFile> upgraded;
-  {  // Refuse what is not a readable tuner database of this version or an older one before attaching anything.
+  {  // Refuses what is not a readable tuner database of this version or an older one before attaching anything.
     TuningDb other = TuningDb::open_existing(other_path);
-    if (other.schema_version() > kSchemaVersion)
-      throw DbError("database '" + other_path + "' has schema version " + std::to_string(other.schema_version()) +
-                        ", newer than this tuner (" + std::to_string(kSchemaVersion) + ")",
-                    DbError::Kind::kReadOnly);
     if (other.impl_->conn.snapshot()) {  // older: read through an in-memory copy migrated to this version
       upgraded.emplace("tuner-merge");
       sql::Statement copy(other.impl_->conn, "VACUUM INTO ?");  // that copy, to a file ATTACH can open

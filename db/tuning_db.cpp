@@ -3,9 +3,7 @@
 // itself lives in migrations.cpp and the SQLite handles in sqlite_handle.cpp.
 #include "db/tuning_db.h"
 
-#include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
@@ -20,8 +18,6 @@
 #include "db/sqlite_handle.h"
 
 namespace tuner::db {
-
-
 
 namespace {
 
@@ -613,12 +609,11 @@ std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
   return out;
 }
 
-std::vector<std::string> TuningDb::shapes_of_op(const std::string& op) const {
-  sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? GROUP BY shape ORDER BY min(id)");
+std::optional<std::string> TuningDb::first_shape_of_op(const std::string& op) const {
+  sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? ORDER BY id LIMIT 1");
   stmt.bind(1, op);
-  std::vector<std::string> out;
-  while (stmt.step()) out.push_back(stmt.column_text(0));
-  return out;
+  if (!stmt.step()) return std::nullopt;
+  return stmt.column_text(0);
 }
 
 std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {

@@ -67,7 +67,6 @@ struct TemplateVersion {
   std::string hash;  ///< Hash of the template's source text; changes whenever the template does.
 };
 
-/// One measured (or failed) config.
 /// Every status a trial may have (the trials table's CHECK constraint holds the same list).
 inline constexpr const char* kTrialStatuses[] = {"ok",           "invalid_config", "compile_error",
                                                  "compile_timeout", "launch_error",  "runtime_fault",
@@ -85,6 +84,7 @@ inline std::string trial_statuses() {
   return out;
 }
 
+/// One measured (or failed) config.
 struct TrialRecord {
   int64_t id = 0;                 ///< Assigned by the store.
   int64_t session_id = 0;         ///< Assigned by add_trials.
@@ -283,9 +283,9 @@ class TuningDb {
   std::vector<SessionRow> sessions(const QueryFilter& f) const;
   /// Each template name's newest version (the last one recorded), by name.
   std::vector<TemplateVersion> latest_template_versions() const;
-  /// The shapes recorded for this op, in the order first recorded (empty: the op is not recorded; ops of user
-  /// kernels are known only to their records).
-  std::vector<std::string> shapes_of_op(const std::string& op) const;
+  /// The first shape recorded for this op (none: the op is not recorded; ops of user kernels are known only to
+  /// their records, whose shapes name their sizes).
+  std::optional<std::string> first_shape_of_op(const std::string& op) const;
 
   /// Stores a trained cost model; returns its id.
   int64_t add_cost_model(CostModelRecord& m);

@@ -13,7 +13,6 @@
 
 namespace tuner::runtime {
 
-/// Which recorded device's records apply: the name, or (real GPUs) compute capability and SM count.
 /// Which records a device's lookups use: its own name, the records replayed from its recordings ("replay:" +
 /// the name, as `tuner query --device NAME` includes them), and with match_identity real GPUs of its kind.
 struct DeviceMatch {

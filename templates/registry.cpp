@@ -88,10 +88,10 @@ bool implements(const KernelTemplate& t, std::string_view op, DType dtype) {
 
 }  // namespace
 
-std::string template_names(std::string_view op, DType dtype) {
+std::string template_names(std::string_view op, DType dtype, const DeviceLimits* limits) {
   std::string out;
   for (const auto* t : all_templates())
-    if (implements(*t, op, dtype)) out += (out.empty() ? "" : ", ") + t->name();
+    if (implements(*t, op, dtype) && (!limits || !t->unsupported_on(*limits))) out += (out.empty() ? "" : ", ") + t->name();
   return out;
 }
 
@@ -119,15 +119,10 @@ const KernelTemplate& find_template(std::string_view op, DType dtype, const Devi
     }
     return *t;
   }
-  if (!name.empty()) {
-    std::string names;  // with limits: the ones the device runs
-    for (const auto* t : all_templates())
-      if (implements(*t, op, dtype) && (!limits || !t->unsupported_on(*limits)))
-        names += (names.empty() ? "" : ", ") + t->name();
+  if (!name.empty())
     throw std::invalid_argument("--template '" + std::string(name) + "' does not tune " + std::string(op) + " " +
                                 to_string(dtype) + (limits ? " on this device" : "") +
-                                "; allowed: auto (every one the device runs), " + names);
-  }
+                                "; allowed: auto (every one the device runs), " + template_names(op, dtype, limits));
   if (first_unsupported) throw std::invalid_argument(*first_unsupported->unsupported_on(*limits));
   throw std::invalid_argument("no template tunes op '" + std::string(op) + "' with dtype " + to_string(dtype) +
                               "; tunable: " + tunable_ops());

@@ -25,8 +25,8 @@ const KernelTemplate& find_template(std::string_view op, DType dtype, const Devi
 /// Every template that implements the op and dtype and runs on the device, in registration order
 /// (`tune --template auto` tunes them all; templates/registry.cpp says why the order matters).
 std::vector<const KernelTemplate*> templates_for(std::string_view op, DType dtype, const DeviceLimits& limits);
-/// "gemm_tc_mma, gemm_tc_wgmma": the templates of an op and dtype, for messages.
-std::string template_names(std::string_view op, DType dtype);
+/// "gemm_tc_mma, gemm_tc_wgmma": the templates of an op and dtype (with limits: those the device runs), for messages.
+std::string template_names(std::string_view op, DType dtype, const DeviceLimits* limits = nullptr);
 /// "gemm (f32)": tunable ops and dtypes, for messages.
 std::string tunable_ops();
 

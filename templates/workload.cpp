@@ -118,7 +118,8 @@ double compulsory_bytes(const Workload& w) {
   auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
   if (w.op == "gemm") return (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
   if (w.op == "batched_gemm") return d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
-  if (w.op == "softmax" || w.op == "layernorm") return 2 * d("rows") * d("cols") * e;
+  if (w.op == "softmax") return 2 * d("rows") * d("cols") * e;
+  if (w.op == "layernorm") return (2 * d("rows") * d("cols") + 2 * d("cols")) * e;  // gamma and beta: a row each
   if (w.op == "conv2d") {
     const double dil = d("dilation");
     const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;

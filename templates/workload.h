@@ -47,7 +47,8 @@ std::vector<std::string> op_dimensions(std::string_view op);
 std::vector<std::string> shape_dimension_names(std::string_view shape);
 
 /// Bytes a built-in op's operands and result occupy, each once in the workload's dtype: GEMM (M*K + K*N + M*N),
-/// batched GEMM B times that, softmax and layernorm 2*rows*cols, conv2d input + weights + output. The least a kernel
+/// batched GEMM B times that, softmax 2*rows*cols, layernorm that and its gamma and beta rows, conv2d input + weights
+/// + output (as the templates' profiles count their compulsory DRAM bytes). The least a kernel
 /// moves (the roofline's bytes) and the least device memory it needs. 0 for an op without a formula (a user kernel's).
 double compulsory_bytes(const Workload& w);
 

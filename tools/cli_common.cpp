@@ -88,11 +88,7 @@ double bytes_moved(const db::ResultRow& r) {
   if (r.trial.bytes > 0) return r.trial.bytes;
   if (w.op != "softmax" && w.op != "layernorm") return 0;
   try {
-    const auto wl = templates::parse_workload(w.op, w.shape, w.dtype);
-    const double rows = static_cast<double>(wl.dim("rows")), cols = static_cast<double>(wl.dim("cols"));
-    const double elem = templates::dtype_bytes(wl.dtype);
-    // read rows x cols, write rows x cols; layernorm also reads gamma and beta (one row each).
-    return 2.0 * rows * cols * elem + (w.op == "layernorm" ? 2.0 * cols * elem : 0.0);
+    return templates::compulsory_bytes(templates::parse_workload(w.op, w.shape, w.dtype));
   } catch (const std::exception&) {
     return 0;
   }
@@ -196,8 +192,8 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
       if (!is_builtin_op(o.op)) {
         // A user kernel's op is known by its records: its sizes are named as its first recorded shape names
         // them (the spec's order), so --shape is checked and written as the records write it.
-        const auto shapes = db.shapes_of_op(o.op);
-        if (!shapes.empty()) templates::register_op_dimensions(o.op, templates::shape_dimension_names(shapes.front()));
+        if (const auto shape = db.first_shape_of_op(o.op))
+          templates::register_op_dimensions(o.op, templates::shape_dimension_names(*shape));
       }
       templates::op_dimensions(o.op);  // validates the op
       if (!o.shape.empty())

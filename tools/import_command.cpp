@@ -181,6 +181,10 @@ ImportRecord read_record(const LineReader& in) {
       const auto w = templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype);
       const auto limits =
           limits_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count);
+      // Nor a template the device cannot run (gemm_tc_wgmma off sm_90): `tune` refuses it there, and the runtime
+      // would refuse the deployed record. Checked once per key: a refusal ends the import.
+      if (auto why = tmpl->unsupported_on(limits))
+        in.refuse("template", "is " + r.version.name + ", which does not run on '" + r.device.name + "': " + *why);
       it = spaces.emplace(key, tmpl->space(w, limits)).first;
     }
     // The constraints only where this build knows the device's limits (a sim device, or a GPU of the spec
@@ -188,11 +192,6 @@ ImportRecord read_record(const LineReader& in) {
     // session on that GPU allowed, so there only the knobs and their values are checked.
     const bool limits_known =
         spec_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count).has_value();
-    // Nor a template the device cannot run (gemm_tc_wgmma off sm_90): `tune` refuses it there, and the runtime
-    // would refuse the deployed record.
-    if (auto why = tmpl->unsupported_on(
-            limits_of_recorded(r.device.name, r.device.cc_major, r.device.cc_minor, r.device.sm_count)))
-      in.refuse("template", "is " + r.version.name + ", which does not run on '" + r.device.name + "': " + *why);
     try {
       const search::Config c = it->second.from_json(config);
       if (limits_known && !it->second.index_of(c))

@@ -26,8 +26,6 @@ struct DeviceTarget {
   /// replay:<path> devices: the recorded space that answers every measurement (nothing is compiled or
   /// run). Stored as a simulated device named "replay:<recording GPU's name>".
   std::shared_ptr<const ReplayData> replay;
-  /// Whether its times are the analytic model's estimates (sim:), not measurements (cuda:, or replay:, a
-  /// GPU's measurements replayed).
   /// Whether its times are the analytic model's: a sim device, or a replay of a recording a sim device made.
   bool estimates() const { return simulated && (!replay || replay->device.simulated); }
 };
