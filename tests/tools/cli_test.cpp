@@ -302,10 +302,13 @@ TEST_F(Cli, InterruptDoesNotWaitForTheCompiledPriorsBatchOfCompiles) {
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(out + ".err");
-  // The compile in flight finishes (NVRTC cannot be cancelled; about 5 s for this kernel on 2 cores) and the other
-  // five are dropped; before, all six ran first (14.7 s with two compile threads in a user test).
-  EXPECT_LT(waited, 12.0) << "the stop waited for the prior's compiles";
-  EXPECT_TRUE(nlohmann::json::parse(slurp(out))["interrupted"].get<bool>());
+  // The compile in flight finishes (NVRTC cannot be cancelled; a few seconds) and the queued ones are dropped.
+  // Before, all 64 of the prior's compiles ran first: 39 s with two compile threads on a cold cache, twice that
+  // with one. The bound leaves room for a loaded machine (12.9 s seen under ctest -j2).
+  EXPECT_LT(waited, 30.0) << "the stop waited for the prior's compiles";
+  const auto summary = nlohmann::json::parse(slurp(out));
+  EXPECT_TRUE(summary["interrupted"].get<bool>());
+  EXPECT_LT(summary["prior_compiles"].get<int>(), 64) << "the queued compiles were not dropped";
 }
 
 TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements) {
