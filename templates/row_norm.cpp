@@ -110,7 +110,7 @@ double RowNormTemplate::tolerance(DType d) {
   return 1e-4;
 }
 
-std::string RowNormTemplate::source_text() const { return row_norm_template_text(); }
+std::string RowNormTemplate::source_text() const { return row_norm_template_text(op_); }
 
 std::optional<std::string> RowNormTemplate::unsupported(const Workload& w) const {
   const int64_t rows = w.dim("rows"), cols = w.dim("cols");

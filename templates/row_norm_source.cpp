@@ -25,8 +25,9 @@ std::string row_norm_reference_source(RowOp op, DType d) {
       .str();
 }
 
-std::string row_norm_template_text() {
-  return kernel_files_text({"softmax_rows.cuh", "layernorm_rows.cuh", "softmax_reference.cuh", "layernorm_reference.cuh"});
+std::string row_norm_template_text(RowOp op) {
+  if (op == RowOp::kSoftmax) return kernel_files_text({"softmax_rows.cuh", "softmax_reference.cuh"});
+  return kernel_files_text({"layernorm_rows.cuh", "layernorm_reference.cuh"});
 }
 
 }  // namespace tuner::templates

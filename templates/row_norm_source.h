@@ -63,7 +63,8 @@ inline constexpr int kRowReferenceThreads = 256;
 std::string row_norm_source(const RowTiling& t);
 /// Reference kernel (one block of 256 threads per row, double accumulation), same arguments.
 std::string row_norm_reference_source(RowOp op, DType d);
-/// The generator's fixed text, for the version hash.
-std::string row_norm_template_text();
+/// The fixed text of one op's kernel and reference files (with what they include), for its version hash: an edit
+/// of one op's kernel leaves the other's records current.
+std::string row_norm_template_text(RowOp op);
 
 }  // namespace tuner::templates

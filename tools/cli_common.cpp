@@ -48,7 +48,7 @@ void refuse_output_over_db(const std::string& flag, const std::string& out, cons
   }
 }
 
-nlohmann::ordered_json record_json(const db::ResultRow& row) {
+nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate) {
   nlohmann::ordered_json j;
   const auto& t = row.trial;
   j["op"] = row.workload.op;
@@ -65,8 +65,10 @@ nlohmann::ordered_json record_json(const db::ResultRow& row) {
   j["bytes"] = t.bytes;   // as stored (0: not recorded)
   j["estimate"] = t.estimate;
   j["purpose"] = t.purpose;
-  j["measurements"] = row.measurements;
-  j["mean_time_ms"] = row.mean_time_ms;
+  if (aggregate) {
+    j["measurements"] = row.measurements;
+    j["mean_time_ms"] = row.mean_time_ms;
+  }
   j["error"] = t.error_message;
   j["compile_ms"] = t.compile_ms;
   j["registers"] = t.registers;

@@ -31,8 +31,9 @@ std::string default_db_path();
 void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path);
 
 /// A tuned record as JSON: op, shape, dtype, device, config, status, time_ms, gflops, gbps (memory-bound
-/// ops; 0 otherwise) and the rest.
-nlohmann::ordered_json record_json(const db::ResultRow& row);
+/// ops; 0 otherwise) and the rest. `measurements` and `mean_time_ms` describe a config's pooled measurements, which
+/// only a best query computes: a trial listed on its own (`aggregate` false, as in `query --history`) leaves them out.
+nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate = true);
 
 /// Bytes a record's kernel must move at the least, for GB/s: the count stored with the trial (its template's; a
 /// user kernel's spec "bytes"), else, for records stored before schema version 6, read once and written once by

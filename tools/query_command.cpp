@@ -163,7 +163,7 @@ int query_command(const std::vector<std::string>& args) {
       std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";
     } else {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& r : rows) out.push_back(record_json(r));
+      for (const auto& r : rows) out.push_back(record_json(r, !history));
       std::cout << out.dump(2) << "\n";
     }
     return rows.empty() && single ? 1 : 0;

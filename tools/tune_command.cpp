@@ -492,6 +492,8 @@ int tune_command(const std::vector<std::string>& args) {
     j["estimate"] = device.estimates();
     j["template"] = sum.template_name;
     j["template_version"] = sum.template_hash;
+    // On a replay of an older kernel's recording: today's version, which the records are not stored under.
+    if (!sum.current_template_hash.empty()) j["current_template_version"] = sum.current_template_hash;
     j["space_size"] = sum.space_size;
     j["budget"] = trials;
     j["previously_measured"] = sum.previously_measured;
@@ -529,6 +531,11 @@ int tune_command(const std::vector<std::string>& args) {
     if (sessions.empty())
       std::cout << "  template " << sum.template_name << " @" << sum.template_hash << ", " << sum.space_size
                 << " valid configs\n";
+    if (!sum.current_template_hash.empty())
+      std::cout << "  the recording measured version @" << sum.template_hash << " of " << sum.template_name
+                << " (today's is @" << sum.current_template_hash
+                << "): its records are stored under that version, so `query --all-versions` shows them and the "
+                   "runtime, which takes today's kernels, does not use them\n";
     for (const auto& s : sessions)
       std::cout << "  template " << s.template_name << " @" << s.template_hash << ", " << s.space_size
                 << " valid configs: session " << s.session_id << ", " << s.measured_now << " trials measured now, best "

@@ -31,6 +31,13 @@ std::vector<std::optional<costmodel::KernelResources>> recorded_resources(const 
   return out;
 }
 
+/// The template version a session's records are stored under: today's, or the one a replayed recording measured
+/// (stored under today's, an old kernel's times would pool with the live GPU's and steer the runtime).
+std::string record_version(const templates::KernelTemplate& t, const DeviceTarget& device) {
+  return device.replay && !device.replay->template_version.empty() ? device.replay->template_version
+                                                                   : template_hash(t);
+}
+
 db::QueryFilter records_of(const TuneOptions& opt, const DeviceTarget& device, const std::string& hash) {
   db::QueryFilter f;
   f.op = opt.workload.op;
@@ -89,13 +96,14 @@ Session::Session(const TuneOptions& options, const DeviceTarget& target, db::Tun
       space(search::with_knobs_fixed(device.replay ? recorded_space(tmpl.space(opt.workload, device.limits), *device.replay)
                                                     : tmpl.space(opt.workload, device.limits),
                                      opt.fixed_knobs)),
-      records(records_of(opt, device, template_hash(tmpl))),
+      records(records_of(opt, device, record_version(tmpl, device))),
       cache(opt.cache_dir.empty() ? CompileCache::default_dir() : opt.cache_dir),
       builder(&cache),
       pool(builder, opt.compile_threads) {
   strategy = build_strategy(opt.strategy, space, opt.seed, tmpl, opt.workload, device.gpu, strategy_options(*this));
   sum.template_name = tmpl.name();
-  sum.template_hash = template_hash(tmpl);
+  sum.template_hash = record_version(tmpl, device);
+  if (sum.template_hash != template_hash(tmpl)) sum.current_template_hash = template_hash(tmpl);
   sum.space_size = static_cast<int64_t>(space.size());
   const double reference_flops = space.size() > 0 ? tmpl.instantiate(space, space.at(0), opt.workload).flops : 0.0;
   // One worker per device measured on in parallel (cuda:all, --workers), each a process of its own.

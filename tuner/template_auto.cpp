@@ -150,6 +150,7 @@ TuneSummary combine_summaries(const std::vector<TuneSummary>& sessions, int64_t 
   out.session_id = winner->session_id;
   out.template_name = winner->template_name;
   out.template_hash = winner->template_hash;
+  out.current_template_hash = winner->current_template_hash;
   out.best = winner->best;
   out.started_from_model = winner->started_from_model;
   out.saved_model = winner->saved_model;

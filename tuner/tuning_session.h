@@ -162,7 +162,11 @@ struct TuneSummary {
   /// "expected improvement ...", "stopped by signal ..." (also the session's reason in the database).
   std::string stop_reason;
   std::string template_name;
+  /// The version the session's records are stored under: the template's today, or on a replay device the
+  /// version the recording measured (its times are that kernel's, not today's).
   std::string template_hash;
+  /// Today's version when template_hash is a replayed recording's older one; empty otherwise.
+  std::string current_template_hash;
   std::optional<db::ResultRow> best;  ///< Best ok record for this workload/device/template.
 };
 

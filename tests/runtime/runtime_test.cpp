@@ -241,19 +241,42 @@ TEST_F(RuntimeLib, ADeviceNameMustBeRecordedOrASimDeviceAndAGpuNameFindsItsRepla
   // Records tuned against an H100 recording are "replay:NVIDIA H100 80GB HBM3": the GPU's own name finds them,
   // as `tuner query --device NAME` does (it answered not_found).
   const std::string replayed = (dir_ / "replayed.db").string();
-  ASSERT_EQ(run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
-                TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --trials 8 "
-                "--quiet --db " + replayed).code,
-            0);
+  const auto tune_replay = [&](const std::string& recording, const std::string& shape) {
+    return run("tune --op softmax --shape " + shape + " --dtype f16 --device replay:" + TUNER_SOURCE_DIR +
+               "/data/replay/" + recording + " --trials 8 --quiet --json --db " + replayed);
+  };
+  const CmdResult today = tune_replay("softmax_f16_rows4096_cols32768_h100_2026-11-26.json", "rows=4096,cols=32768");
+  ASSERT_EQ(today.code, 0) << today.err;
+  EXPECT_FALSE(nlohmann::json::parse(today.out).contains("current_template_version")) << "a recording of today's kernel";
   auto h100 = open(replayed, true, "NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(h100);
   tuner::KernelChoice c;
-  ASSERT_EQ(h100->lookup({"softmax", "rows=4096,cols=4096", tuner::DType::kF16, ""}, &c), tuner::Status::kOk)
+  ASSERT_EQ(h100->lookup({"softmax", "rows=4096,cols=32768", tuner::DType::kF16, ""}, &c), tuner::Status::kOk)
       << tuner::last_error();
-  const CmdResult q = run("query --db " + replayed + " --op softmax --shape rows=4096,cols=4096 --dtype f16 "
+  const CmdResult q = run("query --db " + replayed + " --op softmax --shape rows=4096,cols=32768 --dtype f16 "
                           "--device \"NVIDIA H100 80GB HBM3\" --json");
   ASSERT_EQ(q.code, 0) << q.err;
   EXPECT_EQ(nlohmann::json::parse(c.config), nlohmann::json::parse(q.out).at("config"));
+
+  // A recording of an older softmax kernel: its times are that kernel's. They were stored under today's version,
+  // so the runtime ranked today's kernel by them; they are stored under the recording's version now.
+  const CmdResult old = tune_replay("softmax_f16_rows4096_cols4096_h100_2026-11-23.json", "rows=4096,cols=4096");
+  ASSERT_EQ(old.code, 0) << old.err;
+  const auto oj = nlohmann::json::parse(old.out);
+  ASSERT_TRUE(oj.contains("current_template_version")) << old.out;
+  EXPECT_NE(oj["template_version"], oj["current_template_version"]);
+  h100 = open(replayed, true, "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(h100);
+  // The nearest current record is the other shape's: the old kernel's record of this shape is not taken.
+  ASSERT_EQ(h100->lookup({"softmax", "rows=4096,cols=4096", tuner::DType::kF16, ""}, &c), tuner::Status::kOk);
+  EXPECT_FALSE(c.exact);
+  EXPECT_EQ(c.tuned_shape, "rows=4096,cols=32768");
+  const std::string q_old = "query --db " + replayed + " --op softmax --shape rows=4096,cols=4096 --dtype f16 "
+                            "--device \"replay:NVIDIA H100 80GB HBM3\" --history --json";
+  EXPECT_EQ(nlohmann::json::parse(run(q_old).out).size(), 0u);
+  const auto all = nlohmann::json::parse(run(q_old + " --all-versions").out);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all[0]["template_version"], oj["template_version"]);
 }
 
 TEST_F(RuntimeLib, WithoutAGpuLaunchesSayNoDeviceAndOpeningNeedsADeviceName) {

@@ -117,5 +117,18 @@ TEST(KernelFiles, EveryTemplateSourceDefinesEveryKnobAndExpandsToOneText) {
   EXPECT_GE(checked, 9);
 }
 
+// Each template's version covers its own kernel and reference files only: softmax_rows and layernorm_rows shared
+// one hash, so an edit of one op's kernel made the other's records a previous version.
+TEST(KernelFiles, TheRowTemplatesAreVersionedByTheirOwnKernelsOnly) {
+  const KernelTemplate& softmax = find_template("softmax", DType::kF16, nullptr, "softmax_rows");
+  const KernelTemplate& layernorm = find_template("layernorm", DType::kF16, nullptr, "layernorm_rows");
+  EXPECT_NE(softmax.source_text(), layernorm.source_text());
+  EXPECT_EQ(softmax.source_text().find(kernel_file("layernorm_rows.cuh").text), std::string::npos);
+  EXPECT_EQ(layernorm.source_text().find(kernel_file("softmax_rows.cuh").text), std::string::npos);
+  // What both include (row_norm.cuh) versions both.
+  for (const KernelTemplate* t : {&softmax, &layernorm})
+    EXPECT_NE(t->source_text().find(kernel_file("row_norm.cuh").text), std::string::npos) << t->name();
+}
+
 }  // namespace
 }  // namespace tuner::templates

@@ -92,6 +92,8 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
     EXPECT_DOUBLE_EQ(a[0]["bytes"].get<double>(), 3.0 * 64 * 64 * 4) << "the template's compulsory bytes, stored";
     for (size_t r = 0; r < a.size(); ++r)
       for (const char* key : kKeptFields) {
+        // A trial of the history has no pooled count or mean; best records have.
+        if (mode == "--history" && (std::string(key) == "measurements" || std::string(key) == "mean_time_ms")) continue;
         ASSERT_TRUE(a[r].contains(key)) << key;
         EXPECT_EQ(a[r][key], b[r][key]) << mode << " row " << r << " field " << key;
       }

@@ -26,8 +26,8 @@ class QueryAnywhere : public Cli {
  protected:
   /// A softmax tuned against the H100 recording: stored as the device "replay:NVIDIA H100 80GB HBM3".
   void tune_replay() {
-    auto t = run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
-                 TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json --trials 8 --quiet --db " +
+    auto t = run(std::string("tune --op softmax --shape rows=4096,cols=32768 --dtype f16 --device replay:") +
+                 TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json --trials 8 --quiet --db " +
                  db());
     ASSERT_EQ(t.code, 0) << t.err;
   }
@@ -42,12 +42,12 @@ TEST_F(QueryAnywhere, RecordedDeviceNamesAnswerBestQueries) {
     ASSERT_EQ(rows.size(), 1u) << device;
     EXPECT_EQ(rows[0]["device"], "replay:" + std::string(kH100)) << "replayed records keep the replay: name";
     EXPECT_EQ(rows[0]["template"], "softmax_rows");
-    // GB/s: 4096 x 4096 f16 read and written once = 2 * 4096 * 4096 * 2 bytes, over the time.
-    const double bytes = 2.0 * 4096 * 4096 * 2;
+    // GB/s: 4096 x 32768 f16 read and written once = 2 * 4096 * 32768 * 2 bytes, over the time.
+    const double bytes = 2.0 * 4096 * 32768 * 2;
     EXPECT_NEAR(rows[0]["gbps"].get<double>(), bytes / (rows[0]["time_ms"].get<double>() * 1e-3) / 1e9, 1e-6);
 
     // One workload on the device: the one best record.
-    auto one = run("query --db " + db() + " --op softmax --shape rows=4096,cols=4096 --dtype f16 --device '" +
+    auto one = run("query --db " + db() + " --op softmax --shape rows=4096,cols=32768 --dtype f16 --device '" +
                    device + "' --json");
     ASSERT_EQ(one.code, 0) << one.err;
     EXPECT_EQ(Json::parse(one.out)["config"], rows[0]["config"]);

@@ -31,11 +31,11 @@ using tuner_cli_test::Cli;
 using tuner_cli_test::CmdResult;
 using tuner_cli_test::slurp;
 
-const std::string kSoftmaxReplay = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-23.json";
+const std::string kSoftmaxReplay = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json";
 
 /// `tune` of the recorded softmax workload against its recording (nothing compiled).
 std::string replay_tune(const std::string& db, const std::string& extra) {
-  return "tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:" + kSoftmaxReplay + " --db " + db + " " +
+  return "tune --op softmax --shape rows=4096,cols=32768 --dtype f16 --device replay:" + kSoftmaxReplay + " --db " + db + " " +
          extra;
 }
 
