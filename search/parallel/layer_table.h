@@ -14,6 +14,28 @@
 
 namespace tuner::parallel {
 
+/// The largest of a vector's values over a range [i, j), in O(1) after an O(L log L) build (a sparse table).
+struct RangeMax {
+  void build(const std::vector<double>& v) {
+    const int L = static_cast<int>(v.size());
+    table_.assign(1, v);
+    for (int k = 1; (1 << k) <= L; ++k) {
+      table_.emplace_back(L, 0.0);
+      for (int i = 0; i + (1 << k) <= L; ++i)
+        table_[k][i] = std::max(table_[k - 1][i], table_[k - 1][i + (1 << (k - 1))]);
+    }
+  }
+  /// i < j.
+  double of(int i, int j) const {
+    int k = 0;
+    while ((2 << k) <= j - i) ++k;
+    return std::max(table_[k][i], table_[k][j - (1 << k)]);
+  }
+
+ private:
+  std::vector<std::vector<double>> table_;  ///< table_[k][i] = max of v[i, i + 2^k).
+};
+
 struct LayerTable {
   StageShape shape;                       ///< The submesh the layers run on.
   std::vector<const LayerPlan*> lp;       ///< Per layer: its sharding (owned by the planner's cache).
@@ -26,7 +48,7 @@ struct LayerTable {
   std::vector<double> full_act;           ///< ... without recomputation (what a recomputed layer holds).
   bool sequence_parallel = false;         ///< Some layer's norms split by tokens.
 
-  /// Prefix sums and the sparse table of full_act; call after filling the per-layer vectors.
+  /// Prefix sums and the range maxima of full_act and params; call after filling the per-layer vectors.
   void finish() {
     const int L = static_cast<int>(t.size());
     pre_t_.assign(L + 1, 0), pre_p_.assign(L + 1, 0), pre_e_.assign(L + 1, 0), pre_a_.assign(L + 1, 0);
@@ -38,12 +60,8 @@ struct LayerTable {
       pre_a_[l + 1] = pre_a_[l] + act[l];
       pre_b_[l + 1] = pre_b_[l] + bwd[l];
     }
-    max_full_.assign(1, full_act);
-    for (int k = 1; (1 << k) <= L; ++k) {
-      max_full_.emplace_back(L, 0.0);
-      for (int i = 0; i + (1 << k) <= L; ++i)
-        max_full_[k][i] = std::max(max_full_[k - 1][i], max_full_[k - 1][i + (1 << (k - 1))]);
-    }
+    max_full_.build(full_act);
+    max_params_.build(params);
   }
   double time(int i, int j) const { return pre_t_[j] - pre_t_[i]; }
   double params_of(int i, int j) const { return pre_p_[j] - pre_p_[i]; }
@@ -51,15 +69,13 @@ struct LayerTable {
   double act_of(int i, int j) const { return pre_a_[j] - pre_a_[i]; }
   double bwd_of(int i, int j) const { return pre_b_[j] - pre_b_[i]; }
   /// The largest full_act in [i, j) (i < j).
-  double max_full_of(int i, int j) const {
-    int k = 0;
-    while ((2 << k) <= j - i) ++k;
-    return std::max(max_full_[k][i], max_full_[k][j - (1 << k)]);
-  }
+  double max_full_of(int i, int j) const { return max_full_.of(i, j); }
+  /// The most parameters per device of one layer in [i, j) (i < j).
+  double max_params_of(int i, int j) const { return max_params_.of(i, j); }
 
  private:
   std::vector<double> pre_t_, pre_p_, pre_e_, pre_a_, pre_b_;
-  std::vector<std::vector<double>> max_full_;  ///< max_full_[k][i] = max of full_act[i, i + 2^k).
+  RangeMax max_full_, max_params_;
 };
 
 }  // namespace tuner::parallel

@@ -22,9 +22,9 @@ std::string to_string(Schedule s) {
   return "?";
 }
 
-double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sp, Recompute r) {
+double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sp, Recompute r, bool flash) {
   const double sbh = s * b * h;
-  const double attn = 5 * a * s / h;
+  const double attn = flash ? 4 * a / h : 5 * a * s / h;
   if (r == Recompute::kFull) return sp ? 2 * sbh / t : 2 * sbh;
   const double attn_term = r == Recompute::kSelective ? 0 : attn;
   if (t <= 1) return sbh * (34 + attn_term);

@@ -10,6 +10,9 @@
 //   tensor parallel           s b h (10 + 24/t + 5 a s / (h t))
 //   + sequence parallel       s b h / t (34 + 5 a s / h)
 //   selective recomputation   drops the 5 a s / h attention term
+//   flash attention           stores no s x s scores, softmax or dropout mask: the 5 a s / h term becomes
+//                             4 a / h (the fp32 log-sum-exp of each head and token), so it needs no selective
+//                             recomputation to stay linear in s
 //   full recomputation        2 s b h (/ t with sequence parallelism): the layer input only,
 //                             plus one layer's full activations while it is recomputed.
 // Other layers count their op outputs. This file is arithmetic; it does not
@@ -28,9 +31,10 @@ enum class Schedule { kGpipe, k1F1B, kInterleaved };
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 
-/// Activation bytes of one transformer layer for one micro-batch on one device.
+/// Activation bytes of one transformer layer for one micro-batch on one device; `flash`: its attention core is a
+/// fused (flash) kernel, which keeps no s x s matrices.
 double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
-                                    Recompute r);
+                                    Recompute r, bool flash);
 
 /// Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B min(p - stage, m);
 /// interleaved 1F1B min(p - stage, m) x (1 + (p - 1) / (p v)) (Narayanan et al.).

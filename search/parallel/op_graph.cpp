@@ -68,11 +68,12 @@ int64_t op_params(const Operator& op) {
   return 0;
 }
 
-double op_forward_flops(const Operator& op, int64_t seq) {
+double op_forward_flops(const Operator& op, int64_t seq, bool causal_half) {
   const double s = static_cast<double>(seq);
   switch (op.type) {
     case OpType::kLinear: return 2.0 * s * op.in_features * op.out_features;
-    case OpType::kAttention: return 4.0 * s * s * op.out_features;  // QK^T and AV, 2 FLOP per multiply-add each
+    case OpType::kAttention:  // QK^T and AV, 2 FLOP per multiply-add each
+      return (causal_half && op.causal ? 2.0 : 4.0) * s * s * op.out_features;
     case OpType::kLayerNorm: return 5.0 * s * op.in_features;
     case OpType::kElementwise: return s * op.in_features;
     case OpType::kEmbedding: return 0;
@@ -101,10 +102,10 @@ int64_t model_params(const ModelGraph& g) {
   return p;
 }
 
-double model_forward_flops(const ModelGraph& g) {
+double model_forward_flops(const ModelGraph& g, bool causal_half) {
   double f = 0;
   for (const auto& l : g.layers)
-    for (const auto& op : l.ops) f += op_forward_flops(op, g.seq);
+    for (const auto& op : l.ops) f += op_forward_flops(op, g.seq, causal_half);
   return f;
 }
 

@@ -115,15 +115,17 @@ int dtype_bytes(const std::string& dtype);
 
 /// Parameters of one operator.
 int64_t op_params(const Operator& op);
-/// Forward FLOPs of one operator for one sample of `seq` tokens (matmuls: 2 per multiply-add).
-double op_forward_flops(const Operator& op, int64_t seq);
+/// Forward FLOPs of one operator for one sample of `seq` tokens (matmuls: 2 per multiply-add). A causal attention
+/// core counts its whole score matrix, as MFU conventions do (PaLM's 6N + 12LHQT, Megatron-LM's formula), unless
+/// `causal_half`: then the half its kernels compute.
+double op_forward_flops(const Operator& op, int64_t seq, bool causal_half = false);
 /// Bytes of the operator's output for one sample.
 double op_output_bytes(const Operator& op, int64_t seq, int dtype_size);
 
 int64_t layer_params(const Layer& l);
 int64_t model_params(const ModelGraph& g);
-/// Forward FLOPs of the whole model per sample.
-double model_forward_flops(const ModelGraph& g);
+/// Forward FLOPs of the whole model per sample (`causal_half` as op_forward_flops).
+double model_forward_flops(const ModelGraph& g, bool causal_half = false);
 
 /// Checks the graph: positive sizes, known inputs, no cycles, matching feature widths,
 /// and orders each layer's ops topologically. Throws SpecError with one line.

@@ -3,6 +3,7 @@
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -119,7 +120,8 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
       arg("--moe-router-topk", std::to_string(model.top_k));
     }
     arg("--position-embedding-type", model.rope ? "rope" : "learned_absolute");
-    if (model.rope) arg("--rotary-base", number(model.rope_base));
+    // Megatron-LM parses --rotary-base as an int: "%g" wrote 1e+06 for Mixtral's base, which argparse refuses.
+    if (model.rope) arg("--rotary-base", std::to_string(std::llround(model.rope_base)));
     arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
     if (!model.linear_bias) arg("--disable-bias-linear");
     if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");

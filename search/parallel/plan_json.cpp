@@ -104,6 +104,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan, const ModelGraph& model, c
   j["tokens_per_s"] = plan.tokens_per_s;
   j["tflops_per_gpu"] = plan.tflops_per_gpu;
   j["mfu"] = plan.mfu;
+  j["mfu_causal"] = plan.mfu_causal;
   j["peak_memory_bytes"] = static_cast<int64_t>(plan.peak_memory_bytes);
   j["memory_capacity_bytes"] = static_cast<int64_t>(plan.memory_capacity_bytes);
   j["peak_memory_stage"] = plan.peak_stage;

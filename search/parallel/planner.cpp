@@ -198,6 +198,11 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   opts_.cost.attention = opts_.attention ? *opts_.attention
                                          : (model_.flash_attention ? AttentionKernel::kFlash : AttentionKernel::kUnfused);
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
+  if (!opts_.attention && opts_.cost.attention != AttentionKernel::kFlash) {
+    CostParams flash = opts_.cost;
+    flash.attention = AttentionKernel::kFlash;
+    cp_costs_ = std::make_unique<OpCostModel>(cluster_.gpu, flash, opts_.lookup);
+  }
   for (size_t l = 0; l < model_.layers.size(); ++l) {
     const std::string sig = model_.layers[l].signature();
     auto it = std::find(signatures_.begin(), signatures_.end(), sig);
@@ -212,11 +217,23 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   check_global_batch(opts_.global_batch);
   model_params_ = model_params(model_);
   model_flops_ = model_forward_flops(model_);
+  model_flops_causal_ = model_forward_flops(model_, true);
   model_experts_ = model_experts(model_);
   model_expert_params_ = model_expert_params(model_);
+  std::set<int, std::greater<int>> heads;
+  for (const Layer& layer : model_.layers)
+    for (const Operator& op : layer.ops)
+      if (op.type == OpType::kAttention)
+        for (int h : {op.heads, op.kv_heads})
+          if (h > 0) heads.insert(h), head_divisor_ = std::gcd(head_divisor_, h);
+  for (int h : heads) head_counts_ += (head_counts_.empty() ? "" : ", ") + std::to_string(h);
 }
 
 Planner::~Planner() = default;
+
+AttentionKernel Planner::attention_for(int cp) const {
+  return cp > 1 && cp_costs_ ? cp_costs_->params().attention : opts_.cost.attention;
+}
 
 const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs, double budget,
                                      double state_bytes_per_param) {
@@ -243,7 +260,8 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
     m = by_cp_.emplace(cp, std::move(local)).first;
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, *costs_, budget, state_bytes_per_param, cp, ep);
+                                     mbs, cp > 1 && cp_costs_ ? *cp_costs_ : *costs_, budget,
+                                     state_bytes_per_param, cp, ep);
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -318,9 +336,23 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
   if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only";
+  if (opts_.engine == Engine::kDeepSpeed && c.tp > 1 && c.zero >= 3)
+    return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";
+  if (opts_.engine == Engine::kTorchtitan) {
+    // torchtitan applies FSDP when dp_shard > 1 or cp > 1; without it, DDP takes a 1-D mesh only, and tensor or
+    // pipeline parallel models get no mixed precision (maybe_enable_amp: "Mixed precision training is disabled").
+    const bool fsdp = (c.zero >= 2 && c.dp > 1) || c.cp > 1;
+    if (c.zero == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1 || c.ep > 1))
+      return "torchtitan runs unsharded data parallelism (DDP) without tp, pp, cp or ep only; allowed: zero=2, 3";
+    if ((c.tp > 1 || c.pp > 1) && !fsdp)
+      return "torchtitan trains tensor or pipeline parallel models in fp32 unless FSDP shards them; allowed: dp >= 2 "
+             "with zero=2 or 3, or cp >= 2";
+  }
   // What the export's engine cannot run is not planned for it (the export could only warn that it is not expressed).
   if (c.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     return to_string(opts_.engine) + " has no context parallelism; allowed: cp=1";
+  if (c.cp > 1 && attention_for(c.cp) != AttentionKernel::kFlash)
+    return "context parallelism runs flash attention only (--attention unfused); allowed: cp=1";
   if (c.pp > 1 && !engine_runs_schedule(c.schedule))
     return to_string(opts_.engine) + " does not run the " + to_string(c.schedule) +
            " schedule; allowed: schedule=" + engine_schedule_names();
@@ -403,10 +435,11 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;
     out.sequence_parallel = out.sequence_parallel || x.sequence_parallel;
     if (layer.kind == LayerKind::kTransformer) {
+      const bool flash = attention_for(c.cp) == AttentionKernel::kFlash;
       out.act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
-                                                x.sequence_parallel, c.recompute);
+                                                x.sequence_parallel, c.recompute, flash);
       out.full_act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
-                                                     x.sequence_parallel, Recompute::kNone);
+                                                     x.sequence_parallel, Recompute::kNone, flash);
     } else {
       out.full_act[l] = x.activation_bytes;
       const double input = boundary_bytes / (x.sequence_parallel ? shape.tp : 1);
@@ -422,6 +455,13 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
   mb.activations = in_flight_micro_batches(e.c.schedule, e.p, stage, e.m, e.v) * t.act_of(i, j);
   // The layer being recomputed holds its full activations: the largest in [i, j).
   if (e.c.recompute == Recompute::kFull) mb.activations += t.max_full_of(i, j);
+  // ZeRO-3 gathers each layer's weights before it runs and prefetches the next (FSDP, DeepSpeed's prefetch
+  // bucket): two layers' whole weights, and the running layer's whole gradient before its reduce-scatter.
+  if (e.c.zero >= 3) {
+    const double layer = t.max_params_of(i, j) * e.dsize;
+    mb.weights += 2 * layer;
+    mb.gradients += layer;
+  }
   return mb;
 }
 
@@ -733,7 +773,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   Plan plan;
   plan.config = c;
   plan.partition = partition;
-  plan.attention = opts_.cost.attention;
+  plan.attention = attention_for(c.cp);
   plan.memory_capacity_bytes = e.usable;
   std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
   for (int s = 0; s < p; ++s) {
@@ -815,6 +855,7 @@ void Planner::finish_totals(const Eval& e, Plan& plan, const std::vector<double>
   plan.tokens_per_s = static_cast<double>(opts_.global_batch) * model_.seq / plan.iteration_time_s;
   plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / e.N / 1e12;
   plan.mfu = plan.tflops_per_gpu * 1e12 / costs_->peak_flops(model_.dtype);
+  plan.mfu_causal = plan.mfu * model_flops_causal_ / model_flops_;
 }
 
 void Planner::check_ep_pin() const {
@@ -860,8 +901,12 @@ Planner::Search Planner::search_space() const {
   const PlanPins& pin = opts_.pins;
   const int max_tp = max_tensor_parallel();
   Search s;
+  // Tensor parallelism splits attention by heads: every engine needs tp to divide the query and key/value heads
+  // (Megatron-LM asserts it; a tp that does not left the layer ILP only token splits, which is not what the export
+  // runs).
+  const auto splits_heads = [&](int d) { return head_divisor_ == 0 || head_divisor_ % d == 0; };
   for (int d : divisors(N))
-    if (pin.tp ? d == *pin.tp : d <= max_tp) s.tps.push_back(d);
+    if ((pin.tp ? d == *pin.tp : d <= max_tp) && splits_heads(d)) s.tps.push_back(d);
   // The values a pinned degree may take: the divisors of the GPU count that `ok` keeps.
   auto allowed = [&](const std::function<bool(int)>& ok) {
     std::string out;
@@ -869,9 +914,12 @@ Planner::Search Planner::search_space() const {
       if (ok(d)) out += (out.empty() ? "" : ", ") + std::to_string(d);
     return "; allowed: " + (out.empty() ? std::string("none") : out);
   };
-  if (pin.tp && s.tps.empty())
+  if (pin.tp && N % *pin.tp != 0)
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
-                    allowed([](int) { return true; }));
+                    allowed(splits_heads));
+  if (pin.tp && !splits_heads(*pin.tp))
+    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the model's attention heads (" +
+                    head_counts_ + "), which tensor parallelism splits" + allowed(splits_heads));
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs" +
@@ -952,6 +1000,10 @@ Planner::Search Planner::search_space() const {
   if (pin.cp && *pin.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on " + to_string(opts_.engine) +
                     " (no context parallelism); allowed: 1");
+  if (pin.cp && *pin.cp > 1 && attention_for(*pin.cp) != AttentionKernel::kFlash)
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
+                    " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "
+                    "allowed: cp=1, or --attention flash");
   if (pin.schedule && !engine_runs_schedule(*pin.schedule))
     throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on " + to_string(opts_.engine) +
                     "; allowed: " + engine_schedule_names());
@@ -964,7 +1016,7 @@ Planner::Search Planner::search_space() const {
   const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
   if (pin.cp) {
     s.cps = {*pin.cp};
-  } else if (!engine_runs_context_parallel(opts_.engine)) {
+  } else if (!engine_runs_context_parallel(opts_.engine) || attention_for(2) != AttentionKernel::kFlash) {
     // cp stays 1.
   } else if (model_.seq >= opts_.long_sequence) {
     s.cps = opts_.context_parallel;
@@ -1030,6 +1082,9 @@ Plan Planner::plan() {
   // Why nothing fits, for the error: a configuration that was valid but did not fit (memory) says more than one the
   // structural checks refused (e.g. interleaved with pp 1), so the last of those is reported only when no other.
   std::string fit_reason, structural_reason = "no configuration was tried";
+  // An interleaved config's refusal (pp 1, too few micro-batches) is reported only when no 1F1B/GPipe config was
+  // refused: the message should name what stopped the configuration asked for, not a schedule it did not ask for.
+  bool structural_from_plain = false;
   int64_t tried = 0;
   auto consider = [&](std::optional<Plan> cand) {
     if (!cand) return;
@@ -1054,7 +1109,13 @@ Plan Planner::plan() {
       ParallelConfig probe = c;  // check_config fills its micro-batch count, which the message shows
       bool probe_uniform = interleaved;
       const bool fits_structurally = check_config(probe, probe_uniform).empty();  // before describe(probe)
-      (fits_structurally ? fit_reason : structural_reason) = describe(probe) + ": " + why;
+      const bool plain = c.schedule != Schedule::kInterleaved;
+      if (fits_structurally) {
+        fit_reason = describe(probe) + ": " + why;
+      } else if (plain || !structural_from_plain) {
+        structural_reason = describe(probe) + ": " + why;
+        structural_from_plain = structural_from_plain || plain;
+      }
     }
     if (!interleaved && why.rfind("no stage partition fits", 0) == 0) too_big.push_back(c);
     // Hand-written configurations split layers evenly: try that too, so the plan is never worse.

@@ -180,6 +180,9 @@ struct Plan {
   double iteration_time_s = 0;
   double pipeline_s = 0, bubble_fraction = 0, dp_exposed_s = 0, optimizer_s = 0;
   double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  /// MFU with causal attention counted at the half its kernels compute (mfu counts it in full, as PaLM and
+  /// Megatron-LM do); they differ where attention is a large share, at long sequences.
+  double mfu_causal = 0;
   double model_flops_per_iteration = 0;
   double peak_memory_bytes = 0;           ///< Largest per-device peak.
   int peak_stage = 0;
@@ -285,6 +288,16 @@ class Planner {
   ClusterSpec cluster_;
   PlannerOptions opts_;
   std::unique_ptr<OpCostModel> costs_;
+  /// Context parallelism runs only with fused attention (Megatron-LM and Transformer Engine ring attention, and
+  /// torchtitan's, are flash kernels): where the model's recipe is unfused and --attention was not given, configs
+  /// with cp > 1 are costed with flash attention by this model. Null where cp > 1 uses costs_.
+  std::unique_ptr<OpCostModel> cp_costs_;
+  /// How a config with this cp runs attention cores.
+  AttentionKernel attention_for(int cp) const;
+  /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
+  /// counts for messages ("32, 8").
+  int head_divisor_ = 0;
+  std::string head_counts_;
   std::vector<std::string> signatures_;   ///< Distinct layer signatures.
   std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
   std::vector<int> sig_example_;          ///< Per signature: one layer index.
@@ -297,6 +310,7 @@ class Planner {
   mutable std::map<std::pair<int, bool>, std::vector<int>> engine_partitions_;  ///< engine_fixed_partition per (pp, uniform).
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
+  double model_flops_causal_ = 0;         ///< The same with causal attention counted at half.
   int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).
   int64_t model_expert_params_ = 0;       ///< Expert parameters of the whole model.
 };

@@ -50,6 +50,39 @@ TEST(ContextParallel, LongSequencesFitOnlyWhenSplit) {
   EXPECT_FALSE(warnings.empty());
 }
 
+// Ring attention is a fused kernel in every engine (Megatron-LM with Transformer Engine, torchtitan): a GPT model,
+// whose recipe is unfused attention, was planned at cp 16 with unfused attention, sized with (s/cp)^2 scores, and
+// exported as --attention-backend unfused with --context-parallel-size.
+TEST(ContextParallel, ContextParallelPlansRunFlashAttention) {
+  const ModelGraph m = parse_model_spec("gpt:layers=24,hidden=2048,heads=16,seq=131072");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:4");
+  const Plan p = Planner(m, c, options(1024, "")).plan();
+  ASSERT_GT(p.config.cp, 1);
+  EXPECT_EQ(p.attention, AttentionKernel::kFlash);
+  EXPECT_NE(export_megatron(p, m, 1024).find("--attention-backend flash\n"), std::string::npos);
+  // At this length attention is most of the model's FLOPs: counted causally (half), MFU is near half the
+  // convention's figure.
+  EXPECT_LT(p.mfu_causal, 0.6 * p.mfu);
+  EXPECT_GT(p.mfu_causal, 0.4 * p.mfu);
+  // Without cp the recipe stands (short sequences keep unfused attention for GPT).
+  const ModelGraph short_seq = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
+  const Plan q = Planner(short_seq, parse_cluster_spec("dgx-h100:2"), options(64, "")).plan();
+  EXPECT_EQ(q.config.cp, 1);
+  EXPECT_EQ(q.attention, AttentionKernel::kUnfused);
+  EXPECT_NEAR(q.mfu_causal, q.mfu, 0.1 * q.mfu);
+  // Asked for unfused attention, cp is not planned, and a cp pin says why.
+  PlannerOptions o = options(64, "cp=2");
+  o.attention = AttentionKernel::kUnfused;
+  try {
+    (void)Planner(short_seq, parse_cluster_spec("dgx-h100:2"), o).plan();
+    ADD_FAILURE() << "cp=2 planned with unfused attention";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs flash attention"), std::string::npos) << e.what();
+  }
+  o.pins = parse_pins("");
+  EXPECT_EQ(Planner(short_seq, parse_cluster_spec("dgx-h100:2"), o).plan().config.cp, 1);
+}
+
 TEST(ContextParallel, ShortSequencesKeepCpOneAndBadPinsAreRefused) {
   const ModelGraph m = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
   const ClusterSpec c = parse_cluster_spec("dgx-h100:2");

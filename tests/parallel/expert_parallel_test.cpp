@@ -217,13 +217,16 @@ TEST(ExpertParallel, ExportsCarryEp) {
     named = named || (w.find("deepspeed.moe.layer.MoE(") != std::string::npos && w.find("ep_size=4") != std::string::npos);
   EXPECT_TRUE(named);
 
-  // torchtitan borrows ep from FSDP's shard ranks: fine under zero 2/3 (dp_shard = dp), warned under replication.
+  // torchtitan borrows ep from FSDP's shard ranks: fine under zero 2/3 (dp_shard = dp); under replication (zero 0)
+  // it is not planned for torchtitan at all.
   const Plan tt = plan_with(kSmallMoe, "dgx-h100:1", "tp=1,pp=1,ep=4,mbs=1,zero=3", 64, Engine::kTorchtitan);
   warnings.clear();
   const std::string toml = export_torchtitan(tt, m, 64, &warnings);
   EXPECT_NE(toml.find("expert_parallel_degree = 4\n"), std::string::npos) << toml;
   for (const auto& w : warnings) EXPECT_EQ(w.find("dp_shard"), std::string::npos) << w;
-  const Plan rep = plan_with(kSmallMoe, "dgx-h100:1", "tp=1,pp=1,ep=4,mbs=1,zero=0", 64, Engine::kTorchtitan);
+  EXPECT_THROW(plan_with(kSmallMoe, "dgx-h100:1", "tp=1,pp=1,ep=4,mbs=1,zero=0", 64, Engine::kTorchtitan), SpecError);
+  // A plan made for no engine may still replicate; its torchtitan export says ep is outside dp_shard.
+  const Plan rep = plan_with(kSmallMoe, "dgx-h100:1", "tp=1,pp=1,ep=4,mbs=1,zero=0", 64, Engine::kGeneric);
   warnings.clear();
   (void)export_torchtitan(rep, m, 64, &warnings);
   bool outside = false;

@@ -11,18 +11,25 @@ TEST(MemoryModel, TransformerActivationsFollowThePublishedFormulas) {
   // 5 a s / h = 5 * 96 * 2048 / 12288 = 80.
   const double sbh = 2048.0 * 12288;
   // No parallelism: sbh (34 + 80) = 114 sbh.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 1, false, Recompute::kNone), 114 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 1, false, Recompute::kNone, false), 114 * sbh);
   // t = 8: sbh (10 + 24/8 + 80/8) = 23 sbh.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kNone), 23 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kNone, false), 23 * sbh);
   // t = 8 with sequence parallelism: sbh/8 (34 + 80) = 14.25 sbh.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kNone), 14.25 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kNone, false), 14.25 * sbh);
   // Selective drops the attention term: sbh/8 * 34 = 4.25 sbh.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kSelective), 4.25 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kSelective, false), 4.25 * sbh);
   // Full recomputation keeps the input: 2 sbh / 8 with sp, 2 sbh without.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kFull), 0.25 * sbh);
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kFull), 2 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kFull, false), 0.25 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, false, Recompute::kFull, false), 2 * sbh);
   // Linear in the micro-batch.
-  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 4, 12288, 96, 8, true, Recompute::kNone), 4 * 14.25 * sbh);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 4, 12288, 96, 8, true, Recompute::kNone, false), 4 * 14.25 * sbh);
+  // Flash attention keeps no s x s matrices, only a float per head and token: 4 a / h = 4 * 96 / 12288 = 1/32.
+  // With sp at t = 8: sbh/8 (34 + 1/32); so recomputing nothing costs what selective costs, plus the 1/32.
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(2048, 1, 12288, 96, 8, true, Recompute::kNone, true),
+                   (34 + 1.0 / 32) / 8 * sbh);
+  // And it does not grow with s^2: at 16x the sequence, 16x the bytes (unfused: ~74x).
+  const double f1 = transformer_activation_bytes(2048, 1, 12288, 96, 1, false, Recompute::kNone, true);
+  EXPECT_DOUBLE_EQ(transformer_activation_bytes(32768, 1, 12288, 96, 1, false, Recompute::kNone, true), 16 * f1);
 }
 
 TEST(MemoryModel, ZeroStagesShardTheModelStates) {

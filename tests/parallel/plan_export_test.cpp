@@ -253,7 +253,7 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
       {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}},
       {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex", "alltoall_seq"}},
       {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
-      {"--rotary-base", {"<num>"}}, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
+      {"--rotary-base", {"<int>"}} /* type=int: "1e+06" is refused */, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
       {"--untie-embeddings-and-output-weights", {}}, {"--attention-dropout", {"<num>"}},
       {"--hidden-dropout", {"<num>"}}, {"--attention-backend", {"flash", "fused", "unfused", "local", "auto"}},
       {"--seq-length", {"<int>"}}, {"--max-position-embeddings", {"<int>"}}, {"--bf16", {}}, {"--fp16", {}},
@@ -515,8 +515,8 @@ TEST(PlanExport, DeepSpeedKeysAreDeepSpeeds) {
       {"tensor_parallel", {"autotp_size"}},
       {"activation_checkpointing",
        {"partition_activations", "contiguous_memory_optimization", "number_checkpoints", "cpu_checkpointing"}}};
-  for (const char* pins : {"tp=2,pp=2,mbs=2,recompute=full,zero=1", "tp=2,pp=1,mbs=1,recompute=selective,zero=3",
-                           "tp=1,pp=4,mbs=1,recompute=none,zero=0"}) {
+  for (const char* pins : {"tp=2,pp=2,mbs=2,recompute=full,zero=1", "tp=2,pp=1,mbs=1,recompute=selective,zero=2",
+                           "tp=1,pp=4,mbs=1,recompute=none,zero=0", "tp=1,pp=1,mbs=1,zero=3"}) {
     Fixture f(pins, Engine::kDeepSpeed);
     auto j = nlohmann::json::parse(export_deepspeed(f.plan, f.model, 64));
     SCOPED_TRACE(std::string(pins) + ": " + j.dump());
@@ -544,6 +544,17 @@ TEST(PlanExport, DeepSpeedKeysAreDeepSpeeds) {
   o.pins = parse_pins("pp=2,zero=2");
   const Fixture f("");
   EXPECT_THROW(Planner(f.model, f.cluster, o).plan(), SpecError);
+  // Nor ZeRO-3 with AutoTP (its training runs ZeRO 0-2 with tp > 1); unpinned, the plan keeps zero <= 2 at tp > 1.
+  o.pins = parse_pins("tp=2,pp=1,zero=3");
+  try {
+    (void)Planner(f.model, f.cluster, o).plan();
+    ADD_FAILURE() << "tp=2 with zero=3 was planned for DeepSpeed";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("AutoTP"), std::string::npos) << e.what();
+  }
+  o.pins = parse_pins("pp=1");
+  const Plan free = Planner(f.model, f.cluster, o).plan();
+  EXPECT_TRUE(free.config.tp == 1 || free.config.zero <= 2) << describe(free.config);
 }
 
 /// torchtitan v0.1.0 JobConfig sections and fields (torchtitan/config_manager.py) the export may emit.
@@ -561,7 +572,7 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
       {"activation_checkpoint", {"mode", "selective_ac_option"}}};
   const ModelGraph m = parse_model_spec("llama3-8b");
   const ClusterSpec c = parse_cluster_spec("dgx-h100:4");
-  for (const char* pins : {"tp=2,pp=4,mbs=1,schedule=interleaved,v=2,recompute=full,zero=3", "tp=4,pp=1,zero=0",
+  for (const char* pins : {"tp=2,pp=4,mbs=1,schedule=interleaved,v=2,recompute=full,zero=3", "tp=4,pp=1,zero=3",
                            "tp=8,pp=2,zero=2,recompute=selective"}) {
     PlannerOptions o;
     o.global_batch = 64;
@@ -595,6 +606,21 @@ TEST(PlanExport, TorchtitanKeysAreTorchtitansAndLlama3KeepsItsFlavor) {
     // global = local x dp (x accumulation when pp = 1).
     const int64_t local = std::stoll(t["training.local_batch_size"]);
     EXPECT_EQ(64 % (local * plan.config.dp), 0);
+  }
+  // What torchtitan cannot run as planned is not planned for it: DDP (zero 0) beside tp (a >1-D mesh: "DDP has not
+  // supported > 1D parallelism"), and tp or pp without FSDP sharding (dp 1, cp 1), which it trains in fp32.
+  for (const auto& [pins, says] : std::vector<std::pair<const char*, const char*>>{
+           {"tp=4,pp=1,zero=0", "DDP"}, {"tp=8,pp=4,zero=2", "fp32"}}) {
+    PlannerOptions o;
+    o.global_batch = 64;
+    o.engine = Engine::kTorchtitan;
+    o.pins = parse_pins(pins);
+    try {
+      (void)Planner(m, c, o).plan();
+      ADD_FAILURE() << pins << " was planned for torchtitan";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
   }
 }
 

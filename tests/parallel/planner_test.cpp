@@ -179,6 +179,57 @@ TEST(Planner, InfeasiblePinsAreClearErrors) {
   EXPECT_THROW(parse_pins("zero=4"), SpecError);
 }
 
+// tp splits attention by heads. 8 on 12 heads was planned (its layers then split only tokens) and exported as
+// --tensor-model-parallel-size 8, which Megatron-LM refuses.
+TEST(Planner, TensorParallelismDividesTheHeads) {
+  const ModelGraph m = parse_model_spec("gpt:layers=12,hidden=1536,heads=12");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=8");
+  try {
+    (void)Planner(m, c, o).plan();
+    ADD_FAILURE() << "tp=8 planned on 12 heads";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("--fix tp=8 does not divide the model's attention heads (12)"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("allowed: 1, 2, 4"), std::string::npos) << e.what();
+  }
+  for (int tp : {1, 2, 4}) {
+    o.pins = parse_pins("tp=" + std::to_string(tp));
+    EXPECT_EQ(Planner(m, c, o).plan().config.tp, tp);
+  }
+  o.pins = parse_pins("");
+  EXPECT_EQ(12 % Planner(m, c, o).plan().config.tp, 0);
+  const ModelGraph gqa = parse_model_spec("llama:layers=4,hidden=4096,heads=32,kv_heads=4,ffn=14336,vocab=32000");
+  o.pins = parse_pins("tp=8");
+  EXPECT_THROW((void)Planner(gqa, c, o).plan(), SpecError);  // grouped-query attention: tp divides the 4 kv heads too
+}
+
+// Flash attention stores no s x s scores: recomputing nothing takes the memory of selective recomputation. The
+// scores were counted, so Llama 3 8B at micro-batch 1 on one A100 did not fit without recomputation (47.8 GB of
+// activations at tp 8 against 4.8 GB with selective).
+TEST(Planner, FlashAttentionKeepsNoScores) {
+  const ModelGraph m = parse_model_spec("llama3-8b");
+  const ClusterSpec c = parse_cluster_spec("dgx-a100:1");
+  PlannerOptions o;
+  o.global_batch = 64;
+  std::map<Recompute, double> act;
+  for (const char* rc : {"none", "selective"}) {
+    o.pins = parse_pins(std::string("tp=1,pp=1,mbs=1,zero=2,recompute=") + rc);
+    const Plan p = Planner(m, c, o).plan();
+    ASSERT_EQ(p.attention, AttentionKernel::kFlash);
+    act[p.config.recompute] = p.stages[0].memory.activations;
+  }
+  EXPECT_NEAR(act[Recompute::kNone], act[Recompute::kSelective], 0.01 * act[Recompute::kSelective]);
+  // Unfused, the scores are there: none holds several times selective's activations.
+  o.attention = AttentionKernel::kUnfused;
+  o.pins = parse_pins("tp=8,pp=1,mbs=1,recompute=none");
+  const double unfused = Planner(m, c, o).plan().stages[0].memory.activations;
+  o.pins = parse_pins("tp=8,pp=1,mbs=1,recompute=selective");
+  EXPECT_GT(unfused, 3 * Planner(m, c, o).plan().stages[0].memory.activations);
+}
+
 TEST(Planner, ModelTooLargeForTheClusterIsAClearError) {
   PlannerOptions o;
   o.global_batch = 8;

@@ -160,7 +160,9 @@ TEST_F(PlanCli, ThreeVirtualStagesArePinnedAndExported) {
   auto m = run("plan " + model + fix + " --export megatron");
   ASSERT_EQ(m.code, 0) << m.err;
   EXPECT_NE(m.out.find("--num-layers-per-virtual-pipeline-stage 2\n"), std::string::npos) << m.out;
-  auto t = run("plan " + model + fix + " --export torchtitan");
+  // torchtitan runs tp and pp with FSDP only (its DDP takes a 1-D mesh): zero 2 there.
+  auto t = run("plan " + model + " --global-batch 64 --fix tp=2,pp=2,mbs=1,schedule=interleaved,v=3,zero=2 --db " +
+               db() + " --export torchtitan");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("pipeline_parallel_schedule = \"Interleaved1F1B\"\n"), std::string::npos) << t.out;
   // pp 2 x v 3 chunks of 2 blocks: split points at blocks 2, 4, .., 10 (torchtitan infers v from their number).
