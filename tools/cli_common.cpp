@@ -31,18 +31,21 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path) {
+bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
+  std::error_code ec, ec2;
+  const bool same = fs::equivalent(a, b, ec);
+  if (!ec) return same;
+  // One of them does not exist yet: compare where the names lead.
+  const fs::path x = fs::weakly_canonical(a, ec), y = fs::weakly_canonical(b, ec2);
+  return !ec && !ec2 && x == y;
+}
+
+void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path) {
   if (out.empty() || db_path.empty() || db_path == ":memory:") return;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     const std::string file = db_path + suffix;
-    std::error_code ec, ec2;
-    bool same = fs::equivalent(out, file, ec);
-    if (ec) {  // one of them does not exist yet: compare where the names lead
-      const fs::path a = fs::weakly_canonical(out, ec), b = fs::weakly_canonical(file, ec2);
-      same = !ec && !ec2 && a == b;
-    }
-    if (same)
+    if (same_file(out, file))
       throw UsageError(flag + " '" + out + "' is " + (*suffix ? "a file of " : "") + "the tuning database (--db " +
                        db_path + "); writing it would destroy the records; allowed: another file");
   }

@@ -26,6 +26,9 @@ class UsageError : public std::runtime_error {
 /// $TUNER_DB or ./tuning.db.
 std::string default_db_path();
 
+/// Whether two paths name one file, under any name (a link, `sub/../`), also when one does not exist yet.
+bool same_file(const std::string& a, const std::string& b);
+
 /// Refuses (UsageError, exit 2) an output file that is the database at db_path or one of its -wal, -shm or
 /// -journal files, under any name (a link, a relative path): writing it would destroy every record.
 void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path);

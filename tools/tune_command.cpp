@@ -389,6 +389,11 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (!replay_out.empty()) {
     refuse_output_over_db("--replay-out", replay_out, db_path);
+    // Written over the recording the session replays, it would replace a whole-space recording (hours of a GPU)
+    // by the few configs this session asked for.
+    if (device_spec.rfind("replay:", 0) == 0 && same_file(replay_out, device_spec.substr(7)))
+      throw UsageError("--replay-out '" + replay_out + "' is the recording --device " + device_spec +
+                       " replays; writing it would replace the recording; allowed: another file");
     // Checked before anything is measured or stored: a replay file that cannot be written would otherwise fail
     // after the whole run, its trials committed and no summary printed.
     namespace fs = std::filesystem;

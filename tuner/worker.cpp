@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -201,6 +202,23 @@ void WorkerClient::stop() {
 }
 
 MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeout_s) {
+  bool started = false;
+  MeasureResult r = attempt(request, timeout_s, &started);
+  if (started || r.infrastructure_failure || (r.status != "runtime_fault" && r.status != "run_timeout")) return r;
+  // The worker died or stalled before the config ran: starting up, or preparing the workload. Once more with a
+  // fresh worker; a second failure there is the worker's (a broken TUNER_WORKER_EXE, a GPU that cannot be
+  // used), not this config's, and storing it as the config's fault would block the config for good.
+  const std::string first = r.message;
+  stop();
+  started = false;
+  r = attempt(request, timeout_s, &started);
+  if (started || r.infrastructure_failure || (r.status != "runtime_fault" && r.status != "run_timeout")) return r;
+  stop();
+  return infrastructure_failure("the measurement worker '" + executable_ + "' failed twice before running a config (" +
+                                first + "; then " + r.message + ")");
+}
+
+MeasureResult WorkerClient::attempt(const MeasureRequest& request, double timeout_s, bool* started) {
   std::string error;
   if (pid_ <= 0 && !start(&error)) return infrastructure_failure("cannot start the measurement worker: " + error);
   if (!write_all(to_worker_, to_json(request).dump() + "\n")) {
@@ -225,6 +243,7 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
       try {
         const auto j = nlohmann::json::parse(line);
         if (j.contains("event")) {
+          *started = true;
           allowed_s = timeout_s;
           deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
           continue;
@@ -240,7 +259,9 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       stop();
-      return error_result("run_timeout", "no result within " + std::to_string(allowed_s) + " s; worker killed");
+      char text[96];
+      std::snprintf(text, sizeof text, "no result within %.3g s; worker killed", allowed_s);
+      return error_result("run_timeout", text);
     }
     pollfd p{from_worker_, POLLIN, 0};
     int rc = poll(&p, 1, static_cast<int>(left.count()));
@@ -262,7 +283,8 @@ MeasureResult WorkerClient::measure(const MeasureRequest& request, double timeou
         }
       }
       stop();
-      return error_result("runtime_fault", "the measurement worker " + how + " while running this config");
+      return error_result("runtime_fault", "the measurement worker " + how +
+                                               (*started ? " while running this config" : " before running the config"));
     }
     pending_.append(chunk, static_cast<size_t>(n));
   }

@@ -56,7 +56,10 @@ class WorkerClient : public Measurer {
   WorkerClient(const WorkerClient&) = delete;
   WorkerClient& operator=(const WorkerClient&) = delete;
 
-  /// Sends one request and waits up to timeout_s for its result; never throws for worker failures.
+  /// Sends one request and waits up to timeout_s for its result; never throws for worker failures. A worker
+  /// that dies or stalls after reporting that the config started blames the config (runtime_fault,
+  /// run_timeout); one that does so before, twice in a row with a fresh worker, is the machinery failing
+  /// (MeasureResult::infrastructure_failure): no config is blamed for a worker that cannot run any.
   MeasureResult measure(const MeasureRequest& request, double timeout_s) override;
   /// Workers started so far (1 + restarts).
   int starts() const override { return starts_; }
@@ -64,6 +67,8 @@ class WorkerClient : public Measurer {
  private:
   bool start(std::string* error);
   void stop();
+  /// One try of measure(); *started: the worker reported that the config itself started.
+  MeasureResult attempt(const MeasureRequest& request, double timeout_s, bool* started);
 
   std::string executable_;
   pid_t pid_ = -1;

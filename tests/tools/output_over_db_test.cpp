@@ -40,4 +40,21 @@ TEST_F(OutputOverDb, EveryOutputFlagRefusesTheDatabaseUnderAnyName) {
   EXPECT_EQ(run("export --format csv --db " + db() + " --out " + (dir_ / "t.csv").string()).code, 0);
 }
 
+// `--replay-out` over the recording `--device replay:` reads replaced a 3,607-config recording by 16 configs.
+TEST_F(OutputOverDb, AReplayOutIsNotTheRecordingItReplays) {
+  const std::string rec = (dir_ / "rec.json").string();
+  std::filesystem::copy_file(std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json",
+                             rec);
+  const std::string before = slurp(rec);
+  for (const std::string& out : {rec, (dir_ / "." / "rec.json").string()}) {
+    const auto r = run("tune --op softmax --shape rows=4096,cols=32768 --dtype f16 --device replay:" + rec +
+                       " --trials 4 --quiet --db " + db() + " --replay-out " + out);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("is the recording --device replay:" + rec + " replays"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(slurp(rec), before);
+  EXPECT_EQ(run("tune --op softmax --shape rows=4096,cols=32768 --dtype f16 --device replay:" + rec +
+                " --trials 4 --quiet --db " + db() + " --replay-out " + (dir_ / "other.json").string()).code, 0);
+}
+
 }  // namespace

@@ -146,6 +146,36 @@ TEST_F(TuningSession, AMissingWorkerFailsTheSessionWithItsReasonWithoutRecording
   EXPECT_EQ(sessions[0].pid, static_cast<int64_t>(getpid()));
 }
 
+// A worker that dies (or stalls) before any config starts is broken machinery, not a bad config: each config was
+// stored as runtime_fault and, counted against the budget, never measured again by a working worker.
+TEST_F(TuningSession, AWorkerThatDiesBeforeRunningAConfigFailsTheSessionAndBlamesNoConfig) {
+  auto device = resolve_device("sim:h100-sxm");
+  int n = 0;
+  for (const std::string body : {"kill -SEGV $$", "exit 3", "exec sleep 1000"}) {
+    SCOPED_TRACE(body);
+    const auto script = dir_ / ("broken" + std::to_string(n) + ".sh");
+    std::ofstream(script) << "#!/bin/sh\n" << body << "\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    db::TuningDb db(db_path("broken" + std::to_string(n++) + ".db"));
+    auto opt = options(6);
+    opt.worker_executable = script.string();
+    opt.run_timeout_s = 1;
+    try {
+      (void)run_tuning(opt, device, db);
+      ADD_FAILURE() << "a worker that runs nothing did not fail the session";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("failed twice before running a config"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(history(db).empty()) << "a config was blamed for the worker's failure";
+    const auto sessions = db.sessions({});
+    ASSERT_EQ(sessions.size(), 1u);
+    EXPECT_EQ(sessions[0].status, "failed");
+    // The same budget with a working worker measures every trial.
+    opt.worker_executable = TUNER_BIN;
+    EXPECT_EQ(run_tuning(opt, device, db).measured_now, 6);
+  }
+}
+
 TEST_F(TuningSession, EarlyStopEndsAfterNTrialsWithoutImprovement) {
   auto device = resolve_device("sim:h100-sxm");
   db::TuningDb db(db_path("early.db"));
