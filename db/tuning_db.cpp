@@ -582,6 +582,26 @@ std::optional<ResultRow> TuningDb::best(const QueryFilter& f) const {
   return std::move(rows.front());
 }
 
+std::map<int64_t, DeviceIdentity> TuningDb::trial_devices() const {
+  sql::Statement s(impl_->conn,
+                   "SELECT t.id, d.name, d.simulated, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes, "
+                   "d.driver_version, d.nvrtc_version FROM trials t JOIN devices d ON d.id = t.device_id");
+  std::map<int64_t, DeviceIdentity> out;
+  while (s.step()) {
+    DeviceIdentity d;
+    d.name = s.column_text(1);
+    d.simulated = s.column_int64(2) != 0;
+    d.cc_major = static_cast<int>(s.column_int64(3));
+    d.cc_minor = static_cast<int>(s.column_int64(4));
+    d.sm_count = static_cast<int>(s.column_int64(5));
+    d.memory_bytes = s.column_int64(6);
+    d.driver_version = s.column_text(7);
+    d.nvrtc_version = s.column_text(8);
+    out.emplace(s.column_int64(0), std::move(d));
+  }
+  return out;
+}
+
 std::vector<ResultRow> TuningDb::history(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/false);
   const std::string query = std::string("SELECT ") + kResultColumns + " FROM trials t" + kResultJoins + where.sql +

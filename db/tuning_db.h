@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -231,6 +232,10 @@ class TuningDb {
   TuningDb& operator=(TuningDb&&) noexcept;
 
   int schema_version() const;
+
+  /// The whole identity of the device each trial was measured on (name, kind, cc, SMs, memory, driver and NVRTC
+  /// versions), by trial id: what an export carries so that an import rebuilds the record exactly.
+  std::map<int64_t, DeviceIdentity> trial_devices() const;
 
   /// Returns the id of the matching row, inserting it first if absent.
   int64_t upsert_device(const DeviceIdentity& d);

@@ -248,6 +248,18 @@ std::vector<db::ResultRow> per_name(const RecordFilter& f, Query query) {
 
 }  // namespace
 
+std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f) {
+  if (f.filter.template_hashes.empty()) return "";  // --all-versions was given
+  RecordFilter any = f;
+  any.filter.template_hashes.clear();
+  any.filter.limit = 0;
+  const size_t n = run_history(db, any).size();
+  if (n == 0) return "";
+  return std::to_string(n) + " record" + (n == 1 ? " of an older template version matches" :
+                                                   "s of older template versions match") +
+         " (the kernel changed since it was measured); --all-versions shows them";
+}
+
 std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilter& f) {
   auto rows = per_name(f, [&](const db::QueryFilter& q) { return db.history(q); });
   if (f.device_names.size() > 1) {  // back to insertion order, then the limit over all of them

@@ -11,7 +11,6 @@
 #include <map>
 #include <sstream>
 
-#include "db/sqlite_handle.h"
 #include "tools/best_configs.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
@@ -25,35 +24,6 @@ nlohmann::ordered_json identity_json(const db::DeviceIdentity& d) {
   return {{"name", d.name},           {"simulated", d.simulated},       {"cc_major", d.cc_major},
           {"cc_minor", d.cc_minor},   {"sm_count", d.sm_count},         {"memory_bytes", d.memory_bytes},
           {"driver_version", d.driver_version}, {"nvrtc_version", d.nvrtc_version}};
-}
-
-/// trial id -> the full identity of the device it was measured on. A workaround: TuningDb has no query
-/// for a device's whole identity, so its devices table is read directly (read-only).
-std::map<int64_t, db::DeviceIdentity> trial_devices(const std::string& db_path) {
-  std::unique_ptr<db::sql::Connection> conn;
-  try {
-    conn = std::make_unique<db::sql::Connection>(db_path, db::sql::OpenMode::kReadOnly);
-  } catch (const db::DbError&) {  // a directory we cannot write: no WAL index can be made there
-    conn = std::make_unique<db::sql::Connection>(db_path, db::sql::OpenMode::kImmutable);
-  }
-  conn->set_busy_timeout(5000);
-  db::sql::Statement s(*conn,
-                       "SELECT t.id, d.name, d.simulated, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes, "
-                       "d.driver_version, d.nvrtc_version FROM trials t JOIN devices d ON d.id = t.device_id");
-  std::map<int64_t, db::DeviceIdentity> out;
-  while (s.step()) {
-    db::DeviceIdentity d;
-    d.name = s.column_text(1);
-    d.simulated = s.column_int64(2) != 0;
-    d.cc_major = static_cast<int>(s.column_int64(3));
-    d.cc_minor = static_cast<int>(s.column_int64(4));
-    d.sm_count = static_cast<int>(s.column_int64(5));
-    d.memory_bytes = s.column_int64(6);
-    d.driver_version = s.column_text(7);
-    d.nvrtc_version = s.column_text(8);
-    out.emplace(s.column_int64(0), std::move(d));
-  }
-  return out;
 }
 
 const db::DeviceIdentity& device_of(const std::map<int64_t, db::DeviceIdentity>& devices, const db::ResultRow& r) {
@@ -176,14 +146,16 @@ int export_command(const std::vector<std::string>& args) {
   if (format == "best") {
     const auto best = best_configs(*db, rf);
     exported = best.size();
-    text = best_document(best, trial_devices(db_path));
+    text = best_document(best, db->trial_devices());
   } else {
     const auto rows = run_history(*db, rf);
     exported = rows.size();
-    text = format == "csv" ? csv(rows) : jsonl(rows, trial_devices(db_path));
+    text = format == "csv" ? csv(rows) : jsonl(rows, db->trial_devices());
   }
   // A device that matches by kind but ran no session: say which devices did, as query does.
   if (exported == 0 && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
+  if (exported == 0)
+    if (const std::string note = older_versions_note(*db, rf); !note.empty()) std::cerr << "tuner: " << note << "\n";
   if (out_path.empty()) {
     std::cout << text << std::flush;
     return 0;

@@ -552,7 +552,11 @@ int report_command(const std::vector<std::string>& args) {
     if (rows.empty())
       throw UsageError("no records match in '" + db_path + "'" +
                        (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")) +
-                       (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note));
+                       (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note) +
+                       [&] {
+                         const std::string note = older_versions_note(*db, rf);
+                         return note.empty() ? note : "; " + note;
+                       }());
     const auto best = run_best_per_workload(*db, rf);
     std::map<int64_t, db::SessionRow> sessions;
     for (const auto& s : db->sessions(db::QueryFilter{})) sessions[s.id] = s;

@@ -270,6 +270,13 @@ TEST_F(Cli, AReadOnlyDatabaseIsRefusedByTuneAndStillReadByQuery) {
   auto query = run_without_write_access(dir_, db(), "query --history --json --db " + db());
   EXPECT_EQ(query.code, 0) << query.err;
   EXPECT_EQ(nlohmann::json::parse(query.out).size(), 4u);
+  // So is every export format (jsonl and best read the device identities through a connection of their own, which
+  // could not open the database there: "attempt to write a readonly database").
+  for (const char* format : {"jsonl", "best", "csv"}) {
+    auto e = run_without_write_access(dir_, db(), std::string("export --format ") + format + " --db " + db());
+    EXPECT_EQ(e.code, 0) << format << ": " << e.err;
+    EXPECT_NE(e.out.find("softmax"), std::string::npos) << format;
+  }
   EXPECT_EQ(slurp(db()), before);
 }
 
