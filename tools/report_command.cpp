@@ -16,6 +16,7 @@
 #include "costmodel/gpu_spec.h"
 #include "templates/workload.h"
 #include "tools/cli_common.h"
+#include "tuner/atomic_file.h"
 #include "tools/options.h"
 #include "tools/svg.h"
 
@@ -487,14 +488,11 @@ std::string page(const std::string& title, const std::string& body) {
 }
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw UsageError(std::string("cannot write ") + what + " '" + path + "': it is a directory");
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw UsageError(std::string("cannot write ") + what + " '" + path + "': " + std::strerror(errno));
-  f << text;
-  f.close();
-  if (!f) throw UsageError(std::string("cannot write ") + what + " '" + path + "'");
+  bool could_not_open = false;
+  if (const std::string why = write_file_atomically(path, text, &could_not_open); !why.empty()) {
+    if (could_not_open) throw UsageError(std::string("cannot write ") + what + " '" + path + "': " + why);
+    throw std::runtime_error(std::string("writing ") + what + " '" + path + "' failed: " + why + "; the file is as it was");
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "db/tuning_db.h"
 #include "templates/workload.h"
+#include "tuner/atomic_file.h"
 
 namespace tuner {
 
@@ -342,31 +343,24 @@ void write_replay(const ReplayData& d, const std::string& path) {
   out["template_version"] = d.template_version;
   out["space_size"] = d.space_size;
   out["records"] = std::move(records);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write replay file '" + tmp + "'");
-    // One record per line keeps committed replay files diffable.
-    f << "{\n";
-    bool first = true;
-    for (auto it = out.begin(); it != out.end(); ++it) {
-      if (!first) f << ",\n";
-      first = false;
-      f << "  " << nlohmann::json(it.key()).dump() << ": ";
-      if (it.key() == "records") {
-        f << "[";
-        for (size_t i = 0; i < it.value().size(); ++i) f << (i ? ",\n    " : "\n    ") << it.value()[i].dump();
-        f << "\n  ]";
-      } else {
-        f << it.value().dump();
-      }
+  // One record per line keeps committed replay files diffable.
+  std::string f = "{\n";
+  bool first = true;
+  for (auto it = out.begin(); it != out.end(); ++it) {
+    if (!first) f += ",\n";
+    first = false;
+    f += "  " + nlohmann::json(it.key()).dump() + ": ";
+    if (it.key() == "records") {
+      f += "[";
+      for (size_t i = 0; i < it.value().size(); ++i) f += (i ? ",\n    " : "\n    ") + it.value()[i].dump();
+      f += "\n  ]";
+    } else {
+      f += it.value().dump();
     }
-    f << "\n}\n";
-    if (!f.flush()) throw std::runtime_error("cannot write replay file '" + tmp + "' (disk full?)");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+  f += "\n}\n";
+  if (const std::string why = write_file_atomically(path, f); !why.empty())
+    throw std::runtime_error("cannot write replay file '" + path + "': " + why);
 }
 
 }  // namespace tuner

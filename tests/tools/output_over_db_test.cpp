@@ -1,8 +1,12 @@
 // Every flag that writes a file (`export --out`, `report --out`, `plan --out`, `tune --replay-out`) refuses the
 // tuning database itself, under any name: `export --out tuning.db` used to replace the database with CSV and exit 0.
+// A write that fails (a full disk) leaves the file it would have replaced as it was.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/tools/cli_fixture.h"
@@ -55,6 +59,27 @@ TEST_F(OutputOverDb, AReplayOutIsNotTheRecordingItReplays) {
   EXPECT_EQ(slurp(rec), before);
   EXPECT_EQ(run("tune --op softmax --shape rows=4096,cols=32768 --dtype f16 --device replay:" + rec +
                 " --trials 4 --quiet --db " + db() + " --replay-out " + (dir_ / "other.json").string()).code, 0);
+}
+
+// On a full disk `export --out FILE` replaced a good FILE with the first 40 KB of the new one. A file-size limit
+// (ulimit -f, SIGXFSZ ignored) makes the write fail the same way: exit 1, FILE as it was, no temporary left.
+TEST_F(OutputOverDb, AWriteThatFailsLeavesTheFileAsItWas) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 96 --quiet --db " +
+                db()).code, 0);
+  const std::string keep = (dir_ / "keep.jsonl").string();
+  std::ofstream(keep) << "good\n";
+  // 100 blocks of 512 bytes: room for SQLite's 32 KB -shm, not for the 90 KB export.
+  const std::string cmd = "sh -c 'ulimit -f 100; trap \"\" XFSZ; exec " + std::string(TUNER_BIN) +
+                          " export --format jsonl --db " + db() + " --out " + keep + "' 2>" + (dir_ / "err").string();
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << slurp((dir_ / "err").string());
+  EXPECT_NE(slurp((dir_ / "err").string()).find("the file is as it was"), std::string::npos);
+  EXPECT_EQ(slurp(keep), "good\n");
+  EXPECT_FALSE(std::filesystem::exists(keep + ".tmp"));
+  // Without the limit it is written whole.
+  ASSERT_EQ(run("export --format jsonl --db " + db() + " --out " + keep).code, 0);
+  EXPECT_GT(slurp(keep).size(), 51200u);
 }
 
 }  // namespace
