@@ -26,10 +26,14 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     if (a.size() < 3 || a.compare(0, 2, "--") != 0 || a.find('=') != std::string::npos) continue;
     const po::option_description* d = desc.find_nothrow(a.substr(2), /*approx=*/false);
     const std::string& next = args[i + 1];
+    // Any word of the form --name, also an option of another command (`--db --verbose` made a database named
+    // "--verbose"); a value that really starts with -- is given as --db=--name.
     if (d && d->semantic()->max_tokens() > 0 && d->semantic()->min_tokens() > 0 && next.size() > 2 &&
-        next.compare(0, 2, "--") == 0 && desc.find_nothrow(next.substr(2, next.find('=') - 2), false))
-      throw UsageError(command + ": option '" + a + "' needs a value, got the option '" + next + "' (see `tuner " +
-                       command + " --help`)");
+        next.compare(0, 2, "--") == 0)
+      throw UsageError(command + ": option '" + a + "' needs a value, got " +
+                       (desc.find_nothrow(next.substr(2, next.find('=') - 2), false) ? "the option '" : "'") + next +
+                       "' (a value that starts with -- is given as " + a + "=" + next + "; see `tuner " + command +
+                       " --help`)");
   }
   try {
     po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
@@ -62,7 +66,7 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     std::string what = e.what();
     const std::string name = e.get_option_name();
     const po::option_description* d =
-        name.size() > 2 ? desc.find_nothrow(name.substr(name.rfind('-') + 1), /*approx=*/false) : nullptr;
+        name.size() > 2 ? desc.find_nothrow(name.substr(name.find_first_not_of('-')), /*approx=*/false) : nullptr;
     if (d && !d->description().empty()) what += "; " + name + ": " + d->description();
     throw UsageError(command + ": " + what + " (see `tuner " + command + " --help`)");
   } catch (const po::error& e) {

@@ -41,6 +41,17 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   auto threads = run(kSoftmax + "--compile-threads -1 --db " + db());
   EXPECT_EQ(threads.code, 2);
   EXPECT_NE(threads.err.find("--compile-threads -1 is out of range"), std::string::npos) << threads.err;
+  // A word of the form --name that is no option of this command is no value either (it made a database named
+  // "--verbose"), and an option's own help line is the one added (--db-timeout's said --timeout's).
+  auto other = run(kSoftmax + "--db --verbose");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("option '--db' needs a value, got '--verbose'"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("--db=--verbose"), std::string::npos) << other.err;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::current_path() / "--verbose"));
+  auto dbt = run(kSoftmax + "--db-timeout abc --db " + db());
+  EXPECT_EQ(dbt.code, 2);
+  EXPECT_NE(dbt.err.find("--db-timeout: "), std::string::npos) << dbt.err;
+  EXPECT_EQ(dbt.err.find("beyond its timing budget"), std::string::npos) << "--timeout's help: " << dbt.err;
   // A value given with '=' is a value, whatever it looks like.
   auto ok = run(kSoftmax + "--json --db=" + db());
   EXPECT_EQ(ok.code, 0) << ok.err;
