@@ -18,18 +18,19 @@ namespace tuner::db {
 MergeReport TuningDb::merge_from(const std::string& other_path) {
   auto& conn = impl_->conn;
   if (other_path.empty()) throw DbError("merge: the other database's path is empty", DbError::Kind::kBadPath);
-  // An older database is read through a copy brought to this version (the file itself is only read).
-  std::optional<ScratchDbFile> upgraded;
+  // The other database is read through a copy: it is opened read-only (ATTACH would open it for writing, with
+  // this connection's flags: it left -wal and -shm beside a damaged file and failed on a read-only one), an older
+  // schema is migrated in that copy, and a file another process is writing is merged as one snapshot.
+  ScratchDbFile copy_file("tuner-merge");
   {  // Refuses what is not a readable tuner database of this version or an older one before attaching anything.
     TuningDb other = TuningDb::open_existing(other_path);
-    if (other.impl_->conn.snapshot()) {  // older: read through an in-memory copy migrated to this version
-      upgraded.emplace("tuner-merge");
-      sql::Statement copy(other.impl_->conn, "VACUUM INTO ?");  // that copy, to a file ATTACH can open
-      copy.bind(1, upgraded->path()).run();
-    }
+    // VACUUM INTO writes only the copy, but a query-only connection refuses it: lift that for this statement.
+    other.impl_->conn.exec("PRAGMA query_only = 0");
+    sql::Statement copy(other.impl_->conn, "VACUUM INTO ?");
+    copy.bind(1, copy_file.path()).run();
   }
   sql::Statement attach(conn, "ATTACH DATABASE ? AS src");
-  attach.bind(1, upgraded ? upgraded->path() : other_path).run();
+  attach.bind(1, copy_file.path()).run();
   struct Detach {
     sql::Connection& c;
     ~Detach() {

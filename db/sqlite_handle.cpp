@@ -32,9 +32,10 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
     case OpenMode::kReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
     case OpenMode::kReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
     case OpenMode::kReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+    case OpenMode::kQueryOnly: flags |= SQLITE_OPEN_READWRITE; break;
     case OpenMode::kImmutable: flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI; break;
   }
-  read_only_ = mode == OpenMode::kReadOnly || mode == OpenMode::kImmutable;
+  read_only_ = mode == OpenMode::kReadOnly || mode == OpenMode::kImmutable || mode == OpenMode::kQueryOnly;
   std::string name = path;
   if (mode == OpenMode::kImmutable) {  // file: URI with the path percent-encoded where URIs need it
     name = "file:";
@@ -58,6 +59,7 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
     throw DbError("cannot open database '" + path + "': " + reason, error_kind(rc));
   }
   sqlite3_extended_result_codes(raw, 1);
+  if (mode == OpenMode::kQueryOnly) check(sqlite3_exec(raw, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), "query_only");
   // SQLite opens a write-protected file read-only without saying so; a writer must know now.
   if (!read_only_ && sqlite3_db_readonly(raw, "main") == 1)
     throw DbError("database '" + path + "' is read-only (the file is write-protected); allowed: a writable file",

@@ -23,6 +23,10 @@ enum class OpenMode {
   kReadWriteCreate,  ///< Read-write, creating the file if absent.
   kReadWrite,        ///< Read-write; the file must exist.
   kReadOnly,         ///< Read-only; the file must exist.
+  /// Opened for writing but PRAGMA query_only (nothing can be changed): read-only for every caller, and, unlike
+  /// kReadOnly, the last such connection to close removes the -wal and -shm files of a WAL database (a
+  /// read-only connection cannot, so every query left them beside the database). The file must exist.
+  kQueryOnly,
   kImmutable,        ///< Read-only, and no other process may change it (no locks, no -shm): for files in
                      ///< read-only directories, where SQLite cannot create the WAL index.
 };

@@ -3,6 +3,8 @@
 // itself lives in migrations.cpp and the SQLite handles in sqlite_handle.cpp.
 #include "db/tuning_db.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -187,6 +189,21 @@ sql::Connection open_read_write(const std::string& path) {
 /// (-shm) created; when no WAL content waits there (no -wal file, or an empty one) the file alone is
 /// the whole database and is opened immutable instead.
 sql::Connection open_read_only_connection(const std::string& path) {
+  // Query-only first, where the file and its folder can be written: it reads the same, and on closing it removes
+  // the -wal and -shm a read-only connection leaves behind (a write-protected file then kept a write-protected
+  // -shm that made a later writer fail).
+  std::error_code folder_ec;
+  const std::filesystem::path folder = std::filesystem::absolute(path, folder_ec).parent_path();
+  if (::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0) {
+    try {
+      sql::Connection conn(path, sql::OpenMode::kQueryOnly);
+      conn.set_busy_timeout(kBusyTimeoutMs);
+      conn.probe();
+      return conn;
+    } catch (const DbError& e) {
+      if (e.kind() != DbError::Kind::kReadOnly) throw;
+    }
+  }
   try {
     sql::Connection conn(path, sql::OpenMode::kReadOnly);
     conn.set_busy_timeout(kBusyTimeoutMs);

@@ -36,6 +36,9 @@ int merge_command(const std::vector<std::string>& args) {
                      "); name another database to merge from");
   db::MergeReport report;
   try {
+    // The other database is checked before this one is opened: a merge of a missing, damaged or newer file
+    // created an empty database at --db.
+    (void)db::TuningDb::open_existing(other);
     db::TuningDb db(db_path);
     report = db.merge_from(other);
   } catch (const db::DbError& e) {

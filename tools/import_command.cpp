@@ -356,6 +356,18 @@ int import_command(const std::vector<std::string>& args) {
       db::TuningDb db(db_path);
       report = db.merge_from(scratch.path());
       report.duplicates += repeated;
+    } else {
+      // Nothing to add and nothing created, but --db is still checked: an empty file "imported into" a folder
+      // that does not exist, or into a directory, exited 0.
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      if (db_path.empty() || fs::is_directory(db_path, ec))
+        throw UsageError("import: --db '" + db_path + "' is " + (db_path.empty() ? "empty" : "a directory") +
+                         "; allowed: a tuner database file");
+      const fs::path parent = fs::path(db_path).parent_path();
+      if (!parent.empty() && !fs::is_directory(parent, ec))
+        throw UsageError("import: --db '" + db_path + "': folder '" + parent.string() + "' does not exist");
+      if (fs::exists(db_path, ec)) (void)db::TuningDb::open_existing(db_path);  // a tuner database of a known version
     }
   } catch (const db::DbError& e) {
     if (e.bad_input()) throw UsageError(e.what());

@@ -76,6 +76,29 @@ TEST(TuningDb, RoundTripsEveryTrialField) {
   EXPECT_EQ(r.template_hash, "h1");
 }
 
+// A read-only connection cannot remove a WAL database's -wal and -shm when it closes: every query left them beside
+// the database (and a write-protected file's -shm, write-protected too, later failed a writer). Reads now go through
+// a query-only connection where the file can be written: nothing changes, and nothing is left behind.
+TEST(TuningDb, ReadingLeavesNoWalOrShmBehindAndChangesNothing) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  {
+    Fixture fx(path);
+    std::vector<TrialRecord> trials = {ok_trial(R"({"BM":64})", 1.0)};
+    fx.db.add_trials(fx.session, trials);
+  }
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  const std::string before = read_bytes(path);
+  {
+    TuningDb db = TuningDb::open_existing(path);
+    EXPECT_EQ(db.history({}).size(), 1u);
+    EXPECT_THROW(db.upsert_workload({"gemm", "M=1,N=1,K=1", "f32"}), DbError) << "a reader must not write";
+  }
+  EXPECT_FALSE(fs::exists(path + "-wal"));
+  EXPECT_FALSE(fs::exists(path + "-shm"));
+  EXPECT_EQ(read_bytes(path), before);
+}
+
 TEST(TuningDb, FillsTimestampsWhenEmpty) {
   Fixture fx;
   std::vector<TrialRecord> batch{ok_trial("{}", 1.0)};

@@ -292,6 +292,12 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
   auto empty = run("import " + file("empty.jsonl") + " --db " + file("new.db") + " --json");
   EXPECT_EQ(empty.code, 0) << empty.err;
   EXPECT_EQ(Json::parse(empty.out)["records"], 0);
+  EXPECT_FALSE(std::filesystem::exists(file("new.db")));
+  // ... but its --db is still checked: a folder that does not exist, or a directory, is bad input.
+  for (const std::string& bad : {file("no/such/dir/x.db"), dir_.string()}) {
+    auto r = run("import " + file("empty.jsonl") + " --db " + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out;
+  }
   auto csv = run("import " + file("a.jsonl") + " --format csv --db " + b_db());
   EXPECT_EQ(csv.code, 2);
   EXPECT_NE(csv.err.find("'csv'"), std::string::npos) << csv.err;

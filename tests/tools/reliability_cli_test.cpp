@@ -309,6 +309,14 @@ TEST_F(Cli, DbMergeOfTwoTunedDatabasesGivesTheUnionOnce) {
   auto missing = run("db merge " + (dir_ / "none.db").string() + " --db " + db());
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("none.db"), std::string::npos) << missing.err;
+  // A merge that fails on its source creates no database at --db (it made an empty one), and the source, only
+  // read, gets no -wal or -shm beside it (ATTACH opened it for writing).
+  const std::string fresh = (dir_ / "fresh.db").string();
+  EXPECT_EQ(run("db merge " + (dir_ / "none.db").string() + " --db " + fresh).code, 2);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  ASSERT_EQ(run("db merge " + other + " --db " + fresh).code, 0);
+  EXPECT_FALSE(std::filesystem::exists(other + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(other + "-shm"));
   auto bad_sub = run("db split");
   EXPECT_EQ(bad_sub.code, 2);
   EXPECT_NE(bad_sub.err.find("'split'"), std::string::npos) << bad_sub.err;
