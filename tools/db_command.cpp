@@ -14,17 +14,19 @@ namespace {
 int merge_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
   std::string db_path, other;
-  po::options_description desc("tuner db merge: bring in the records of another tuning database");
-  desc.add_options()
+  po::options_description visible("tuner db merge: bring in the records of another tuning database (OTHER.db, only read)");
+  visible.add_options()
       ("help,h", "show this help")
-      ("other", po::value(&other), "the database to merge from (only read)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "the database to merge into ($TUNER_DB or ./tuning.db)")
       ("json", "one JSON document on stdout");
+  // OTHER.db is a positional argument: parsed under a name of its own, not offered as an option (--other).
+  po::options_description desc;
+  desc.add(visible).add_options()("other", po::value(&other));
   po::positional_options_description positional;
   positional.add("other", 1);
   po::variables_map vm;
   if (!parse_options("db merge", args, desc, vm, positional)) {
-    std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << desc;
+    std::cout << "usage: tuner db merge OTHER.db [--db tuning.db] [--json]\n" << visible;
     return 0;
   }
   if (!vm.count("other"))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -220,6 +221,19 @@ ImportRecord read_record(const LineReader& in) {
   t.spill_bytes = static_cast<int>(in.integer(j, "spill_bytes"));
   t.started_at = in.str(j, "started_at");
   t.finished_at = in.str(j, "finished_at");
+  // The store writes UTC times as 2026-11-22T14:37:25.123Z; a time ordered with them must have that form
+  // ("yesterday" was stored).
+  const auto iso = [](const std::string& v) {
+    static const std::string pattern = "9999-99-99T99:99:99";
+    if (v.size() < pattern.size()) return false;
+    for (size_t i = 0; i < pattern.size(); ++i)
+      if (pattern[i] == '9' ? !std::isdigit(static_cast<unsigned char>(v[i])) : v[i] != pattern[i]) return false;
+    return true;
+  };
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"started_at", &t.started_at},
+                                   {"finished_at", &t.finished_at}})
+    if (!value->empty() && !iso(*value))
+      in.refuse(key, "is '" + *value + "'; allowed: an ISO-8601 UTC time, e.g. 2026-11-22T14:37:25.123Z");
   if (t.finished_at.empty()) in.refuse("finished_at", "is empty; allowed: the ISO-8601 time the trial ended");
   if (t.status == "ok" && !(t.time_ms > 0)) in.refuse("time_ms", "is 0 for an ok trial; allowed: > 0");
   return r;

@@ -118,11 +118,11 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
     const par::TimeBreakdown& t = plan.stages[s].time;
     trows.push_back({std::to_string(s) + (static_cast<int>(s) == plan.critical_stage ? "*" : ""), fixed(t.compute_s, 3),
                      fixed(t.memory_bound_s, 3), fixed(t.recompute_s, 3), fixed(t.tp_comm_s, 3),
-                     fixed(t.ep_comm_s, 3), fixed(t.zero_comm_s, 3), fixed(t.reshard_s, 3), fixed(t.pp_p2p_s, 3),
+                     fixed(t.ep_comm_s, 3), fixed(t.cp_comm_s, 3), fixed(t.zero_comm_s, 3), fixed(t.reshard_s, 3), fixed(t.pp_p2p_s, 3),
                      fixed(t.pp_bubble_s, 3), fixed(t.dp_comm_s, 3), fixed(t.optimizer_s, 3), fixed(t.wait_s, 3),
                      fixed(t.total(), 3)});
   }
-  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "ep a2a", "zero comm", "reshard", "pp p2p",
+  print_table({"stage", "compute", "memory-bound", "recompute", "tp/sp comm", "ep a2a", "cp ring", "zero comm", "reshard", "pp p2p",
                "pp bubble",
                "dp comm", "optimizer", "wait", "total"},
               trows);

@@ -202,6 +202,10 @@ int tune_command(const std::vector<std::string>& args) {
   // Validate everything before the database is touched.
   TuneOptions opt;
   const templates::KernelTemplate* tmpl = nullptr;
+  // An empty --device took the default device without a word (a script's unset variable tuned the wrong GPU).
+  if (!vm["device"].defaulted() && device_spec.empty())
+    throw UsageError("--device '' is empty; allowed: cuda:N, cuda:all, sim:<gpu> or replay:FILE (leave it out for "
+                     "the default)");
   try {
     if (!kernel_path.empty() || !spec_path.empty()) {
       // A user kernel: registered as a template named by its spec, then tuned like any other.
@@ -213,7 +217,10 @@ int tune_command(const std::vector<std::string>& args) {
       template_name = user.name();
       opt.workload = user.workload();
     } else {
-      if (op.empty() || shape.empty()) throw std::invalid_argument("--op and --shape are required (or --kernel and --spec)");
+      if (op.empty() || shape.empty())
+        throw std::invalid_argument(vm.count("shape") && !vm["shape"].defaulted() && shape.empty()
+                                        ? "--shape '' is empty; allowed: the op's sizes, e.g. --shape M=1024,N=1024,K=1024"
+                                        : "--op and --shape are required (or --kernel and --spec)");
       opt.workload = templates::parse_workload(op, shape, dtype);
     }
     if (template_name.empty())

@@ -20,6 +20,7 @@ struct Strategy {
   OpTime fwd;                   ///< Forward kernels.
   double fwd_comm_s = 0, bwd_comm_s = 0;
   double ep_comm_s = 0;         ///< Of fwd_comm_s + bwd_comm_s, the expert dispatch/combine all-to-alls.
+  double cp_comm_s = 0;         ///< Of fwd_comm_s + bwd_comm_s, the context-parallel ring's K/V exchange.
   double params_local = 0;
   double expert_params_local = 0;  ///< Of params_local, expert weights (divided by ep).
   double out_bytes_local = 0;
@@ -118,9 +119,12 @@ bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy&
         const double kv = static_cast<double>(x.b / fB) * x.g.seq * 2.0 * op.kv_heads / fac('H') *
                           (op.out_features / op.heads) * x.dsize * x.cp;
         const CostParams& cost = x.costs.params();
-        s.fwd_comm_s += overlapped_comm_s(cost, all_gather_s(x.c, ring, kv), work);
-        const double bwd_ring = reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv);
-        s.bwd_comm_s += overlapped_comm_s(cost, bwd_ring, 2 * work);
+        const double fwd_ring = overlapped_comm_s(cost, all_gather_s(x.c, ring, kv), work);
+        const double bwd_ring =
+            overlapped_comm_s(cost, reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv), 2 * work);
+        s.fwd_comm_s += fwd_ring;
+        s.bwd_comm_s += bwd_ring;
+        s.cp_comm_s = fwd_ring + bwd_ring;
       }
       break;
     }
@@ -404,8 +408,9 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     lp.bwd_s += op.bwd_compute_s + op.bwd_comm_s;
     lp.compute_s += 3 * (s.fwd.seconds - s.fwd.memory_s);
     lp.memory_bound_s += 3 * s.fwd.memory_s;
-    lp.comm_s += s.fwd_comm_s + s.bwd_comm_s - s.ep_comm_s;
+    lp.comm_s += s.fwd_comm_s + s.bwd_comm_s - s.ep_comm_s - s.cp_comm_s;
     lp.ep_comm_s += s.ep_comm_s;
+    lp.cp_comm_s += s.cp_comm_s;
     lp.params_per_device += s.params_local;
     lp.expert_params_per_device += s.expert_params_local;
     lp.activation_bytes += s.out_bytes_local;

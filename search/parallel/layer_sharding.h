@@ -70,6 +70,7 @@ struct LayerPlan {
   double memory_bound_s = 0;    ///< Forward + backward time of memory-bound kernels (norms, softmax, elementwise).
   double comm_s = 0;            ///< Forward + backward collectives of the sharding and resharding between ops.
   double ep_comm_s = 0;         ///< Forward + backward expert dispatch/combine all-to-alls (not in comm_s).
+  double cp_comm_s = 0;         ///< Forward + backward context-parallel K/V ring exchange (not in comm_s).
   double params_per_device = 0;
   double expert_params_per_device = 0;  ///< Of params_per_device, expert weights (already divided by ep).
   double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).

@@ -39,9 +39,10 @@ struct RangeMax {
 struct LayerTable {
   StageShape shape;                       ///< The submesh the layers run on.
   std::vector<const LayerPlan*> lp;       ///< Per layer: its sharding (owned by the planner's cache).
-  // Per layer, per micro-batch (seconds): t = comp + mem + comm + epc + rec + zex + reshard (epc: the expert
+  // Per layer, per micro-batch (seconds): t = comp + mem + comm + epc + cpc + rec + zex + reshard (cpc: the
+  // context-parallel ring's K/V exchange; epc: the expert
   // dispatch/combine all-to-alls).
-  std::vector<double> t, comp, mem, comm, epc, rec, zex, reshard, bwd;
+  std::vector<double> t, comp, mem, comm, epc, cpc, rec, zex, reshard, bwd;
   std::vector<double> params;             ///< Parameters per device.
   std::vector<double> eparams;            ///< Of params, expert weights (already divided by ep).
   std::vector<double> act;                ///< Activation bytes kept per micro-batch (recomputation applied).

@@ -175,6 +175,9 @@ ModelGraph parse_family_form(const std::string& spec) {
   if (family == "moe") {
     c.experts = static_cast<int>(kv["experts"]);
     c.top_k = static_cast<int>(kv["top_k"]);
+    if (c.top_k > c.experts)  // named as the user wrote the model, not as "layer 1 (block) op 'moe'"
+      throw SpecError("model '" + spec + "': top_k " + std::to_string(c.top_k) + " exceeds experts " +
+                      std::to_string(c.experts) + "; allowed: top_k 1.." + std::to_string(c.experts));
   }
   if (c.head_dim == 0 && c.hidden % c.heads != 0)
     throw SpecError("model '" + spec + "': hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +

@@ -22,6 +22,7 @@ nlohmann::ordered_json time_json(const TimeBreakdown& t) {
           {"recompute_s", t.recompute_s},
           {"tp_comm_s", t.tp_comm_s},
           {"ep_comm_s", t.ep_comm_s},
+          {"cp_comm_s", t.cp_comm_s},
           {"zero_comm_s", t.zero_comm_s},
           {"reshard_s", t.reshard_s},
           {"pp_p2p_s", t.pp_p2p_s},

@@ -400,7 +400,7 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
   }
   out = LayerTable{};
   out.shape = shape;
-  for (auto* v : {&out.t, &out.comp, &out.mem, &out.comm, &out.epc, &out.rec, &out.zex, &out.reshard, &out.bwd,
+  for (auto* v : {&out.t, &out.comp, &out.mem, &out.comm, &out.epc, &out.cpc, &out.rec, &out.zex, &out.reshard, &out.bwd,
                   &out.params, &out.eparams, &out.act, &out.full_act})
     v->assign(L, 0.0);
   out.lp.assign(L, nullptr);
@@ -427,6 +427,7 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     if (l > 0) out.reshard[l] = entry_s(e, out, out, l);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
     out.epc[l] = x.ep_comm_s;  // inside fwd_s + bwd_s
+    out.cpc[l] = x.cp_comm_s;  // likewise
     // Overlapped with the layer's own work: the excess counts, and what is hidden still takes its share of the
     // SMs and DRAM bandwidth (overlap_interference).
     out.zex[l] = overlapped_comm_s(costs_->params(), zc, tl);
@@ -794,7 +795,8 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     TimeBreakdown& tb = sp.time;
     for (int l = i; l < j; ++l) {
       tb.compute_s += m * t.comp[l], tb.memory_bound_s += m * t.mem[l], tb.tp_comm_s += m * t.comm[l];
-      tb.ep_comm_s += m * t.epc[l], tb.recompute_s += m * t.rec[l], tb.zero_comm_s += m * t.zex[l];
+      tb.ep_comm_s += m * t.epc[l], tb.cp_comm_s += m * t.cpc[l];
+      tb.recompute_s += m * t.rec[l], tb.zero_comm_s += m * t.zex[l];
       tb.reshard_s += m * t.reshard[l];
     }
     tb.reshard_s += m * boundary;

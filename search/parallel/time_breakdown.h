@@ -3,7 +3,7 @@
 //
 // Every stage's terms add up to the iteration time: its busy time (compute,
 // memory-bound kernels, recomputation, tensor/sequence-parallel collectives,
-// expert-parallel all-to-alls, resharding between layers and stages laid out
+// expert-parallel all-to-alls, the context-parallel ring, resharding between layers and stages laid out
 // differently, pipeline sends, ZeRO traffic: what a layer cannot hide and the slowdown of what it hides), the time
 // it idles in the pipeline schedule (bubble), its own data-parallel reduction (exposed part and slowdown) and
 // optimizer step, and the time it waits for slower stages to finish theirs.
@@ -18,6 +18,9 @@ struct TimeBreakdown {
   double recompute_s = 0;     ///< Forward work repeated by activation recomputation.
   double tp_comm_s = 0;       ///< Tensor/sequence-parallel collectives and resharding between operators.
   double ep_comm_s = 0;       ///< Expert-parallel token dispatch and combine (all-to-all in the ep group).
+  /// Context parallelism: the ring's K/V exchange (and its gradients') the attention kernels cannot hide, plus
+  /// overlap_interference of the hidden part.
+  double cp_comm_s = 0;
   /// ZeRO-2/3 per-micro-batch collectives: the part the layer's work cannot hide, plus overlap_interference of the
   /// hidden part (the slowdown they cause the work they run beside; all of them when it is 1).
   double zero_comm_s = 0;
@@ -31,7 +34,7 @@ struct TimeBreakdown {
   double optimizer_s = 0;     ///< The optimizer step: parameters, gradients and Adam states through DRAM.
   double wait_s = 0;          ///< Waiting for slower stages' data-parallel reduction and optimizer step.
   double total() const {
-    return compute_s + memory_bound_s + recompute_s + tp_comm_s + ep_comm_s + zero_comm_s + reshard_s + pp_p2p_s +
+    return compute_s + memory_bound_s + recompute_s + tp_comm_s + ep_comm_s + cp_comm_s + zero_comm_s + reshard_s + pp_p2p_s +
            pp_bubble_s + dp_comm_s + optimizer_s + wait_s;
   }
 };

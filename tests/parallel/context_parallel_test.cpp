@@ -60,6 +60,7 @@ TEST(ContextParallel, ContextParallelPlansRunFlashAttention) {
   ASSERT_GT(p.config.cp, 1);
   EXPECT_EQ(p.attention, AttentionKernel::kFlash);
   EXPECT_NE(export_megatron(p, m, 1024).find("--attention-backend flash\n"), std::string::npos);
+  EXPECT_GT(p.stages[0].time.cp_comm_s, 0) << "the ring's exchange is a breakdown term of its own";
   // At this length attention is most of the model's FLOPs: counted causally (half), MFU is near half the
   // convention's figure.
   EXPECT_LT(p.mfu_causal, 0.6 * p.mfu);
@@ -177,6 +178,12 @@ TEST(ContextParallel, RingExchangeHiddenBehindAttentionPaysTheInterference) {
   EXPECT_NEAR(prior.fwd_comm_s, none.fwd_comm_s + 0.15 * std::min(fwd, work), 1e-12);
   EXPECT_NEAR(prior.bwd_comm_s, none.bwd_comm_s + 0.15 * std::min(bwd, 2 * work), 1e-12);
   EXPECT_GT(prior.fwd_comm_s, none.fwd_comm_s);
+  // In the layer's totals the ring is its own term (cp_comm_s), not TP/SP communication.
+  CostParams p;
+  OpCostModel costs(c.gpu, p, {});
+  const LayerPlan lp = plan_layer_sharding(*block, g, c, tensor_mesh(c, 1), 1, costs, INFINITY, 16, 2);
+  EXPECT_NEAR(lp.cp_comm_s, prior.fwd_comm_s + prior.bwd_comm_s, 1e-12);
+  EXPECT_NEAR(lp.comm_s, 0.0, 1e-12) << "tp 1: no tensor-parallel collectives";
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   EXPECT_EQ(dbt.code, 2);
   EXPECT_NE(dbt.err.find("--db-timeout: "), std::string::npos) << dbt.err;
   EXPECT_EQ(dbt.err.find("beyond its timing budget"), std::string::npos) << "--timeout's help: " << dbt.err;
+  // Empty values are named: --device '' took the default device, --shape '' said only that it was required.
+  auto nodev = run("tune --op softmax --shape rows=64,cols=64 --trials 2 --device '' --db " + db());
+  EXPECT_EQ(nodev.code, 2);
+  EXPECT_NE(nodev.err.find("--device '' is empty"), std::string::npos) << nodev.err;
+  auto noshape = run("tune --op gemm --shape '' --device sim:h100-sxm --db " + db());
+  EXPECT_EQ(noshape.code, 2);
+  EXPECT_NE(noshape.err.find("--shape '' is empty"), std::string::npos) << noshape.err;
   // A value given with '=' is a value, whatever it looks like.
   auto ok = run(kSoftmax + "--json --db=" + db());
   EXPECT_EQ(ok.code, 0) << ok.err;

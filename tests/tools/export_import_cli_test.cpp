@@ -249,6 +249,8 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
       {write("device.jsonl", edited([](Json& j) { j["device_identity"].erase("sm_count"); })),
        {"device.jsonl:3", "'device_identity.sm_count'"}},
       {write("purpose.jsonl", edited([](Json& j) { j["purpose"] = "guess"; })), {"purpose.jsonl:3", "'purpose'", "guess"}},
+      {write("when.jsonl", edited([](Json& j) { j["finished_at"] = "yesterday"; })),
+       {"when.jsonl:3", "'finished_at'", "yesterday", "ISO-8601"}},
       // An unknown status reached the database's CHECK constraint: exit 1 and SQLite's message.
       {write("status.jsonl", edited([](Json& j) { j["status"] = "great"; })),
        {"status.jsonl:3", "'status'", "great", "allowed: ok, invalid_config"}},
