@@ -248,12 +248,15 @@ std::vector<db::ResultRow> per_name(const RecordFilter& f, Query query) {
 
 }  // namespace
 
-std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f) {
+std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f, bool ok_only) {
   if (f.filter.template_hashes.empty()) return "";  // --all-versions was given
   RecordFilter any = f;
   any.filter.template_hashes.clear();
   any.filter.limit = 0;
-  const size_t n = run_history(db, any).size();
+  const std::set<std::string> current(f.filter.template_hashes.begin(), f.filter.template_hashes.end());
+  size_t n = 0;
+  for (const auto& r : run_history(db, any))  // only what the version filter left out
+    n += !current.count(r.template_hash) && (!ok_only || r.trial.status == "ok");
   if (n == 0) return "";
   return std::to_string(n) + " record" + (n == 1 ? " of an older template version matches" :
                                                    "s of older template versions match") +

@@ -69,7 +69,8 @@ struct RecordFilter {
 
 /// For a record query that found nothing: a line saying that records of older template versions match (the
 /// kernels changed since they were measured) and that --all-versions shows them; empty when none do.
-std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f);
+/// `ok_only`: count ok records only (a best query shows nothing else, so failed older trials would not show either).
+std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f, bool ok_only);
 
 /// Device names recorded in a database (those of its sessions; every trial belongs to one), sorted.
 std::vector<std::string> recorded_device_names(const db::TuningDb& db);

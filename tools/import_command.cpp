@@ -225,10 +225,13 @@ ImportRecord read_record(const LineReader& in) {
   // ("yesterday" was stored).
   const auto iso = [](const std::string& v) {
     static const std::string pattern = "9999-99-99T99:99:99";
-    if (v.size() < pattern.size()) return false;
+    if (v.size() < pattern.size() + 1 || v.back() != 'Z') return false;
     for (size_t i = 0; i < pattern.size(); ++i)
       if (pattern[i] == '9' ? !std::isdigit(static_cast<unsigned char>(v[i])) : v[i] != pattern[i]) return false;
-    return true;
+    const std::string rest = v.substr(pattern.size(), v.size() - pattern.size() - 1);  // "" or ".123"
+    if (rest.empty()) return true;
+    return rest.size() >= 2 && rest[0] == '.' &&
+           rest.find_first_not_of("0123456789", 1) == std::string::npos;
   };
   for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"started_at", &t.started_at},
                                    {"finished_at", &t.finished_at}})

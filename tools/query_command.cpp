@@ -159,7 +159,8 @@ int query_command(const std::vector<std::string>& args) {
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
   if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
   if (rows.empty())
-    if (const std::string note = older_versions_note(*db, rf); !note.empty()) std::cerr << "tuner: " << note << "\n";
+    if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())
+      std::cerr << "tuner: " << note << "\n";
   if (json) {
     if (single) {
       std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";

@@ -552,7 +552,7 @@ int report_command(const std::vector<std::string>& args) {
                        (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")) +
                        (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note) +
                        [&] {
-                         const std::string note = older_versions_note(*db, rf);
+                         const std::string note = older_versions_note(*db, rf, false);
                          return note.empty() ? note : "; " + note;
                        }());
     const auto best = run_best_per_workload(*db, rf);

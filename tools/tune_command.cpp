@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "search/config_space.h"
 #include "search/strategy.h"
@@ -410,7 +411,7 @@ int tune_command(const std::vector<std::string>& args) {
       throw UsageError("--replay-out '" + replay_out + "' is a folder; allowed: a file path");
     if (!parent.empty() && !fs::is_directory(parent, ec))
       throw UsageError("--replay-out '" + replay_out + "': folder '" + parent.string() + "' does not exist");
-    const std::string probe_path = replay_out + ".tmp";  // write_replay writes here, then renames
+    const std::string probe_path = replay_out + ".probe";  // the folder must take a file beside it
     const bool existed = fs::exists(probe_path, ec);
     if (!std::ofstream(probe_path, std::ios::app))
       throw UsageError("--replay-out '" + replay_out + "' cannot be written here");
@@ -580,7 +581,29 @@ int tune_command(const std::vector<std::string>& args) {
                 << (bandwidth > 0 ? ", " + fixed(bandwidth, 1) + " GB/s" : "") << (t.estimate ? " (estimate)" : "")
                 << "  " << t.config_json << "\n";
     } else {
-      std::cout << "  best: no successful trial yet\n";
+      // Say why: every trial failed the same way, as often (a user kernel not declared extern "C" fails to compile
+      // in every config), and the reason was only in `query --history --json`.
+      tuner::db::QueryFilter f;
+      f.op = opt.workload.op;
+      f.shape = opt.workload.shape_string();
+      f.dtype = templates::to_string(opt.workload.dtype);
+      f.device_name = device.identity.name;
+      f.simulated = device.simulated;
+      f.template_hashes = {sum.template_hash};
+      std::map<std::string, int> by_status;
+      std::string last_error;
+      for (const auto& r : db->history(f)) {
+        ++by_status[r.trial.status];
+        if (!r.trial.error_message.empty()) last_error = r.trial.error_message;
+      }
+      std::string counts;
+      for (const auto& [status, n] : by_status) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + status;
+      // The error's last non-empty line says most (compiler logs end with the error).
+      while (!last_error.empty() && (last_error.back() == '\n' || last_error.back() == ' ')) last_error.pop_back();
+      if (const size_t nl = last_error.rfind('\n'); nl != std::string::npos) last_error = last_error.substr(nl + 1);
+      if (last_error.size() > 240) last_error = last_error.substr(0, 240) + "...";
+      std::cout << "  best: no successful trial yet" << (counts.empty() ? "" : " (" + counts + ")") << "\n";
+      if (!last_error.empty()) std::cout << "  last error: " << last_error << "\n";
     }
   }
   // As shells expect of a program stopped by a signal: 130 for SIGINT, 143 for SIGTERM.

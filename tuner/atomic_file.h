@@ -1,8 +1,12 @@
 // atomic_file.h: writes a whole file so that it is either the new text or what was there before: the text goes
-// to PATH.tmp beside it, then a rename replaces PATH. A failed write (a full disk, a quota) removes the
-// temporary file and leaves PATH as it was: an export, report or recording that fails never destroys the one it
-// would have replaced. Inline: the replay fuzzer compiles replay_data.cpp without the rest of the library.
+// to a temporary file beside it, then a rename replaces it. A failed write (a full disk, a quota) removes the
+// temporary file and leaves the old one as it was: an export, report or recording that fails never destroys the
+// one it would have replaced. What is not a regular file (/dev/null, /dev/stdout, a pipe) is written in place, and
+// a symbolic link is followed, so `--out /dev/null` never replaces the device. Inline: the replay fuzzer compiles
+// replay_data.cpp without the rest of the library.
 #pragma once
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,32 +16,51 @@
 
 namespace tuner {
 
-/// Returns "" when PATH holds `text`, else why not. *could_not_open is set when the temporary file could not be
-/// created at all (a folder that does not exist or cannot be written: usually the caller's bad input).
+/// Returns "" when the file holds `text`, else why not. *could_not_open is set when nothing could be opened at all
+/// (a folder that does not exist or cannot be written: usually the caller's bad input).
 inline std::string write_file_atomically(const std::string& path, const std::string& text,
                                          bool* could_not_open = nullptr) {
   namespace fs = std::filesystem;
   if (could_not_open) *could_not_open = false;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
+  // A link is followed: its target is what gets written (and replaced).
+  fs::path target = path;
+  if (fs::is_symlink(target, ec)) {
+    const fs::path resolved = fs::weakly_canonical(target, ec);
+    if (!ec) target = resolved;
+  }
+  const fs::file_status st = fs::status(target, ec);
+  if (fs::is_directory(st)) {
     if (could_not_open) *could_not_open = true;
     return "it is a directory";
   }
-  const std::string tmp = path + ".tmp";
+  const auto written = [&](std::ofstream& f, const std::string& where) -> std::string {
+    f << text;
+    f.close();
+    if (f) return "";
+    return std::string(std::strerror(errno)) + " (writing " + std::to_string(text.size()) + " bytes to '" + where +
+           "'; the disk may be full)";
+  };
+  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a device, a pipe: written in place
+    std::ofstream f(target, std::ios::binary);
+    if (!f) {
+      if (could_not_open) *could_not_open = true;
+      return std::strerror(errno);
+    }
+    return written(f, target.string());
+  }
+  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) {
     if (could_not_open) *could_not_open = true;
     return std::strerror(errno);
   }
-  f << text;
-  f.close();
-  if (!f) {
-    const std::string why = std::string(std::strerror(errno)) + " (writing " + std::to_string(text.size()) +
-                            " bytes; the disk may be full)";
+  if (std::string why = written(f, tmp); !why.empty()) {
     fs::remove(tmp, ec);
     return why;
   }
-  fs::rename(tmp, path, ec);
+  if (fs::exists(st)) fs::permissions(tmp, st.permissions(), ec);  // the replaced file's mode is kept
+  fs::rename(tmp, target, ec);
   if (ec) {
     const std::string why = "renaming '" + tmp + "': " + ec.message();
     fs::remove(tmp, ec);

@@ -509,6 +509,11 @@ struct CudaRunner::Impl {
   /// One config: module, state, launcher, then the checked run and (when right) the timed runs.
   MeasureResult run(const MeasureRequest& r, const std::function<void()>& on_ready, bool& launched) {
     MeasureResult res;
+    // The workload's inputs and reference first (the client's startup allowance covers them); then everything of
+    // the config's own, from its module load on, counts as the config's: a cubin that crashes or hangs the driver
+    // at load is its fault, not the worker's (WorkerClient blames a worker that fails before this point).
+    State& st = state_for(r, res.phases);
+    if (on_ready) on_ready();
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Module> mod;
     CUfunction fn = nullptr;
@@ -522,7 +527,6 @@ struct CudaRunner::Impl {
     }
     res.phases.module_load_s = seconds_since(t0);
 
-    State& st = state_for(r, res.phases);
     t0 = std::chrono::steady_clock::now();
     encode_tensor_maps(r, st);  // per config: boxes differ with the tile
     std::vector<CUdeviceptr> ptrs;
@@ -531,8 +535,6 @@ struct CudaRunner::Impl {
     const std::function<void()> launch_once = launcher(r, fn, ptrs, scalars);
     if (r.vendor == "cudnn_conv") res.detail = cudnn->planned_detail();
     res.phases.module_load_s += seconds_since(t0);
-    // From here on only the config runs: the client's timeout for it starts now.
-    if (on_ready) on_ready();
 
     t0 = std::chrono::steady_clock::now();
     launched = true;

@@ -21,7 +21,7 @@ PublishedRun korthikanti(const std::string& size, const std::string& shape, int 
   r.cluster = "dgx-a100:" + std::to_string(gpus / 8);
   r.global_batch = batch;
   r.fix = "tp=8,pp=" + std::to_string(pp) + ",dp=1,mbs=1,schedule=1f1b,zero=0,recompute=" +
-          (selective ? "selective" : "full");
+          (selective ? std::string("selective") : std::string("full,sp=0"));
   r.attention = AttentionKernel::kUnfused;
   r.iteration_time_s = seconds;
   r.note = "iteration time as published; MFU they state (41.5/51.4/56.0/56.3%) agrees with it by the 72BslH^2 "
@@ -63,7 +63,8 @@ PublishedRun narayanan(const std::string& size, int layers, int hidden, int head
             ",heads=" + std::to_string(heads) + ",seq=2048,vocab=51200";
   r.cluster = "dgx-a100:" + std::to_string(tp * pp * dp / 8);
   r.global_batch = batch;
-  r.fix = "tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp) + ",dp=" + std::to_string(dp) + ",recompute=full";
+  r.fix = "tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp) + ",dp=" + std::to_string(dp) +
+          ",recompute=full,sp=0";
   r.published_config = "mbs=" + std::to_string(mbs) + ",zero=0," +
                        (v > 1 ? "schedule=interleaved,v=" + std::to_string(v) : std::string("schedule=1f1b"));
   r.attention = AttentionKernel::kUnfused;

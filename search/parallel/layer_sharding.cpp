@@ -78,6 +78,10 @@ struct Ctx {
   int dsize;
   int cp = 1;  ///< Context-parallel degree; g.seq is the local share of the sequence.
   int ep = 1;  ///< Expert-parallel degree: MoE experts divided over ep data-parallel ranks.
+  /// Sequence parallelism allowed: norms and elementwise ops (dropout, residual adds) may split tokens over a
+  /// tensor-parallel mesh dimension. Off, they stay whole on every rank, as Megatron-LM runs without
+  /// --sequence-parallel (and as it ran before 2022).
+  bool sequence_parallel = true;
 };
 
 /// Split factors of a strategy: f['B'] is how many ways it splits tokens, f['C'] output features, ...
@@ -261,6 +265,10 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
         s.choice[0] = c0;
         s.choice[1] = c1;
         s.name = strategy_name(x.mesh, c0, c1);
+        const bool token_split = (c0 == 'B' && x.mesh.d0 > 1) || (c1 == 'B' && x.mesh.d1 > 1);
+        if (!x.sequence_parallel && token_split &&
+            (op.type == OpType::kLayerNorm || op.type == OpType::kElementwise))
+          continue;
         if (cost_strategy(x, op, s)) os.list.push_back(s);
       }
     all.push_back(os);
@@ -317,8 +325,9 @@ struct Built {
 };
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
-            OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp, int ep) {
-  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1)};
+            OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp, int ep,
+            bool sequence_parallel) {
+  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1), sequence_parallel};
   Built out;
   out.ops = enumerate(x, layer);
   out.req.memory_budget = memory_budget;
@@ -378,14 +387,16 @@ Mesh tensor_mesh(const ClusterSpec& c, int tp) {
 
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param, int cp, int ep) {
-  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep).req;
+                                    double state_bytes_per_param, int cp, int ep, bool sequence_parallel) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep,
+               sequence_parallel).req;
 }
 
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param, int cp, int ep) {
-  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep);
+                              double state_bytes_per_param, int cp, int ep, bool sequence_parallel) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep,
+                  sequence_parallel);
   LayerPlan lp;
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;

@@ -93,10 +93,13 @@ struct LayerPlan {
 /// Under expert parallelism (ep > 1) MoE experts are divided over ep data-parallel ranks (expert_parallel.h).
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param = 16, int cp = 1, int ep = 1);
-/// Solves the layer's sharding with CBC and reads the result back.
+                                    double state_bytes_per_param = 16, int cp = 1, int ep = 1,
+                                    bool sequence_parallel = true);
+/// Solves the layer's sharding with CBC and reads the result back. `sequence_parallel` false: norms and
+/// elementwise ops never split tokens over a tensor-parallel dimension (Megatron-LM without --sequence-parallel).
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param = 16, int cp = 1, int ep = 1);
+                              double state_bytes_per_param = 16, int cp = 1, int ep = 1,
+                              bool sequence_parallel = true);
 
 }  // namespace tuner::parallel

@@ -93,7 +93,8 @@ void check_global_batch(int64_t global_batch) {
 }
 
 bool PlanPins::empty() const {
-  return !tp && !pp && !dp && !cp && !ep && !micro_batch && !zero && !virtual_stages && !schedule && !recompute;
+  return !tp && !pp && !dp && !cp && !ep && !micro_batch && !zero && !virtual_stages && !schedule && !recompute &&
+         !sequence_parallel;
 }
 
 PlanPins parse_pins(const std::string& text) {
@@ -128,8 +129,13 @@ PlanPins parse_pins(const std::string& text) {
       else if (v == "selective") p.recompute = Recompute::kSelective;
       else if (v == "full") p.recompute = Recompute::kFull;
       else throw SpecError("--fix recompute=" + v + " is unknown; allowed: none, selective, full");
+    } else if (k == "sp") {
+      if (v == "0") p.sequence_parallel = false;
+      else if (v == "1") p.sequence_parallel = true;
+      else throw SpecError("--fix sp=" + v + " is unknown; allowed: 0 (no sequence parallelism), 1");
     } else {
-      throw SpecError("--fix key '" + k + "' is unknown; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero");
+      throw SpecError("--fix key '" + k +
+                      "' is unknown; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero, sp");
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -152,6 +158,7 @@ std::string to_string(const PlanPins& p) {
   if (p.virtual_stages) add("v=" + std::to_string(*p.virtual_stages));
   if (p.recompute) add("recompute=" + to_string(*p.recompute));
   if (p.zero) add("zero=" + std::to_string(*p.zero));
+  if (p.sequence_parallel) add(std::string("sp=") + (*p.sequence_parallel ? "1" : "0"));
   return s;
 }
 
@@ -197,12 +204,16 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
     : model_(model), cluster_(cluster), opts_(std::move(opts)) {
   opts_.cost.attention = opts_.attention ? *opts_.attention
                                          : (model_.flash_attention ? AttentionKernel::kFlash : AttentionKernel::kUnfused);
+  // Context parallelism runs only with fused attention (Megatron-LM's and Transformer Engine's ring attention, and
+  // torchtitan's, are flash kernels). Where the search considers cp > 1 (long sequences, a batch too small for
+  // the cluster, a pinned cp) the recipe's unfused attention becomes flash for every configuration, cp = 1 too, so
+  // that cp is never chosen for flash attention's speed; --attention unfused keeps cp at 1.
+  const bool cp_considered =
+      engine_runs_context_parallel(opts_.engine) &&
+      ((opts_.pins.cp && *opts_.pins.cp > 1) || (!opts_.pins.cp && (model_.seq >= opts_.long_sequence ||
+                                                                     opts_.batch_starved_sequences / sequences_per_tensor_group() > 1)));
+  if (!opts_.attention && cp_considered) opts_.cost.attention = AttentionKernel::kFlash;
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
-  if (!opts_.attention && opts_.cost.attention != AttentionKernel::kFlash) {
-    CostParams flash = opts_.cost;
-    flash.attention = AttentionKernel::kFlash;
-    cp_costs_ = std::make_unique<OpCostModel>(cluster_.gpu, flash, opts_.lookup);
-  }
   for (size_t l = 0; l < model_.layers.size(); ++l) {
     const std::string sig = model_.layers[l].signature();
     auto it = std::find(signatures_.begin(), signatures_.end(), sig);
@@ -231,9 +242,7 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
 
 Planner::~Planner() = default;
 
-AttentionKernel Planner::attention_for(int cp) const {
-  return cp > 1 && cp_costs_ ? cp_costs_->params().attention : opts_.cost.attention;
-}
+AttentionKernel Planner::attention_for(int /*cp*/) const { return opts_.cost.attention; }
 
 const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs, double budget,
                                      double state_bytes_per_param) {
@@ -245,7 +254,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
   if (!has_experts) ep = 1;
   const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
                           (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") +
-                          std::to_string(mbs) + "|" +
+                          std::to_string(mbs) + "|" + (sequence_parallel_allowed() ? "" : "nosp|") +
                           (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
                                                        std::to_string(state_bytes_per_param)
                                                  : "inf");
@@ -260,8 +269,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
     m = by_cp_.emplace(cp, std::move(local)).first;
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, cp > 1 && cp_costs_ ? *cp_costs_ : *costs_, budget,
-                                     state_bytes_per_param, cp, ep);
+                                     mbs, *costs_, budget, state_bytes_per_param, cp, ep, sequence_parallel_allowed());
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -647,7 +655,7 @@ std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
   // Alpa's submeshes (1, 2^k) inside a node, as the stage's tensor-parallel degree: tensor parallelism across
   // nodes never paid in the uniform search, and each shape costs a layer ILP per distinct layer.
   for (int tp : divisors(devices)) {
-    if (tp == c.tp || tp > std::min(max_tp, gpn) || (tp & (tp - 1)) != 0) continue;
+    if (tp == c.tp || tp > std::min(max_tp, gpn) || (tp & (tp - 1)) != 0 || !splits_heads(tp)) continue;
     const int dp = devices / tp;
     // Each stage's experts are divided over ep of its own dp x cp ranks: ep must divide them.
     if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;
@@ -729,7 +737,7 @@ std::vector<StageShape> Planner::unequal_shapes(const ParallelConfig& c) const {
       continue;
     for (int tp : {c.tp, c.tp * 2, c.tp / 2}) {
       // The configuration's tp, or a power of two inside a node next to it.
-      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp))) continue;
+      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp || !splits_heads(tp)))) continue;
       const int dp = g / tp;
       if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;  // every stage: the same global batch
       const StageShape sh{tp, dp, static_cast<int>(pipeline_mb / dp)};
@@ -906,7 +914,6 @@ Planner::Search Planner::search_space() const {
   // Tensor parallelism splits attention by heads: every engine needs tp to divide the query and key/value heads
   // (Megatron-LM asserts it; a tp that does not left the layer ILP only token splits, which is not what the export
   // runs).
-  const auto splits_heads = [&](int d) { return head_divisor_ == 0 || head_divisor_ % d == 0; };
   for (int d : divisors(N))
     if ((pin.tp ? d == *pin.tp : d <= max_tp) && splits_heads(d)) s.tps.push_back(d);
   // The values a pinned degree may take: the divisors of the GPU count that `ok` keeps.
@@ -918,10 +925,10 @@ Planner::Search Planner::search_space() const {
   };
   if (pin.tp && N % *pin.tp != 0)
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
-                    allowed(splits_heads));
+                    allowed([&](int d) { return splits_heads(d); }));
   if (pin.tp && !splits_heads(*pin.tp))
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the model's attention heads (" +
-                    head_counts_ + "), which tensor parallelism splits" + allowed(splits_heads));
+                    head_counts_ + "), which tensor parallelism splits" + allowed([&](int d) { return splits_heads(d); }));
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs" +

@@ -93,9 +93,12 @@ struct PlanPins {
   std::optional<int> tp, pp, dp, cp, ep, micro_batch, zero, virtual_stages;
   std::optional<Schedule> schedule;
   std::optional<Recompute> recompute;
+  /// sp=0: no sequence parallelism (norms, dropout and residual adds whole on every tensor-parallel rank, as
+  /// Megatron-LM without --sequence-parallel); sp=1 or unset: the layer ILP may split their tokens.
+  std::optional<bool> sequence_parallel;
   bool empty() const;
 };
-/// "tp=8,pp=8,dp=16,cp=2,ep=8,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3";
+/// "tp=8,pp=8,dp=16,cp=2,ep=8,mbs=1,schedule=1f1b|gpipe|interleaved,v=2,recompute=none|selective|full,zero=0..3,sp=0|1";
 /// tp, pp, dp, cp, ep and mbs in 1..1,048,576, v in 1..64. Throws SpecError (one line naming the item and the range).
 PlanPins parse_pins(const std::string& text);
 std::string to_string(const PlanPins& p);
@@ -288,16 +291,18 @@ class Planner {
   ClusterSpec cluster_;
   PlannerOptions opts_;
   std::unique_ptr<OpCostModel> costs_;
-  /// Context parallelism runs only with fused attention (Megatron-LM and Transformer Engine ring attention, and
-  /// torchtitan's, are flash kernels): where the model's recipe is unfused and --attention was not given, configs
-  /// with cp > 1 are costed with flash attention by this model. Null where cp > 1 uses costs_.
-  std::unique_ptr<OpCostModel> cp_costs_;
-  /// How a config with this cp runs attention cores.
+  /// How a config with this cp runs attention cores (one kernel for every config: the recipe's, or flash where
+  /// cp > 1 is considered; see the constructor).
   AttentionKernel attention_for(int cp) const;
+  /// Whether the layer ILP may split norms' tokens over the tensor-parallel group (not under --fix sp=0).
+  bool sequence_parallel_allowed() const { return !(opts_.pins.sequence_parallel && !*opts_.pins.sequence_parallel); }
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
   /// counts for messages ("32, 8").
   int head_divisor_ = 0;
   std::string head_counts_;
+  /// Whether tensor parallelism of degree tp splits every attention op's heads (the uniform search, the pins and
+  /// the per-stage submeshes all keep to it).
+  bool splits_heads(int tp) const { return head_divisor_ == 0 || head_divisor_ % tp == 0; }
   std::vector<std::string> signatures_;   ///< Distinct layer signatures.
   std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
   std::vector<int> sig_example_;          ///< Per signature: one layer index.

@@ -8,6 +8,9 @@
 #include <cmath>
 
 #include "search/parallel/calibration_runs.h"
+#include "search/parallel/cluster_spec.h"
+#include "search/parallel/model_spec.h"
+#include "search/parallel/planner.h"
 
 namespace tuner::parallel {
 namespace {
@@ -83,18 +86,47 @@ TEST(HeldOut, ZeroThreeTrafficHiddenBehindComputeIsNotFree) {
 }
 
 TEST(HeldOut, PredictionsStayInTheirDocumentedBand) {
-  // docs/calibration.md: with tp <= 4 the planned and the published configurations are within 10%; the tp 8 runs
-  // are 6-19% fast (Megatron-LM of 2021 against the 2022 runs the model is calibrated on), never slow.
+  // docs/calibration.md: the runs of 2021 had no sequence parallelism (pinned sp=0, as the 2022 full-recomputation
+  // baselines of the calibration). With tp <= 4 the planned and the published configurations are within 10%; the
+  // tp 8 runs within -13% .. +10%; 7 of 10 planned and 9 of 10 published configurations within 10% (3 and 4 when
+  // sequence parallelism was assumed).
   ASSERT_EQ(held_out_runs().size(), 10u);
+  int within[2] = {0, 0};
   for (const PublishedRun& run : held_out_runs()) {
     const bool small_tp = run.fix.rfind("tp=8", 0) != 0;
+    EXPECT_NE(run.fix.find("sp=0"), std::string::npos) << run.label;
     for (bool published : {false, true}) {
       const RunPrediction p = predict_run(run, {}, published);
       SCOPED_TRACE(run.label + (published ? " (published configuration)" : " (planned)") + ": " + p.config);
       EXPECT_LE(p.error, 0.10);
-      EXPECT_GE(p.error, small_tp ? -0.10 : -0.20);
+      EXPECT_GE(p.error, small_tp ? -0.10 : -0.13);
+      within[published] += std::abs(p.error) <= 0.10;
     }
   }
+  EXPECT_GE(within[0], 7);
+  EXPECT_GE(within[1], 9);
+}
+
+// sp=0 keeps norms, dropout and residual adds whole on every tensor-parallel rank: the plan says so, and at tp 8 it
+// costs time (18.4B of the held-out set: 7.98 s with the token split, 8.67 s without).
+TEST(HeldOut, WithoutSequenceParallelismTheNormsRunOnEveryRank) {
+  const PublishedRun& run = held_out_runs().at(3);
+  ASSERT_NE(run.label.find("18.4B"), std::string::npos);
+  PlannerOptions o;
+  o.global_batch = run.global_batch;
+  o.attention = run.attention;
+  o.pins = parse_pins("tp=8,pp=1,dp=32,recompute=full,mbs=8,zero=0,sp=0");
+  const ModelGraph m = parse_model_spec(run.model);
+  const ClusterSpec c = parse_cluster_spec(run.cluster);
+  const Plan without = Planner(m, c, o).plan();
+  o.pins = parse_pins("tp=8,pp=1,dp=32,recompute=full,mbs=8,zero=0");
+  const Plan with = Planner(m, c, o).plan();
+  EXPECT_FALSE(without.sequence_parallel);
+  EXPECT_TRUE(with.sequence_parallel);
+  EXPECT_GT(without.iteration_time_s, 1.05 * with.iteration_time_s);
+  EXPECT_GT(without.stages[0].time.memory_bound_s, with.stages[0].time.memory_bound_s);
+  EXPECT_EQ(to_string(parse_pins("tp=8,sp=0")), "tp=8,sp=0");
+  EXPECT_THROW(parse_pins("sp=2"), SpecError);
 }
 
 }  // namespace

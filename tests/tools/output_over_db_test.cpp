@@ -76,10 +76,19 @@ TEST_F(OutputOverDb, AWriteThatFailsLeavesTheFileAsItWas) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << slurp((dir_ / "err").string());
   EXPECT_NE(slurp((dir_ / "err").string()).find("the file is as it was"), std::string::npos);
   EXPECT_EQ(slurp(keep), "good\n");
-  EXPECT_FALSE(std::filesystem::exists(keep + ".tmp"));
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find("keep.jsonl.tmp"), std::string::npos) << "left behind: " << e.path();
   // Without the limit it is written whole.
   ASSERT_EQ(run("export --format jsonl --db " + db() + " --out " + keep).code, 0);
   EXPECT_GT(slurp(keep).size(), 51200u);
+  // What is not a regular file is written in place: /dev/null stays the device (a rename over it, as root, replaced
+  // it with a regular file), and a link's target is written, the link kept.
+  ASSERT_EQ(run("export --format csv --db " + db() + " --out /dev/null").code, 0);
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  std::filesystem::create_symlink(keep, dir_ / "link.jsonl");
+  ASSERT_EQ(run("export --format csv --db " + db() + " --out " + (dir_ / "link.jsonl").string()).code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir_ / "link.jsonl"));
+  EXPECT_EQ(slurp(keep).rfind("op,", 0), 0u) << "the link's target holds the CSV";
 }
 
 }  // namespace

@@ -71,6 +71,23 @@ TEST_F(UserKernelCli, ExampleTunesOnSimAndQueryShowsIt) {
             rows.size());
 }
 
+// A kernel not declared extern "C" compiles, but its name is mangled: every config failed with exit 0 and the summary
+// said only "best: no successful trial yet". It now counts the failures and names the last error.
+TEST_F(UserKernelCli, ASessionWithoutASuccessfulTrialSaysWhy) {
+  std::string text = slurp(kExample + "saxpy.cu");
+  const size_t at = text.find("extern \"C\" __global__ void __launch_bounds__");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, std::string("extern \"C\" ").size());
+  const std::string kernel = (dir_ / "mangled.cu").string();
+  std::ofstream(kernel) << text;
+  const std::string cmd = tune(kernel, kExample + "saxpy.json", "", 4);
+  const auto r = run(cmd.substr(0, cmd.find(" --quiet")) + cmd.substr(cmd.find(" --quiet") + 8));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("best: no successful trial yet (4 compile_error)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last error: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("extern \"C\""), std::string::npos) << r.out;
+}
+
 TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
   ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
   const std::string edited = (dir_ / "saxpy.cu").string();
