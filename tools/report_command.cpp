@@ -179,10 +179,10 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
     ++count[std::clamp(b, 0, bins - 1)];
   }
   const int64_t most = count.empty() ? 1 : std::max<int64_t>(1, *std::max_element(count.begin(), count.end()));
-  svg::Axis x{lo, hi, true, std::string("measured time, ms (log-scale bins)") + (estimate ? ", sim estimate" : "")};
+  svg::Axis x{lo, hi, true, std::string(estimate ? "estimated time (sim device)" : "measured time") + ", ms (log-scale bins)"};
   svg::Axis y{0, static_cast<double>(most), false, "ok trials"};
   y.nice();
-  svg::Chart c(kWidthPx, 340, "Measured ok times (" + std::to_string(times.size()) + (times.size() == 1 ? " trial" : " trials") + ") and failures", x, y,
+  svg::Chart c(kWidthPx, 340, std::string(estimate ? "Estimated" : "Measured") + " ok times (" + std::to_string(times.size()) + (times.size() == 1 ? " trial" : " trials") + ") and failures", x, y,
                210);
   c.draw_frame();
   for (int b = 0; b < bins; ++b) {
@@ -276,7 +276,8 @@ ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vecto
     }
     legend.push_back({"#bbbbbb", "every ok trial"});
   } else {
-    notes.push_back("No FLOP or byte count for " + workload_label(first) + ": no kernels on the roofline.");
+    notes.push_back(std::string(bytes > 0 ? "No FLOP count (only bytes: `query` shows its GB/s)" : "No FLOP or byte count") +
+                    " for " + workload_label(first) + ": no kernels on the roofline.");
   }
   c.legend(legend, true);
   return finish(c, "roofline");
