@@ -128,7 +128,9 @@ TEST(WgmmaSchedule, ClusterKSharesCoverEachUnitsKTilesOnce) {
             const WgmmaUnit s = wgmma_k_share(w, r, ck);
             EXPECT_EQ(s.kt_begin, next) << "k " << k << " unit " << u << " rank " << r;
             EXPECT_GE(s.kt_end, s.kt_begin);
-            if (ck <= w.kt_end - w.kt_begin) EXPECT_GT(s.kt_end, s.kt_begin) << "rank " << r << " has no k-tile";
+            if (ck <= w.kt_end - w.kt_begin) {
+              EXPECT_GT(s.kt_end, s.kt_begin) << "rank " << r << " has no k-tile";
+            }
             EXPECT_EQ(s.block_row, w.block_row);
             EXPECT_EQ(s.block_col, w.block_col);
             next = s.kt_end;

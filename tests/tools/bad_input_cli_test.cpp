@@ -52,6 +52,10 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   EXPECT_EQ(dbt.code, 2);
   EXPECT_NE(dbt.err.find("--db-timeout: "), std::string::npos) << dbt.err;
   EXPECT_EQ(dbt.err.find("beyond its timing budget"), std::string::npos) << "--timeout's help: " << dbt.err;
+  EXPECT_NE(dbt.err.find("0 .. 86400"), std::string::npos) << "the range, as an out-of-range value gets it: " << dbt.err;
+  auto es = run(kSoftmax + "--early-stop abc --db " + db());
+  EXPECT_EQ(es.code, 2);
+  EXPECT_NE(es.err.find("0 (off) or more"), std::string::npos) << es.err;
   // Empty values are named: --device '' took the default device, --shape '' said only that it was required.
   auto nodev = run("tune --op softmax --shape rows=64,cols=64 --trials 2 --device '' --db " + db());
   EXPECT_EQ(nodev.code, 2);
