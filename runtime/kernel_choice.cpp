@@ -37,6 +37,9 @@ namespace {
 struct Candidate {
   const TunedRecord* record;
   double distance;
+  /// Its time over the product of its shape's dimensions: comparable across shapes (a smaller problem is faster
+  /// and says nothing about its config), and within one shape the same order as the time.
+  double time_per_size;
 };
 
 /// The candidate's config instantiated for `w` when it is valid there and writes the wanted output type.
@@ -85,11 +88,13 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Devi
     }
     auto d = shape_distance(w, tuned);
     if (!d || (!nearest && *d != 0)) continue;
-    candidates.push_back({&r, *d});
+    double size = 1;
+    for (const auto& [name, v] : tuned.dims) size *= static_cast<double>(v);
+    candidates.push_back({&r, *d, r.time_ms / size});
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return std::tie(a.distance, a.record->time_ms, a.record->shape, a.record->template_name) <
-           std::tie(b.distance, b.record->time_ms, b.record->shape, b.record->template_name);
+    return std::tie(a.distance, a.time_per_size, a.record->shape, a.record->template_name) <
+           std::tie(b.distance, b.time_per_size, b.record->shape, b.record->template_name);
   });
   std::string reason;
   for (const auto& c : candidates)

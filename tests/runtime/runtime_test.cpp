@@ -112,6 +112,11 @@ TEST_F(RuntimeLib, NearestTunedShapeByLogDistanceAndExactOnlyWhenAsked) {
   auto near_big = lookup_ok(*rt, {"gemm", "M=1536,N=1600,K=3000", tuner::DType::kF32, ""});
   EXPECT_EQ(near_big.tuned_shape, "M=2048,N=2048,K=2048");
   EXPECT_EQ(nlohmann::json::parse(near_big.config), cli_best("gemm", "M=2048,N=2048,K=2048", "f32"));
+  // 1024^3 lies as far from 512^3 as from 2048^3. The tie went to the shorter time, always the smaller problem's;
+  // it goes to the record of less time per unit of its shape's size, here the larger problem's (its GEMM runs
+  // nearer the peak).
+  EXPECT_EQ(lookup_ok(*rt, {"gemm", "M=1024,N=1024,K=1024", tuner::DType::kF32, ""}).tuned_shape,
+            "M=2048,N=2048,K=2048");
 
   auto exact_only = open(db(), /*nearest=*/false);
   ASSERT_TRUE(exact_only);
