@@ -294,7 +294,11 @@ Status Runtime::open(const RuntimeOptions& options, std::unique_ptr<Runtime>* ou
 }
 
 const std::string& Runtime::device() const noexcept { return impl_->match.name; }
-int64_t Runtime::records() const noexcept { return static_cast<int64_t>(impl_->tuned.records.size()); }
+int64_t Runtime::records() const noexcept {
+  // Of this runtime's device: records of other devices in the source are never looked up.
+  return static_cast<int64_t>(std::count_if(impl_->tuned.records.begin(), impl_->tuned.records.end(),
+                                            [&](const runtime::TunedRecord& t) { return impl_->match.accepts(t); }));
+}
 
 Status Runtime::lookup(const Problem& problem, KernelChoice* out) const noexcept {
   return guarded([&] {
