@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,10 @@ std::optional<double> shape_distance(const templates::Workload& asked, const tem
     const int64_t t = tuned.dims[i].second;
     const bool must_match = asked.op == "conv2d" && std::count(exact_dims.begin(), exact_dims.end(), name) > 0;
     if (must_match && a != t) return std::nullopt;
+    // Equal sizes add nothing: pad=0 against pad=0 added |ln(0/0)|, NaN, so a conv without padding never matched
+    // its own shape exactly and NaN broke the candidates' order.
+    if (a == t) continue;
+    if (a <= 0 || t <= 0) return std::nullopt;
     d += std::abs(std::log(static_cast<double>(a) / static_cast<double>(t)));
   }
   return d;
@@ -88,9 +93,12 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Devi
     }
     auto d = shape_distance(w, tuned);
     if (!d || (!nearest && *d != 0)) continue;
+    // Dimensions that can be 0 (conv2d's pad) are left out: within one shape the key must order as the time does.
     double size = 1;
-    for (const auto& [name, v] : tuned.dims) size *= static_cast<double>(v);
-    candidates.push_back({&r, *d, r.time_ms / size});
+    for (const auto& [name, v] : tuned.dims)
+      if (v > 0) size *= static_cast<double>(v);
+    const double per_size = r.time_ms > 0 ? r.time_ms / size : std::numeric_limits<double>::infinity();
+    candidates.push_back({&r, *d, per_size});
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.distance, a.time_per_size, a.record->shape, a.record->template_name) <

@@ -1,9 +1,10 @@
 // atomic_file.h: writes a whole file so that it is either the new text or what was there before: the text goes
 // to a temporary file beside it, then a rename replaces it. A failed write (a full disk, a quota) removes the
 // temporary file and leaves the old one as it was: an export, report or recording that fails never destroys the
-// one it would have replaced. What is not a regular file (/dev/null, /dev/stdout, a pipe) is written in place, and
-// a symbolic link is followed, so `--out /dev/null` never replaces the device. Inline: the replay fuzzer compiles
-// replay_data.cpp without the rest of the library.
+// one it would have replaced. What is not a regular file named directly is written in place, as a plain write
+// would: a device (`--out /dev/null` never replaces the device), a pipe, and a symbolic link (`/dev/stdout` leads
+// to whatever stdout is redirected to, which a rename would replace, losing what `>>` appended to). Inline: the
+// replay fuzzer compiles replay_data.cpp without the rest of the library.
 #pragma once
 
 #include <unistd.h>
@@ -23,12 +24,8 @@ inline std::string write_file_atomically(const std::string& path, const std::str
   namespace fs = std::filesystem;
   if (could_not_open) *could_not_open = false;
   std::error_code ec;
-  // A link is followed: its target is what gets written (and replaced).
-  fs::path target = path;
-  if (fs::is_symlink(target, ec)) {
-    const fs::path resolved = fs::weakly_canonical(target, ec);
-    if (!ec) target = resolved;
-  }
+  const fs::path target = path;
+  const bool link = fs::is_symlink(target, ec);
   const fs::file_status st = fs::status(target, ec);
   if (fs::is_directory(st)) {
     if (could_not_open) *could_not_open = true;
@@ -41,8 +38,8 @@ inline std::string write_file_atomically(const std::string& path, const std::str
     return std::string(std::strerror(errno)) + " (writing " + std::to_string(text.size()) + " bytes to '" + where +
            "'; the disk may be full)";
   };
-  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a device, a pipe: written in place
-    std::ofstream f(target, std::ios::binary);
+  if (link || (fs::exists(st) && !fs::is_regular_file(st))) {  // a link, a device, a pipe: written in place
+    std::ofstream f(target, std::ios::binary | std::ios::trunc);
     if (!f) {
       if (could_not_open) *could_not_open = true;
       return std::strerror(errno);

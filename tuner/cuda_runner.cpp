@@ -510,10 +510,13 @@ struct CudaRunner::Impl {
   MeasureResult run(const MeasureRequest& r, const std::function<void()>& on_ready, bool& launched) {
     MeasureResult res;
     // The workload's inputs and reference first (the client's startup allowance covers them); then everything of
-    // the config's own, from its module load on, counts as the config's: a cubin that crashes or hangs the driver
-    // at load is its fault, not the worker's (WorkerClient blames a worker that fails before this point).
+    // a template config's own, from its module load on, counts as the config's: a cubin that crashes or hangs the
+    // driver at load is its fault, not the worker's (WorkerClient blames a worker that fails before this point).
+    // A vendor baseline's library setup (cuBLAS, cuDNN and its per-shape plan) is not a config's: it stays in the
+    // allowance, and the baseline's timeout starts with its runs.
     State& st = state_for(r, res.phases);
-    if (on_ready) on_ready();
+    const bool vendor = !r.vendor.empty();
+    if (!vendor && on_ready) on_ready();
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Module> mod;
     CUfunction fn = nullptr;
@@ -535,6 +538,7 @@ struct CudaRunner::Impl {
     const std::function<void()> launch_once = launcher(r, fn, ptrs, scalars);
     if (r.vendor == "cudnn_conv") res.detail = cudnn->planned_detail();
     res.phases.module_load_s += seconds_since(t0);
+    if (vendor && on_ready) on_ready();
 
     t0 = std::chrono::steady_clock::now();
     launched = true;

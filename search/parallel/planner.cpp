@@ -208,10 +208,11 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   // torchtitan's, are flash kernels). Where the search considers cp > 1 (long sequences, a batch too small for
   // the cluster, a pinned cp) the recipe's unfused attention becomes flash for every configuration, cp = 1 too, so
   // that cp is never chosen for flash attention's speed; --attention unfused keeps cp at 1.
-  const bool cp_considered =
-      engine_runs_context_parallel(opts_.engine) &&
-      ((opts_.pins.cp && *opts_.pins.cp > 1) || (!opts_.pins.cp && (model_.seq >= opts_.long_sequence ||
-                                                                     opts_.batch_starved_sequences / sequences_per_tensor_group() > 1)));
+  bool cp_considered = opts_.pins.cp && *opts_.pins.cp > 1;
+  if (!opts_.pins.cp && engine_runs_context_parallel(opts_.engine))
+    for (int c : context_parallel_degrees())  // a degree the search could use
+      cp_considered = cp_considered || (c > 1 && model_.seq % c == 0 && cluster_.total_gpus() % c == 0);
+  cp_considered = cp_considered && engine_runs_context_parallel(opts_.engine);
   if (!opts_.attention && cp_considered) opts_.cost.attention = AttentionKernel::kFlash;
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
   for (size_t l = 0; l < model_.layers.size(); ++l) {
@@ -1022,18 +1023,22 @@ Planner::Search Planner::search_space() const {
   // There only degrees below twice the shortfall (the factor by which the batch falls short) that leave each GPU
   // at least starved_cp_min_tokens of the sequence.
   s.cps = {1};
+  if (pin.cp) s.cps = {*pin.cp};
+  else if (engine_runs_context_parallel(opts_.engine) && attention_for(2) == AttentionKernel::kFlash)
+    s.cps = context_parallel_degrees();
+  return s;
+}
+
+std::vector<int> Planner::context_parallel_degrees() const {
+  std::vector<int> cps = {1};
   const double shortfall = opts_.batch_starved_sequences / sequences_per_tensor_group();
-  if (pin.cp) {
-    s.cps = {*pin.cp};
-  } else if (!engine_runs_context_parallel(opts_.engine) || attention_for(2) != AttentionKernel::kFlash) {
-    // cp stays 1.
-  } else if (model_.seq >= opts_.long_sequence) {
-    s.cps = opts_.context_parallel;
+  if (model_.seq >= opts_.long_sequence) {
+    cps = opts_.context_parallel;
   } else if (shortfall > 1) {
     for (int c : opts_.context_parallel)
-      if (c > 1 && c < 2 * shortfall && model_.seq / c >= opts_.starved_cp_min_tokens) s.cps.push_back(c);
+      if (c > 1 && c < 2 * shortfall && model_.seq / c >= opts_.starved_cp_min_tokens) cps.push_back(c);
   }
-  return s;
+  return cps;
 }
 
 void Planner::refine_submeshes(std::optional<Plan>& best, const std::vector<ParallelConfig>& candidates, int limit) {

@@ -291,6 +291,9 @@ class Planner {
   ClusterSpec cluster_;
   PlannerOptions opts_;
   std::unique_ptr<OpCostModel> costs_;
+  /// The context-parallel degrees the search tries without a cp pin (before the attention and engine checks):
+  /// opts_.context_parallel for long sequences, degrees below twice the shortfall for a starved batch, else 1.
+  std::vector<int> context_parallel_degrees() const;
   /// How a config with this cp runs attention cores (one kernel for every config: the recipe's, or flash where
   /// cp > 1 is considered; see the constructor).
   AttentionKernel attention_for(int cp) const;

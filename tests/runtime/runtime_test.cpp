@@ -177,6 +177,25 @@ TEST_F(RuntimeLib, TheChosenConfigWritesTheOutputTypeAskedFor) {
   }
 }
 
+// The nearest-shape tie-break divides a record's time by its shape's size; conv2d's pad=0 made that size 0, every
+// key infinite, and the exact shape's config an arbitrary one of its records instead of the best.
+TEST_F(RuntimeLib, AConvWithoutPaddingGetsItsBestConfig) {
+  const std::string conv_db = (dir_ / "conv.db").string();
+  const std::string shape = "N=2,H=14,W=14,C=32,K=32,R=1,S=1,stride=1,pad=0";
+  ASSERT_EQ(run("tune --op conv2d --dtype f32 --shape " + shape + " --device sim:h100-sxm --trials 8 "
+                "--strategy random --seed 4 --remeasure 0 --db " + conv_db).code, 0);
+  auto rt = open(conv_db);
+  ASSERT_TRUE(rt);
+  const tuner::KernelChoice c = lookup_ok(*rt, {"conv2d", shape, tuner::DType::kF32, ""});
+  EXPECT_TRUE(c.exact) << c.tuned_shape << " " << c.template_name;
+  const CmdResult q = run("query --db " + conv_db + " --op conv2d --shape " + shape +
+                          " --dtype f32 --device sim:h100-sxm --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  const auto best = nlohmann::json::parse(q.out);
+  EXPECT_EQ(c.template_name, best.at("template"));
+  EXPECT_EQ(nlohmann::json::parse(c.config), best.at("config"));
+}
+
 TEST_F(RuntimeLib, RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed) {
   auto other = open(db(), true, "sim:a100-sxm4-80gb");
   ASSERT_TRUE(other);
