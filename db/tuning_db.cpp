@@ -646,6 +646,13 @@ std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
   return out;
 }
 
+std::vector<std::string> TuningDb::recorded_ops() const {
+  sql::Statement stmt(impl_->conn, "SELECT DISTINCT op FROM workloads ORDER BY op");
+  std::vector<std::string> out;
+  while (stmt.step()) out.push_back(stmt.column_text(0));
+  return out;
+}
+
 std::optional<std::string> TuningDb::first_shape_of_op(const std::string& op) const {
   sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? ORDER BY id LIMIT 1");
   stmt.bind(1, op);

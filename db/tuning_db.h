@@ -233,6 +233,9 @@ class TuningDb {
 
   int schema_version() const;
 
+  /// Every op with a workload in the database, sorted (built-in ops and user kernels' ops).
+  std::vector<std::string> recorded_ops() const;
+
   /// The whole identity of the device each trial was measured on (name, kind, cc, SMs, memory, driver and NVRTC
   /// versions), by trial id: what an export carries so that an import rebuilds the record exactly.
   std::map<int64_t, DeviceIdentity> trial_devices() const;

@@ -113,6 +113,18 @@ search::ConfigSpace UserKernelTemplate::space(const Workload& w, const DeviceLim
   return search::ConfigSpace(spec_.knobs, std::move(cs));
 }
 
+std::optional<std::string> UserKernelTemplate::launch_error(const Workload& w) const {
+  ExprScope knobs;
+  for (const auto& k : spec_.knobs)
+    if (!k.values.empty()) knobs[k.name] = k.values.front();
+  try {
+    (void)launch_for(spec_.launch, scope(knobs, w));
+  } catch (const ExprError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 LaunchGeometry UserKernelTemplate::launch_for(const UserLaunch& l, const ExprScope& s) const {
   LaunchGeometry g;
   for (int i = 0; i < 3; ++i) {

@@ -36,6 +36,10 @@ class UserKernelTemplate final : public KernelTemplate {
   /// The workload of the spec's sizes (op = name, dims = sizes, dtype).
   Workload workload() const;
   const UserKernelSpec& spec() const { return spec_; }
+  /// Why no config can launch for every knob value, when an expression of the launch fails for all of them (a grid
+  /// that divides by zero): the first config's error, e.g. "grid[0] 'C / (TILE - TILE)': division by zero". nullopt
+  /// when the first config's launch evaluates.
+  std::optional<std::string> launch_error(const Workload& w) const;
 
  private:
   /// Knob values and sizes: what the formulas read.

@@ -200,7 +200,16 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
         if (const auto shape = db.first_shape_of_op(o.op))
           templates::register_op_dimensions(o.op, templates::shape_dimension_names(*shape));
       }
-      templates::op_dimensions(o.op);  // validates the op
+      try {
+        templates::op_dimensions(o.op);  // validates the op
+      } catch (const std::invalid_argument& e) {
+        // A misspelt user op: the ops of user kernels this database recorded are allowed too.
+        std::string user;
+        for (const auto& op : db.recorded_ops())
+          if (!is_builtin_op(op)) user += (user.empty() ? "" : ", ") + op;
+        throw std::invalid_argument(std::string(e.what()) +
+                                    (user.empty() ? "" : "; or a user kernel's op recorded here: " + user));
+      }
       if (!o.shape.empty())
         f.shape = templates::parse_workload(o.op, o.shape, o.dtype.empty() ? "f32" : o.dtype).shape_string();
     }

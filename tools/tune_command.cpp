@@ -360,10 +360,16 @@ int tune_command(const std::vector<std::string>& args) {
   if (all_trials || !faults_text.empty() || !opt.fixed_knobs.empty() || user_kernel) {
     search::ConfigSpace space = tmpl->space(opt.workload, device.limits);
     // A spec whose knobs leave nothing to launch has nothing to tune: bad input, not an empty session.
-    if (user_kernel && space.size() == 0)
+    if (user_kernel && space.size() == 0) {
+      // A launch expression that fails for every config (a grid dividing by zero) is named as such.
+      const auto* user = dynamic_cast<const templates::UserKernelTemplate*>(tmpl);
+      if (const auto why = user ? user->launch_error(opt.workload) : std::nullopt)
+        throw UsageError("--spec " + spec_path + ": the launch of " + tmpl->name() + " cannot be computed: " + *why +
+                         "; allowed: launch expressions that evaluate for the knobs' values");
       throw UsageError("--spec " + spec_path + ": no config of " + tmpl->name() + " meets the spec's constraints and " +
                        device.spec + "'s limits (threads per block, shared memory); allowed: knob values that leave "
                        "at least one launchable config");
+    }
     if (user_kernel && !device.replay) check_user_reference_compiles(*tmpl, space, opt.workload, device, kernel_path);
     // A replay device answers for the configs it recorded: the session's space is those.
     if (!opt.fixed_knobs.empty() && device.replay) space = recorded_space(space, *device.replay);

@@ -123,6 +123,10 @@ TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   EXPECT_EQ(run("query --db " + db() + " --op saxpy_user --shape N=abc").code, 2);
+  // A misspelt user op: the allowed list names the user ops recorded here (it listed only the built-in ones).
+  const auto typo = run("query --db " + db() + " --op saxpy_usr");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("user kernel's op recorded here: saxpy_user"), std::string::npos) << typo.err;
   // A well-formed shape that was never tuned is an empty answer, as for a built-in op.
   const auto other = run("query --db " + db() + " --op saxpy_user --shape N=5 --json");
   EXPECT_EQ(other.code, 0) << other.err;
@@ -170,6 +174,9 @@ TEST_F(UserKernelCli, OtherShapesTransferAndARecordingReplays) {
 }
 
 TEST_F(UserKernelCli, ASpecThatLeavesNoConfigIsBadInput) {
+  // A grid that divides by zero for every config is named (it got the generic "no config meets" line).
+  expect_bad(spec_with("\"grid\": [\"ceil_div(N, BLOCK * ITEMS)\"]", "\"grid\": [\"N / (BLOCK - BLOCK)\"]"),
+             "division by zero");
   expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK > 5000\""),
              "no config of saxpy_user meets the spec's constraints and sim:h100-sxm's limits");
 }
