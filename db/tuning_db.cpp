@@ -188,6 +188,14 @@ sql::Connection open_read_write(const std::string& path) {
 /// Opens read-only. A WAL database in a directory this process cannot write cannot get its WAL index
 /// (-shm) created; when no WAL content waits there (no -wal file, or an empty one) the file alone is
 /// the whole database and is opened immutable instead.
+/// A connection in `mode` that has read the schema once (so an unreadable file fails here).
+sql::Connection probed(const std::string& path, sql::OpenMode mode) {
+  sql::Connection conn(path, mode);
+  conn.set_busy_timeout(kBusyTimeoutMs);
+  conn.probe();
+  return conn;
+}
+
 sql::Connection open_read_only_connection(const std::string& path) {
   // Query-only first, where the file and its folder can be written: it reads the same, and on closing it removes
   // the -wal and -shm a read-only connection leaves behind (a write-protected file then kept a write-protected
@@ -196,27 +204,19 @@ sql::Connection open_read_only_connection(const std::string& path) {
   const std::filesystem::path folder = std::filesystem::absolute(path, folder_ec).parent_path();
   if (::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0) {
     try {
-      sql::Connection conn(path, sql::OpenMode::kQueryOnly);
-      conn.set_busy_timeout(kBusyTimeoutMs);
-      conn.probe();
-      return conn;
+      return probed(path, sql::OpenMode::kQueryOnly);
     } catch (const DbError& e) {
       if (e.kind() != DbError::Kind::kReadOnly) throw;
     }
   }
   try {
-    sql::Connection conn(path, sql::OpenMode::kReadOnly);
-    conn.set_busy_timeout(kBusyTimeoutMs);
-    conn.probe();
-    return conn;
+    return probed(path, sql::OpenMode::kReadOnly);
   } catch (const DbError& e) {
     if (e.kind() != DbError::Kind::kReadOnly) throw;
     std::error_code ec;
     const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
     if (!ec && wal_size > 0) throw;  // unread WAL content: immutable would miss it
-    sql::Connection conn(path, sql::OpenMode::kImmutable);
-    conn.probe();
-    return conn;
+    return probed(path, sql::OpenMode::kImmutable);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "templates/registry.h"
+#include "tuner/atomic_file.h"
 #include "tuner/device_registry.h"
 #include "tuner/tuning_session.h"
 
@@ -29,6 +30,14 @@ std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+void write_output_file(const std::string& what, const std::string& path, const std::string& text) {
+  bool could_not_open = false;
+  if (const std::string why = write_file_atomically(path, text, &could_not_open); !why.empty()) {
+    if (could_not_open) throw UsageError("cannot write " + what + " '" + path + "': " + why + "; allowed: a writable file path");
+    throw std::runtime_error("writing " + what + " '" + path + "' failed: " + why + "; the file is as it was");
+  }
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -26,6 +26,11 @@ class UsageError : public std::runtime_error {
 /// $TUNER_DB or ./tuning.db.
 std::string default_db_path();
 
+/// Writes an output file whole or not at all (tuner/atomic_file.h): a file that cannot be opened is the user's bad
+/// input (UsageError "cannot write WHAT 'PATH': why"), a failed write (a full disk) exit 1, naming that the file is
+/// as it was.
+void write_output_file(const std::string& what, const std::string& path, const std::string& text);
+
 /// Whether two paths name one file, under any name (a link, `sub/../`), also when one does not exist yet.
 bool same_file(const std::string& a, const std::string& b);
 

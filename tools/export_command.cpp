@@ -13,7 +13,6 @@
 
 #include "tools/best_configs.h"
 #include "tools/cli_common.h"
-#include "tuner/atomic_file.h"
 #include "tools/options.h"
 #include "tools/version.h"
 
@@ -162,12 +161,7 @@ int export_command(const std::vector<std::string>& args) {
     std::cout << text << std::flush;
     return 0;
   }
-  bool could_not_open = false;
-  if (const std::string why = write_file_atomically(out_path, text, &could_not_open); !why.empty()) {
-    if (could_not_open)
-      throw UsageError("export: cannot write --out '" + out_path + "' (" + why + "); allowed: a writable file path");
-    throw std::runtime_error("export: writing '" + out_path + "' failed: " + why + "; the file is as it was");
-  }
+  write_output_file("export --out", out_path, text);
   return 0;
 }
 

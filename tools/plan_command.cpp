@@ -18,7 +18,6 @@
 #include "search/parallel/plan_json.h"
 #include "search/parallel/planner.h"
 #include "tools/cli_common.h"
-#include "tuner/atomic_file.h"
 #include "tools/options.h"
 
 namespace tuner::cli {
@@ -256,11 +255,7 @@ int plan_command(const std::vector<std::string>& args) {
     export_text = par::export_plan(*format, plan, model, global_batch, &warnings);
     for (const auto& w : warnings) std::cerr << "warning: " << export_name << " export: " << w << "\n";
     if (!out_path.empty()) {
-      bool could_not_open = false;
-      if (const std::string why = write_file_atomically(out_path, export_text, &could_not_open); !why.empty()) {
-        if (could_not_open) throw UsageError("cannot write --out file '" + out_path + "': " + why);
-        throw std::runtime_error("writing --out file '" + out_path + "' failed: " + why + "; the file is as it was");
-      }
+      write_output_file("--out file", out_path, export_text);
     }
   }
   try {

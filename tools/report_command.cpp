@@ -16,7 +16,6 @@
 #include "costmodel/gpu_spec.h"
 #include "templates/workload.h"
 #include "tools/cli_common.h"
-#include "tuner/atomic_file.h"
 #include "tools/options.h"
 #include "tools/svg.h"
 
@@ -488,14 +487,6 @@ std::string page(const std::string& title, const std::string& body) {
          body + "</body>\n</html>\n";
 }
 
-void write_file(const std::string& path, const std::string& text, const char* what) {
-  bool could_not_open = false;
-  if (const std::string why = write_file_atomically(path, text, &could_not_open); !why.empty()) {
-    if (could_not_open) throw UsageError(std::string("cannot write ") + what + " '" + path + "': " + why);
-    throw std::runtime_error(std::string("writing ") + what + " '" + path + "' failed: " + why + "; the file is as it was");
-  }
-}
-
 }  // namespace
 
 int report_command(const std::vector<std::string>& args) {
@@ -616,7 +607,7 @@ int report_command(const std::vector<std::string>& args) {
     for (auto& ch : ps.charts) all_charts.push_back(std::move(ch));
   }
 
-  write_file(out_path, page(title, body), "--out file");
+  write_output_file("--out file", out_path, page(title, body));
   if (!svg_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(svg_dir, ec);
@@ -626,8 +617,8 @@ int report_command(const std::vector<std::string>& args) {
     for (size_t i = 0; i < all_charts.size(); ++i) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "%02zu-", i + 1);
-      write_file((std::filesystem::path(svg_dir) / (prefix + all_charts[i].name + ".svg")).string(),
-                 all_charts[i].standalone, "--svg-dir file");
+      write_output_file("--svg-dir file", (std::filesystem::path(svg_dir) / (prefix + all_charts[i].name + ".svg")).string(),
+                        all_charts[i].standalone);
     }
   std::cout << "wrote " << out_path << " (" << all_charts.size() << " chart" << (all_charts.size() == 1 ? "" : "s")
             << ")\n";

@@ -482,7 +482,8 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (mpi_session && mpi::stop_all(opt.remote_lanes)) mpi_session->skip_finalize();
   if (opt.on_progress) std::fprintf(stderr, "\n");
-  if (!replay_out.empty()) {
+  // This workload's records on this device under the template version the run stored them under.
+  const auto session_records = [&] {
     tuner::db::QueryFilter f;
     f.op = opt.workload.op;
     f.shape = opt.workload.shape_string();
@@ -490,9 +491,12 @@ int tune_command(const std::vector<std::string>& args) {
     f.device_name = device.identity.name;
     f.simulated = device.simulated;
     f.template_hashes = {sum.template_hash};
+    return f;
+  };
+  if (!replay_out.empty()) {
     // Re-recorded from a replay device, the file names the GPU and the template version that measured the times
     // (not "replay:<GPU>", which a replay of this file would prefix again, nor this build's version).
-    ReplayData data = replay_from_rows(db->history(f), device.replay ? device.replay->device : device.identity,
+    ReplayData data = replay_from_rows(db->history(session_records()), device.replay ? device.replay->device : device.identity,
                                        device.gpu.key, sum.space_size);
     if (device.replay) data.template_version = device.replay->template_version;
     write_replay(data, replay_out);
@@ -589,16 +593,9 @@ int tune_command(const std::vector<std::string>& args) {
     } else {
       // Say why: every trial failed the same way, as often (a user kernel not declared extern "C" fails to compile
       // in every config), and the reason was only in `query --history --json`.
-      tuner::db::QueryFilter f;
-      f.op = opt.workload.op;
-      f.shape = opt.workload.shape_string();
-      f.dtype = templates::to_string(opt.workload.dtype);
-      f.device_name = device.identity.name;
-      f.simulated = device.simulated;
-      f.template_hashes = {sum.template_hash};
       std::map<std::string, int> by_status;
       std::string last_error;
-      for (const auto& r : db->history(f)) {
+      for (const auto& r : db->history(session_records())) {
         ++by_status[r.trial.status];
         if (!r.trial.error_message.empty()) last_error = r.trial.error_message;
       }

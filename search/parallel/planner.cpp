@@ -243,8 +243,6 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
 
 Planner::~Planner() = default;
 
-AttentionKernel Planner::attention_for(int /*cp*/) const { return opts_.cost.attention; }
-
 const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs, double budget,
                                      double state_bytes_per_param) {
   // Without a budget the state bytes do not matter: one solution serves every ZeRO stage.
@@ -255,7 +253,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
   if (!has_experts) ep = 1;
   const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
                           (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") +
-                          std::to_string(mbs) + "|" + (sequence_parallel_allowed() ? "" : "nosp|") +
+                          std::to_string(mbs) + "|" +
                           (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
                                                        std::to_string(state_bytes_per_param)
                                                  : "inf");
@@ -360,7 +358,7 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   // What the export's engine cannot run is not planned for it (the export could only warn that it is not expressed).
   if (c.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     return to_string(opts_.engine) + " has no context parallelism; allowed: cp=1";
-  if (c.cp > 1 && attention_for(c.cp) != AttentionKernel::kFlash)
+  if (c.cp > 1 && opts_.cost.attention != AttentionKernel::kFlash)
     return "context parallelism runs flash attention only (--attention unfused); allowed: cp=1";
   if (c.pp > 1 && !engine_runs_schedule(c.schedule))
     return to_string(opts_.engine) + " does not run the " + to_string(c.schedule) +
@@ -445,7 +443,7 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     out.params[l] = x.params_per_device, out.eparams[l] = x.expert_params_per_device;
     out.sequence_parallel = out.sequence_parallel || x.sequence_parallel;
     if (layer.kind == LayerKind::kTransformer) {
-      const bool flash = attention_for(c.cp) == AttentionKernel::kFlash;
+      const bool flash = opts_.cost.attention == AttentionKernel::kFlash;
       out.act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
                                                 x.sequence_parallel, c.recompute, flash);
       out.full_act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
@@ -783,7 +781,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   Plan plan;
   plan.config = c;
   plan.partition = partition;
-  plan.attention = attention_for(c.cp);
+  plan.attention = opts_.cost.attention;
   plan.memory_capacity_bytes = e.usable;
   std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
   for (int s = 0; s < p; ++s) {
@@ -1010,7 +1008,7 @@ Planner::Search Planner::search_space() const {
   if (pin.cp && *pin.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on " + to_string(opts_.engine) +
                     " (no context parallelism); allowed: 1");
-  if (pin.cp && *pin.cp > 1 && attention_for(*pin.cp) != AttentionKernel::kFlash)
+  if (pin.cp && *pin.cp > 1 && opts_.cost.attention != AttentionKernel::kFlash)
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
                     " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "
                     "allowed: cp=1, or --attention flash");
@@ -1024,7 +1022,7 @@ Planner::Search Planner::search_space() const {
   // at least starved_cp_min_tokens of the sequence.
   s.cps = {1};
   if (pin.cp) s.cps = {*pin.cp};
-  else if (engine_runs_context_parallel(opts_.engine) && attention_for(2) == AttentionKernel::kFlash)
+  else if (engine_runs_context_parallel(opts_.engine) && opts_.cost.attention == AttentionKernel::kFlash)
     s.cps = context_parallel_degrees();
   return s;
 }

@@ -294,9 +294,6 @@ class Planner {
   /// The context-parallel degrees the search tries without a cp pin (before the attention and engine checks):
   /// opts_.context_parallel for long sequences, degrees below twice the shortfall for a starved batch, else 1.
   std::vector<int> context_parallel_degrees() const;
-  /// How a config with this cp runs attention cores (one kernel for every config: the recipe's, or flash where
-  /// cp > 1 is considered; see the constructor).
-  AttentionKernel attention_for(int cp) const;
   /// Whether the layer ILP may split norms' tokens over the tensor-parallel group (not under --fix sp=0).
   bool sequence_parallel_allowed() const { return !(opts_.pins.sequence_parallel && !*opts_.pins.sequence_parallel); }
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
