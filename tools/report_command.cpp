@@ -56,9 +56,16 @@ std::optional<costmodel::GpuSpec> device_spec(const db::ResultRow& r) {
 }
 
 /// Peak compute of a GPU for a dtype in GFLOP/s.
-double peak_gflops(const costmodel::GpuSpec& g, const std::string& dtype) {
-  if (dtype == "f16") return g.peak_fp16_tflops * 1e3;
-  if (dtype == "bf16") return g.peak_bf16_tflops * 1e3;
+/// Row ops (softmax, layernorm) compute in fp32 on the CUDA cores whatever their storage type: their compute roof
+/// is the FP32 peak, not the tensor cores'.
+bool runs_on_cuda_cores(const db::WorkloadKey& w) {
+  return w.dtype == "f32" || w.op == "softmax" || w.op == "layernorm";
+}
+
+double peak_gflops(const costmodel::GpuSpec& g, const db::WorkloadKey& w) {
+  if (runs_on_cuda_cores(w)) return g.peak_fp32_tflops * 1e3;
+  if (w.dtype == "f16") return g.peak_fp16_tflops * 1e3;
+  if (w.dtype == "bf16") return g.peak_bf16_tflops * 1e3;
   return g.peak_fp32_tflops * 1e3;
 }
 
@@ -227,7 +234,7 @@ ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vecto
     gmin = gmin == 0 ? r.trial.gflops : std::min(gmin, r.trial.gflops);
     gmax = std::max(gmax, r.trial.gflops);
   }
-  const double peak = spec ? peak_gflops(*spec, first.workload.dtype) : 0;
+  const double peak = spec ? peak_gflops(*spec, first.workload) : 0;
   const double bw = spec ? spec->dram_bandwidth_gbps : 0;
   const double ridge = bw > 0 ? peak / bw : 0;
   double xlo = ai > 0 ? ai : 1, xhi = xlo;
@@ -251,8 +258,9 @@ ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vecto
     // DRAM roof: y = AI * bandwidth, up to the ridge; compute roof: y = peak, from the ridge on.
     c.doc().line(c.px(x0), c.py(x0 * bw), c.px(ridge), c.py(peak), "#555", 2, "roof-dram");
     c.doc().line(c.px(ridge), c.py(peak), c.px(x1), c.py(peak), "#000", 2, "roof-compute");
-    const std::string peak_text = "peak " + std::string(first.workload.dtype == "f32" ? "FP32" : first.workload.dtype) +
-                                  " " + svg::label_num(peak / 1e3) + " TFLOP/s";
+    const std::string peak_text =
+        "peak " + std::string(runs_on_cuda_cores(first.workload) ? "FP32" : first.workload.dtype + " tensor") + " " +
+        svg::label_num(peak / 1e3) + " TFLOP/s";
     c.doc().text(c.px(x1) - 6, c.py(peak) - 6, peak_text, 11, "end", "roof-label");
     const double xm = std::sqrt(x0 * ridge);
     c.doc().text(c.px(xm), c.py(xm * bw) - 8, "DRAM " + svg::label_num(bw) + " GB/s", 11, "middle", "roof-label", 0,

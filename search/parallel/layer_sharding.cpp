@@ -78,10 +78,7 @@ struct Ctx {
   int dsize;
   int cp = 1;  ///< Context-parallel degree; g.seq is the local share of the sequence.
   int ep = 1;  ///< Expert-parallel degree: MoE experts divided over ep data-parallel ranks.
-  /// Sequence parallelism allowed: norms and elementwise ops (dropout, residual adds) may split tokens over a
-  /// tensor-parallel mesh dimension. Off, they stay whole on every rank, as Megatron-LM runs without
-  /// --sequence-parallel (and as it ran before 2022).
-  bool sequence_parallel = true;
+  TensorLayoutRules rules;  ///< Which strategies the tensor-parallel dimensions may take.
 };
 
 /// Split factors of a strategy: f['B'] is how many ways it splits tokens, f['C'] output features, ...
@@ -265,16 +262,43 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
         s.choice[0] = c0;
         s.choice[1] = c1;
         s.name = strategy_name(x.mesh, c0, c1);
-        const bool token_split = (c0 == 'B' && x.mesh.d0 > 1) || (c1 == 'B' && x.mesh.d1 > 1);
-        if (!x.sequence_parallel && token_split &&
-            (op.type == OpType::kLayerNorm || op.type == OpType::kElementwise))
+        if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op.type, op.inputs.size(), c0)) ||
+            (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op.type, op.inputs.size(), c1)))
           continue;
+        // An engine's tensor group is one group: the same split on both mesh dimensions.
+        if (x.rules.engine != Engine::kGeneric && x.mesh.d0 > 1 && x.mesh.d1 > 1 && c0 != c1) continue;
         if (cost_strategy(x, op, s)) os.list.push_back(s);
       }
     all.push_back(os);
   }
   return all;
 }
+
+}  // namespace
+
+bool tensor_letter_allowed(const TensorLayoutRules& rules, OpType type, size_t inputs, char letter) {
+  const bool residual = type == OpType::kLayerNorm || (type == OpType::kElementwise && inputs > 1);
+  if (!rules.sequence_parallel && (letter == 'B' || (residual && letter != 'R'))) return false;
+  if (rules.engine == Engine::kGeneric) return true;
+  const bool deepspeed = rules.engine == Engine::kDeepSpeed;
+  switch (type) {
+    case OpType::kLinear: return letter == 'C' || letter == 'K';
+    case OpType::kAttention: return letter == 'H';
+    case OpType::kLayerNorm:
+    case OpType::kElementwise:
+      if (residual) {
+        if (rules.engine == Engine::kTorchtitan) return letter == 'B';
+        return letter == 'R' || (letter == 'B' && !deepspeed);
+      }
+      return letter == 'F' || letter == 'R';
+    case OpType::kEmbedding: return letter == (deepspeed ? 'C' : 'V');
+    case OpType::kCrossEntropy: return letter == (deepspeed ? 'R' : 'F');
+    case OpType::kMoeFfn: return letter != 'B' || !deepspeed;
+  }
+  return true;
+}
+
+namespace {
 
 double layout_change_s(const Ctx& x, char from, char to, int dim, double bytes) {
   if (from == to || x.mesh.dim_size(dim) == 1) return 0;
@@ -326,8 +350,8 @@ struct Built {
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
             OpCostModel& costs, double memory_budget, double state_bytes_per_param, int cp, int ep,
-            bool sequence_parallel) {
-  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1), sequence_parallel};
+            TensorLayoutRules rules) {
+  Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1), rules};
   Built out;
   out.ops = enumerate(x, layer);
   out.req.memory_budget = memory_budget;
@@ -387,16 +411,14 @@ Mesh tensor_mesh(const ClusterSpec& c, int tp) {
 
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
-                                    double state_bytes_per_param, int cp, int ep, bool sequence_parallel) {
-  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep,
-               sequence_parallel).req;
+                                    double state_bytes_per_param, int cp, int ep, TensorLayoutRules rules) {
+  return build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep, rules).req;
 }
 
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
-                              double state_bytes_per_param, int cp, int ep, bool sequence_parallel) {
-  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep,
-                  sequence_parallel);
+                              double state_bytes_per_param, int cp, int ep, TensorLayoutRules rules) {
+  Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep, rules);
   LayerPlan lp;
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;

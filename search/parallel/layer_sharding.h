@@ -29,6 +29,7 @@
 
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/collective_cost.h"
+#include "search/parallel/memory_model.h"
 #include "search/parallel/op_cost.h"
 #include "search/parallel/op_graph.h"
 #include "search/parallel/sharding_ilp.h"
@@ -84,6 +85,27 @@ struct LayerPlan {
   int parts = 0, tuned_parts = 0;
 };
 
+/// Which strategies an op may take on a tensor-parallel mesh dimension (> 1 GPU).
+struct TensorLayoutRules {
+  /// Tokens may split over the tensor group (Megatron's sequence parallelism). false (--fix sp=0): no op splits
+  /// tokens over a tensor-parallel dimension, and the residual stream (norms, residual adds) stays whole on every
+  /// rank, as Megatron-LM runs without --sequence-parallel (and as it ran before 2022).
+  bool sequence_parallel = true;
+  /// The engine the plan is for. kGeneric: any strategy (Alpa's space, e.g. a linear split by tokens inside the
+  /// tensor group). An engine: only the layouts its tensor parallelism runs, the same letter on both mesh
+  /// dimensions (one tensor group), per op kind:
+  ///   Megatron-LM   linears C or K, attention H, norms and residual adds R (B with sp), activations F or R,
+  ///                 vocab-parallel embedding V and loss F;
+  ///   torchtitan    the same, but norms and residual adds always B (its TP plan always runs SequenceParallel);
+  ///   DeepSpeed     AutoTP: linears C or K, attention H, norms and residual adds R (no sequence parallelism),
+  ///                 activations F or R, the embedding split over hidden (C), the loss on whole logits (R).
+  Engine engine = Engine::kGeneric;
+};
+
+/// Whether `letter` is a strategy the rules allow for an op of this kind on a tensor-parallel dimension.
+/// `inputs` is the op's input count (a residual add has two; an activation one).
+bool tensor_letter_allowed(const TensorLayoutRules& rules, OpType type, size_t inputs, char letter);
+
 /// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
 /// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;
 /// less under ZeRO) plus its output activations; memory_budget caps their sum (bytes).
@@ -94,12 +116,11 @@ struct LayerPlan {
 ShardingRequest build_layer_request(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                                     int micro_batch, OpCostModel& costs, double memory_budget,
                                     double state_bytes_per_param = 16, int cp = 1, int ep = 1,
-                                    bool sequence_parallel = true);
-/// Solves the layer's sharding with CBC and reads the result back. `sequence_parallel` false: norms and
-/// elementwise ops never split tokens over a tensor-parallel dimension (Megatron-LM without --sequence-parallel).
+                                    TensorLayoutRules rules = {});
+/// Solves the layer's sharding with CBC and reads the result back, each op within `rules`.
 LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh,
                               int micro_batch, OpCostModel& costs, double memory_budget,
                               double state_bytes_per_param = 16, int cp = 1, int ep = 1,
-                              bool sequence_parallel = true);
+                              TensorLayoutRules rules = {});
 
 }  // namespace tuner::parallel

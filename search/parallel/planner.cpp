@@ -268,7 +268,8 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
     m = by_cp_.emplace(cp, std::move(local)).first;
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
-                                     mbs, *costs_, budget, state_bytes_per_param, cp, ep, sequence_parallel_allowed());
+                                     mbs, *costs_, budget, state_bytes_per_param, cp, ep,
+                                     {sequence_parallel_allowed(), opts_.engine});
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -1012,6 +1013,16 @@ Planner::Search Planner::search_space() const {
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
                     " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "
                     "allowed: cp=1, or --attention flash");
+  if (pin.sequence_parallel && !*pin.sequence_parallel && opts_.engine == Engine::kTorchtitan &&
+      !(pin.tp && *pin.tp == 1))
+    throw SpecError("--fix sp=0 cannot run on torchtitan with tensor parallelism (its TP plan always runs sequence "
+                    "parallelism); allowed: sp=1, or sp=0 with tp=1");
+  if (pin.sequence_parallel && !*pin.sequence_parallel && opts_.engine == Engine::kMegatron && model_.experts > 0 &&
+      !(pin.tp && *pin.tp == 1))
+    throw SpecError("--fix sp=0 cannot run on megatron with an MoE model and tensor parallelism (Megatron-LM requires "
+                    "sequence parallelism there); allowed: sp=1, or sp=0 with tp=1");
+  if (pin.sequence_parallel && *pin.sequence_parallel && opts_.engine == Engine::kDeepSpeed)
+    throw SpecError("--fix sp=1 cannot run on deepspeed (AutoTP has no sequence parallelism); allowed: sp=0");
   if (pin.schedule && !engine_runs_schedule(*pin.schedule))
     throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on " + to_string(opts_.engine) +
                     "; allowed: " + engine_schedule_names());

@@ -118,6 +118,26 @@ TEST_F(Report, WorkloadReportHasThreeChartsOneLinePerSessionAndThePeakLines) {
   EXPECT_EQ(files, 3);
 }
 
+// Softmax and layernorm compute in fp32 on the CUDA cores: an f16 softmax's compute roof is the FP32 peak, not the
+// 989 TFLOP/s of the f16 tensor cores (it was); an f16 GEMM keeps the tensor roof.
+TEST_F(Report, RowOpsSitUnderTheCudaCoreRoofAndGemmsUnderTheTensorRoof) {
+  auto t = run("tune --op softmax --shape rows=512,cols=1024 --dtype f16 --device sim:h100-sxm --trials 4 --quiet "
+               "--seed 1 --db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  auto r = run("report --db " + db() + " --op softmax --out " + path("s.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(path("s.html"));
+  EXPECT_NE(html.find("peak FP32 66.9 TFLOP/s"), std::string::npos);
+  EXPECT_EQ(html.find("tensor"), std::string::npos);
+
+  t = run("tune --op gemm --shape M=256,N=256,K=256 --dtype f16 --device sim:h100-sxm --trials 4 --quiet --seed 1 "
+          "--db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  r = run("report --db " + db() + " --op gemm --out " + path("g.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(path("g.html")).find("peak f16 tensor 989"), std::string::npos);
+}
+
 TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
   auto p = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster dgx-h100:1 --db " + db() + " --json");
   ASSERT_EQ(p.code, 0) << p.err;
