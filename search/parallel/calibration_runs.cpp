@@ -75,7 +75,45 @@ PublishedRun narayanan(const std::string& size, int layers, int hidden, int head
   return r;
 }
 
+/// MosaicML llm-foundry, "MPT Training Benchmarks" (scripts/train/benchmarking/README.md), table "A100 80GB with
+/// 1600 Gbps node-node interconnect (RoCE)": MPT models (GPT shape: 4h GELU MLP, vocabulary 50,432) on 8
+/// A100-80GB with PyTorch FSDP FULL_SHARD (ZeRO-3), bf16 autocast and flash attention, `ckpt` with activation
+/// checkpointing. The time per global batch from the published tokens per second per GPU.
+PublishedRun mpt(const std::string& size, int layers, int hidden, int heads, int seq, int mbs, int accumulation,
+                 bool ckpt, double tokens_per_s_per_gpu, double mfu) {
+  PublishedRun r;
+  const int64_t batch = static_cast<int64_t>(mbs) * accumulation * 8;
+  r.label = "MPT " + size + " seq " + std::to_string(seq) + (ckpt ? ", ckpt" : "");
+  r.source = "llm-foundry scripts/train/benchmarking/README.md, A100 80GB table";
+  r.model = "gpt:layers=" + std::to_string(layers) + ",hidden=" + std::to_string(hidden) +
+            ",heads=" + std::to_string(heads) + ",seq=" + std::to_string(seq) + ",vocab=50432";
+  r.cluster = "dgx-a100:1";
+  r.global_batch = batch;
+  r.fix = "tp=1,pp=1,dp=8,recompute=" + std::string(ckpt ? "full" : "none");
+  r.published_config = "mbs=" + std::to_string(mbs) + ",zero=3";
+  r.attention = AttentionKernel::kFlash;
+  r.engine = Engine::kTorchtitan;  // FSDP: fp32 sharded parameters and gradients
+  r.iteration_time_s = static_cast<double>(batch) * seq / (tokens_per_s_per_gpu * 8);
+  r.note = "derived from " + std::to_string(static_cast<int>(tokens_per_s_per_gpu)) +
+           " tokens/s per GPU as published (MFU " + std::to_string(mfu).substr(0, 5) + "%)";
+  return r;
+}
+
 }  // namespace
+
+const std::vector<PublishedRun>& fsdp_held_out_runs() {
+  static const std::vector<PublishedRun> runs = {
+      mpt("760M", 24, 1536, 12, 2048, 24, 2, false, 32434, 56.85),
+      mpt("1B", 24, 2048, 16, 2048, 14, 4, false, 20513, 59.86),
+      mpt("3B", 32, 2560, 20, 2048, 10, 2, false, 10811, 62.11),
+      mpt("7B", 32, 4096, 32, 2048, 6, 2, false, 4641, 64.23),
+      mpt("7B", 32, 4096, 32, 8192, 8, 2, true, 3206, 54.47),
+      mpt("13B", 40, 5120, 40, 2048, 2, 3, false, 2262, 59.57),
+      mpt("13B", 40, 5120, 40, 4096, 10, 3, true, 2060, 57.62),
+      mpt("30B", 48, 7168, 56, 2048, 3, 21, true, 916, 55.3),
+  };
+  return runs;
+}
 
 const std::vector<PublishedRun>& held_out_runs() {
   static const std::vector<PublishedRun> runs = {

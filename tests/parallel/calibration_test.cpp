@@ -107,6 +107,22 @@ TEST(HeldOut, PredictionsStayInTheirDocumentedBand) {
   EXPECT_GE(within[1], 9);
 }
 
+// The second held-out set (llm-foundry's MPT on 8 A100s with FSDP, found after the first was used): the model is
+// too fast on all eight, by 3-18% (docs/calibration.md). The band is asserted so that a change that moves it is
+// seen and the document updated.
+TEST(HeldOut, FsdpRunsOnA100AreTooFastByTheDocumentedMargin) {
+  ASSERT_EQ(fsdp_held_out_runs().size(), 8u);
+  int within = 0;
+  for (const PublishedRun& run : fsdp_held_out_runs()) {
+    const RunPrediction q = predict_run(run, {}, true);
+    EXPECT_LT(q.error, -0.02) << run.label;
+    EXPECT_GT(q.error, -0.20) << run.label;
+    within += std::fabs(q.error) <= 0.10;
+    EXPECT_NE(q.config.find("zero=3"), std::string::npos) << q.config;
+  }
+  EXPECT_EQ(within, 2);
+}
+
 // sp=0 keeps norms, dropout and residual adds whole on every tensor-parallel rank: the plan says so, and at tp 8 it
 // costs time (18.4B of the held-out set: 7.98 s with the token split, 8.67 s without).
 TEST(HeldOut, WithoutSequenceParallelismTheNormsRunOnEveryRank) {
