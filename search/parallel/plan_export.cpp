@@ -262,12 +262,13 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
                        ", ep_size=" + std::to_string(c.ep) + ", k=" + std::to_string(model.top_k) + ")");
     if (c.zero >= 3) warn(warnings, "DeepSpeed MoE does not run with ZeRO-3; use zero=2 or lower");
   }
+  if (c.recompute == Recompute::kSelective)
+    warn(warnings, "DeepSpeed's config recomputes whole layers: this plan's selective recomputation is not expressed "
+                   "(activation_checkpoint_interval 0); plan with --export deepspeed");
   if (c.recompute != Recompute::kNone)
     j["activation_checkpointing"] = {{"partition_activations", plan.sequence_parallel},
                                      {"contiguous_memory_optimization", false},
                                      {"number_checkpoints", nullptr}};
-  if (c.recompute == Recompute::kSelective)
-    warn(warnings, "DeepSpeed checkpoints whole layers; selective recomputation is up to the model code");
   return j.dump(2) + "\n";
 }
 
@@ -326,7 +327,10 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   out += "\n[parallelism]\n";
   out += "data_parallel_replicate_degree = " + std::to_string(shard ? 1 : c.dp) + "\n";
   out += "data_parallel_shard_degree = " + std::to_string(shard ? c.dp : 1) + "\n";
+  // ZeRO-2 keeps the gathered weights from forward to backward; ZeRO-3 frees them after each forward. torchtitan's
+  // "default" frees them only without pipeline parallelism (reshard_after_forward = not pp_enabled): say which.
   if (c.zero == 2) out += "fsdp_reshard_after_forward = \"never\"\n";
+  if (c.zero == 3) out += "fsdp_reshard_after_forward = \"always\"\n";
   out += "tensor_parallel_degree = " + std::to_string(c.tp) + "\n";
   out += "pipeline_parallel_degree = " + std::to_string(c.pp) + "\n";
   if (c.pp > 1) {

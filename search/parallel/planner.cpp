@@ -343,9 +343,15 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   const std::vector<int> stages = engine_zero_stages(opts_.engine);
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
-  if (opts_.engine == Engine::kDeepSpeed && c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only";
-  if (opts_.engine == Engine::kDeepSpeed && c.tp > 1 && c.zero >= 3)
-    return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";
+  if (opts_.engine == Engine::kDeepSpeed) {
+    if (c.tp > 1 && c.zero >= 3)
+      return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";
+    if (c.pp > 1 && c.zero >= 2) return "DeepSpeed's pipeline engine runs ZeRO 0 or 1 only; allowed: zero=0, 1, or pp=1";
+    if (model_.experts > 0 && c.zero >= 3) return "DeepSpeed MoE does not run with ZeRO-3; allowed: zero=0, 1, 2";
+    // Its config checkpoints whole layers (activation_checkpoint_interval); the attention core alone is model code.
+    if (c.recompute == Recompute::kSelective)
+      return "DeepSpeed's config recomputes whole layers only; allowed: recompute=none, full";
+  }
   if (opts_.engine == Engine::kTorchtitan) {
     // torchtitan applies FSDP when dp_shard > 1 or cp > 1; without it, DDP takes a 1-D mesh only, and tensor or
     // pipeline parallel models get no mixed precision (maybe_enable_amp: "Mixed precision training is disabled").
@@ -488,10 +494,14 @@ double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable&
   return s;
 }
 
-double Planner::stage_p2p_s(const Eval& e, const StageShape& shape) const {
-  // p2p per stage boundary: activation forward + gradient backward, b*s*h/tp (scatter-gather), per chunk.
+double Planner::stage_p2p_s(const Eval& e, const StageShape& shape, int stage) const {
+  // Per micro-batch, b*s*h/tp (scatter-gather) per send: each of the rank's v chunks sends its activation forward
+  // but the model's last chunk, and its input gradient backward but the model's first; so the first and the last
+  // rank send 2v - 1 times (with v > 1 the last rank's other chunks feed rank 0's next ones), the others 2v.
+  if (e.p <= 1) return 0;
   const double bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize / shape.tp;
-  return e.p > 1 ? 2 * e.v * p2p_s(cluster_, e.stage_cross_node, bytes) : 0;
+  const int sends = 2 * e.v - (stage == 0 ? 1 : 0) - (stage == e.p - 1 ? 1 : 0);
+  return sends * p2p_s(cluster_, e.stage_cross_node, bytes);
 }
 
 std::vector<int> Planner::given_partition(int stages, bool uniform) const {
@@ -509,8 +519,8 @@ std::vector<int> Planner::partition(const Eval& e, const LayerTable& t, bool uni
   StageDpRequest req;
   req.stages = e.p;
   req.micro_batches = static_cast<double>(e.m) * e.v;  // interleaving: (1/v)[sum t + (m v - 1) t_max]
-  req.stage_extra.assign(e.p, stage_p2p_s(e, t.shape));
-  req.stage_extra[e.p - 1] = 0;
+  req.stage_extra.resize(e.p);
+  for (int st = 0; st < e.p; ++st) req.stage_extra[st] = stage_p2p_s(e, t.shape, st);
   req.layer_cost = t.t;
   req.fits = [&](int stage, int i, int j) { return stage_memory(e, t, stage, i, j).total() <= e.usable; };
   if (std::vector<int> starts = given_partition(e.p, uniform); uniform || !starts.empty()) {
@@ -567,8 +577,7 @@ bool Planner::memory_level_partition(const Eval& e, bool uniform, std::vector<La
   // A stage's first layer is entered from the previous stage's variant: charged by the boundary, not the table.
   req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
   req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
-  const double p2p = stage_p2p_s(e, e.shape);
-  req.extra = [&](int s, int) { return s + 1 < p ? p2p : 0.0; };
+  req.extra = [&](int s, int) { return stage_p2p_s(e, e.shape, s); };
   req.fits = fits;
   VariantDpResult r;
   if (!req.units.empty()) r = solve_variant_dp(req);
@@ -707,9 +716,7 @@ std::optional<Plan> Planner::solve_variants(const Eval& e, const std::vector<Lay
   // A stage's first layer is entered from the previous stage's variant: charged by the boundary, not the table.
   req.cost = [&](int v, int i, int j) { return tables[v].time(i, j) - (i > 0 ? tables[v].reshard[i] : 0.0); };
   req.boundary = [&](int a, int b, int i) { return entry_s(e, tables[a], tables[b], i); };
-  std::vector<double> p2p(V);
-  for (int v = 0; v < V; ++v) p2p[v] = stage_p2p_s(e, tables[v].shape);
-  req.extra = [&](int s, int v) { return s + 1 < p ? p2p[v] : 0.0; };
+  req.extra = [&](int s, int v) { return stage_p2p_s(e, tables[v].shape, s); };
   req.fits = [&](int s, int v, int i, int j) { return stage_memory(e, tables[v], s, i, j).total() <= e.usable; };
   const VariantDpResult r = solve_variant_dp(req);
   submesh_cells_ += r.cells;
@@ -794,7 +801,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     sp.gpus = t.shape.tp * t.shape.dp * c.cp;
     sp.mesh = tensor_mesh(cluster_, t.shape.tp);
     sp.memory_level = level[s];
-    const double p2p = s + 1 < p ? stage_p2p_s(e, t.shape) : 0.0;
+    const double p2p = stage_p2p_s(e, t.shape, s);
     // Entering the stage (a layout change or a resharding between shapes) replaces its first layer's own entry.
     const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i) - t.reshard[i] : 0.0;
     sp.time_per_micro_batch_s = t.time(i, j) + boundary + p2p;
@@ -994,13 +1001,21 @@ Planner::Search Planner::search_space() const {
     }
   }
   s.recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  if (opts_.engine == Engine::kDeepSpeed) s.recomputes = {Recompute::kNone, Recompute::kFull};
+  if (pin.recompute && opts_.engine == Engine::kDeepSpeed && *pin.recompute == Recompute::kSelective)
+    throw SpecError("--fix recompute=selective cannot run on deepspeed (its config recomputes whole layers); "
+                    "allowed: none, full");
   if (pin.recompute) s.recomputes = {*pin.recompute};
   s.zeros = engine_zero_stages(opts_.engine);
+  // DeepSpeed MoE layers do not run under ZeRO-3.
+  if (opts_.engine == Engine::kDeepSpeed && model_.experts > 0)
+    s.zeros.erase(std::remove(s.zeros.begin(), s.zeros.end(), 3), s.zeros.end());
   if (pin.zero) {
     if (std::find(s.zeros.begin(), s.zeros.end(), *pin.zero) == s.zeros.end()) {
       std::string allowed;
       for (int z : s.zeros) allowed += (allowed.empty() ? "" : ", ") + std::to_string(z);
       throw SpecError("--fix zero=" + std::to_string(*pin.zero) + " cannot run on " + to_string(opts_.engine) +
+                      (model_.experts > 0 && opts_.engine == Engine::kDeepSpeed ? " with an MoE model" : "") +
                       "; allowed: " + allowed);
     }
     s.zeros = {*pin.zero};

@@ -243,7 +243,7 @@ class Planner {
   /// Per-layer costs of `shape` with the layer ILP's memory row (states + outputs per layer) capped at budget.
   bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
-  double stage_p2p_s(const Eval& e, const StageShape& shape) const;
+  double stage_p2p_s(const Eval& e, const StageShape& shape, int stage) const;
   /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
   double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
   /// The stages a plan may not choose: the one the export's engine computes itself (engine_fixed_partition,

@@ -114,8 +114,9 @@ TEST(EngineLayouts, WithoutSequenceParallelismNoOpSplitsTokensOverTheTensorGroup
       for (const auto& op : ls.ops) {
         const Operator& od = op_named(m, ls.layer, op.op);
         EXPECT_EQ(op.strategy.find('B'), std::string::npos) << ls.layer << "/" << op.op << "=" << op.strategy;
-        if (od.type == OpType::kLayerNorm || (od.type == OpType::kElementwise && od.inputs.size() > 1))
+        if (od.type == OpType::kLayerNorm || (od.type == OpType::kElementwise && od.inputs.size() > 1)) {
           EXPECT_EQ(op.strategy, "R") << ls.layer << "/" << op.op;
+        }
       }
   EXPECT_TRUE(has(strategies(p), "block/proj=K"));
 }

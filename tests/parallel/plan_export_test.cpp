@@ -170,6 +170,42 @@ TEST(PlanExport, TorchtitanToml) {
   EXPECT_FALSE(u.count("parallelism.pipeline_parallel_layers_per_stage"));
 }
 
+// A plan for DeepSpeed is one its config runs: whole-layer recomputation only (activation_checkpoint_interval), no
+// ZeRO-3 for MoE; torchtitan's ZeRO-3 says "always", since its "default" keeps the gathered weights under pp.
+TEST(PlanExport, DeepSpeedPlansOnlyWhatItsConfigRunsAndTorchtitanReshardsUnderZeroThree) {
+  const ModelGraph model = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kDeepSpeed;
+  const Plan free = Planner(model, cluster, o).plan();
+  EXPECT_NE(free.config.recompute, Recompute::kSelective);
+  o.pins = parse_pins("recompute=selective");
+  EXPECT_THROW(Planner(model, cluster, o).plan(), SpecError);
+  o.pins = parse_pins("zero=3,tp=1,pp=1");
+  const ModelGraph moe = parse_model_spec("moe:layers=2,hidden=1024,heads=8,ffn=1024,experts=8,top_k=2,seq=1024");
+  std::string why;
+  try {
+    Planner(moe, cluster, o).plan();
+  } catch (const SpecError& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("zero=3 cannot run on deepspeed with an MoE model"), std::string::npos) << why;
+  // tp 2 with ZeRO-3 names AutoTP, not the pipeline engine, whatever pp the refusal's example has.
+  o.pins = parse_pins("zero=3,tp=2");
+  why.clear();
+  try {
+    Planner(model, cluster, o).plan();
+  } catch (const SpecError& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("AutoTP"), std::string::npos) << why;
+
+  Fixture t("tp=2,pp=2,mbs=1,recompute=full,zero=3,schedule=1f1b", Engine::kTorchtitan);
+  EXPECT_EQ(parse_toml(export_torchtitan(t.plan, t.model, 64))["parallelism.fsdp_reshard_after_forward"],
+            "always");
+}
+
 // torchtitan v0.1.0 builds in one model, llama3 (Llama's architecture), flavors 8B/70B/405B. A Llama-architecture
 // model is a llama3 flavor to add (the warning gives its dimensions); a GPT or MoE model keeps its own name (a
 // TrainSpec to register), since llama3 with its size would train another architecture.
@@ -515,7 +551,7 @@ TEST(PlanExport, DeepSpeedKeysAreDeepSpeeds) {
       {"tensor_parallel", {"autotp_size"}},
       {"activation_checkpointing",
        {"partition_activations", "contiguous_memory_optimization", "number_checkpoints", "cpu_checkpointing"}}};
-  for (const char* pins : {"tp=2,pp=2,mbs=2,recompute=full,zero=1", "tp=2,pp=1,mbs=1,recompute=selective,zero=2",
+  for (const char* pins : {"tp=2,pp=2,mbs=2,recompute=full,zero=1", "tp=2,pp=1,mbs=1,recompute=full,zero=2",
                            "tp=1,pp=4,mbs=1,recompute=none,zero=0", "tp=1,pp=1,mbs=1,zero=3"}) {
     Fixture f(pins, Engine::kDeepSpeed);
     auto j = nlohmann::json::parse(export_deepspeed(f.plan, f.model, 64));

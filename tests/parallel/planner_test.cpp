@@ -358,7 +358,8 @@ TEST(Planner, InterleavingTriesThreeChunksWhereTheBlocksSplitIntoThem) {
   EXPECT_EQ(four.config.virtual_stages, 3);
   EXPECT_EQ(four.config.pp, 4);
 
-  // pp=2: v = 2 and v = 3 both run; the plan takes the faster one (3 chunks: a third of the bubble, the same work).
+  // pp=2: v = 2 and v = 3 both run; the plan takes the faster one (3 chunks: a third of the bubble, the same work,
+  // but 2v - 1 or 2v p2p sends per micro-batch on each rank).
   o.pins = parse_pins("tp=2,pp=2,mbs=1,schedule=interleaved,recompute=none,zero=1");
   Planner p(g, c, o);
   const Plan two = p.plan();
@@ -376,9 +377,10 @@ TEST(Planner, InterleavingTriesThreeChunksWhereTheBlocksSplitIntoThem) {
     ASSERT_TRUE(r) << why;
     time[v] = r->iteration_time_s;
   }
-  EXPECT_LT(time[3], time[2]);
-  EXPECT_EQ(two.config.virtual_stages, 3);
-  EXPECT_DOUBLE_EQ(two.iteration_time_s, time[3]);
+  const int faster = time[3] < time[2] ? 3 : 2;
+  EXPECT_EQ(two.config.virtual_stages, faster);
+  EXPECT_DOUBLE_EQ(two.iteration_time_s, time[faster]);
+  EXPECT_NE(time[3], time[2]);
 }
 
 TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {

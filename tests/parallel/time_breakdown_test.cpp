@@ -48,7 +48,14 @@ TEST(TimeBreakdown, StageTermsAddUpToTheIterationTime) {
   EXPECT_GT(a.stages[0].time.dp_comm_s, 0);
   EXPECT_GT(a.stages[0].time.tp_comm_s, 0);
   EXPECT_GT(a.stages[0].time.recompute_s, 0);
-  expect_terms_add_up(plan_of("gpt3-13b", "dgx-h100:4", 256, "tp=2,pp=4,schedule=interleaved,v=2,recompute=full"));
+  // Interleaved: every rank sends p2p, the last too (its first v - 1 chunks feed rank 0's next ones); the first and
+  // the last send 2v - 1 times per micro-batch, the middle ranks 2v.
+  const Plan il = plan_of("gpt3-13b", "dgx-h100:4", 256, "tp=2,pp=4,schedule=interleaved,v=2,recompute=full");
+  expect_terms_add_up(il);
+  ASSERT_EQ(il.stages.size(), 4u);
+  EXPECT_GT(il.stages[3].time.pp_p2p_s, 0);
+  EXPECT_NEAR(il.stages[3].time.pp_p2p_s, il.stages[0].time.pp_p2p_s, 1e-12);
+  EXPECT_NEAR(il.stages[1].time.pp_p2p_s / il.stages[0].time.pp_p2p_s, 4.0 / 3.0, 1e-9);
   expect_terms_add_up(plan_of("llama2-7b", "dgx-h100:2", 64, "tp=1,pp=1,zero=3,recompute=full"));
   // An MoE pipeline under expert parallelism: the expert all-to-all is its own term, inside the total.
   const Plan moe = plan_of("moe:layers=4,hidden=1024,heads=16,experts=8,top_k=2,seq=1024,vocab=32000", "dgx-h100:1",
