@@ -172,6 +172,7 @@ int plan_command(const std::vector<std::string>& args) {
     format = par::export_format_from_string(export_name);
     if (!format) throw UsageError("--export " + export_name + " is unknown; allowed: megatron, deepspeed, torchtitan");
   }
+  if (out_path.empty() && !vm["out"].defaulted()) throw UsageError("--out '' names no file; allowed: a file path");
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
   refuse_output_over_db("--out", out_path, db_path);
   if (format && out_path.empty() && vm.count("json"))
@@ -250,8 +251,8 @@ int plan_command(const std::vector<std::string>& args) {
   rec.planning_s = plan.planning_s;
   // The export file is written before the plan is logged: a failed command leaves the database as it was.
   std::string export_text;
+  std::vector<std::string> warnings;
   if (format) {
-    std::vector<std::string> warnings;
     export_text = par::export_plan(*format, plan, model, global_batch, &warnings);
     for (const auto& w : warnings) std::cerr << "warning: " << export_name << " export: " << w << "\n";
     if (!out_path.empty()) {
@@ -273,6 +274,10 @@ int plan_command(const std::vector<std::string>& args) {
     nlohmann::ordered_json j = plan_json;
     j["plan_id"] = rec.id;
     j["already_logged"] = rec.already_logged;
+    // The engine the plan was made for (its ZeRO stages, bytes per parameter and tensor layouts) and, with
+    // --export, what its export could not express.
+    j["engine"] = par::to_string(opts.engine);
+    if (format) j["export_warnings"] = warnings;
     std::cout << j.dump(2) << "\n";
     return 0;
   }

@@ -1036,8 +1036,9 @@ Planner::Search Planner::search_space() const {
       !(pin.tp && *pin.tp == 1))
     throw SpecError("--fix sp=0 cannot run on megatron with an MoE model and tensor parallelism (Megatron-LM requires "
                     "sequence parallelism there); allowed: sp=1, or sp=0 with tp=1");
-  if (pin.sequence_parallel && *pin.sequence_parallel && opts_.engine == Engine::kDeepSpeed)
-    throw SpecError("--fix sp=1 cannot run on deepspeed (AutoTP has no sequence parallelism); allowed: sp=0");
+  if (pin.sequence_parallel && *pin.sequence_parallel && opts_.engine == Engine::kDeepSpeed && !(pin.tp && *pin.tp == 1))
+    throw SpecError("--fix sp=1 cannot run on deepspeed with tensor parallelism (AutoTP has no sequence "
+                    "parallelism); allowed: sp=0, or sp=1 with tp=1");
   if (pin.schedule && !engine_runs_schedule(*pin.schedule))
     throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on " + to_string(opts_.engine) +
                     "; allowed: " + engine_schedule_names());

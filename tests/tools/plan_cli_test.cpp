@@ -61,7 +61,21 @@ TEST_F(PlanCli, JsonPlanIsLoggedAndListed) {
   EXPECT_TRUE(ja["already_logged"].get<bool>());
   EXPECT_EQ(ja["plan_id"], j["plan_id"]);
   EXPECT_FALSE(j["already_logged"].get<bool>());
-  EXPECT_EQ(nlohmann::json::parse(run("query --plans --json --db " + db()).out).size(), 1u);
+  EXPECT_EQ(j["engine"], "generic");
+  EXPECT_FALSE(j.contains("export_warnings"));
+  // With an export the JSON names the engine and carries what the export could not express.
+  auto ex = run(std::string("plan ") + kSmall + " --global-batch 64 --json --export deepspeed --fix pp=2 --out " +
+                path("ds.json") + " --db " + db());
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  const auto je = nlohmann::json::parse(ex.out);
+  EXPECT_EQ(je["engine"], "deepspeed");
+  ASSERT_TRUE(je["export_warnings"].is_array());
+  size_t stderr_warnings = 0;
+  for (size_t at = ex.err.find("warning: deepspeed export:"); at != std::string::npos;
+       at = ex.err.find("warning: deepspeed export:", at + 1))
+    ++stderr_warnings;
+  EXPECT_EQ(je["export_warnings"].size(), stderr_warnings);
+  EXPECT_EQ(nlohmann::json::parse(run("query --plans --json --db " + db()).out).size(), 2u);
 }
 
 TEST_F(PlanCli, APlanLoggedInAnExistingDatabaseIsInTheFileItself) {
@@ -276,6 +290,8 @@ TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
       {std::string(kSmall) + " --global-batch 64 --fix tp=3", "tp=3"},
       {std::string(kSmall) + " --fix colour=red", "unknown"},
       {std::string(kSmall) + " --export excel", "allowed: megatron, deepspeed, torchtitan"},
+      {std::string(kSmall) + " --export megatron --out ''", "--out '' names no file"},
+      {std::string(kSmall) + " --export torchtitan --fix sp=0", "sp=0 cannot run on torchtitan"},
   };
   for (const auto& c : cases) {
     auto r = run("plan " + c.args + " --db " + db());
