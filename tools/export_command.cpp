@@ -67,7 +67,9 @@ std::string csv(const std::vector<db::ResultRow>& rows) {
   out += "\r\n";  // RFC 4180 line ends
   for (const auto& r : rows) {
     const auto& t = r.trial;
-    const double bytes = bytes_moved(r);
+    // The bytes stored with the trial, as jsonl and query --json give them (bytes_moved is 0 for GEMMs and convs,
+    // which are judged by GFLOP/s: only the gbps column follows it).
+    const double bytes = t.bytes > 0 ? t.bytes : bytes_moved(r);
     const std::vector<std::string> cells = {
         r.workload.op, r.workload.shape, r.workload.dtype, r.device_name, r.template_name, r.template_hash,
         t.config_json, t.status, number(t.time_ms), number(t.time_spread_ms), std::to_string(t.repeats),

@@ -129,6 +129,17 @@ ImportRecord read_record(const LineReader& in) {
   if (!tmpl) in.refuse("template", "is '" + r.version.name + "', not a template of this build; allowed: " + names);
   if (tmpl->op() != r.workload.op)
     in.refuse("template", "is '" + r.version.name + "', which implements " + tmpl->op() + ", not " + r.workload.op);
+  {
+    // Nor a dtype the template does not implement (gemm_f32_simt's record relabelled f16): `tune` refuses it.
+    const auto w = templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype);
+    const auto dts = tmpl->dtypes();
+    if (std::find(dts.begin(), dts.end(), w.dtype) == dts.end()) {
+      std::string allowed;
+      for (auto d : dts) allowed += (allowed.empty() ? "" : ", ") + templates::to_string(d);
+      in.refuse("dtype", "is " + r.workload.dtype + ", which " + r.version.name + " does not implement; allowed: " +
+                             allowed);
+    }
+  }
   const std::string current = template_hash(*tmpl);
   if (r.version.hash != current)
     in.refuse("template_version", "is '" + r.version.hash + "', not this build's version of " + r.version.name +

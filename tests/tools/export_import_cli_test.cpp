@@ -16,6 +16,20 @@
 
 namespace {
 
+/// The cells of one RFC 4180 line (quoted cells unquoted, doubled quotes undoubled).
+std::vector<std::string> csv_fields_of(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
 using tuner_cli_test::Cli;
 using tuner_cli_test::slurp;
 using Json = nlohmann::json;
@@ -193,6 +207,13 @@ TEST_F(ExportImport, CsvHasAHeaderAndOneRowPerTrialWithTheConfigQuoted) {
   quoted += "\"";
   EXPECT_EQ(rows[1].rfind("gemm,\"M=64,N=64,K=64\",f32,sim:h100-sxm,gemm_f32_simt,", 0), 0u) << rows[1];
   EXPECT_NE(rows[1].find("," + quoted + ",ok,"), std::string::npos) << rows[1] << "\n" << quoted;
+  // The bytes column is the count stored with the trial, as in query --json (it was 0 for every GEMM).
+  const std::vector<std::string> header = csv_fields_of(rows[0]);
+  const size_t col = std::find(header.begin(), header.end(), "bytes") - header.begin();
+  ASSERT_LT(col, header.size());
+  const double stored = history[0]["bytes"].get<double>();
+  EXPECT_GT(stored, 0);
+  EXPECT_DOUBLE_EQ(std::stod(csv_fields_of(rows[1]).at(col)), stored) << rows[1];
 }
 
 TEST_F(ExportImport, BestIsAVersionedDocumentOfWhatQueryBestShows) {
@@ -322,6 +343,15 @@ TEST_F(ExportImport, ImportRefusesATemplateTheRecordsDeviceCannotRun) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("field 'template' is gemm_tc_wgmma, which does not run on 'sim:a100-sxm4-80gb'"), std::string::npos)
       << r.err;
+  EXPECT_FALSE(std::filesystem::exists(b_db()));
+  // Nor a dtype the template does not implement: gemm_tc_wgmma's f16 record relabelled f32.
+  Json f = Json::parse(lines(slurp(file("w.jsonl"))).at(0));
+  f["dtype"] = "f32";
+  std::ofstream(file("f32.jsonl")) << f.dump() << "\n";
+  const auto d = run("import " + file("f32.jsonl") + " --db " + b_db());
+  EXPECT_EQ(d.code, 2) << d.err;
+  EXPECT_NE(d.err.find("field 'dtype' is f32, which gemm_tc_wgmma does not implement; allowed: f16, bf16"),
+            std::string::npos) << d.err;
   EXPECT_FALSE(std::filesystem::exists(b_db()));
   // Unchanged, it imports.
   EXPECT_EQ(run("import " + file("w.jsonl") + " --db " + b_db()).code, 0);
