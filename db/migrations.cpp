@@ -281,11 +281,27 @@ class ForeignKeysOff {
 
 }  // namespace
 
+void require_tables(sql::Connection& conn) {
+  static const char* const kTables[] = {"devices", "workloads", "templates", "trials", "sessions",
+                                        "cost_models", "plans", "claims"};
+  for (const char* t : kTables) {
+    sql::Statement s(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+    s.bind(1, std::string(t));
+    if (s.step() && s.column_int64(0) == 0)
+      throw DbError("database '" + conn.path() + "' is damaged (its table '" + t +
+                        "' is missing); allowed: an intact tuner database (restore it from a copy)",
+                    DbError::Kind::kCorrupt);
+  }
+}
+
 void migrate(sql::Connection& conn, int target) {
   // Up to date (the common case): no write lock is taken, so opening never waits for another writer.
   const int at_open = read_schema_version(conn);
   if (at_open > target) throw DbError(newer_message(conn.path(), at_open, target), DbError::Kind::kNewer);
-  if (at_open == target) return;
+  if (at_open == target) {
+    if (target == TuningDb::kSchemaVersion) require_tables(conn);
+    return;
+  }
   for (const Migration& m : kMigrations) {
     if (m.to_version > target) break;
     std::optional<ForeignKeysOff> fk_off;

@@ -27,6 +27,11 @@ int read_schema_version(sql::Connection& conn);
 /// Throws DbError when the file is newer than target.
 void migrate(sql::Connection& conn, int target);
 
+/// Throws DbError (damaged) unless a database at this build's version holds every table of its schema: one dropped
+/// by hand (or by another tool) would surface as "no such table" from whichever statement reaches it first, or as
+/// an answer without the rows it lost. migrate() checks it for a file already at the target.
+void require_tables(sql::Connection& conn);
+
 /// Creates the database at path (or migrates an older one) at exactly this schema version,
 /// without TuningDb's pragmas. For tests that need an old-version file.
 void create_schema_at_version(const std::string& path, int version);

@@ -238,6 +238,7 @@ sql::Connection open_read_only(const std::string& path) {
     copy.exec("PRAGMA foreign_keys = ON");
     return copy;
   }
+  require_tables(conn);
   conn.exec("PRAGMA foreign_keys = ON");
   return conn;
 }

@@ -216,6 +216,22 @@ TEST_F(Cli, ADamagedDatabaseIsRefusedWithExitTwoAndNotWrittenTo) {
   EXPECT_EQ(slurp(db()), bytes);
 }
 
+// A table dropped by hand (or by another tool): every command names the damage and exits 2 (tune said "no such
+// table" and exited 1; query and export answered as if the sessions were never there).
+TEST_F(Cli, ADatabaseMissingATableIsDamagedForEveryCommand) {
+  ASSERT_EQ(run(replay_tune(db(), "--trials 4 --strategy random")).code, 0);
+  tuner::db::exec_sql(db(), "PRAGMA foreign_keys = OFF; DROP TABLE sessions;");
+  const std::string bytes = slurp(db());
+  for (const std::string& args : {replay_tune(db(), "--trials 8"), "query --db " + db() + " --history",
+                                  "export --format jsonl --db " + db(), "query --plans --db " + db()}) {
+    auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("is damaged (its table 'sessions' is missing)"), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(slurp(db()), bytes);
+}
+
 /// Runs `tuner <args>` as a user who cannot write the test's directory or database: as nobody when this
 /// process is root (root writes anything), else with the directory and file made read-only.
 CmdResult run_without_write_access(const std::filesystem::path& dir, const std::string& db_path,
