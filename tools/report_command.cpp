@@ -512,7 +512,7 @@ int report_command(const std::vector<std::string>& args) {
       ("template", po::value(&fo.template_name)->default_value(""), "only this kernel template")
       ("all-versions", "include records of older template versions")
       ("plan", po::value(&plan_arg)->default_value(""), "also (or, without workload filters, only) this plan: an id or 'latest'")
-      ("out", po::value(&out_path)->required(), "the HTML file to write")
+      ("out", po::value(&out_path)->required(), "the HTML file to write (- for stdout)")
       ("svg-dir", po::value(&svg_dir)->default_value(""), "also write each chart as a standalone .svg file in this folder");
   po::variables_map vm;
   if (!parse_options("report", args, desc, vm)) {
@@ -615,7 +615,10 @@ int report_command(const std::vector<std::string>& args) {
     for (auto& ch : ps.charts) all_charts.push_back(std::move(ch));
   }
 
-  write_output_file("--out file", out_path, page(title, body));
+  // --out - writes the page to stdout, as export's does; the "wrote" line then goes to stderr.
+  const bool to_stdout = out_path == "-";
+  if (to_stdout) std::cout << page(title, body);
+  else write_output_file("--out file", out_path, page(title, body));
   if (!svg_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(svg_dir, ec);
@@ -628,8 +631,8 @@ int report_command(const std::vector<std::string>& args) {
       write_output_file("--svg-dir file", (std::filesystem::path(svg_dir) / (prefix + all_charts[i].name + ".svg")).string(),
                         all_charts[i].standalone);
     }
-  std::cout << "wrote " << out_path << " (" << all_charts.size() << " chart" << (all_charts.size() == 1 ? "" : "s")
-            << ")\n";
+  (to_stdout ? std::cerr : std::cout) << "wrote " << (to_stdout ? "stdout" : out_path) << " (" << all_charts.size()
+                                       << " chart" << (all_charts.size() == 1 ? "" : "s") << ")\n";
   return 0;
 }
 

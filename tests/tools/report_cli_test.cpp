@@ -136,6 +136,12 @@ TEST_F(Report, RowOpsSitUnderTheCudaCoreRoofAndGemmsUnderTheTensorRoof) {
   r = run("report --db " + db() + " --op gemm --out " + path("g.html"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(slurp(path("g.html")).find("peak f16 tensor 989"), std::string::npos);
+  // --out - is stdout (it wrote a file named "-"), the "wrote" line on stderr.
+  r = run("report --db " + db() + " --op gemm --out -");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(path("g.html")));
+  EXPECT_NE(r.err.find("wrote stdout"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::current_path() / "-"));
 }
 
 TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
