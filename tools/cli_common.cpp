@@ -159,7 +159,9 @@ void match_device(const std::string& spec, const db::TuningDb& db, RecordFilter&
     throw UsageError(std::string(e.what()) + "; to read records of a GPU that is not here, pass its recorded name: " +
                      quoted_list(recorded));
   }
-  f.unrecorded_note = "device '" + spec + "' has no session in this database; recorded devices: " + quoted_list(recorded);
+  // A replay file names its recorded GPU: recorded under that name, it is no unrecorded device.
+  if (!is_recorded(d.identity.name))
+    f.unrecorded_note = "device '" + spec + "' has no session in this database; recorded devices: " + quoted_list(recorded);
   if (d.simulated) {  // sim:<gpu>, or replay:FILE (stored as "replay:<recording GPU>")
     f.filter.device_name = d.identity.name;
     f.filter.simulated = true;

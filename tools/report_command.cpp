@@ -547,14 +547,15 @@ int report_command(const std::vector<std::string>& args) {
   if (workloads) {
     RecordFilter rf = build_record_filter(fo, *db);
     const auto rows = run_history(*db, rf);
-    if (rows.empty())
+    if (rows.empty()) {
+      const std::string older = older_versions_note(*db, rf, false);
       throw UsageError("no records match in '" + db_path + "'" +
-                       (filters ? std::string(" for the filters given") : std::string(" (the database has no trials)")) +
+                       (filters        ? std::string(" for the filters given")
+                        : older.empty() ? std::string(" (the database has no trials)")
+                                        : std::string(" (no trials of this build's template versions)")) +
                        (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note) +
-                       [&] {
-                         const std::string note = older_versions_note(*db, rf, false);
-                         return note.empty() ? note : "; " + note;
-                       }());
+                       (older.empty() ? older : "; " + older));
+    }
     const auto best = run_best_per_workload(*db, rf);
     std::map<int64_t, db::SessionRow> sessions;
     for (const auto& s : db->sessions(db::QueryFilter{})) sessions[s.id] = s;

@@ -35,6 +35,15 @@ class QueryAnywhere : public Cli {
 
 TEST_F(QueryAnywhere, RecordedDeviceNamesAnswerBestQueries) {
   tune_replay();
+  // The recording file itself names the recorded device: a query by it that matches nothing does not say the
+  // device has no session here (it did, listing that very device as recorded).
+  const std::string by_file = "query --db " + db() + " --device replay:" + TUNER_SOURCE_DIR +
+                              "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json";
+  auto none = run(by_file + " --op gemm");
+  EXPECT_EQ(none.err.find("has no session"), std::string::npos) << none.err;
+  auto some = run(by_file + " --best --json");
+  ASSERT_EQ(some.code, 0) << some.err;
+  EXPECT_EQ(Json::parse(some.out).size(), 1u);
   for (const std::string& device : {std::string(kH100), "replay:" + std::string(kH100)}) {
     auto q = run("query --db " + db() + " --device '" + device + "' --best --json");
     ASSERT_EQ(q.code, 0) << device << "\n" << q.err;
