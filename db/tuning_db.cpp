@@ -588,13 +588,18 @@ std::string config_means(const Where& where) {
          kResultJoins + where.sql + " GROUP BY t.workload_id, d.name, d.simulated, t.template_id, t.config_json";
 }
 
+/// How configs rank: by mean time; at equal means (a sim device's estimates tie exactly) the one measured more
+/// often (a re-measured finalist over a config seen once), then the earliest. The runtime ranks the same way
+/// (runtime/tuned_records.cpp).
+constexpr const char* kBestOrder = "c.mean_ms, c.n DESC, c.last_id";
+
 }  // namespace
 
 std::optional<ResultRow> TuningDb::best(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/true);
   const std::string query = "WITH cfg AS (" + config_means(where) + ") SELECT " + kResultColumns +
                             ", c.n, c.mean_ms FROM cfg c JOIN trials t ON t.id = c.last_id" + kResultJoins +
-                            " ORDER BY c.mean_ms, t.id LIMIT 1";
+                            " ORDER BY " + kBestOrder + " LIMIT 1";
   auto rows = run_result_query(impl_->conn, query, where);
   if (rows.empty()) return std::nullopt;
   return std::move(rows.front());
@@ -631,7 +636,7 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
   const Where where = build_where(f, kTrialColumns, /*force_ok=*/true);
   const std::string query =
       "WITH cfg AS (" + config_means(where) +
-      "), ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.wid, c.dname, c.dsim, c.tid ORDER BY c.mean_ms, c.last_id) "
+      "), ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.wid, c.dname, c.dsim, c.tid ORDER BY " + kBestOrder + ") "
       "AS rank FROM cfg c) SELECT " +
       kResultColumns + ", r.n, r.mean_ms FROM ranked r JOIN trials t ON t.id = r.last_id" + kResultJoins +
       " WHERE r.rank = 1 ORDER BY w.op, w.shape, w.dtype, d.name, d.simulated, tp.name, tp.hash" + limit_clause(f.limit);

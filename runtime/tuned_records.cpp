@@ -43,8 +43,15 @@ TunedRecords from_database(const std::string& path) {
   db::QueryFilter f;
   f.ok_only = true;
   TunedRecords out;
-  // (workload, device, template, config) -> its record with the mean of its ok measurements.
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<TunedRecord, int>> configs;
+  // (workload, device, template, config) -> its record with the mean of its ok measurements, their count and
+  // the latest trial's id: ranked as `query --best` ranks (db/tuning_db.cpp, kBestOrder).
+  struct Pooled {
+    TunedRecord record;
+    int n = 0;
+    double sum_ms = 0;
+    int64_t last_id = 0;
+  };
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Pooled> configs;
   for (const auto& r : store.history(f)) {
     if (!current(r.template_name, r.template_hash)) {
       ++out.stale;
@@ -52,7 +59,8 @@ TunedRecords from_database(const std::string& path) {
     }
     const std::string workload = r.workload.op + " " + r.workload.shape + " " + r.workload.dtype;
     auto [it, fresh] = configs.try_emplace({workload, r.device_name, r.template_name, r.trial.config_json});
-    auto& [t, n] = it->second;
+    Pooled& p = it->second;
+    TunedRecord& t = p.record;
     if (fresh) {
       t.op = r.workload.op;
       t.shape = r.workload.shape;
@@ -66,17 +74,22 @@ TunedRecords from_database(const std::string& path) {
       t.cc_minor = r.device_cc_minor;
       t.sm_count = r.device_sm_count;
     }
-    t.time_ms = (t.time_ms * n + r.trial.time_ms) / (n + 1);
-    ++n;
+    p.sum_ms += r.trial.time_ms;
+    ++p.n;
+    t.time_ms = p.sum_ms / p.n;
+    p.last_id = std::max(p.last_id, r.trial.id);
   }
-  // Rank each group's configs by mean time and keep the best few.
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const TunedRecord*>> groups;
+  // Rank each group's configs and keep the best few.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Pooled*>> groups;
   for (const auto& [key, value] : configs)
-    groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value.first);
+    groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value);
   for (auto& [key, members] : groups) {
-    std::stable_sort(members.begin(), members.end(),
-                     [](const TunedRecord* a, const TunedRecord* b) { return a->time_ms < b->time_ms; });
-    for (size_t i = 0; i < members.size() && i < kConfigsPerGroup; ++i) out.records.push_back(*members[i]);
+    std::sort(members.begin(), members.end(), [](const Pooled* a, const Pooled* b) {
+      if (a->record.time_ms != b->record.time_ms) return a->record.time_ms < b->record.time_ms;
+      if (a->n != b->n) return a->n > b->n;
+      return a->last_id < b->last_id;
+    });
+    for (size_t i = 0; i < members.size() && i < kConfigsPerGroup; ++i) out.records.push_back(members[i]->record);
   }
   return out;
 }

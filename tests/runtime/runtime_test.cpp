@@ -144,6 +144,55 @@ TEST_F(RuntimeLib, BestConfigsFileGivesTheSameChoicesAsTheDatabase) {
   }
 }
 
+// Configs that tie exactly (a sim device's estimates do, where a knob is not modelled) go where `query --best`
+// puts them, from the database as from the best file: the runtime took the tied config whose JSON sorted first,
+// the query the one measured more often, then the earliest. Two databases hold the same two tied records in
+// opposite orders: whichever the runtime's old rule took, it disagreed with the query in one of them.
+TEST_F(RuntimeLib, TiedConfigsGoWhereQueryBestPutsThem) {
+  const std::string jsonl = (dir_ / "ties.jsonl").string();
+  ASSERT_EQ(run("export --format jsonl --op gemm --shape M=512,N=512,K=512 --dtype f32 --db " + db() + " --out " +
+                jsonl).code, 0);
+  std::vector<nlohmann::ordered_json> lines;
+  {
+    std::ifstream in(jsonl);
+    std::set<std::string> seen;
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::ordered_json::parse(line);
+      if (j["status"] == "ok" && seen.insert(j["config"].dump()).second) lines.push_back(j);
+    }
+  }
+  ASSERT_GE(lines.size(), 3u);
+  double fastest = 1e30;
+  for (const auto& j : lines) fastest = std::min(fastest, j["time_ms"].get<double>());
+  for (int k : {0, 1}) lines[k]["time_ms"] = lines[k]["mean_time_ms"] = fastest / 2;
+  std::set<std::string> chosen;
+  for (int order : {0, 1}) {
+    const std::string file = (dir_ / ("ties" + std::to_string(order) + ".jsonl")).string();
+    const std::string tied = (dir_ / ("ties" + std::to_string(order) + ".db")).string();
+    const std::string best = (dir_ / ("ties" + std::to_string(order) + ".json")).string();
+    {
+      std::ofstream out(file);
+      out << lines[order].dump() << "\n" << lines[1 - order].dump() << "\n";
+      for (size_t k = 2; k < lines.size(); ++k) out << lines[k].dump() << "\n";
+    }
+    ASSERT_EQ(run("import " + file + " --db " + tied).code, 0);
+    ASSERT_EQ(run("export --format best --db " + tied + " --out " + best).code, 0);
+    CmdResult q = run("query --db " + tied + " --best --json --op gemm --shape M=512,N=512,K=512 --dtype f32");
+    ASSERT_EQ(q.code, 0) << q.err;
+    nlohmann::json want = nlohmann::json::parse(q.out);
+    if (want.is_array()) want = want.at(0);
+    EXPECT_EQ(want.at("config"), nlohmann::json::parse(lines[order]["config"].dump())) << "the earliest of the tie";
+    chosen.insert(want.at("config").dump());
+    for (const std::string& source : {tied, best}) {
+      auto rt = open(source);
+      ASSERT_TRUE(rt);
+      auto c = lookup_ok(*rt, {"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""});
+      EXPECT_EQ(nlohmann::json::parse(c.config), want.at("config")) << source;
+    }
+  }
+  EXPECT_EQ(chosen.size(), 2u);
+}
+
 // gemm_tc's OUT_F32 knob makes an f16 GEMM write f32 or f16: a lookup gets a config writing the output
 // type asked for (f16 unless Problem::output_dtype says otherwise), from the database and from the file.
 TEST_F(RuntimeLib, TheChosenConfigWritesTheOutputTypeAskedFor) {
