@@ -165,6 +165,8 @@ Workload parse_workload(std::string_view op, std::string_view shape, std::string
       throw std::invalid_argument("unknown dimension '" + name + "' for " + std::string(op) + "; expected " + expected);
     int64_t v = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec == std::errc::result_out_of_range && end == value.data() + value.size())
+      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most 2147483647)");
     if (ec != std::errc() || end != value.data() + value.size())
       throw std::invalid_argument("dimension " + name + "='" + value + "' is not an integer");
     bool may_be_zero = (name == "pad");

@@ -418,6 +418,11 @@ int import_command(const std::vector<std::string>& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  if (records.empty()) {  // nothing was written: say so rather than "imported into" a file that may not exist
+    std::cout << "nothing imported from " << file << ": it holds no records; " << db_path
+              << (std::filesystem::exists(db_path) ? " is unchanged" : " was not created") << "\n";
+    return 0;
+  }
   std::cout << "imported " << file << " into " << db_path << ": " << records.size() << " records, "
             << report.trials_added << " added, " << report.duplicates << " skipped (already here), "
             << report.sessions_added << " sessions\n";

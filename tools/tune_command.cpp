@@ -78,8 +78,9 @@ void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const 
 }
 
 void print_progress(const TuneProgress& p) {
-  std::string best = p.best_ms > 0 ? fixed(p.best_ms, 4) + " ms " + fixed(p.best_gflops, 0) + " GFLOP/s" +
-                                         (p.estimate ? " (estimate)" : "")
+  const std::string rate = p.bytes > 0 ? fixed(p.bytes / (p.best_ms * 1e-3) / 1e9, 0) + " GB/s"
+                                        : fixed(p.best_gflops, 0) + " GFLOP/s";
+  std::string best = p.best_ms > 0 ? fixed(p.best_ms, 4) + " ms " + rate + (p.estimate ? " (estimate)" : "")
                                    : "none yet";
   const std::string expects =
       p.expected_improvement >= 0 ? "  next batch expects +" + fixed(100 * p.expected_improvement, 1) + "%" : "";
@@ -218,6 +219,9 @@ int tune_command(const std::vector<std::string>& args) {
       template_name = user.name();
       opt.workload = user.workload();
     } else {
+      if (op.empty() && vm.count("op") && !vm["op"].defaulted())
+        throw std::invalid_argument("--op '' is empty; allowed: gemm, batched_gemm, conv2d, softmax, layernorm "
+                                    "(or --kernel and --spec for your own kernel)");
       if (op.empty() || shape.empty())
         throw std::invalid_argument(vm.count("shape") && !vm["shape"].defaulted() && shape.empty()
                                         ? "--shape '' is empty; allowed: the op's sizes, e.g. --shape M=1024,N=1024,K=1024"

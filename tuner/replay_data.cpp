@@ -262,6 +262,10 @@ ReplayData parse_replay(std::string_view text, const std::string& path) {
 }
 
 ReplayData read_replay(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::invalid_argument("replay file '" + path + "' is a directory; allowed: a recording file (tuner-replay/1 "
+                                "JSON, e.g. one of data/replay/)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("replay file '" + path + "' cannot be read");
   std::ostringstream text;

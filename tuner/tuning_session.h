@@ -46,6 +46,9 @@ struct TuneProgress {
   int64_t errors_now = 0;      ///< Failed trials of this session.
   double best_ms = 0;          ///< Best ok time so far (0: none yet).
   double best_gflops = 0;
+  /// Bytes a memory-bound op (softmax, layernorm) must move at the least: the progress line shows GB/s for them
+  /// (0: judged by GFLOP/s).
+  double bytes = 0;
   double elapsed_s = 0;
   double eta_s = 0;            ///< Estimated seconds left.
   bool estimate = false;       ///< Times are sim estimates.

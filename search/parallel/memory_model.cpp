@@ -62,6 +62,7 @@ StateBytes state_bytes(Engine e) {
     b.gradients = 4;
     b.optimizer = 8;
     b.gradient_reduce = 4;
+    b.zero2_gathered = 2;
   }
   return b;
 }
@@ -88,6 +89,8 @@ MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBy
   MemoryBreakdown m;
   const double d = std::max(dp, 1);
   m.weights = bytes.weights * params / (zero >= 3 ? d : 1);
+  // FSDP2 at ZeRO-2: the fp32 master stays sharded; the gathered bf16 copy is kept whole between the passes.
+  if (zero == 2 && bytes.zero2_gathered > 0) m.weights = bytes.weights * params / d + bytes.zero2_gathered * params;
   m.gradients = bytes.gradients * params / (zero >= 2 ? d : 1);
   m.optimizer = bytes.optimizer * params / (zero >= 1 ? d : 1);
   return m;

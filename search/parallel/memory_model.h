@@ -64,6 +64,10 @@ struct StateBytes {
   double gradients = 2;
   double optimizer = 12;
   double gradient_reduce = 2;  ///< Bytes per gradient element in the data-parallel reduction.
+  /// Where the weights above are a sharded master (FSDP2's fp32 parameters): the bytes per parameter of the whole
+  /// compute copy ZeRO-2 keeps gathered from forward to backward (reshard_after_forward "never": bf16); 0 where
+  /// ZeRO-2 keeps the weights above whole instead.
+  double zero2_gathered = 0;
 };
 StateBytes state_bytes(Engine e);
 /// The ZeRO stages the engine can run ("0, 1" for Megatron-LM).

@@ -46,6 +46,13 @@ TEST(MemoryModel, ZeroStagesShardTheModelStates) {
   EXPECT_DOUBLE_EQ(z3.total(), 2e9);
   EXPECT_DOUBLE_EQ(z3.weights, 0.25e9);
   EXPECT_DOUBLE_EQ(z3.optimizer, 1.5e9);
+  // torchtitan (FSDP2): fp32 master and gradients sharded, Adam 8 bytes. At ZeRO-2 ("never" resharding) the bf16
+  // compute copy stays gathered: weights 4/8 + 2 = 2.5 bytes per parameter (they were 4, whole).
+  const StateBytes tt = state_bytes(Engine::kTorchtitan);
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 2, 8, tt).weights, 2.5e9);
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 2, 8, tt).gradients, 0.5e9);
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 3, 8, tt).weights, 0.5e9);
+  EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 0, 8, tt).weights, 4e9);
 }
 
 TEST(MemoryModel, MicroBatchesInFlightPerSchedule) {
