@@ -63,6 +63,17 @@ TEST_F(Cli, AnOptionFollowedByAnotherOptionIsMissingItsValue) {
   auto noshape = run("tune --op gemm --shape '' --device sim:h100-sxm --db " + db());
   EXPECT_EQ(noshape.code, 2);
   EXPECT_NE(noshape.err.find("--shape '' is empty"), std::string::npos) << noshape.err;
+  // --op '' is named too (it said "--op and --shape are required"); a size past int64 is too large, not "not an
+  // integer"; a replay folder is a folder, not "not valid JSON".
+  auto noop = run("tune --op '' --shape M=8,N=8,K=8 --device sim:h100-sxm --db " + db());
+  EXPECT_EQ(noop.code, 2);
+  EXPECT_NE(noop.err.find("--op '' is empty; allowed: gemm"), std::string::npos) << noop.err;
+  auto huge = run("tune --op gemm --shape M=99999999999999999999,N=8,K=8 --device sim:h100-sxm --db " + db());
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_NE(huge.err.find("M=99999999999999999999 is too large (at most 2147483647)"), std::string::npos) << huge.err;
+  auto folder = run("tune --op softmax --shape rows=64,cols=64 --device replay:" + dir_.string() + " --db " + db());
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_NE(folder.err.find("is a directory; allowed: a recording file"), std::string::npos) << folder.err;
   // A value given with '=' is a value, whatever it looks like.
   auto ok = run(kSoftmax + "--json --db=" + db());
   EXPECT_EQ(ok.code, 0) << ok.err;

@@ -316,6 +316,12 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
   EXPECT_EQ(empty.code, 0) << empty.err;
   EXPECT_EQ(Json::parse(empty.out)["records"], 0);
   EXPECT_FALSE(std::filesystem::exists(file("new.db")));
+  auto told = run("import " + file("empty.jsonl") + " --db " + file("new.db"));
+  EXPECT_EQ(told.code, 0) << told.err;
+  EXPECT_NE(told.out.find("nothing imported from " + file("empty.jsonl") + ": it holds no records; " +
+                          file("new.db") + " was not created"),
+            std::string::npos)
+      << told.out;
   // ... but its --db is still checked: a folder that does not exist, or a directory, is bad input.
   for (const std::string& bad : {file("no/such/dir/x.db"), dir_.string()}) {
     auto r = run("import " + file("empty.jsonl") + " --db " + bad);
