@@ -628,6 +628,13 @@ std::optional<Plan> Planner::evaluate_impl(const ParallelConfig& cfg, bool unifo
                   ") leaves a stage without a layer");
   if (uniform && given_partition(e.p, true).empty())
     return reject("pp=" + std::to_string(e.p) + " exceeds the layers to split");
+  if (e.p > e.L)
+    return reject("pp=" + std::to_string(e.p) + " exceeds the " + std::to_string(e.L) + " layers to split");
+  // Megatron-LM builds at least one block on every stage.
+  if (opts_.engine == Engine::kMegatron && e.p > 1 && model_.transformer_layers > 0 &&
+      model_.transformer_layers < e.p)
+    return reject("megatron builds a block on every pipeline stage: the " + std::to_string(model_.transformer_layers) +
+                  " blocks do not fill pp=" + std::to_string(e.p));
   const int64_t dropped = inexpressible_;
   std::vector<int> starts = partition(e, tables[0], uniform), level(e.p, 0);
   if (starts.empty()) {
@@ -968,6 +975,16 @@ Planner::Search Planner::search_space() const {
                       " GPUs of " + cluster_.name);
   }
   check_ep_pin();
+  if (pin.micro_batch && opts_.global_batch % *pin.micro_batch != 0) {
+    std::string allowed;
+    for (int64_t d = 1; d <= opts_.global_batch && d <= 1024; ++d)
+      if (opts_.global_batch % d == 0) allowed += (allowed.empty() ? "" : ", ") + std::to_string(d);
+    throw SpecError("--fix mbs=" + std::to_string(*pin.micro_batch) + " does not divide the global batch of " +
+                    std::to_string(opts_.global_batch) + "; allowed: " + allowed);
+  }
+  if (pin.virtual_stages && *pin.virtual_stages == 1 && pin.schedule && *pin.schedule == Schedule::kInterleaved)
+    throw SpecError("--fix schedule=interleaved,v=1: interleaving runs v >= 2 chunks per device; allowed: v=2..64, "
+                    "or schedule=1f1b with v=1");
   s.mbss = pin.micro_batch ? std::vector<int>{*pin.micro_batch} : opts_.micro_batch_sizes;
   if (pin.schedule && *pin.schedule == Schedule::kInterleaved) {
     if (pin.virtual_stages) s.schedules.push_back({Schedule::kInterleaved, *pin.virtual_stages});
