@@ -588,10 +588,11 @@ std::string config_means(const Where& where) {
          kResultJoins + where.sql + " GROUP BY t.workload_id, d.name, d.simulated, t.template_id, t.config_json";
 }
 
-/// How configs rank: by mean time; at equal means (a sim device's estimates tie exactly) the one measured more
-/// often (a re-measured finalist over a config seen once), then the earliest. The runtime ranks the same way
+/// How configs rank: by mean time to 1e-9 ms (a sim device's estimates tie exactly, and a mean of three equal
+/// times can differ from the time in its last bit); at equal means the one measured more often (a re-measured
+/// finalist over a config seen once), then the earliest. The runtime ranks the same way
 /// (runtime/tuned_records.cpp).
-constexpr const char* kBestOrder = "c.mean_ms, c.n DESC, c.last_id";
+constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_id";
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "runtime/tuned_records.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -7,7 +9,6 @@
 #include <stdexcept>
 #include <tuple>
 #include <vector>
-#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -84,8 +85,11 @@ TunedRecords from_database(const std::string& path) {
   for (const auto& [key, value] : configs)
     groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value);
   for (auto& [key, members] : groups) {
-    std::sort(members.begin(), members.end(), [](const Pooled* a, const Pooled* b) {
-      if (a->record.time_ms != b->record.time_ms) return a->record.time_ms < b->record.time_ms;
+    // To 1e-9 ms, as the query's ROUND(mean, 9): equal estimates whose means differ in their last bit tie.
+    const auto rounded = [](double ms) { return std::llround(ms * 1e9); };
+    std::sort(members.begin(), members.end(), [&](const Pooled* a, const Pooled* b) {
+      if (rounded(a->record.time_ms) != rounded(b->record.time_ms))
+        return rounded(a->record.time_ms) < rounded(b->record.time_ms);
       if (a->n != b->n) return a->n > b->n;
       return a->last_id < b->last_id;
     });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "search/parallel/collective_cost.h"
 #include "search/parallel/expert_parallel.h"
@@ -251,7 +252,9 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
       in.list.push_back(s);
     }
   all.push_back(in);
-  for (const auto& op : layer.ops) {
+  const std::vector<bool> residual = residual_stream(layer);
+  for (size_t k = 0; k < layer.ops.size(); ++k) {
+    const Operator& op = layer.ops[k];
     OpStrategies os;
     os.op = &op;
     os.out_features = op.out_features;
@@ -262,8 +265,8 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
         s.choice[0] = c0;
         s.choice[1] = c1;
         s.name = strategy_name(x.mesh, c0, c1);
-        if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op.type, op.inputs.size(), c0)) ||
-            (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op.type, op.inputs.size(), c1)))
+        if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c0)) ||
+            (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c1)))
           continue;
         // An engine's tensor group is one group: the same split on both mesh dimensions.
         if (x.rules.engine != Engine::kGeneric && x.mesh.d0 > 1 && x.mesh.d1 > 1 && c0 != c1) continue;
@@ -276,24 +279,47 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
 
 }  // namespace
 
-bool tensor_letter_allowed(const TensorLayoutRules& rules, OpType type, size_t inputs, char letter) {
-  const bool residual = type == OpType::kLayerNorm || (type == OpType::kElementwise && inputs > 1);
-  if (!rules.sequence_parallel && (letter == 'B' || (residual && letter != 'R'))) return false;
+bool TensorLayoutRules::residual_split_required() const {
+  if (sequence_parallel) return *sequence_parallel;
+  return engine == Engine::kMegatron || engine == Engine::kTorchtitan;
+}
+
+std::vector<bool> residual_stream(const Layer& layer) {
+  std::vector<bool> out(layer.ops.size(), false);
+  std::set<std::string> stream = {"input"};
+  for (size_t k = 0; k < layer.ops.size(); ++k) {
+    const Operator& op = layer.ops[k];
+    if (op.type == OpType::kLayerNorm) out[k] = true;
+    if (op.type == OpType::kElementwise)
+      for (const auto& in : op.inputs)
+        if (stream.count(in)) out[k] = true;
+    if (out[k] && op.type == OpType::kElementwise) stream.insert(op.name);
+  }
+  return out;
+}
+
+bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, bool residual, LayerKind kind,
+                           char letter) {
+  const bool no_split = rules.sequence_parallel && !*rules.sequence_parallel;
+  if (no_split && letter == 'B') return false;
+  if (residual) {
+    if (no_split) return letter == 'R';
+    if (rules.residual_split_required()) return letter == 'B';
+    if (rules.engine == Engine::kDeepSpeed) return letter == 'R';
+    return true;
+  }
   if (rules.engine == Engine::kGeneric) return true;
   const bool deepspeed = rules.engine == Engine::kDeepSpeed;
-  switch (type) {
-    case OpType::kLinear: return letter == 'C' || letter == 'K';
+  switch (op.type) {
+    case OpType::kLinear:
+      if (deepspeed && kind == LayerKind::kHead) return letter == 'K';
+      return letter == 'C' || letter == 'K';
     case OpType::kAttention: return letter == 'H';
-    case OpType::kLayerNorm:
-    case OpType::kElementwise:
-      if (residual) {
-        if (rules.engine == Engine::kTorchtitan) return letter == 'B';
-        return letter == 'R' || (letter == 'B' && !deepspeed);
-      }
-      return letter == 'F' || letter == 'R';
+    case OpType::kLayerNorm:  // norms are on the residual stream (above)
+    case OpType::kElementwise: return letter == 'F' || letter == 'R';
     case OpType::kEmbedding: return letter == (deepspeed ? 'C' : 'V');
     case OpType::kCrossEntropy: return letter == (deepspeed ? 'R' : 'F');
-    case OpType::kMoeFfn: return letter != 'B' || !deepspeed;
+    case OpType::kMoeFfn: return true;  // R, B (tokens over the tensor group) or P (etp = tp)
   }
   return true;
 }

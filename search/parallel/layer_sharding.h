@@ -24,6 +24,7 @@
 // per-op costs. It does not pick tensor-parallel degrees or stages (planner.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,24 +88,35 @@ struct LayerPlan {
 
 /// Which strategies an op may take on a tensor-parallel mesh dimension (> 1 GPU).
 struct TensorLayoutRules {
-  /// Tokens may split over the tensor group (Megatron's sequence parallelism). false (--fix sp=0): no op splits
-  /// tokens over a tensor-parallel dimension, and the residual stream (norms, residual adds) stays whole on every
-  /// rank, as Megatron-LM runs without --sequence-parallel (and as it ran before 2022).
-  bool sequence_parallel = true;
+  /// Sequence parallelism. Unset: the ILP chooses per op without an engine; an engine runs its own way (Megatron-LM
+  /// and torchtitan split the residual stream's tokens over the tensor group, DeepSpeed's AutoTP does not). true
+  /// (--fix sp=1): every residual-stream op splits its tokens. false (--fix sp=0): no op splits tokens over a
+  /// tensor-parallel dimension and the residual stream stays whole on every rank, as Megatron-LM runs without
+  /// --sequence-parallel (and as it ran before 2022).
+  std::optional<bool> sequence_parallel;
   /// The engine the plan is for. kGeneric: any strategy (Alpa's space, e.g. a linear split by tokens inside the
   /// tensor group). An engine: only the layouts its tensor parallelism runs, the same letter on both mesh
-  /// dimensions (one tensor group), per op kind:
-  ///   Megatron-LM   linears C or K, attention H, norms and residual adds R (B with sp), activations F or R,
-  ///                 vocab-parallel embedding V and loss F;
-  ///   torchtitan    the same, but norms and residual adds always B (its TP plan always runs SequenceParallel);
-  ///   DeepSpeed     AutoTP: linears C or K, attention H, norms and residual adds R (no sequence parallelism),
-  ///                 activations F or R, the embedding split over hidden (C), the loss on whole logits (R).
+  /// dimensions (one tensor group), per op:
+  ///   Megatron-LM   linears C or K, attention H, vocab-parallel embedding V and loss F, other elementwise ops F
+  ///                 or R, the residual stream B (R under sp=0);
+  ///   torchtitan    the same (its TP plan always runs SequenceParallel);
+  ///   DeepSpeed     AutoTP: linears C or K but the head's K (LmHeadLinearAllreduce: whole logits), attention H,
+  ///                 the embedding split over hidden (C), the loss R, the residual stream R (no sequence
+  ///                 parallelism).
   Engine engine = Engine::kGeneric;
+  /// Whether the residual stream must split its tokens over the tensor group (the engine's way or sp=1).
+  bool residual_split_required() const;
 };
 
-/// Whether `letter` is a strategy the rules allow for an op of this kind on a tensor-parallel dimension.
-/// `inputs` is the op's input count (a residual add has two; an activation one).
-bool tensor_letter_allowed(const TensorLayoutRules& rules, OpType type, size_t inputs, char letter);
+/// Per op of a layer (in its order), whether it is on the residual stream: a norm, or an elementwise op that reads
+/// the layer's input or another residual-stream elementwise op (a residual add), not one inside a block (an
+/// activation, a gating multiply of two projections).
+std::vector<bool> residual_stream(const Layer& layer);
+
+/// Whether `letter` is a strategy the rules allow on a tensor-parallel dimension for `op`, which is on the
+/// residual stream or not, in a layer of kind `kind`.
+bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, bool residual, LayerKind kind,
+                           char letter);
 
 /// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
 /// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;

@@ -259,7 +259,9 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
     // DeepSpeed MoE reads its expert-parallel size from the model code, not from this file.
     warn(warnings, "DeepSpeed takes expert parallelism from the model code, not this config: build each MoE layer as "
                    "deepspeed.moe.layer.MoE(..., num_experts=" + std::to_string(model.experts) +
-                       ", ep_size=" + std::to_string(c.ep) + ", k=" + std::to_string(model.top_k) + ")");
+                       ", ep_size=" + std::to_string(c.ep) + ", k=" + std::to_string(model.top_k) +
+                       (expert_tensor_parallel_degree(plan) > 1 ? ", enable_expert_tensor_parallelism=True" : "") +
+                       ")");
     if (c.zero >= 3) warn(warnings, "DeepSpeed MoE does not run with ZeRO-3; use zero=2 or lower");
   }
   if (c.recompute == Recompute::kSelective)

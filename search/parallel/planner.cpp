@@ -269,7 +269,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
                                      mbs, *costs_, budget, state_bytes_per_param, cp, ep,
-                                     {sequence_parallel_allowed(), opts_.engine});
+                                     {opts_.pins.sequence_parallel, opts_.engine});
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -343,6 +343,13 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   const std::vector<int> stages = engine_zero_stages(opts_.engine);
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
+  // Sequence parallelism splits each micro-batch's tokens over the tensor group.
+  if (c.tp > 1 && TensorLayoutRules{opts_.pins.sequence_parallel, opts_.engine}.residual_split_required()) {
+    const int64_t tokens = static_cast<int64_t>(c.micro_batch) * (model_.seq / std::max(1, c.cp));
+    if (tokens % c.tp != 0)
+      return "sequence parallelism (" + to_string(opts_.engine) + ") splits the micro-batch's " +
+             std::to_string(tokens) + " tokens over tp=" + std::to_string(c.tp) + ", which does not divide them";
+  }
   if (opts_.engine == Engine::kDeepSpeed) {
     if (c.tp > 1 && c.zero >= 3)
       return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";
@@ -392,6 +399,8 @@ Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
   e.m = c.num_micro_batches, e.p = c.pp, e.v = c.virtual_stages;
   e.dsize = dtype_bytes(model_.dtype);
   e.bytes = state_bytes(opts_.engine);
+  // FSDP2's gathered compute copy is in the model's dtype (mixed_precision_param; an f32 model's is fp32).
+  if (e.bytes.zero2_gathered > 0) e.bytes.zero2_gathered = dtype_bytes(model_.dtype);
   e.usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
   e.seq = model_.seq / c.cp;
   e.stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= e.gpn;
@@ -916,6 +925,16 @@ struct Planner::Search {
 
 int Planner::max_tensor_parallel() const { return opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node; }
 
+std::string Planner::sequence_parallel_conflict() const {
+  const auto& sp = opts_.pins.sequence_parallel;
+  if (!sp) return "";
+  if (!*sp && opts_.engine == Engine::kTorchtitan) return "its TP plan always runs sequence parallelism";
+  if (!*sp && opts_.engine == Engine::kMegatron && model_.experts > 0)
+    return "Megatron-LM requires sequence parallelism for MoE models with tensor parallelism";
+  if (*sp && opts_.engine == Engine::kDeepSpeed) return "AutoTP has no sequence parallelism";
+  return "";
+}
+
 double Planner::sequences_per_tensor_group() const {
   return static_cast<double>(opts_.global_batch) * max_tensor_parallel() / cluster_.total_gpus();
 }
@@ -1045,17 +1064,14 @@ Planner::Search Planner::search_space() const {
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
                     " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "
                     "allowed: cp=1, or --attention flash");
-  if (pin.sequence_parallel && !*pin.sequence_parallel && opts_.engine == Engine::kTorchtitan &&
-      !(pin.tp && *pin.tp == 1))
-    throw SpecError("--fix sp=0 cannot run on torchtitan with tensor parallelism (its TP plan always runs sequence "
-                    "parallelism); allowed: sp=1, or sp=0 with tp=1");
-  if (pin.sequence_parallel && !*pin.sequence_parallel && opts_.engine == Engine::kMegatron && model_.experts > 0 &&
-      !(pin.tp && *pin.tp == 1))
-    throw SpecError("--fix sp=0 cannot run on megatron with an MoE model and tensor parallelism (Megatron-LM requires "
-                    "sequence parallelism there); allowed: sp=1, or sp=0 with tp=1");
-  if (pin.sequence_parallel && *pin.sequence_parallel && opts_.engine == Engine::kDeepSpeed && !(pin.tp && *pin.tp == 1))
-    throw SpecError("--fix sp=1 cannot run on deepspeed with tensor parallelism (AutoTP has no sequence "
-                    "parallelism); allowed: sp=0, or sp=1 with tp=1");
+  // An sp pin the engine's tensor parallelism cannot run leaves it tp = 1 (pinned tp > 1: bad input).
+  if (const std::string why = sequence_parallel_conflict(); !why.empty()) {
+    if (pin.tp && *pin.tp > 1)
+      throw SpecError("--fix sp=" + std::string(*pin.sequence_parallel ? "1" : "0") + " cannot run on " +
+                      to_string(opts_.engine) + " with tp=" + std::to_string(*pin.tp) + " (" + why +
+                      "); allowed: tp=1, or sp=" + (*pin.sequence_parallel ? "0" : "1"));
+    s.tps = {1};
+  }
   if (pin.schedule && !engine_runs_schedule(*pin.schedule))
     throw SpecError("--fix schedule=" + to_string(*pin.schedule) + " cannot run on " + to_string(opts_.engine) +
                     "; allowed: " + engine_schedule_names());

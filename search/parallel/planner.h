@@ -294,8 +294,8 @@ class Planner {
   /// The context-parallel degrees the search tries without a cp pin (before the attention and engine checks):
   /// opts_.context_parallel for long sequences, degrees below twice the shortfall for a starved batch, else 1.
   std::vector<int> context_parallel_degrees() const;
-  /// Whether the layer ILP may split norms' tokens over the tensor-parallel group (not under --fix sp=0).
-  bool sequence_parallel_allowed() const { return !(opts_.pins.sequence_parallel && !*opts_.pins.sequence_parallel); }
+  /// Why the export's engine cannot run the sp pin with tensor parallelism ("" when it can, or nothing is pinned).
+  std::string sequence_parallel_conflict() const;
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
   /// counts for messages ("32, 8").
   int head_divisor_ = 0;

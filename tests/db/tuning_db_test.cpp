@@ -147,6 +147,27 @@ TEST(TuningDb, CountsAndConfigsAreKeptPerTemplateVersion) {
   EXPECT_TRUE(fx.db.measured_configs(other_device, fx.workload, fx.tmpl).empty());
 }
 
+// Ties at the same time (a sim device's estimates): the config measured more often wins, then the earliest; three
+// measurements of 0.2 average to 0.20000000000000004, which must still tie with one 0.2.
+TEST(TuningDb, TiesGoToTheConfigMeasuredMoreOftenThenTheEarliest) {
+  Fixture fx;
+  std::vector<TrialRecord> batch{ok_trial("{\"c\":1}", 0.2), ok_trial("{\"c\":2}", 0.2), ok_trial("{\"c\":3}", 0.2),
+                                 ok_trial("{\"c\":3}", 0.2), ok_trial("{\"c\":3}", 0.2), ok_trial("{\"c\":4}", 0.3)};
+  fx.db.add_trials(fx.session, batch);
+  const auto best = fx.db.best({});
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->trial.config_json, "{\"c\":3}");
+  EXPECT_EQ(best->measurements, 3);
+  const auto per = fx.db.best_per_workload({});
+  ASSERT_EQ(per.size(), 1u);
+  EXPECT_EQ(per[0].trial.config_json, "{\"c\":3}");
+  // Among configs measured once, the earliest.
+  Fixture once;
+  std::vector<TrialRecord> two{ok_trial("{\"c\":5}", 0.2), ok_trial("{\"c\":6}", 0.2)};
+  once.db.add_trials(once.session, two);
+  EXPECT_EQ(once.db.best({})->trial.config_json, "{\"c\":5}");
+}
+
 TEST(TuningDb, BestPicksLowestOkTimeAndIgnoresFailures) {
   Fixture fx;
   TrialRecord fast_but_wrong = failed_trial("{\"c\":0}", "wrong_answer");

@@ -291,7 +291,7 @@ TEST_F(PlanCli, BadSpecsExitTwoWithOneLineAndLeaveTheDatabaseUnchanged) {
       {std::string(kSmall) + " --fix colour=red", "unknown"},
       {std::string(kSmall) + " --export excel", "allowed: megatron, deepspeed, torchtitan"},
       {std::string(kSmall) + " --export megatron --out ''", "--out '' names no file"},
-      {std::string(kSmall) + " --export torchtitan --fix sp=0", "sp=0 cannot run on torchtitan"},
+      {std::string(kSmall) + " --export torchtitan --fix sp=0,tp=2", "sp=0 cannot run on torchtitan with tp=2"},
       {std::string(kSmall) + " --fix mbs=3", "mbs=3 does not divide the global batch of 1024; allowed: 1, 2, 4"},
       {std::string(kSmall) + " --fix schedule=interleaved,v=1", "allowed: v=2..64"},
       {"--model gpt:layers=7,hidden=2048,heads=16 --cluster dgx-a100:1 --fix pp=8 --export megatron",
