@@ -81,8 +81,10 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
   } else {
     exposed = rs(dense_bytes, expert_bytes) * bucket_share;
   }
-  // ZeRO-1/2: the updated weights are all-gathered after the step, not overlapped.
-  if (c.zero == 1 || c.zero == 2) exposed += rs(dense_bytes, expert_bytes);  // all-gather: the same bytes
+  // ZeRO-1/2: the updated weights are all-gathered after the step, not overlapped (torchtitan's ZeRO-2, FSDP2
+  // without resharding after forward, gathers them at each micro-batch's forward instead: fill_table).
+  if ((c.zero == 1 || c.zero == 2) && !fsdp_gathers_every_forward(c))
+    exposed += rs(dense_bytes, expert_bytes);  // all-gather: the same bytes
   return exposed;
 }
 
@@ -446,6 +448,8 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     double zc = 0;
     if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + e_rs;
     if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + e_ag);
+    // FSDP2 at ZeRO-2 frees the gathered weights after each backward: every micro-batch's forward gathers again.
+    if (fsdp_gathers_every_forward(c)) zc += all_gather_s(cluster_, dp_group, w_bytes) + e_ag;
     // A layer of another kind than its predecessor may read its input in another layout.
     if (l > 0) out.reshard[l] = entry_s(e, out, out, l);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
@@ -924,6 +928,10 @@ struct Planner::Search {
 };
 
 int Planner::max_tensor_parallel() const { return opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node; }
+
+bool Planner::fsdp_gathers_every_forward(const ParallelConfig& c) const {
+  return opts_.engine == Engine::kTorchtitan && c.zero == 2;
+}
 
 std::string Planner::sequence_parallel_conflict() const {
   const auto& sp = opts_.pins.sequence_parallel;

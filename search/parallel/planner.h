@@ -296,6 +296,9 @@ class Planner {
   std::vector<int> context_parallel_degrees() const;
   /// Why the export's engine cannot run the sp pin with tensor parallelism ("" when it can, or nothing is pinned).
   std::string sequence_parallel_conflict() const;
+  /// torchtitan's ZeRO-2 (FSDP2, reshard_after_forward "never"): the weights are gathered at every micro-batch's
+  /// forward and freed after its backward, instead of once after the optimizer step.
+  bool fsdp_gathers_every_forward(const ParallelConfig& c) const;
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
   /// counts for messages ("32, 8").
   int head_divisor_ = 0;

@@ -39,6 +39,23 @@ void expect_terms_add_up(const Plan& plan) {
   }
 }
 
+// torchtitan's ZeRO-2 is FSDP2 without resharding after forward: the weights are freed after each backward and
+// gathered again at every micro-batch's forward, besides the gradients' reduce-scatter (other engines' ZeRO-2 keeps
+// whole weights and gathers them once, after the step).
+TEST(TimeBreakdown, TorchtitanZeroTwoGathersTheWeightsEveryForward) {
+  const ModelGraph m = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=1,pp=1,dp=16,mbs=1,zero=2,recompute=full");
+  const Plan generic = Planner(m, c, o).plan();
+  o.engine = Engine::kTorchtitan;
+  const Plan tt = Planner(m, c, o).plan();
+  expect_terms_add_up(tt);
+  EXPECT_GT(tt.stages[0].time.zero_comm_s, 1.5 * generic.stages[0].time.zero_comm_s);
+  EXPECT_LT(tt.stages[0].time.dp_comm_s, generic.stages[0].time.dp_comm_s);  // no gather after the step
+}
+
 TEST(TimeBreakdown, StageTermsAddUpToTheIterationTime) {
   // A pipeline with data parallelism, ZeRO-1 and selective recomputation; an interleaved one; ZeRO-3.
   const Plan a = plan_of("gpt3-13b", "dgx-h100:4", 256, "tp=4,pp=4,dp=2,mbs=1,recompute=selective,zero=1");
