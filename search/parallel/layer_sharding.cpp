@@ -37,7 +37,7 @@ std::string letters_for(OpType t) {
   switch (t) {
     case OpType::kLinear: return "RBCK";
     case OpType::kAttention: return "RBH";
-    case OpType::kLayerNorm: return "RB";
+    case OpType::kLayerNorm: return "RBF";  // F: a norm inside a block (per head), never the residual stream's
     case OpType::kElementwise: return "RBF";
     case OpType::kEmbedding: return "RBCV";
     case OpType::kCrossEntropy: return "RBF";
@@ -130,7 +130,7 @@ bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy&
       }
       break;
     }
-    case OpType::kLayerNorm: s.fwd = x.costs.layernorm(rows_local, op.in_features, dt); break;
+    case OpType::kLayerNorm: s.fwd = x.costs.layernorm(rows_local, ceil_div(op.in_features, fac('F')), dt); break;
     case OpType::kElementwise:
       // Every input read, the output written, and a one-byte mask per output element under dropout.
       s.fwd = x.costs.memory_bound(static_cast<double>(rows_local) *
@@ -289,8 +289,7 @@ std::vector<bool> residual_stream(const Layer& layer) {
   std::set<std::string> stream = {"input"};
   for (size_t k = 0; k < layer.ops.size(); ++k) {
     const Operator& op = layer.ops[k];
-    if (op.type == OpType::kLayerNorm) out[k] = true;
-    if (op.type == OpType::kElementwise)
+    if (op.type == OpType::kLayerNorm || op.type == OpType::kElementwise)
       for (const auto& in : op.inputs)
         if (stream.count(in)) out[k] = true;
     if (out[k] && op.type == OpType::kElementwise) stream.insert(op.name);
@@ -302,6 +301,8 @@ bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, b
                            char letter) {
   const bool no_split = rules.sequence_parallel && !*rules.sequence_parallel;
   if (no_split && letter == 'B') return false;
+  // A norm over the residual stream needs whole rows; one inside a block (a Q/K norm, per head) splits with them.
+  if (op.type == OpType::kLayerNorm && residual && letter == 'F') return false;
   if (residual) {
     if (no_split) return letter == 'R';
     if (rules.residual_split_required()) return letter == 'B';
@@ -446,6 +447,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
                               double state_bytes_per_param, int cp, int ep, TensorLayoutRules rules) {
   Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep, rules);
   LayerPlan lp;
+  const std::vector<bool> residual = residual_stream(layer);
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;
   lp.optimal = sol.optimal;
@@ -476,7 +478,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     lp.parts += s.fwd.parts;
     lp.tuned_parts += s.fwd.tuned_parts;
     if (b.ops[v].op->type == OpType::kAttention) lp.attention_fwd_s += s.fwd.seconds;
-    if (b.ops[v].op->type == OpType::kLayerNorm)
+    if (residual[v - 1])
       for (int d = 0; d < 2; ++d)
         if (s.choice[d] == 'B' && mesh.dim_size(d) > 1) lp.sequence_parallel = true;
     lp.ops.push_back(op);

@@ -76,7 +76,7 @@ struct LayerPlan {
   double params_per_device = 0;
   double expert_params_per_device = 0;  ///< Of params_per_device, expert weights (already divided by ep).
   double activation_bytes = 0;  ///< Sum of op outputs per device for one micro-batch (generic layers).
-  bool sequence_parallel = false;  ///< Norms split by tokens on a mesh dimension > 1.
+  bool sequence_parallel = false;  ///< Residual-stream ops split by tokens on a mesh dimension > 1.
   bool optimal = false;         ///< CBC proved the solution optimal.
   /// Layout of the layer's input and output activation per mesh dimension (d0, d1): R replicated,
   /// T token split, F feature split. Consecutive layers whose layouts differ pay a resharding (resharding.h).
@@ -108,9 +108,9 @@ struct TensorLayoutRules {
   bool residual_split_required() const;
 };
 
-/// Per op of a layer (in its order), whether it is on the residual stream: a norm, or an elementwise op that reads
-/// the layer's input or another residual-stream elementwise op (a residual add), not one inside a block (an
-/// activation, a gating multiply of two projections).
+/// Per op of a layer (in its order), whether it is on the residual stream: a norm or an elementwise op that reads
+/// the layer's input or a residual-stream elementwise op (a block's norms, its residual adds), not one inside a
+/// block (an activation, a gating multiply of two projections, a Q/K norm after the qkv projection).
 std::vector<bool> residual_stream(const Layer& layer);
 
 /// Whether `letter` is a strategy the rules allow on a tensor-parallel dimension for `op`, which is on the

@@ -264,6 +264,10 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
                        ")");
     if (c.zero >= 3) warn(warnings, "DeepSpeed MoE does not run with ZeRO-3; use zero=2 or lower");
   }
+  if (c.recompute == Recompute::kFull && c.pp == 1)
+    warn(warnings, "DeepSpeed recomputes without a pipeline only where the model code wraps each layer in "
+                   "deepspeed.checkpointing.checkpoint (the activation_checkpointing block configures it): the plan's "
+                   "full recomputation needs that");
   if (c.recompute == Recompute::kSelective)
     warn(warnings, "DeepSpeed's config recomputes whole layers: this plan's selective recomputation is not expressed "
                    "(activation_checkpoint_interval 0); plan with --export deepspeed");

@@ -345,13 +345,21 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   const std::vector<int> stages = engine_zero_stages(opts_.engine);
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
-  // Sequence parallelism splits each micro-batch's tokens over the tensor group.
+  // Sequence parallelism splits tokens over the tensor group: the engines split each sequence (Megatron-LM's
+  // [s, b, h] along s, torchtitan's Shard(1)), so the sequence (each cp rank's share) must divide by tp; the ILP's
+  // token split without an engine, the micro-batch's tokens.
   if (c.tp > 1 && TensorLayoutRules{opts_.pins.sequence_parallel, opts_.engine}.residual_split_required()) {
-    const int64_t tokens = static_cast<int64_t>(c.micro_batch) * (model_.seq / std::max(1, c.cp));
+    const bool engine = opts_.engine != Engine::kGeneric;
+    const int64_t tokens = (engine ? 1 : static_cast<int64_t>(c.micro_batch)) * (model_.seq / std::max(1, c.cp));
     if (tokens % c.tp != 0)
-      return "sequence parallelism (" + to_string(opts_.engine) + ") splits the micro-batch's " +
-             std::to_string(tokens) + " tokens over tp=" + std::to_string(c.tp) + ", which does not divide them";
+      return "sequence parallelism (" + to_string(opts_.engine) + ") splits " +
+             (engine ? "each sequence's " : "the micro-batch's ") + std::to_string(tokens) + " tokens" +
+             (c.cp > 1 ? " (per cp rank)" : "") + " over tp=" + std::to_string(c.tp) + ", which does not divide them";
   }
+  // Megatron-LM's context parallelism splits each sequence into 2 x cp chunks (load balance under the causal mask).
+  if (opts_.engine == Engine::kMegatron && c.cp > 1 && model_.seq % (2 * c.cp) != 0)
+    return "megatron splits each sequence into 2 x cp = " + std::to_string(2 * c.cp) + " chunks, which do not divide " +
+           std::to_string(model_.seq) + " tokens";
   if (opts_.engine == Engine::kDeepSpeed) {
     if (c.tp > 1 && c.zero >= 3)
       return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";

@@ -175,8 +175,58 @@ TEST(EngineLayouts, SequenceParallelPinsAndTokenCountsTheEngineCannotRun) {
   } catch (const SpecError& e) {
     why = e.what();
   }
-  EXPECT_NE(why.find("splits the micro-batch's 1001 tokens over tp=2, which does not divide them"), std::string::npos)
+  EXPECT_NE(why.find("splits each sequence's 1001 tokens over tp=2, which does not divide them"), std::string::npos)
       << why;
+  // Each sequence, not the micro-batch: 8 sequences of 1001 tokens divide by 8, each does not (Megatron splits
+  // [s, b, h] along s). The search keeps tp where the sequence divides.
+  const Plan free = plan_for(odd, parse_cluster_spec("dgx-h100:2"), Engine::kMegatron, "", 1024);
+  EXPECT_EQ(1001 % free.config.tp, 0) << describe(free.config);
+}
+
+// A norm after the qkv projection (a Q/K norm) is inside the block: it splits with the heads (F), not by tokens,
+// and the plan's sequence-parallel flag follows the residual stream, also in a graph without norms.
+TEST(EngineLayouts, ANormInsideABlockSplitsWithTheHeads) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"seq": 1024, "layers": [{"name": "blk", "repeat": 2, "ops": [
+      {"name": "ln", "type": "layernorm", "in": 2048, "out": 2048, "inputs": ["input"]},
+      {"name": "qkv", "type": "linear", "in": 2048, "out": 6144, "inputs": ["ln"]},
+      {"name": "qknorm", "type": "layernorm", "in": 6144, "out": 6144, "inputs": ["qkv"]},
+      {"name": "attn", "type": "attention", "in": 6144, "out": 2048, "heads": 16, "inputs": ["qknorm"]},
+      {"name": "proj", "type": "linear", "in": 2048, "out": 2048, "inputs": ["attn"]},
+      {"name": "add", "type": "elementwise", "in": 2048, "out": 2048, "inputs": ["input", "proj"]}]}]})");
+  const ModelGraph g = model_from_json(doc, "qknorm.json");
+  EXPECT_EQ(residual_stream(g.layers.at(0)), (std::vector<bool>{true, false, false, false, false, true}));
+  const auto s = strategies(plan_for(g, parse_cluster_spec("dgx-h100:1"), Engine::kMegatron, "tp=4,mbs=1"));
+  EXPECT_TRUE(has(s, "blk/qknorm=F")) << ::testing::PrintToString(s);
+  EXPECT_TRUE(has(s, "blk/ln=B") && has(s, "blk/add=B"));
+
+  const nlohmann::json bare = nlohmann::json::parse(R"({"seq": 1024, "layers": [{"name": "mlp", "repeat": 2, "ops": [
+      {"name": "fc1", "type": "linear", "in": 2048, "out": 8192, "inputs": ["input"]},
+      {"name": "fc2", "type": "linear", "in": 8192, "out": 2048, "inputs": ["fc1"]},
+      {"name": "add", "type": "elementwise", "in": 2048, "out": 2048, "inputs": ["input", "fc2"]}]}]})");
+  const Plan p = plan_for(model_from_json(bare, "bare.json"), parse_cluster_spec("dgx-h100:1"), Engine::kMegatron,
+                          "tp=4,mbs=1");
+  EXPECT_TRUE(has(strategies(p), "mlp/add=B"));
+  EXPECT_TRUE(p.sequence_parallel) << "the residual add splits its tokens, so the plan runs sequence parallelism";
+}
+
+// A JSON graph's MoE ops and embedding tell the engines' rules and exports what they are: its experts (the
+// preset's rules held, a JSON MoE went past them) and its vocabulary (it exported --vocab-size 128).
+TEST(EngineLayouts, AJsonGraphsExpertsAndVocabularyComeFromItsOps) {
+  const std::string ops = R"("layers": [
+      {"name": "emb", "kind": "embedding", "ops": [{"name": "e", "type": "embedding", "in": 50304, "out": 1024,
+                                                    "inputs": ["input"]}]},
+      {"name": "blk", "repeat": 2, "ops": [
+        {"name": "ln", "type": "layernorm", "in": 1024, "out": 1024, "inputs": ["input"]},
+        {"name": "moe", "type": "moe_ffn", "in": 1024, "out": 1024, "experts": 8, "top_k": 2, "ffn": 2048,
+         "inputs": ["ln"]},
+        {"name": "add", "type": "elementwise", "in": 1024, "out": 1024, "inputs": ["input", "moe"]}]}])";
+  const ModelGraph g = model_from_json(nlohmann::json::parse("{\"seq\": 1024, " + ops + "}"), "jmoe.json");
+  EXPECT_EQ(g.experts, 8);
+  EXPECT_EQ(g.top_k, 2);
+  EXPECT_EQ(g.vocab, 50304);
+  EXPECT_THROW(model_from_json(nlohmann::json::parse("{\"seq\": 1024, \"vocab\": 32000, " + ops + "}"), "j.json"),
+               SpecError);
+  EXPECT_THROW(plan_for(g, parse_cluster_spec("dgx-h100:1"), Engine::kDeepSpeed, "ep=2,zero=3"), SpecError);
 }
 
 }  // namespace
