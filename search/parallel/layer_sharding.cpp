@@ -37,7 +37,7 @@ std::string letters_for(OpType t) {
   switch (t) {
     case OpType::kLinear: return "RBCK";
     case OpType::kAttention: return "RBH";
-    case OpType::kLayerNorm: return "RBF";  // F: a norm inside a block (per head), never the residual stream's
+    case OpType::kLayerNorm: return "RBF";  // F: only a norm feeding attention (a per-head Q/K norm)
     case OpType::kElementwise: return "RBF";
     case OpType::kEmbedding: return "RBCV";
     case OpType::kCrossEntropy: return "RBF";
@@ -253,8 +253,14 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
     }
   all.push_back(in);
   const std::vector<bool> residual = residual_stream(layer);
+  // A norm that feeds attention normalises per head (a Q/K norm): it may split with the heads (F). Any other norm
+  // needs its whole rows.
+  std::set<std::string> feeds_attention;
+  for (const auto& op : layer.ops)
+    if (op.type == OpType::kAttention) feeds_attention.insert(op.inputs.begin(), op.inputs.end());
   for (size_t k = 0; k < layer.ops.size(); ++k) {
     const Operator& op = layer.ops[k];
+    const bool per_head_norm = op.type == OpType::kLayerNorm && !residual[k] && feeds_attention.count(op.name);
     OpStrategies os;
     os.op = &op;
     os.out_features = op.out_features;
@@ -268,6 +274,7 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
         if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c0)) ||
             (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c1)))
           continue;
+        if (op.type == OpType::kLayerNorm && !per_head_norm && (c0 == 'F' || c1 == 'F')) continue;
         // An engine's tensor group is one group: the same split on both mesh dimensions.
         if (x.rules.engine != Engine::kGeneric && x.mesh.d0 > 1 && x.mesh.d1 > 1 && c0 != c1) continue;
         if (cost_strategy(x, op, s)) os.list.push_back(s);
@@ -292,7 +299,7 @@ std::vector<bool> residual_stream(const Layer& layer) {
     if (op.type == OpType::kLayerNorm || op.type == OpType::kElementwise)
       for (const auto& in : op.inputs)
         if (stream.count(in)) out[k] = true;
-    if (out[k] && op.type == OpType::kElementwise) stream.insert(op.name);
+    if (out[k]) stream.insert(op.name);  // post-LN blocks: the norm's output is the stream
   }
   return out;
 }
@@ -301,7 +308,7 @@ bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, b
                            char letter) {
   const bool no_split = rules.sequence_parallel && !*rules.sequence_parallel;
   if (no_split && letter == 'B') return false;
-  // A norm over the residual stream needs whole rows; one inside a block (a Q/K norm, per head) splits with them.
+  // A norm over the residual stream needs whole rows (so does any norm but a per-head one: enumerate).
   if (op.type == OpType::kLayerNorm && residual && letter == 'F') return false;
   if (residual) {
     if (no_split) return letter == 'R';

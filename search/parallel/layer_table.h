@@ -47,7 +47,7 @@ struct LayerTable {
   std::vector<double> eparams;            ///< Of params, expert weights (already divided by ep).
   std::vector<double> act;                ///< Activation bytes kept per micro-batch (recomputation applied).
   std::vector<double> full_act;           ///< ... without recomputation (what a recomputed layer holds).
-  bool sequence_parallel = false;         ///< Some layer's norms split by tokens.
+  bool sequence_parallel = false;         ///< Some layer's residual stream splits by tokens.
 
   /// Prefix sums and the range maxima of full_act and params; call after filling the per-layer vectors.
   void finish() {

@@ -423,19 +423,22 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   validate(g);
   // What the engines must be told, from the graph's own ops: its MoE experts (the exports' --num-experts and the
   // engines' MoE rules read them) and its vocabulary (the embedding's rows).
-  const bool vocab_given = doc.contains("vocab");
+  // The vocabulary is the largest embedding's rows (a learned position embedding is another, smaller one).
+  const Operator* token_embedding = nullptr;
   for (const auto& l : g.layers) {
     for (const auto& op : l.ops) {
       if (op.type == OpType::kAttention && g.heads == 0) g.heads = op.heads;
       if (op.type == OpType::kMoeFfn && g.experts == 0) g.experts = op.experts, g.top_k = op.top_k;
-      if (op.type == OpType::kEmbedding) {
-        if (vocab_given && g.vocab != op.in_features)
-          f.fail("vocab", std::to_string(g.vocab) + " differs from the embedding '" + op.name + "' of " +
-                              std::to_string(op.in_features) + " rows; allowed: " + std::to_string(op.in_features) +
-                              " (or leave \"vocab\" out)");
-        g.vocab = op.in_features;
-      }
+      if (op.type == OpType::kEmbedding && (!token_embedding || op.in_features > token_embedding->in_features))
+        token_embedding = &op;
     }
+  }
+  if (token_embedding) {
+    if (doc.contains("vocab") && g.vocab != token_embedding->in_features)
+      f.fail("vocab", std::to_string(g.vocab) + " differs from the embedding '" + token_embedding->name + "' of " +
+                          std::to_string(token_embedding->in_features) + " rows; allowed: " +
+                          std::to_string(token_embedding->in_features) + " (or leave \"vocab\" out)");
+    g.vocab = token_embedding->in_features;
   }
   // Width passed between layers: the first layer's output.
   const Layer& first = g.layers.front();

@@ -241,6 +241,8 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
         for (int h : {op.heads, op.kv_heads})
           if (h > 0) heads.insert(h), head_divisor_ = std::gcd(head_divisor_, h);
   for (int h : heads) head_counts_ += (head_counts_.empty() ? "" : ", ") + std::to_string(h);
+  for (const Layer& layer : model_.layers)
+    for (bool r : residual_stream(layer)) has_residual_stream_ = has_residual_stream_ || r;
 }
 
 Planner::~Planner() = default;
@@ -348,13 +350,17 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   // Sequence parallelism splits tokens over the tensor group: the engines split each sequence (Megatron-LM's
   // [s, b, h] along s, torchtitan's Shard(1)), so the sequence (each cp rank's share) must divide by tp; the ILP's
   // token split without an engine, the micro-batch's tokens.
-  if (c.tp > 1 && TensorLayoutRules{opts_.pins.sequence_parallel, opts_.engine}.residual_split_required()) {
+  if (c.tp > 1 && has_residual_stream_ &&
+      TensorLayoutRules{opts_.pins.sequence_parallel, opts_.engine}.residual_split_required()) {
     const bool engine = opts_.engine != Engine::kGeneric;
     const int64_t tokens = (engine ? 1 : static_cast<int64_t>(c.micro_batch)) * (model_.seq / std::max(1, c.cp));
     if (tokens % c.tp != 0)
       return "sequence parallelism (" + to_string(opts_.engine) + ") splits " +
              (engine ? "each sequence's " : "the micro-batch's ") + std::to_string(tokens) + " tokens" +
-             (c.cp > 1 ? " (per cp rank)" : "") + " over tp=" + std::to_string(c.tp) + ", which does not divide them";
+             (c.cp > 1 ? " (per cp rank)" : "") + " over tp=" + std::to_string(c.tp) + ", which does not divide them" +
+             (opts_.engine == Engine::kMegatron && model_.experts == 0
+                  ? "; allowed: a tp that divides them, or --fix sp=0"
+                  : "; allowed: a tp that divides them");
   }
   // Megatron-LM's context parallelism splits each sequence into 2 x cp chunks (load balance under the causal mask).
   if (opts_.engine == Engine::kMegatron && c.cp > 1 && model_.seq % (2 * c.cp) != 0)
@@ -1284,6 +1290,9 @@ Plan Planner::plan() {
                   static_cast<long long>(common), best->config.dp, static_cast<long long>(nearest), N);
     best->notes.push_back(text);
   }
+  if (const std::string why = sequence_parallel_conflict(); !why.empty())
+    best->notes.push_back("--fix sp=" + std::string(*pin.sequence_parallel ? "1" : "0") + " on " +
+                          to_string(opts_.engine) + ": " + why + ", so the plan keeps tp = 1");
   best->configs_evaluated = tried;
   best->ilp_solves = ilp_solves_;
   best->submesh_dp_cells = submesh_cells_;

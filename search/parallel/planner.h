@@ -302,6 +302,8 @@ class Planner {
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
   /// counts for messages ("32, 8").
   int head_divisor_ = 0;
+  /// Whether some layer has a residual stream (norms, residual adds) that sequence parallelism would split.
+  bool has_residual_stream_ = false;
   std::string head_counts_;
   /// Whether tensor parallelism of degree tp splits every attention op's heads (the uniform search, the pins and
   /// the per-stage submeshes all keep to it).

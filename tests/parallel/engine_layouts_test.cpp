@@ -178,9 +178,34 @@ TEST(EngineLayouts, SequenceParallelPinsAndTokenCountsTheEngineCannotRun) {
   EXPECT_NE(why.find("splits each sequence's 1001 tokens over tp=2, which does not divide them"), std::string::npos)
       << why;
   // Each sequence, not the micro-batch: 8 sequences of 1001 tokens divide by 8, each does not (Megatron splits
-  // [s, b, h] along s). The search keeps tp where the sequence divides.
-  const Plan free = plan_for(odd, parse_cluster_spec("dgx-h100:2"), Engine::kMegatron, "", 1024);
-  EXPECT_EQ(1001 % free.config.tp, 0) << describe(free.config);
+  // [s, b, h] along s); it took tp 8 at mbs 8. Megatron without sequence parallelism runs it.
+  EXPECT_THROW(plan_for(odd, parse_cluster_spec("dgx-h100:1"), Engine::kMegatron, "tp=8,mbs=8", 64), SpecError);
+  EXPECT_EQ(plan_for(odd, parse_cluster_spec("dgx-h100:1"), Engine::kMegatron, "tp=8,mbs=8,sp=0", 64).config.tp, 8);
+}
+
+// Post-LN blocks (add, then norm): the norms' outputs carry the residual stream, so the second add and norm are on
+// it too (they were not, and half of each layer ran without sequence parallelism). A norm that does not feed
+// attention needs whole rows: never split by features.
+TEST(EngineLayouts, PostNormBlocksKeepTheirResidualStreamAndOtherNormsTheirRows) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"seq": 1024, "layers": [{"name": "blk", "repeat": 2, "ops": [
+      {"name": "qkv", "type": "linear", "in": 2048, "out": 6144, "inputs": ["input"]},
+      {"name": "attn", "type": "attention", "in": 6144, "out": 2048, "heads": 16, "inputs": ["qkv"]},
+      {"name": "proj", "type": "linear", "in": 2048, "out": 2048, "inputs": ["attn"]},
+      {"name": "add1", "type": "elementwise", "in": 2048, "out": 2048, "inputs": ["input", "proj"]},
+      {"name": "ln1", "type": "layernorm", "in": 2048, "out": 2048, "inputs": ["add1"]},
+      {"name": "fc1", "type": "linear", "in": 2048, "out": 8192, "inputs": ["ln1"]},
+      {"name": "ffnln", "type": "layernorm", "in": 8192, "out": 8192, "inputs": ["fc1"]},
+      {"name": "fc2", "type": "linear", "in": 8192, "out": 2048, "inputs": ["ffnln"]},
+      {"name": "add2", "type": "elementwise", "in": 2048, "out": 2048, "inputs": ["ln1", "fc2"]},
+      {"name": "ln2", "type": "layernorm", "in": 2048, "out": 2048, "inputs": ["add2"]}]}]})");
+  const ModelGraph g = model_from_json(doc, "postln.json");
+  EXPECT_EQ(residual_stream(g.layers.at(0)),
+            (std::vector<bool>{false, false, false, true, true, false, false, false, true, true}));
+  const auto mg = strategies(plan_for(g, parse_cluster_spec("dgx-h100:1"), Engine::kMegatron, "tp=4,mbs=1"));
+  for (const char* want : {"blk/add1=B", "blk/ln1=B", "blk/add2=B", "blk/ln2=B"}) EXPECT_TRUE(has(mg, want)) << want;
+  for (Engine e : {Engine::kGeneric, Engine::kMegatron})
+    for (const auto& x : strategies(plan_for(g, parse_cluster_spec("dgx-h100:1"), e, "tp=4,mbs=1")))
+      EXPECT_NE(x, "blk/ffnln=F") << to_string(e);
 }
 
 // A norm after the qkv projection (a Q/K norm) is inside the block: it splits with the heads (F), not by tokens,
@@ -226,6 +251,13 @@ TEST(EngineLayouts, AJsonGraphsExpertsAndVocabularyComeFromItsOps) {
   EXPECT_EQ(g.vocab, 50304);
   EXPECT_THROW(model_from_json(nlohmann::json::parse("{\"seq\": 1024, \"vocab\": 32000, " + ops + "}"), "j.json"),
                SpecError);
+  // With a learned position embedding beside the token embedding, the vocabulary is the larger one's rows.
+  const nlohmann::json two = nlohmann::json::parse(R"({"seq": 1024, "vocab": 50304, "layers": [
+      {"name": "emb", "kind": "embedding", "output": "sum", "ops": [
+        {"name": "wte", "type": "embedding", "in": 50304, "out": 1024, "inputs": ["input"]},
+        {"name": "wpe", "type": "embedding", "in": 1024, "out": 1024, "inputs": ["input"]},
+        {"name": "sum", "type": "elementwise", "in": 1024, "out": 1024, "inputs": ["wte", "wpe"]}]}]})");
+  EXPECT_EQ(model_from_json(two, "gpt2.json").vocab, 50304);
   EXPECT_THROW(plan_for(g, parse_cluster_spec("dgx-h100:1"), Engine::kDeepSpeed, "ep=2,zero=3"), SpecError);
 }
 
