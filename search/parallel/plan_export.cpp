@@ -394,7 +394,13 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   out += "mixed_precision_reduce = \"float32\"\n";
   out += "\n[activation_checkpoint]\n";
   out += "mode = \"" + to_string(c.recompute) + "\"\n";
-  if (c.recompute == Recompute::kSelective) out += "selective_ac_option = \"op\"\n";
+  if (c.recompute == Recompute::kSelective) {
+    out += "selective_ac_option = \"op\"\n";
+    // Its op-level policy saves chosen ops' outputs (matmuls, attention) and recomputes the rest: not the
+    // Megatron-style selective recomputation (the attention core again) the plan priced.
+    warn(warnings, "torchtitan's selective checkpointing (\"op\") chooses by operator what it keeps, not the "
+                   "attention core the plan recomputes: its memory and time differ from the plan's");
+  }
   return out;
 }
 
