@@ -51,6 +51,9 @@ class AutoRun {
       };
     sessions_.push_back(run_tuning(opt, device_, db_));
     TuneSummary& s = sessions_.back();
+    // A round that only re-measures the finalists (no trial left to search) says so, not "budget reached".
+    if (remeasure > 0 && s.measured_now == 0 && !s.interrupted && !s.early_stopped)
+      s.stop_reason = "finalists re-measured (no search trials left for it)";
     last_[name] = s;
     if (!s.interrupted && stop_requested()) {  // asked to stop as the session ended: no further session
       s.interrupted = true;

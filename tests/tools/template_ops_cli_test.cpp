@@ -163,6 +163,15 @@ TEST_F(TemplateOpsCli, TheDefaultTemplateAutoSharesTheBudgetAndGivesTheRestToThe
   EXPECT_TRUE(t["early_stopped"].get<bool>()) << t.dump();
   EXPECT_LT(t["measured"].get<int>(), 40) << t.dump();
   EXPECT_NE(t["stop_reason"].get<std::string>().find("early stop"), std::string::npos) << t.dump();
+  // With re-measuring, the fastest template's finalists get a round of their own with no search trial left: it
+  // says so (it said "budget of N trials reached").
+  const std::string db5 = (dir_ / "t5.db").string();
+  ASSERT_EQ(run("tune " + workload + " --strategy random --seed 2 --remeasure 2 --quiet --json --trials 40 "
+                "--early-stop 1 --db " + db5, &out, &err), 0) << err;
+  t = nlohmann::json::parse(out);
+  ASSERT_EQ(t["templates"].size(), 3u) << t.dump();
+  EXPECT_EQ(t["templates"][2]["measured"], 0) << t.dump();
+  EXPECT_EQ(t["templates"][2]["stop_reason"], "finalists re-measured (no search trials left for it)") << t.dump();
   // What works on one template's space alone asks for one by name, and touches nothing.
   const std::string db2 = (dir_ / "t2.db").string();
   EXPECT_EQ(run("tune " + workload + " --trials all --strategy grid --quiet --db " + db2, &out, &err), 2);
