@@ -46,6 +46,10 @@ std::vector<std::string> op_dimensions(std::string_view op);
 /// The names of a shape string's NAME=VALUE items in their order ("N=4,K=8": N, K); items without '=' are skipped.
 std::vector<std::string> shape_dimension_names(std::string_view shape);
 
+/// Whether a built-in op is a row op (softmax, layernorm): memory-bound, judged by GB/s, computed in fp32 on the
+/// CUDA cores whatever its storage type.
+inline bool is_row_op(std::string_view op) { return op == "softmax" || op == "layernorm"; }
+
 /// Bytes a built-in op's operands and result occupy, each once in the workload's dtype: GEMM (M*K + K*N + M*N),
 /// batched GEMM B times that, softmax 2*rows*cols, layernorm that and its gamma and beta rows, conv2d input + weights
 /// + output (as the templates' profiles count their compulsory DRAM bytes). The least a kernel

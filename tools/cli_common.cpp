@@ -100,7 +100,7 @@ double bytes_moved(const db::ResultRow& r) {
   const db::WorkloadKey& w = r.workload;
   if (w.op == "gemm" || w.op == "batched_gemm" || w.op == "conv2d") return 0;
   if (r.trial.bytes > 0) return r.trial.bytes;
-  if (w.op != "softmax" && w.op != "layernorm") return 0;
+  if (!templates::is_row_op(w.op)) return 0;
   try {
     return templates::compulsory_bytes(templates::parse_workload(w.op, w.shape, w.dtype));
   } catch (const std::exception&) {

@@ -56,11 +56,9 @@ std::optional<costmodel::GpuSpec> device_spec(const db::ResultRow& r) {
 }
 
 /// Peak compute of a GPU for a dtype in GFLOP/s.
-/// Row ops (softmax, layernorm) compute in fp32 on the CUDA cores whatever their storage type: their compute roof
-/// is the FP32 peak, not the tensor cores'.
-bool runs_on_cuda_cores(const db::WorkloadKey& w) {
-  return w.dtype == "f32" || w.op == "softmax" || w.op == "layernorm";
-}
+/// Row ops compute in fp32 on the CUDA cores whatever their storage type: their compute roof is the FP32 peak, not
+/// the tensor cores'.
+bool runs_on_cuda_cores(const db::WorkloadKey& w) { return w.dtype == "f32" || templates::is_row_op(w.op); }
 
 double peak_gflops(const costmodel::GpuSpec& g, const db::WorkloadKey& w) {
   if (runs_on_cuda_cores(w)) return g.peak_fp32_tflops * 1e3;

@@ -159,8 +159,7 @@ void start_progress(Session& s) {
   s.progress.budget = s.opt.trials;
   s.progress.done = s.sum.previously_measured;
   s.progress.estimate = s.device.estimates();
-  const std::string& op = s.opt.workload.op;
-  if (op == "softmax" || op == "layernorm") s.progress.bytes = templates::compulsory_bytes(s.opt.workload);
+  if (templates::is_row_op(s.opt.workload.op)) s.progress.bytes = templates::compulsory_bytes(s.opt.workload);
   if (auto b = s.db.best(s.records)) {
     s.progress.best_ms = b->trial.time_ms;
     s.progress.best_gflops = b->trial.gflops;

@@ -237,7 +237,39 @@ std::string strategy_name(const Mesh& m, char c0, char c1) {
   return std::string(1, c0) + "," + std::string(1, c1);
 }
 
-std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
+/// Whether `letter` is a strategy the rules allow on a tensor-parallel dimension for `op`, which is on the
+/// residual stream or not (residual_stream), a norm that feeds attention (normalising per head) or not, in a layer
+/// of kind `kind`.
+bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, bool residual, bool per_head_norm,
+                           LayerKind kind, char letter) {
+  const bool no_split = rules.sequence_parallel && !*rules.sequence_parallel;
+  if (no_split && letter == 'B') return false;
+  // A norm needs its whole rows, but one that feeds attention normalises per head (a Q/K norm): it may split with
+  // the heads (F).
+  if (op.type == OpType::kLayerNorm && !per_head_norm && letter == 'F') return false;
+  if (residual) {
+    if (no_split) return letter == 'R';
+    if (rules.residual_split_required()) return letter == 'B';
+    if (rules.engine == Engine::kDeepSpeed) return letter == 'R';
+    return true;
+  }
+  if (rules.engine == Engine::kGeneric) return true;
+  const bool deepspeed = rules.engine == Engine::kDeepSpeed;
+  switch (op.type) {
+    case OpType::kLinear:
+      if (deepspeed && kind == LayerKind::kHead) return letter == 'K';
+      return letter == 'C' || letter == 'K';
+    case OpType::kAttention: return letter == 'H';
+    case OpType::kLayerNorm:  // a norm inside a block (F only per head: above)
+    case OpType::kElementwise: return letter == 'F' || letter == 'R';
+    case OpType::kEmbedding: return letter == (deepspeed ? 'C' : 'V');
+    case OpType::kCrossEntropy: return letter == (deepspeed ? 'R' : 'F');
+    case OpType::kMoeFfn: return true;  // R, B (tokens over the tensor group) or P (etp = tp)
+  }
+  return true;
+}
+
+std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer, const std::vector<bool>& residual) {
   std::vector<OpStrategies> all;
   // The input pseudo-node: one strategy per layout pair.
   OpStrategies in;
@@ -252,9 +284,6 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
       in.list.push_back(s);
     }
   all.push_back(in);
-  const std::vector<bool> residual = residual_stream(layer);
-  // A norm that feeds attention normalises per head (a Q/K norm): it may split with the heads (F). Any other norm
-  // needs its whole rows.
   std::set<std::string> feeds_attention;
   for (const auto& op : layer.ops)
     if (op.type == OpType::kAttention) feeds_attention.insert(op.inputs.begin(), op.inputs.end());
@@ -271,10 +300,9 @@ std::vector<OpStrategies> enumerate(const Ctx& x, const Layer& layer) {
         s.choice[0] = c0;
         s.choice[1] = c1;
         s.name = strategy_name(x.mesh, c0, c1);
-        if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c0)) ||
-            (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], layer.kind, c1)))
+        if ((x.mesh.d0 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], per_head_norm, layer.kind, c0)) ||
+            (x.mesh.d1 > 1 && !tensor_letter_allowed(x.rules, op, residual[k], per_head_norm, layer.kind, c1)))
           continue;
-        if (op.type == OpType::kLayerNorm && !per_head_norm && (c0 == 'F' || c1 == 'F')) continue;
         // An engine's tensor group is one group: the same split on both mesh dimensions.
         if (x.rules.engine != Engine::kGeneric && x.mesh.d0 > 1 && x.mesh.d1 > 1 && c0 != c1) continue;
         if (cost_strategy(x, op, s)) os.list.push_back(s);
@@ -302,34 +330,6 @@ std::vector<bool> residual_stream(const Layer& layer) {
     if (out[k]) stream.insert(op.name);  // post-LN blocks: the norm's output is the stream
   }
   return out;
-}
-
-bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, bool residual, LayerKind kind,
-                           char letter) {
-  const bool no_split = rules.sequence_parallel && !*rules.sequence_parallel;
-  if (no_split && letter == 'B') return false;
-  // A norm over the residual stream needs whole rows (so does any norm but a per-head one: enumerate).
-  if (op.type == OpType::kLayerNorm && residual && letter == 'F') return false;
-  if (residual) {
-    if (no_split) return letter == 'R';
-    if (rules.residual_split_required()) return letter == 'B';
-    if (rules.engine == Engine::kDeepSpeed) return letter == 'R';
-    return true;
-  }
-  if (rules.engine == Engine::kGeneric) return true;
-  const bool deepspeed = rules.engine == Engine::kDeepSpeed;
-  switch (op.type) {
-    case OpType::kLinear:
-      if (deepspeed && kind == LayerKind::kHead) return letter == 'K';
-      return letter == 'C' || letter == 'K';
-    case OpType::kAttention: return letter == 'H';
-    case OpType::kLayerNorm:  // norms are on the residual stream (above)
-    case OpType::kElementwise: return letter == 'F' || letter == 'R';
-    case OpType::kEmbedding: return letter == (deepspeed ? 'C' : 'V');
-    case OpType::kCrossEntropy: return letter == (deepspeed ? 'R' : 'F');
-    case OpType::kMoeFfn: return true;  // R, B (tokens over the tensor group) or P (etp = tp)
-  }
-  return true;
 }
 
 namespace {
@@ -380,6 +380,7 @@ std::vector<double> resharding_matrix(const Ctx& x, const OpStrategies& u, const
 struct Built {
   ShardingRequest req;
   std::vector<OpStrategies> ops;
+  std::vector<bool> residual;  ///< residual_stream(layer), per op.
 };
 
 Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh mesh, int micro_batch,
@@ -387,7 +388,8 @@ Built build(const Layer& layer, const ModelGraph& g, const ClusterSpec& c, Mesh 
             TensorLayoutRules rules) {
   Ctx x{g, c, mesh, micro_batch, costs, dtype_bytes(g.dtype), std::max(cp, 1), std::max(ep, 1), rules};
   Built out;
-  out.ops = enumerate(x, layer);
+  out.residual = residual_stream(layer);
+  out.ops = enumerate(x, layer, out.residual);
   out.req.memory_budget = memory_budget;
   std::map<std::string, int> index;
   index["input"] = 0;
@@ -454,7 +456,6 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
                               double state_bytes_per_param, int cp, int ep, TensorLayoutRules rules) {
   Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep, rules);
   LayerPlan lp;
-  const std::vector<bool> residual = residual_stream(layer);
   ShardingSolution sol = solve_sharding_ilp(b.req);
   lp.status = sol.status;
   lp.optimal = sol.optimal;
@@ -485,7 +486,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
     lp.parts += s.fwd.parts;
     lp.tuned_parts += s.fwd.tuned_parts;
     if (b.ops[v].op->type == OpType::kAttention) lp.attention_fwd_s += s.fwd.seconds;
-    if (residual[v - 1])
+    if (b.residual[v - 1])
       for (int d = 0; d < 2; ++d)
         if (s.choice[d] == 'B' && mesh.dim_size(d) > 1) lp.sequence_parallel = true;
     lp.ops.push_back(op);

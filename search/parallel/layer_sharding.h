@@ -109,14 +109,9 @@ struct TensorLayoutRules {
 };
 
 /// Per op of a layer (in its order), whether it is on the residual stream: a norm or an elementwise op that reads
-/// the layer's input or a residual-stream elementwise op (a block's norms, its residual adds), not one inside a
-/// block (an activation, a gating multiply of two projections, a Q/K norm after the qkv projection).
+/// the layer's input or another residual-stream op (a block's norms and residual adds, pre- or post-LN), not one
+/// inside a block (an activation, a gating multiply of two projections, a Q/K norm after the qkv projection).
 std::vector<bool> residual_stream(const Layer& layer);
-
-/// Whether `letter` is a strategy the rules allow on a tensor-parallel dimension for `op`, which is on the
-/// residual stream or not, in a layer of kind `kind`.
-bool tensor_letter_allowed(const TensorLayoutRules& rules, const Operator& op, bool residual, LayerKind kind,
-                           char letter);
 
 /// The sharding problem of one layer for `micro_batch` samples on `mesh`. A strategy's memory is
 /// state_bytes_per_param x its local parameters (16: weights, gradients and Adam states unsharded;

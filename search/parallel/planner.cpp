@@ -273,7 +273,7 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
   }
   LayerPlan lp = plan_layer_sharding(m->second.layers[sig_example_[sig]], m->second, cluster_, tensor_mesh(cluster_, tp),
                                      mbs, *costs_, budget, state_bytes_per_param, cp, ep,
-                                     {opts_.pins.sequence_parallel, opts_.engine});
+                                     layout_rules());
   return cache_.emplace(key, std::move(lp)).first->second;
 }
 
@@ -350,8 +350,7 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   // Sequence parallelism splits tokens over the tensor group: the engines split each sequence (Megatron-LM's
   // [s, b, h] along s, torchtitan's Shard(1)), so the sequence (each cp rank's share) must divide by tp; the ILP's
   // token split without an engine, the micro-batch's tokens.
-  if (c.tp > 1 && has_residual_stream_ &&
-      TensorLayoutRules{opts_.pins.sequence_parallel, opts_.engine}.residual_split_required()) {
+  if (c.tp > 1 && has_residual_stream_ && layout_rules().residual_split_required()) {
     const bool engine = opts_.engine != Engine::kGeneric;
     const int64_t tokens = (engine ? 1 : static_cast<int64_t>(c.micro_batch)) * (model_.seq / std::max(1, c.cp));
     if (tokens % c.tp != 0)

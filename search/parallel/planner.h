@@ -294,6 +294,8 @@ class Planner {
   /// The context-parallel degrees the search tries without a cp pin (before the attention and engine checks):
   /// opts_.context_parallel for long sequences, degrees below twice the shortfall for a starved batch, else 1.
   std::vector<int> context_parallel_degrees() const;
+  /// The tensor layouts the layer ILP may use: the sp pin and the export's engine.
+  TensorLayoutRules layout_rules() const { return {opts_.pins.sequence_parallel, opts_.engine}; }
   /// Why the export's engine cannot run the sp pin with tensor parallelism ("" when it can, or nothing is pinned).
   std::string sequence_parallel_conflict() const;
   /// torchtitan's ZeRO-2 (FSDP2, reshard_after_forward "never"): the weights are gathered at every micro-batch's
