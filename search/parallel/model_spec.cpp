@@ -374,7 +374,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   const SpecFields f("model '" + name + "'");
   if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
     f.fail("", "expected an object with a \"layers\" array");
-  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "layers"});
+  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "tied_embeddings", "layers"});
   ModelGraph g;
   g.name = f.string(doc, "", "name", name);
   // Required: a silent default would size every activation, and the plan, for some other length.
@@ -440,6 +440,14 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
                           std::to_string(token_embedding->in_features) + " (or leave \"vocab\" out)");
     g.vocab = token_embedding->in_features;
   }
+  // Separate head weights unless the graph says they are the embedding's (as GPT-2/3 and MPT tie them).
+  g.untied_embeddings = !f.boolean(doc, "", "tied_embeddings", false);
+  if (!g.untied_embeddings && !tied_embedding(g).tied())
+    f.fail("tied_embeddings", "true, but no \"head\" layer has a linear of the embedding's transposed shape (" +
+                                  (token_embedding ? std::to_string(token_embedding->out_features) + " -> " +
+                                                         std::to_string(token_embedding->in_features)
+                                                   : std::string("the graph has no embedding")) +
+                                  "); allowed: false, or a head linear of that shape");
   // Width passed between layers: the first layer's output.
   const Layer& first = g.layers.front();
   for (const auto& op : first.ops)

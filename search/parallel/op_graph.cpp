@@ -96,10 +96,32 @@ int64_t layer_params(const Layer& l) {
   return p;
 }
 
+TiedEmbedding tied_embedding(const ModelGraph& g) {
+  TiedEmbedding t;
+  if (g.untied_embeddings) return t;
+  const Operator* embed = nullptr;
+  for (size_t l = 0; l < g.layers.size(); ++l)
+    for (const auto& op : g.layers[l].ops)
+      if (op.type == OpType::kEmbedding && (!embed || op.in_features > embed->in_features))
+        embed = &op, t.embedding = static_cast<int>(l);
+  if (!embed) return TiedEmbedding{};
+  for (size_t l = static_cast<size_t>(t.embedding) + 1; l < g.layers.size(); ++l) {
+    if (g.layers[l].kind != LayerKind::kHead) continue;
+    for (const auto& op : g.layers[l].ops)
+      if (op.type == OpType::kLinear && op.in_features == embed->out_features &&
+          op.out_features == embed->in_features) {
+        t.head = static_cast<int>(l);
+        t.params = op_params(op);
+        return t;
+      }
+  }
+  return TiedEmbedding{};
+}
+
 int64_t model_params(const ModelGraph& g) {
   int64_t p = 0;
   for (const auto& l : g.layers) p += layer_params(l);
-  return p;
+  return p - tied_embedding(g).params;
 }
 
 double model_forward_flops(const ModelGraph& g, bool causal_half) {

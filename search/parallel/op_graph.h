@@ -104,7 +104,9 @@ struct ModelGraph {
   double rope_base = 10000;         ///< Rotary base (theta).
   bool rmsnorm = false;             ///< RMSNorm (else LayerNorm).
   bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).
-  bool untied_embeddings = false;   ///< LM head weights separate from the input embedding.
+  /// LM head weights separate from the input embedding. Presets and family forms say (GPT ties, Llama does not); a
+  /// JSON graph is untied unless it says "tied_embeddings": true.
+  bool untied_embeddings = false;
   double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
   /// The recipe's attention kernel (`--attention auto`): flash for Llama/MoE and JSON graphs, unfused for the GPT
   /// family, whose published runs (Megatron-LM 2020-22) predate flash attention.
@@ -123,6 +125,18 @@ double op_forward_flops(const Operator& op, int64_t seq, bool causal_half = fals
 double op_output_bytes(const Operator& op, int64_t seq, int dtype_size);
 
 int64_t layer_params(const Layer& l);
+/// The LM head that shares the token embedding's weights (when the model ties them): where the two live in the chain
+/// and the shared parameters. A stage holding both keeps one copy; a pipeline keeps one on each end (Megatron-LM and
+/// DeepSpeed copy the embedding to the last stage and all-reduce the two gradients).
+struct TiedEmbedding {
+  int embedding = -1;   ///< Layer index of the token embedding (-1: nothing tied).
+  int head = -1;        ///< Layer index of the head whose linear reuses it.
+  int64_t params = 0;   ///< The shared weights (vocab x hidden).
+  bool tied() const { return head >= 0; }
+};
+/// The model's tied embedding, if any: the largest embedding and the first head linear of its transposed shape.
+TiedEmbedding tied_embedding(const ModelGraph& g);
+/// Distinct parameters: a tied head's weights are counted once.
 int64_t model_params(const ModelGraph& g);
 /// Forward FLOPs of the whole model per sample (`causal_half` as op_forward_flops).
 double model_forward_flops(const ModelGraph& g, bool causal_half = false);

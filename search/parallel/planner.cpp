@@ -230,6 +230,7 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   }
   check_global_batch(opts_.global_batch);
   model_params_ = model_params(model_);
+  tied_ = tied_embedding(model_);
   model_flops_ = model_forward_flops(model_);
   model_flops_causal_ = model_forward_flops(model_, true);
   model_experts_ = model_experts(model_);
@@ -450,16 +451,17 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     if (c.recompute == Recompute::kFull) recompute = x.fwd_s;
     else if (c.recompute == Recompute::kSelective) recompute = x.attention_fwd_s;
     const double tl = x.fwd_s + x.bwd_s + recompute;
-    // ZeRO-2 reduce-scatters gradients every micro-batch; ZeRO-3 also all-gathers weights forward and backward.
-    // Expert weights over the expert data-parallel group, the rest over dp x cp.
-    const double w_bytes = (x.params_per_device - x.expert_params_per_device) * e.dsize;
-    const double e_bytes = x.expert_params_per_device * e.dsize;
+    // ZeRO-2 reduce-scatters gradients every micro-batch (in the engine's reduction dtype: FSDP2's is fp32);
+    // ZeRO-3 also all-gathers weights (in the model's dtype) forward and backward. Expert weights over the expert
+    // data-parallel group, the rest over dp x cp.
+    const double dense = x.params_per_device - x.expert_params_per_device, expert = x.expert_params_per_device;
+    const double w_bytes = dense * e.dsize, e_bytes = expert * e.dsize;
     // A layer without experts launches no expert collectives (their latency is not charged).
     const bool experts = e_bytes > 0;
-    const double e_rs = experts ? reduce_scatter_s(cluster_, edp_group, e_bytes) : 0;
+    const double e_rs = experts ? reduce_scatter_s(cluster_, edp_group, expert * e.bytes.gradient_reduce) : 0;
     const double e_ag = experts ? all_gather_s(cluster_, edp_group, e_bytes) : 0;
     double zc = 0;
-    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, w_bytes) + e_rs;
+    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, dense * e.bytes.gradient_reduce) + e_rs;
     if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + e_ag);
     // FSDP2 at ZeRO-2 frees the gathered weights after each backward: every micro-batch's forward gathers again.
     if (fsdp_gathers_every_forward(c)) zc += all_gather_s(cluster_, dp_group, w_bytes) + e_ag;
@@ -486,6 +488,11 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
       const double input = boundary_bytes / (x.sequence_parallel ? shape.tp : 1);
       out.act[l] = c.recompute == Recompute::kFull ? std::min(input, x.activation_bytes) : x.activation_bytes;
     }
+  }
+  if (tied_.tied()) {
+    out.tied_embedding = tied_.embedding, out.tied_head = tied_.head;
+    // The head's copy as its sharding stores it (its norm's few weights aside), at most the embedding's.
+    out.tied_params = std::min(out.params[tied_.embedding], out.params[tied_.head]);
   }
   out.finish();
   return true;

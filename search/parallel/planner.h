@@ -321,6 +321,7 @@ class Planner {
   mutable int64_t inexpressible_ = 0;  ///< Stage partitions dropped as the export's engine cannot run them (engine_partition.h).
   mutable std::map<std::pair<int, bool>, std::vector<int>> engine_partitions_;  ///< engine_fixed_partition per (pp, uniform).
   int64_t model_params_ = 0;              ///< Parameters of the whole model (computed once).
+  TiedEmbedding tied_;                    ///< The head sharing the embedding's weights, if any.
   double model_flops_ = 0;                ///< Forward FLOPs of the model per sample (computed once).
   double model_flops_causal_ = 0;         ///< The same with causal attention counted at half.
   int model_experts_ = 0;                 ///< Experts every MoE layer divides by (0: a dense model).

@@ -110,17 +110,30 @@ TEST(HeldOut, PredictionsStayInTheirDocumentedBand) {
 // The second held-out set (llm-foundry's MPT on 8 A100s with FSDP, found after the first was used): the model is
 // too fast on all eight, by 3-18% (docs/calibration.md). The band is asserted so that a change that moves it is
 // seen and the document updated.
-TEST(HeldOut, FsdpRunsOnA100AreTooFastByTheDocumentedMargin) {
+// The MPT runs with their own attention kernel (a Triton FlashAttention-1 era kernel at 0.28 of peak, from the
+// FlashAttention-2 paper's bands) and FSDP's fp32 gradient reduce-scatter: 6 of 8 within 10%. The unpipelined runs
+// without recomputation stay too fast (-8 ... -15%); the checkpointed ones land within 5%.
+TEST(HeldOut, FsdpRunsOnA100AreWithinTheDocumentedMargin) {
   ASSERT_EQ(fsdp_held_out_runs().size(), 8u);
   int within = 0;
   for (const PublishedRun& run : fsdp_held_out_runs()) {
     const RunPrediction q = predict_run(run, {}, true);
-    EXPECT_LT(q.error, -0.02) << run.label;
-    EXPECT_GT(q.error, -0.20) << run.label;
+    EXPECT_GT(q.error, -0.16) << run.label;
+    EXPECT_LT(q.error, 0.06) << run.label;
+    if (run.fix.find("recompute=none") != std::string::npos) {
+      EXPECT_LT(q.error, -0.05) << run.label;
+    }
     within += std::fabs(q.error) <= 0.10;
     EXPECT_NE(q.config.find("zero=3"), std::string::npos) << q.config;
   }
-  EXPECT_EQ(within, 2);
+  EXPECT_EQ(within, 6);
+  // With the FlashAttention-2 class default instead, the same runs are 3-18% too fast (stop 37's figures).
+  int within_fa2 = 0;
+  for (PublishedRun run : fsdp_held_out_runs()) {
+    run.attention_efficiency = 0;
+    within_fa2 += std::fabs(predict_run(run, {}, true).error) <= 0.10;
+  }
+  EXPECT_LE(within_fa2, 3);
 }
 
 // sp=0 keeps norms, dropout and residual adds whole on every tensor-parallel rank: the plan says so, and at tp 8 it

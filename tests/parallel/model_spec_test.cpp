@@ -20,11 +20,12 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(ModelSpec, PresetsHaveTheirPublishedSizes) {
-  // GPT-3 175B: 96 layers of 12 h^2 (+ norms) plus 2 V h embeddings (input and LM head):
-  // 96 * 12 * 12288^2 = 173.95e9; 2 * 50257 * 12288 = 1.235e9 -> about 175.2e9.
+  // GPT-3 175B: 96 layers of 12 h^2 (+ norms) plus one V h embedding, which the LM head shares (tied):
+  // 96 * 12 * 12288^2 = 173.95e9; 50257 * 12288 = 0.618e9 -> 174.57e9 (Narayanan et al.'s formula, with their
+  // padded vocabulary of 51,200 and the position embedding, 174.6e9; "175B" in the GPT-3 paper).
   const ModelGraph g = parse_model_spec("gpt3-175b");
   EXPECT_EQ(g.transformer_layers, 96);
-  EXPECT_NEAR(model_params(g) / 1e9, 175.2, 0.3);
+  EXPECT_NEAR(model_params(g) / 1e9, 174.57, 0.02);
   EXPECT_EQ(g.seq, 2048);
   EXPECT_EQ(g.vocab, 50257);
   // Llama 2 70B with GQA (8 kv heads) and SwiGLU 28672: about 69e9 (68.98 with separate embeddings).
@@ -33,21 +34,51 @@ TEST(ModelSpec, PresetsHaveTheirPublishedSizes) {
   EXPECT_NEAR(model_params(parse_model_spec("llama3-8b")) / 1e9, 8.03, 0.02);
   EXPECT_NEAR(model_params(parse_model_spec("llama3-405b")) / 1e9, 405.9, 1.0);
   EXPECT_EQ(parse_model_spec("llama3-70b").seq, 8192);
-  EXPECT_NEAR(model_params(parse_model_spec("gpt3-1.3b")) / 1e9, 1.4, 0.1);
+  // GPT-3 XL: 24 x 12 x 2048^2 + 50257 x 2048 (tied head) = 1.31e9 ("1.3B"; the head counted again made 1.41e9).
+  EXPECT_NEAR(model_params(parse_model_spec("gpt3-1.3b")) / 1e9, 1.31, 0.01);
   // Mixtral-like MoE: 46.7e9 parameters.
   EXPECT_NEAR(model_params(parse_model_spec("moe")) / 1e9, 46.7, 0.2);
   EXPECT_GT(model_params(parse_model_spec("mlp")), 0);
+}
+
+TEST(ModelSpec, AJsonGraphTiesItsHeadOnlyWhenItSaysSo) {
+  // Embedding 1000 x 64, one block, a head linear 64 -> 1000: untied unless "tied_embeddings": true.
+  nlohmann::json doc = nlohmann::json::parse(R"({"seq": 128, "layers": [
+      {"name": "emb", "kind": "embedding", "output": "e", "ops": [{"name": "e", "type": "embedding", "in": 1000, "out": 64}]},
+      {"name": "mlp", "output": "fc", "ops": [{"name": "fc", "type": "linear", "in": 64, "out": 64, "inputs": ["input"]}]},
+      {"name": "head", "kind": "head", "output": "lm", "ops": [{"name": "lm", "type": "linear", "in": 64, "out": 1000, "inputs": ["input"]}]}]})");
+  const ModelGraph untied = model_from_json(doc, "t.json");
+  EXPECT_TRUE(untied.untied_embeddings);
+  EXPECT_EQ(model_params(untied), 2 * 1000 * 64 + 64 * 64);
+  doc["tied_embeddings"] = true;
+  const ModelGraph tied = model_from_json(doc, "t.json");
+  EXPECT_EQ(model_params(tied), 1000 * 64 + 64 * 64);
+  EXPECT_EQ(tied_embedding(tied).embedding, 0);
+  EXPECT_EQ(tied_embedding(tied).head, 2);
+  doc["tied_embeddings"] = "yes";
+  EXPECT_NE(error_of([&] { model_from_json(doc, "t.json"); }).find("tied_embeddings"), std::string::npos);
+  doc["tied_embeddings"] = true;
+  doc["layers"][2]["ops"][0]["out"] = 999;  // a head of another shape cannot share the embedding
+  const std::string e = error_of([&] { model_from_json(doc, "t.json"); });
+  EXPECT_NE(e.find("tied_embeddings: true, but no \"head\" layer has a linear of the embedding's transposed shape "
+                   "(64 -> 1000)"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ModelSpec, FamilyForms) {
   const ModelGraph g = parse_model_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=1000");
   EXPECT_EQ(g.layers.size(), 6u);  // embedding, 4 blocks, head
   EXPECT_EQ(g.seq, 512);
-  // 4 * (12 h^2 + 4 norms * h... ) : blocks 4 * (h*3h + h*h + h*4h + 4h*h + 4h) + 2 * 1000 * h + 2h.
+  // 4 * (12 h^2 + 4 norms * h... ) : blocks 4 * (h*3h + h*h + h*4h + 4h*h + 4h) + 1000 * h (the embedding, which
+  // the head shares) + 2h.
   const int64_t h = 1024;
-  EXPECT_EQ(model_params(g), 4 * (12 * h * h + 4 * h) + 2 * 1000 * h + 2 * h);
+  EXPECT_EQ(model_params(g), 4 * (12 * h * h + 4 * h) + 1000 * h + 2 * h);
+  EXPECT_TRUE(tied_embedding(g).tied());
+  EXPECT_EQ(tied_embedding(g).params, 1000 * h);
   const ModelGraph l = parse_model_spec("llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1024");
   EXPECT_EQ(l.seq, 4096);
+  EXPECT_FALSE(tied_embedding(l).tied());
   const ModelGraph m = parse_model_spec("moe:layers=2,hidden=512,heads=8,experts=4,top_k=2");
   EXPECT_EQ(m.transformer_layers, 2);
   EXPECT_EQ(parse_model_spec("mlp:layers=3,hidden=256").layers.size(), 3u);
