@@ -183,7 +183,7 @@ struct SessionRow {
   uint64_t seed = 0;
   int64_t budget = 0;
   std::string status;  ///< "running", "finished", "interrupted", "failed" or "killed".
-  std::string reason;  ///< Why it failed, was interrupted or killed (empty when finished).
+  std::string reason;  ///< Why it ended: the budget, the space exhausted, an early stop, a signal, a failure.
   std::string started_at;
   std::string finished_at;
   int64_t trials = 0;         ///< Every trial it stored (search trials and re-measurements).

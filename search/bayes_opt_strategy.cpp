@@ -37,8 +37,16 @@ void BayesOptStrategy::observe(const std::vector<Config>& configs, const std::ve
     configs_.push_back(configs[i]);
     const bool ok = outcomes[i].ok && outcomes[i].time_ms > 0;
     log_time_.push_back(ok ? std::log(outcomes[i].time_ms) : std::numeric_limits<double>::quiet_NaN());
+    if (const auto idx = space_.index_of(configs[i])) improvement_.measured(*idx, ok ? 1.0 / outcomes[i].time_ms : 0.0);
   }
   fit();
+}
+
+double BayesOptStrategy::mean_log_speed(const Config& c) const {
+  const auto x = coordinates(c);
+  double mean = 0, sd = 0;
+  gp_.predict(x.data(), &mean, &sd);
+  return -mean;
 }
 
 void BayesOptStrategy::fit() {
@@ -70,6 +78,13 @@ void BayesOptStrategy::fit() {
     y.push_back(y_of(i));
   }
   gp_.fit(x, space_.knobs().size(), y, params_.noise);
+  // The process's scale on log speed, for the improvement estimate.
+  std::vector<double> scores, speeds;
+  for (size_t i = 0; i < configs_.size(); ++i) {
+    scores.push_back(mean_log_speed(configs_[i]));
+    speeds.push_back(std::isnan(log_time_[i]) ? 0.0 : std::exp(-log_time_[i]));
+  }
+  improvement_.calibrate(scores, speeds);
 }
 
 std::vector<uint64_t> BayesOptStrategy::candidates() {
@@ -106,25 +121,28 @@ std::vector<Config> BayesOptStrategy::propose(size_t n) {
   const size_t want = std::min(n, std::max(params_.initial, configs_.size()));
   const std::vector<uint64_t> pool = candidates();
   const size_t d = space_.knobs().size();
-  std::vector<double> coords, ei;
+  std::vector<double> coords, ei, means;
   for (uint64_t idx : pool) {
     const auto x = coordinates(space_.at(idx));
     double mean = 0, sd = 0;
     gp_.predict(x.data(), &mean, &sd);
     coords.insert(coords.end(), x.begin(), x.end());
     ei.push_back(search::expected_improvement(mean, sd, best_log_time_));
+    means.push_back(mean);
   }
   // Greedy batch: the best EI, then each pick damps its neighbours by 1 - correlation.
   std::vector<double> damp(pool.size(), 1.0);
   std::vector<Config> out;
-  expected_improvement_ = 0;
+  std::vector<uint64_t> keys;
+  std::vector<double> scores;
   while (out.size() < want) {
     size_t best = pool.size();
     for (size_t i = 0; i < pool.size(); ++i)
       if (damp[i] > 0 && (best == pool.size() || ei[i] * damp[i] > ei[best] * damp[best])) best = i;
     if (best == pool.size()) break;
-    if (out.empty()) expected_improvement_ = std::exp(ei[best]) - 1.0;
     damp[best] = 0;
+    keys.push_back(pool[best]);
+    scores.push_back(-means[best]);
     seen_.insert_index(pool[best]);
     out.push_back(space_.at(pool[best]));
     for (size_t i = 0; i < pool.size(); ++i) {
@@ -134,6 +152,7 @@ std::vector<Config> BayesOptStrategy::propose(size_t n) {
       damp[i] *= 1.0 - matern52(std::sqrt(r), gp_.length_scale());
     }
   }
+  expected_improvement_ = out.empty() ? -1 : improvement_.expect(keys, scores);
   return out;
 }
 

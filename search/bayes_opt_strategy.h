@@ -10,11 +10,19 @@
 // spot. The first batch is `initial` random configs; later batches grow with
 // the measurements (at most as many as measured so far). Failed trials count
 // as slower than the slowest measured. Deterministic under the seed.
+//
+// What the next batch is expected to gain (--min-improvement) is xgb's
+// calibrated estimate (search/improvement_estimate.h) on the process's mean
+// log speed: judged by how well the process foresaw the configs it proposed
+// and then saw measured, with no estimate before 32 of them. The process's
+// own expected improvement was sure of itself on the random first batch alone:
+// sessions stopped after 8-16 trials 20-75% short of the best at 5%.
 #pragma once
 
 #include <vector>
 
 #include "search/gaussian_process.h"
+#include "search/improvement_estimate.h"
 #include "search/strategy.h"
 
 namespace tuner::search {
@@ -33,7 +41,7 @@ class BayesOptStrategy final : public SearchStrategy {
   std::string name() const override { return "bo"; }
   std::vector<Config> propose(size_t n) override;
   void observe(const std::vector<Config>& configs, const std::vector<TrialOutcome>& outcomes) override;
-  /// exp(max EI of the last proposal, in log time) - 1: the speed-up it is expected to bring.
+  /// The speed-up the last proposal is expected to bring over the best measured (0.05: 5%); -1 for no estimate.
   double expected_improvement() const override { return expected_improvement_; }
 
   /// A config's coordinates in [0, 1]^knobs.
@@ -42,6 +50,8 @@ class BayesOptStrategy final : public SearchStrategy {
  private:
   void fit();
   std::vector<uint64_t> candidates();
+  /// The fitted process's mean log speed (minus its mean log time) at a config.
+  double mean_log_speed(const Config& c) const;
 
   const ConfigSpace& space_;
   SeenSet seen_;
@@ -54,6 +64,7 @@ class BayesOptStrategy final : public SearchStrategy {
   GaussianProcess gp_;
   double best_log_time_ = 0;
   double expected_improvement_ = -1;
+  ImprovementEstimate improvement_;
 };
 
 }  // namespace tuner::search

@@ -94,9 +94,15 @@ int query_command(const std::vector<std::string>& args) {
   }
 
   if (vm.count("sessions")) {
+    // A session is history whatever its template's version: every one is listed, an older version's marked
+    // (the version filter hid them, with no hint, while --best and --history said what they left out).
+    std::set<std::string> current;
+    for (const auto& t : current_template_versions(*db)) current.insert(t.hash);
+    auto is_current = [&](const db::SessionRow& s) { return current.count(s.template_hash) != 0; };
     std::vector<db::SessionRow> rows;
     for (const auto& name : rf.device_names.empty() ? std::vector<std::string>{""} : rf.device_names) {
       db::QueryFilter one = f;
+      one.template_hashes.clear();
       if (!name.empty()) one.device_name = name;
       auto part = db->sessions(one);
       rows.insert(rows.end(), part.begin(), part.end());
@@ -112,7 +118,8 @@ int query_command(const std::vector<std::string>& args) {
       for (const auto& s : rows)
         out.push_back({{"session_id", s.id}, {"op", s.workload.op}, {"shape", s.workload.shape},
                        {"dtype", s.workload.dtype}, {"device", s.device_name}, {"template", s.template_name},
-                       {"template_version", s.template_hash}, {"strategy", s.strategy},
+                       {"template_version", s.template_hash}, {"current_version", is_current(s)},
+                       {"strategy", s.strategy},
                        {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials},
                        {"search_trials", s.search_trials}, {"status", s.status},
                        {"reason", s.reason}, {"pid", s.pid}, {"host", s.host},
@@ -123,7 +130,8 @@ int query_command(const std::vector<std::string>& args) {
     std::vector<std::vector<std::string>> table;
     for (const auto& s : rows)
       table.push_back({std::to_string(s.id), s.workload.op + " " + s.workload.shape + " " + s.workload.dtype,
-                       s.device_name, s.template_name, s.strategy, std::to_string(s.seed),
+                       s.device_name, s.template_name + (is_current(s) ? "" : " (older version)"), s.strategy,
+                       std::to_string(s.seed),
                        std::to_string(s.search_trials), std::to_string(s.trials - s.search_trials),
                        std::to_string(s.budget), s.status, s.started_at, s.reason});
     print_table({"session", "workload", "device", "template", "strategy", "seed", "trials", "re-measured", "budget",

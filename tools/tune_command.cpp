@@ -270,8 +270,9 @@ int tune_command(const std::vector<std::string>& args) {
   if (prior != "auto" && prior != "compiled" && prior != "analytic" && prior != "none")
     throw UsageError("--prior '" + prior + "' is not allowed; allowed: auto, compiled, analytic, none");
   // Only xgb ranks a first batch and learns from other records: given to another strategy they did nothing.
+  // `auto`, the default, means "where the strategy has one", so a script may pass it with any strategy.
   for (const char* flag : {"prior", "transfer"})
-    if (vm.count(flag) && !vm[flag].defaulted() && strategy != "xgb")
+    if (vm.count(flag) && !vm[flag].defaulted() && vm[flag].as<std::string>() != "auto" && strategy != "xgb")
       throw UsageError(std::string("--") + flag + " " + vm[flag].as<std::string>() + " is for --strategy xgb; --strategy " +
                        strategy + " has no " + (flag == std::string("prior") ? "first-batch prior" : "transfer") +
                        "; allowed: drop --" + flag + ", or --strategy xgb");
@@ -521,6 +522,8 @@ int tune_command(const std::vector<std::string>& args) {
     j["template_version"] = sum.template_hash;
     // On a replay of an older kernel's recording: today's version, which the records are not stored under.
     if (!sum.current_template_hash.empty()) j["current_template_version"] = sum.current_template_hash;
+    j["strategy"] = opt.strategy;
+    j["seed"] = opt.seed;
     j["space_size"] = sum.space_size;
     j["budget"] = trials;
     j["previously_measured"] = sum.previously_measured;

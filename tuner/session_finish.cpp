@@ -90,14 +90,13 @@ std::optional<db::ResultRow> best_in_space(const Session& s) {
   return best;
 }
 
-/// The reason stored with a finished session: a signal's, or an early stop's (a session that ran to its
-/// budget or through the space has none stored; sum.stop_reason still says which).
+/// The reason stored with an ended session: a signal's, else why the search stopped (its budget, the space
+/// exhausted, an early stop), as the summary says it.
 std::string end_reason(const Session& s) {
   if (s.sum.interrupted)
     return "stopped by signal " + std::to_string(s.sum.stop_signal) +
            (s.sum.stop_signal == SIGINT ? " (SIGINT)" : s.sum.stop_signal == SIGTERM ? " (SIGTERM)" : "");
-  if (s.sum.early_stopped) return s.sum.stop_reason;
-  return "";
+  return s.sum.stop_reason;
 }
 
 }  // namespace

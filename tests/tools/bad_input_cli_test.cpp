@@ -328,7 +328,7 @@ TEST_F(Cli, SimDelaysAreAPhaseOfTheirOwn) {
 TEST_F(Cli, PriorAndTransferAreForXgbOnly) {
   // Given to ga or random they were silently ignored.
   for (const std::string flags : {"--strategy ga --transfer none", "--strategy random --prior compiled",
-                                  "--strategy bo --transfer auto"}) {
+                                  "--strategy bo --prior none"}) {
     auto r = run(kSoftmax + flags + " --db " + db());
     EXPECT_EQ(r.code, 2) << flags;
     EXPECT_NE(r.err.find("is for --strategy xgb"), std::string::npos) << flags << ": " << r.err;
@@ -336,6 +336,8 @@ TEST_F(Cli, PriorAndTransferAreForXgbOnly) {
   }
   EXPECT_FALSE(std::filesystem::exists(db()));
   EXPECT_EQ(run(kSoftmax + "--strategy xgb --transfer none --prior analytic --db " + db()).code, 0);
+  // `auto`, the default, spelt out: a script passing it while varying --strategy is not refused.
+  EXPECT_EQ(run(kSoftmax + "--strategy ga --transfer auto --prior auto --db " + db()).code, 0);
 }
 
 TEST_F(Cli, MinImprovementNeedsAStrategyThatEstimatesIt) {

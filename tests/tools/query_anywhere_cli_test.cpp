@@ -189,6 +189,31 @@ TEST_F(QueryAnywhere, AQueryThatMatchesNothingSaysSoTheSameWayInEveryFormat) {
   EXPECT_EQ(std::count(report.err.begin(), report.err.end(), '\n'), 1) << report.err;
 }
 
+// A session on a recording of an older kernel version is listed (marked), with the reason it ended: --sessions
+// hid it without a hint while --best and --history said what they left out, and a session that ran to its budget
+// stored no reason. tune --json names the strategy and seed that query --sessions shows.
+TEST_F(QueryAnywhere, SessionsOfAnOlderTemplateVersionAreListedWithWhyTheyEnded) {
+  auto t = run(std::string("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:") +
+               TUNER_SOURCE_DIR + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-25.json --trials 6 "
+               "--strategy random --seed 9 --json --db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  const Json tj = Json::parse(t.out);
+  ASSERT_TRUE(tj.contains("current_template_version")) << "the recording is of an older kernel version";
+  EXPECT_EQ(tj["strategy"], "random");
+  EXPECT_EQ(tj["seed"], 9);
+  auto q = run("query --sessions --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  const Json sessions = Json::parse(q.out);
+  ASSERT_EQ(sessions.size(), 1u) << q.out;
+  EXPECT_EQ(sessions[0]["current_version"], false);
+  EXPECT_EQ(sessions[0]["reason"], tj["stop_reason"]);
+  EXPECT_EQ(sessions[0]["reason"], "budget of 6 trials reached");
+  EXPECT_EQ(sessions[0]["strategy"], tj["strategy"]);
+  auto table = run("query --sessions --db " + db());
+  EXPECT_NE(table.out.find("(older version)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("budget of 6 trials reached"), std::string::npos) << table.out;
+}
+
 TEST_F(QueryAnywhere, TablesShowWhatTellsRowsApart) {
   // A re-measured finalist's second row says so; plans name their engine; --all-versions names versions.
   ASSERT_EQ(run("tune --op gemm --shape M=64,N=64,K=64 --device sim:h100-sxm --trials 4 --remeasure 1 --quiet --db " +

@@ -120,12 +120,13 @@ TEST_F(SessionStages, AStrategyThatExpectsTooLittleStopsTheSessionAndSaysWhy) {
   const auto device = resolve_device("sim:h100-sxm");
   db::TuningDb db((dir_ / "ei.db").string());
   TuneOptions o = options("bo", 64);
-  // bo's first batch is random (no estimate); its second proposal expects far less than a 10x speed-up.
+  // bo's first batch is random, and it gives no estimate until 32 of its process's predictions were measured (8
+  // random, then four batches of 8); its proposal then expects far less than a 10x speed-up.
   o.min_expected_improvement = 10.0;
   const TuneSummary sum = run_tuning(o, device, db);
   EXPECT_TRUE(sum.early_stopped);
   EXPECT_EQ(sum.stop_reason.rfind("expected improvement of the next batch", 0), 0u) << sum.stop_reason;
-  EXPECT_EQ(search_rows(db).size(), 8u) << "only bo's first (random) batch is measured";
+  EXPECT_EQ(search_rows(db).size(), 40u) << "no stop before 32 of bo's predictions are measured";
   // Without the threshold the same session runs to its budget.
   db::TuningDb full((dir_ / "full.db").string());
   EXPECT_EQ(run_tuning(options("bo", 24), device, full).stop_reason, "budget of 24 trials reached");

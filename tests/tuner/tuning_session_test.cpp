@@ -222,6 +222,27 @@ TEST_F(TuningSession, XgbStartsFromRecordsOfOtherShapesAndGpusUnlessToldNot) {
   EXPECT_EQ(again.transferred, 0);
 }
 
+// Records made on a replay device ("replay:NVIDIA H100 80GB HBM3") are a GPU's: the transfer stage finds its spec
+// by compute capability and SM count. It took the name for a sim spec's and skipped every one of them.
+TEST_F(TuningSession, RecordsOfAReplayedGpuAreTransferred) {
+  const std::string dir = std::string(TUNER_SOURCE_DIR) + "/data/replay/";
+  auto other = resolve_device("replay:" + dir + "gemm_f16_M4096_N4096_K512_wgmma_h100_2026-11-26.json");
+  auto target = resolve_device("replay:" + dir + "gemm_f16_M2048_N8192_K2048_wgmma_h100_2026-11-26.json");
+  db::TuningDb db(db_path("replay_transfer.db"));
+  auto first = options(12, 5);
+  first.workload = templates::parse_workload("gemm", "M=4096,N=4096,K=512", "f16");
+  first.template_name = "gemm_tc_wgmma";
+  first.prior = "none";
+  ASSERT_EQ(run_tuning(first, other, db).measured_now, 12);
+  auto warm = first;
+  warm.workload = templates::parse_workload("gemm", "M=2048,N=8192,K=2048", "f16");
+  warm.strategy = "xgb";
+  warm.trials = 2;
+  const auto sum = run_tuning(warm, target, db);
+  EXPECT_EQ(sum.transferred, 12);
+  EXPECT_EQ(sum.measured_now, 2);
+}
+
 TEST_F(TuningSession, RemeasuresTheTopKOnceAndKeepsBothMeasurements) {
   auto device = resolve_device("sim:h100-sxm");
   db::TuningDb db(db_path("remeasure.db"));
