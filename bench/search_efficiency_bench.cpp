@@ -57,6 +57,11 @@
 // seeds, batches of the first --replay-batches; point --replay-dir at recordings of workloads the search was
 // not developed on.
 //
+// --survey 1|2|3 prints facts of the sim spaces and exits: 1 their sizes and configs within 95% of the best, 2 also
+// each knob value's share of them, 3 where the second GPU's first good config comes when its configs are measured
+// in the order of another space's times (the same workload on the other GPU: what a perfect model of that GPU's
+// records would propose), and each GPU's best config.
+//
 // --stop-check PCTS runs only the stop check: every replay recording searched by --strategies (default
 // xgb-compiled,bo) as a session with --min-improvement PCT runs, batches of the first --replay-batches;
 // the trials when it stopped and the best found then, as a share of the recording's best.
@@ -738,7 +743,9 @@ int main(int argc, char** argv) {
   int history = 256;
   std::string out_path = "results/search_efficiency.json";
   std::string shape_list;
-  int survey_level = 0;  // 1: space sizes and good counts; 2: also each knob value's share among good configs
+  // 1: space sizes and good counts; 2: also each knob value's share among good configs; 3: how far the two GPUs
+  // agree (the second GPU's configs in the order of each other space's times, and each GPU's best config)
+  int survey_level = 0;
   std::string replay_dir = "data/replay";
   std::string compile_cache;  // --compile-cache: the prior's compile cache (default: a fresh temp folder)
   int replay_seeds = 20;
@@ -885,6 +892,44 @@ int main(int argc, char** argv) {
     for (const auto& s : shapes) oracles.push_back(enumerate("gemm", s, "f32", d));
   std::printf("Enumerated %zu spaces in %.1f s (analytic model, registers estimated)\n\n", oracles.size(),
               seconds_since(t_enum));
+  if (survey_level == 3) {
+    // How far the two sim GPUs agree on one workload: the A100's configs measured in the order of the same
+    // workload's H100 times (the best a perfect model of H100 records could do for the A100), and in the A100's
+    // own order of another workload (what same-GPU transfer can at best draw on).
+    const size_t half = oracles.size() / 2;
+    for (size_t b = half; b < oracles.size(); ++b) {
+      const Oracle& a = oracles[b];
+      auto first_good = [&](const std::vector<double>& key) {
+        std::vector<uint64_t> order(a.space.size());
+        for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](uint64_t x, uint64_t y) { return key[x] < key[y]; });
+        for (size_t k = 0; k < order.size(); ++k)
+          if (a.good_enough(a.time_ms[order[k]])) return static_cast<long long>(k + 1);
+        return static_cast<long long>(order.size());
+      };
+      std::printf("%-24s good %5lld:", a.workload.shape_string().c_str(), static_cast<long long>(a.within_95));
+      for (size_t src = 0; src < oracles.size(); ++src) {
+        if (src == b) continue;
+        const Oracle& h = oracles[src];
+        std::vector<double> key(a.space.size(), std::numeric_limits<double>::infinity());
+        for (uint64_t i = 0; i < a.space.size(); ++i)
+          if (const auto j = h.space.index_of(a.space.at(i))) key[i] = h.time_ms[*j] / h.best_ms;
+        std::printf(" %s/%s %lld", src < half ? "H" : "A", h.workload.shape_string().substr(0, 14).c_str(),
+                    first_good(key));
+      }
+      std::printf("\n");
+      const Oracle& h = oracles[b - half];  // the same workload on the first GPU
+      auto best_of = [](const Oracle& o) {
+        uint64_t bi = 0;
+        for (uint64_t i = 0; i < o.space.size(); ++i)
+          if (o.time_ms[i] < o.time_ms[bi]) bi = i;
+        return o.space.to_json(o.space.at(bi)).dump();
+      };
+      std::printf("    best on %s: %s\n    best on %s: %s\n", h.device.spec.c_str(), best_of(h).c_str(),
+                  a.device.spec.c_str(), best_of(a).c_str());
+    }
+    return 0;
+  }
   if (survey_level > 0) {
     for (const Oracle& o : oracles) {
       std::printf("%-20s %-24s space %6llu  within 95%%: %5lld (%.3f%%)\n", o.device.spec.c_str(),
