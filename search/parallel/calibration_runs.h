@@ -31,9 +31,9 @@ struct PublishedRun {
   /// leaves to the planner; empty for calibration runs (their `fix` is the whole configuration).
   std::string published_config;
   AttentionKernel attention = AttentionKernel::kFlash;
-  /// The fused attention kernel's efficiency where the run used another generation of kernel than the FlashAttention-2
-  /// class CostParams::attention_efficiency stands for (0: that default). From published kernel benchmarks, not fitted.
-  double attention_efficiency = 0;
+  /// The run's fused attention kernel against the FlashAttention-2 class kernel CostParams::attention_efficiency
+  /// stands for, as a factor on it (1: that class). From published kernel benchmarks, not fitted.
+  double attention_kernel_factor = 1;
   Engine engine = Engine::kGeneric;  ///< The engine that ran it, for its bytes per parameter (FSDP2: torchtitan's).
   double iteration_time_s = 0;  ///< Published (or derived from published throughput; see note).
   std::string note;             ///< How the figure was read; how sure we are of it.

@@ -48,9 +48,13 @@ struct LayerTable {
   std::vector<double> act;                ///< Activation bytes kept per micro-batch (recomputation applied).
   std::vector<double> full_act;           ///< ... without recomputation (what a recomputed layer holds).
   bool sequence_parallel = false;         ///< Some layer's residual stream splits by tokens.
-  // A head sharing the embedding's weights (TiedEmbedding): a stage holding both layers keeps one copy of them.
+  // A head sharing the embedding's weights (TiedEmbedding): a stage holding both layers keeps one copy of them,
+  // and gathers and reduce-scatters it once under ZeRO-2/3.
   int tied_embedding = -1, tied_head = -1;
   double tied_params = 0;                 ///< The shared weights per device (0: nothing tied).
+  double tied_zex = 0;                    ///< The head's ZeRO-2/3 time (zex) for them, per micro-batch.
+  /// Whether [i, j) holds both the embedding and the head that share weights.
+  bool holds_tied(int i, int j) const { return tied_params > 0 && i <= tied_embedding && tied_head < j; }
 
   /// Prefix sums and the range maxima of full_act and params; call after filling the per-layer vectors.
   void finish() {
@@ -67,12 +71,10 @@ struct LayerTable {
     max_full_.build(full_act);
     max_params_.build(params);
   }
-  double time(int i, int j) const { return pre_t_[j] - pre_t_[i]; }
+  /// Time of layers [i, j) per micro-batch, the tied weights' ZeRO collectives counted once.
+  double time(int i, int j) const { return pre_t_[j] - pre_t_[i] - (holds_tied(i, j) ? tied_zex : 0.0); }
   /// Parameters per device of layers [i, j), a tied embedding and head counted once when both are in it.
-  double params_of(int i, int j) const {
-    const bool both = tied_params > 0 && i <= tied_embedding && tied_head < j;
-    return pre_p_[j] - pre_p_[i] - (both ? tied_params : 0.0);
-  }
+  double params_of(int i, int j) const { return pre_p_[j] - pre_p_[i] - (holds_tied(i, j) ? tied_params : 0.0); }
   double eparams_of(int i, int j) const { return pre_e_[j] - pre_e_[i]; }
   double act_of(int i, int j) const { return pre_a_[j] - pre_a_[i]; }
   double bwd_of(int i, int j) const { return pre_b_[j] - pre_b_[i]; }

@@ -103,7 +103,7 @@ TiedEmbedding tied_embedding(const ModelGraph& g) {
   for (size_t l = 0; l < g.layers.size(); ++l)
     for (const auto& op : g.layers[l].ops)
       if (op.type == OpType::kEmbedding && (!embed || op.in_features > embed->in_features))
-        embed = &op, t.embedding = static_cast<int>(l);
+        embed = &op, t.embedding = static_cast<int>(l), t.embedding_op = op.name;
   if (!embed) return TiedEmbedding{};
   for (size_t l = static_cast<size_t>(t.embedding) + 1; l < g.layers.size(); ++l) {
     if (g.layers[l].kind != LayerKind::kHead) continue;
@@ -112,6 +112,7 @@ TiedEmbedding tied_embedding(const ModelGraph& g) {
           op.out_features == embed->in_features) {
         t.head = static_cast<int>(l);
         t.params = op_params(op);
+        t.head_op = op.name;
         return t;
       }
   }

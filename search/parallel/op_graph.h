@@ -132,6 +132,7 @@ struct TiedEmbedding {
   int embedding = -1;   ///< Layer index of the token embedding (-1: nothing tied).
   int head = -1;        ///< Layer index of the head whose linear reuses it.
   int64_t params = 0;   ///< The shared weights (vocab x hidden).
+  std::string embedding_op, head_op;  ///< The two ops sharing them.
   bool tied() const { return head >= 0; }
 };
 /// The model's tied embedding, if any: the largest embedding and the first head linear of its transposed shape.

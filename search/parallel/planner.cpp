@@ -490,9 +490,16 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     }
   }
   if (tied_.tied()) {
+    // The two ops' shares as their shardings store them: the smaller is what one copy saves.
+    auto op_params_local = [&](int layer, const std::string& name) {
+      for (const OpShardingPlan& op : out.lp[layer]->ops)
+        if (op.op == name) return op.params_per_device;
+      return 0.0;
+    };
     out.tied_embedding = tied_.embedding, out.tied_head = tied_.head;
-    // The head's copy as its sharding stores it (its norm's few weights aside), at most the embedding's.
-    out.tied_params = std::min(out.params[tied_.embedding], out.params[tied_.head]);
+    out.tied_params = std::min(op_params_local(tied_.embedding, tied_.embedding_op),
+                               op_params_local(tied_.head, tied_.head_op));
+    if (out.params[tied_.head] > 0) out.tied_zex = out.zex[tied_.head] * out.tied_params / out.params[tied_.head];
   }
   out.finish();
   return true;
@@ -854,6 +861,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
       tb.recompute_s += m * t.rec[l], tb.zero_comm_s += m * t.zex[l];
       tb.reshard_s += m * t.reshard[l];
     }
+    tb.zero_comm_s -= m * (t.holds_tied(i, j) ? t.tied_zex : 0.0);  // as t.time(i, j) counts it
     tb.reshard_s += m * boundary;
     tb.pp_p2p_s = m * p2p;
     for (int l = i; l < j; ++l) {

@@ -128,6 +128,15 @@ TEST(Planner, ATiedHeadIsStoredOnceOnAStageWithTheEmbeddingAndCopiedAcrossAPipel
   EXPECT_EQ(model_params(untied), model_params(g) + tie.params);
   o.pins = parse_pins("tp=1,pp=1,mbs=1,zero=0");
   EXPECT_DOUBLE_EQ(Planner(untied, c, o).plan().stages[0].params_per_device, static_cast<double>(model_params(untied)));
+  // Under ZeRO-3 with tensor parallelism the one copy is also gathered and reduce-scattered once: the tied plan's
+  // ZeRO time is the untied one's less the head's share (it was the same).
+  o.pins = parse_pins("tp=2,pp=1,mbs=1,zero=3");
+  const Plan tz = Planner(g, c, o).plan(), uz = Planner(untied, c, o).plan();
+  ASSERT_EQ(tz.stages.size(), 1u);
+  EXPECT_LT(tz.stages[0].params_per_device, uz.stages[0].params_per_device);
+  EXPECT_DOUBLE_EQ(uz.stages[0].params_per_device - tz.stages[0].params_per_device, tie.params / 2.0);
+  EXPECT_LT(tz.stages[0].time.zero_comm_s, 0.95 * uz.stages[0].time.zero_comm_s);
+  EXPECT_NEAR(tz.stages[0].time.total(), tz.iteration_time_s, 1e-9 * tz.iteration_time_s);
 }
 
 TEST(Planner, ThousandLayersPlanLikeTenLayersScaled) {
