@@ -1,5 +1,7 @@
 #include "search/parallel/model_spec.h"
 
+#include "search/parallel/graph_architecture.h"
+
 #include "search/parallel/spec_json.h"
 
 #include <charconv>
@@ -422,24 +424,29 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   }
   validate(g);
   // What the engines must be told, from the graph's own ops: its MoE experts (the exports' --num-experts and the
-  // engines' MoE rules read them) and its vocabulary (the embedding's rows).
-  // The vocabulary is the largest embedding's rows (a learned position embedding is another, smaller one).
-  const Operator* token_embedding = nullptr;
-  for (const auto& l : g.layers) {
+  // engines' MoE rules read them) and its vocabulary: the token embedding's rows (token_embedding: the one the LM
+  // head maps back to, else the one of the given "vocab" rows, else the largest).
+  for (const auto& l : g.layers)
     for (const auto& op : l.ops) {
       if (op.type == OpType::kAttention && g.heads == 0) g.heads = op.heads;
       if (op.type == OpType::kMoeFfn && g.experts == 0) g.experts = op.experts, g.top_k = op.top_k;
-      if (op.type == OpType::kEmbedding && (!token_embedding || op.in_features > token_embedding->in_features))
-        token_embedding = &op;
     }
+  const Operator* token_embedding = parallel::token_embedding(g, g.vocab).op;
+  if (doc.contains("vocab") && g.vocab > 0 && (!token_embedding || token_embedding->in_features != g.vocab)) {
+    std::string rows;
+    for (const auto& l : g.layers)
+      for (const auto& op : l.ops)
+        if (op.type == OpType::kEmbedding)
+          rows += (rows.empty() ? "" : ", ") + std::to_string(op.in_features) + " ('" + op.name + "')";
+    f.fail("vocab", std::to_string(g.vocab) +
+                        (token_embedding ? " differs from the token embedding '" + token_embedding->name + "' of " +
+                                               std::to_string(token_embedding->in_features) +
+                                               " rows (the one the head's linear maps back to)"
+                                         : " is the rows of no embedding") +
+                        "; allowed: " + (rows.empty() ? std::string("0 (the graph has no embedding)") : rows) +
+                        ", or leave \"vocab\" out");
   }
-  if (token_embedding) {
-    if (doc.contains("vocab") && g.vocab != token_embedding->in_features)
-      f.fail("vocab", std::to_string(g.vocab) + " differs from the embedding '" + token_embedding->name + "' of " +
-                          std::to_string(token_embedding->in_features) + " rows; allowed: " +
-                          std::to_string(token_embedding->in_features) + " (or leave \"vocab\" out)");
-    g.vocab = token_embedding->in_features;
-  }
+  if (token_embedding) g.vocab = token_embedding->in_features;
   // Separate head weights unless the graph says they are the embedding's (as GPT-2/3 and MPT tie them).
   g.untied_embeddings = !f.boolean(doc, "", "tied_embeddings", false);
   if (!g.untied_embeddings && !tied_embedding(g).tied())
@@ -452,6 +459,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   const Layer& first = g.layers.front();
   for (const auto& op : first.ops)
     if (op.name == first.output) g.hidden = op.out_features;
+  read_architecture(g);  // GQA, head width, MLP width and gating, experts, Q/K norm: what the exports name
   return g;
 }
 

@@ -96,27 +96,49 @@ int64_t layer_params(const Layer& l) {
   return p;
 }
 
+namespace {
+
+/// A head layer's linear of `embed`'s transposed shape (hidden -> rows): the output layer the embedding pairs with.
+std::pair<int, const Operator*> head_of(const ModelGraph& g, int embed_layer, const Operator& embed) {
+  for (size_t l = static_cast<size_t>(embed_layer) + 1; l < g.layers.size(); ++l) {
+    if (g.layers[l].kind != LayerKind::kHead) continue;
+    for (const auto& op : g.layers[l].ops)
+      if (op.type == OpType::kLinear && op.in_features == embed.out_features && op.out_features == embed.in_features)
+        return {static_cast<int>(l), &op};
+  }
+  return {-1, nullptr};
+}
+
+}  // namespace
+
+TokenEmbedding token_embedding(const ModelGraph& g, int64_t vocab) {
+  TokenEmbedding paired, by_rows, largest;
+  for (size_t l = 0; l < g.layers.size(); ++l)
+    for (const auto& op : g.layers[l].ops) {
+      if (op.type != OpType::kEmbedding) continue;
+      const TokenEmbedding here{static_cast<int>(l), &op};
+      if (!largest.op || op.in_features > largest.op->in_features) largest = here;
+      if (vocab > 0 && op.in_features == vocab && !by_rows.op) by_rows = here;
+      if (head_of(g, here.layer, op).second && (!paired.op || op.in_features > paired.op->in_features)) paired = here;
+    }
+  if (paired.op) return paired;
+  if (vocab > 0) return by_rows;
+  return largest;
+}
+
 TiedEmbedding tied_embedding(const ModelGraph& g) {
   TiedEmbedding t;
   if (g.untied_embeddings) return t;
-  const Operator* embed = nullptr;
-  for (size_t l = 0; l < g.layers.size(); ++l)
-    for (const auto& op : g.layers[l].ops)
-      if (op.type == OpType::kEmbedding && (!embed || op.in_features > embed->in_features))
-        embed = &op, t.embedding = static_cast<int>(l), t.embedding_op = op.name;
-  if (!embed) return TiedEmbedding{};
-  for (size_t l = static_cast<size_t>(t.embedding) + 1; l < g.layers.size(); ++l) {
-    if (g.layers[l].kind != LayerKind::kHead) continue;
-    for (const auto& op : g.layers[l].ops)
-      if (op.type == OpType::kLinear && op.in_features == embed->out_features &&
-          op.out_features == embed->in_features) {
-        t.head = static_cast<int>(l);
-        t.params = op_params(op);
-        t.head_op = op.name;
-        return t;
-      }
-  }
-  return TiedEmbedding{};
+  const TokenEmbedding e = token_embedding(g, g.vocab);
+  if (!e.op) return t;
+  const auto [head, op] = head_of(g, e.layer, *e.op);
+  if (!op) return t;
+  t.embedding = e.layer;
+  t.embedding_op = e.op->name;
+  t.head = head;
+  t.head_op = op->name;
+  t.params = op_params(*op);
+  return t;
 }
 
 int64_t model_params(const ModelGraph& g) {
@@ -297,6 +319,19 @@ void validate(ModelGraph& g) {
       }
     }
     prev_out = by_name[l.output]->out_features;
+    if (l.kind == LayerKind::kTransformer) {
+      // The activation formula sizes the layer by its hidden and heads: they must be its ops'.
+      const Operator* attn = nullptr;
+      for (const auto& op : l.ops)
+        if (op.type == OpType::kAttention && !attn) attn = &op;
+      if (!attn) throw SpecError(where + ": a transformer layer needs an attention op; allowed: \"kind\": \"generic\"");
+      if (l.heads != attn->heads)
+        throw SpecError(where + ": heads " + std::to_string(l.heads) + " differs from its attention op '" + attn->name +
+                        "' of " + std::to_string(attn->heads) + " heads; allowed: " + std::to_string(attn->heads));
+      if (l.hidden != prev_out)
+        throw SpecError(where + ": hidden " + std::to_string(l.hidden) + " differs from its output '" + l.output +
+                        "' of " + std::to_string(prev_out) + " features; allowed: " + std::to_string(prev_out));
+    }
   }
 }
 

@@ -108,6 +108,10 @@ struct ModelGraph {
   /// JSON graph is untied unless it says "tied_embeddings": true.
   bool untied_embeddings = false;
   double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
+  bool qk_norm = false;             ///< A norm on the queries and keys before attention (JSON graphs).
+  /// How a JSON graph's transformer layers differ from its first (empty: alike), which the engines' exports, building
+  /// every layer alike, cannot express (graph_architecture.h).
+  std::string layers_differ;
   /// The recipe's attention kernel (`--attention auto`): flash for Llama/MoE and JSON graphs, unfused for the GPT
   /// family, whose published runs (Megatron-LM 2020-22) predate flash attention.
   bool flash_attention = true;
@@ -135,7 +139,15 @@ struct TiedEmbedding {
   std::string embedding_op, head_op;  ///< The two ops sharing them.
   bool tied() const { return head >= 0; }
 };
-/// The model's tied embedding, if any: the largest embedding and the first head linear of its transposed shape.
+/// The token embedding: the (largest) embedding that a head layer's linear maps back to (its transposed shape: the
+/// LM head), else the one of `vocab` rows when vocab > 0 (none if no embedding has them), else the largest (a
+/// learned position embedding is another, and may be larger: nanoGPT's character model has 65 tokens, 256 positions).
+struct TokenEmbedding {
+  int layer = -1;
+  const Operator* op = nullptr;
+};
+TokenEmbedding token_embedding(const ModelGraph& g, int64_t vocab = 0);
+/// The model's tied embedding, if any: the token embedding and its head linear.
 TiedEmbedding tied_embedding(const ModelGraph& g);
 /// Distinct parameters: a tied head's weights are counted once.
 int64_t model_params(const ModelGraph& g);

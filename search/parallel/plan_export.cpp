@@ -16,6 +16,13 @@ void warn(std::vector<std::string>* w, const std::string& line) {
   if (w) w->push_back(line);
 }
 
+/// An engine builds every transformer layer alike: where a JSON graph's differ, say what it will build instead.
+void warn_layers_differ(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
+  if (!model.layers_differ.empty())
+    warn(w, "the graph's transformer layers differ (" + model.layers_differ + "); " + engine +
+                " builds every layer as the first, which the export describes");
+}
+
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -124,6 +131,7 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     if (model.rope) arg("--rotary-base", std::to_string(std::llround(model.rope_base)));
     arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
     if (!model.linear_bias) arg("--disable-bias-linear");
+    if (model.qk_norm) arg("--qk-layernorm");
     if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");
     arg("--attention-dropout", number(model.dropout));
     arg("--hidden-dropout", number(model.dropout));
@@ -140,6 +148,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
                             std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "Megatron-LM"));
+  warn_layers_differ(warnings, model, "Megatron-LM");
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -224,6 +233,7 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
                              std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "DeepSpeed"));
+  warn_layers_differ(warnings, model, "DeepSpeed");
   nlohmann::ordered_json j;
   // DeepSpeed's data-parallel size is world / (tp x pp): the product below is what it checks.
   j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
@@ -319,6 +329,7 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
                               std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "torchtitan"));
+  warn_layers_differ(warnings, model, "torchtitan");
   std::string schedule = "1F1B";
   if (c.schedule == Schedule::kGpipe) schedule = "GPipe";
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";

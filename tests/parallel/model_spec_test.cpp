@@ -66,6 +66,38 @@ TEST(ModelSpec, AJsonGraphTiesItsHeadOnlyWhenItSaysSo) {
       << e;
 }
 
+TEST(ModelSpec, TheTokenEmbeddingIsTheOneTheHeadMapsBackToNotTheLargest) {
+  // nanoGPT's character model: 65 tokens, 256 learned positions, the head tied to the token embedding. The larger
+  // position embedding had been taken for the vocabulary, so the tie was refused and "vocab": 65 too.
+  nlohmann::json doc = nlohmann::json::parse(R"({"seq": 256, "tied_embeddings": true, "layers": [
+      {"name": "emb", "kind": "embedding", "output": "add", "ops": [
+        {"name": "wte", "type": "embedding", "in": 65, "out": 384},
+        {"name": "wpe", "type": "embedding", "in": 256, "out": 384},
+        {"name": "add", "type": "elementwise", "in": 384, "out": 384, "inputs": ["wte", "wpe"]}]},
+      {"name": "mlp", "output": "fc", "ops": [{"name": "fc", "type": "linear", "in": 384, "out": 384, "inputs": ["input"]}]},
+      {"name": "head", "kind": "head", "output": "lm", "ops": [{"name": "lm", "type": "linear", "in": 384, "out": 65, "inputs": ["input"]}]}]})");
+  const ModelGraph g = model_from_json(doc, "char.json");
+  EXPECT_EQ(g.vocab, 65);
+  EXPECT_EQ(tied_embedding(g).embedding_op, "wte");
+  EXPECT_EQ(model_params(g), 65 * 384 + 256 * 384 + 384 * 384);
+  doc["vocab"] = 65;
+  EXPECT_EQ(model_from_json(doc, "char.json").vocab, 65);
+  doc["vocab"] = 256;
+  const std::string e = error_of([&] { model_from_json(doc, "char.json"); });
+  EXPECT_NE(e.find("vocab: 256 differs from the token embedding 'wte' of 65 rows"), std::string::npos) << e;
+  // Without a head, "vocab" names the token embedding among several; without it, the largest is taken.
+  doc.erase("tied_embeddings");
+  doc["layers"].erase(2);
+  doc["vocab"] = 65;
+  EXPECT_EQ(model_from_json(doc, "char.json").vocab, 65);
+  doc.erase("vocab");
+  EXPECT_EQ(model_from_json(doc, "char.json").vocab, 256);
+  doc["vocab"] = 100;
+  EXPECT_NE(error_of([&] { model_from_json(doc, "char.json"); }).find("vocab: 100 is the rows of no embedding; allowed: "
+                                                                      "65 ('wte'), 256 ('wpe')"),
+            std::string::npos);
+}
+
 TEST(ModelSpec, FamilyForms) {
   const ModelGraph g = parse_model_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=1000");
   EXPECT_EQ(g.layers.size(), 6u);  // embedding, 4 blocks, head
@@ -105,6 +137,31 @@ nlohmann::json tiny_graph() {
       {"name": "act", "type": "elementwise", "in": 1024, "out": 1024, "inputs": ["fc1"]},
       {"name": "fc2", "type": "linear", "in": 1024, "out": 256, "inputs": ["act"]},
       {"name": "add", "type": "elementwise", "in": 256, "out": 256, "inputs": ["input", "fc2"]}]}]})");
+}
+
+// A transformer layer's "hidden" and "heads" size its activations: they must be its ops' (a layer saying 512 over
+// ops of 256 planned 43% more activation memory, exit 0), and it needs an attention op.
+TEST(ModelSpec, ATransformerLayersHiddenAndHeadsAreItsOps) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"seq": 128, "layers": [{"name": "block", "kind": "transformer",
+      "hidden": 256, "heads": 4, "repeat": 2, "output": "add", "ops": [
+      {"name": "qkv", "type": "linear", "in": 256, "out": 768, "inputs": ["input"]},
+      {"name": "attn", "type": "attention", "in": 768, "out": 256, "heads": 4, "inputs": ["qkv"]},
+      {"name": "add", "type": "elementwise", "in": 256, "out": 256, "inputs": ["input", "attn"]}]}]})");
+  EXPECT_EQ(model_from_json(doc, "t.json").transformer_layers, 2);
+  doc["layers"][0]["hidden"] = 512;
+  EXPECT_NE(error_of([&] { model_from_json(doc, "t.json"); }).find("hidden 512 differs from its output 'add' of 256 "
+                                                                   "features; allowed: 256"),
+            std::string::npos);
+  doc["layers"][0]["hidden"] = 256;
+  doc["layers"][0]["heads"] = 8;
+  EXPECT_NE(error_of([&] { model_from_json(doc, "t.json"); }).find("heads 8 differs from its attention op 'attn' of 4 "
+                                                                   "heads; allowed: 4"),
+            std::string::npos);
+  doc["layers"][0]["heads"] = 4;
+  doc["layers"][0]["ops"][1]["type"] = "elementwise";  // 768 -> 256 without attention
+  doc["layers"][0]["ops"][1].erase("heads");
+  const std::string e = error_of([&] { model_from_json(doc, "t.json"); });
+  EXPECT_NE(e.find("a transformer layer needs an attention op"), std::string::npos) << e;
 }
 
 TEST(ModelSpec, JsonGraph) {

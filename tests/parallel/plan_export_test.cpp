@@ -275,6 +275,74 @@ TEST(PlanExport, MegatronGivesAGraphWithoutAnEmbeddingASmallVocabulary) {
   for (const auto& x : warnings) EXPECT_EQ(x.find("always has an embedding"), std::string::npos) << x;
 }
 
+/// A JSON transformer block: GQA (kv heads), SwiGLU of `ffn`, optionally a norm on Q/K and `experts` instead.
+nlohmann::json json_block(int64_t ffn, bool qk_norm, int experts = 0) {
+  const int64_t h = 1024;
+  nlohmann::json ops = nlohmann::json::array();
+  ops.push_back({{"name", "ln1"}, {"type", "layernorm"}, {"in", h}, {"out", h}, {"inputs", {"input"}}});
+  ops.push_back({{"name", "qkv"}, {"type", "linear"}, {"in", h}, {"out", 1536}, {"inputs", {"ln1"}}});
+  if (qk_norm) ops.push_back({{"name", "qkn"}, {"type", "layernorm"}, {"in", 1536}, {"out", 1536}, {"inputs", {"qkv"}}});
+  ops.push_back({{"name", "attn"}, {"type", "attention"}, {"in", 1536}, {"out", h}, {"heads", 16}, {"kv_heads", 4},
+                 {"inputs", {qk_norm ? "qkn" : "qkv"}}});
+  ops.push_back({{"name", "proj"}, {"type", "linear"}, {"in", h}, {"out", h}, {"inputs", {"attn"}}});
+  ops.push_back({{"name", "add1"}, {"type", "elementwise"}, {"in", h}, {"out", h}, {"inputs", {"input", "proj"}}});
+  ops.push_back({{"name", "ln2"}, {"type", "layernorm"}, {"in", h}, {"out", h}, {"inputs", {"add1"}}});
+  std::string mlp = "fc2";
+  if (experts > 0) {
+    ops.push_back({{"name", "moe"}, {"type", "moe_ffn"}, {"in", h}, {"out", h}, {"experts", experts}, {"top_k", 2},
+                   {"ffn", ffn}, {"gated", true}, {"inputs", {"ln2"}}});
+    mlp = "moe";
+  } else {
+    ops.push_back({{"name", "fc1"}, {"type", "linear"}, {"in", h}, {"out", 2 * ffn}, {"inputs", {"ln2"}}});
+    ops.push_back({{"name", "act"}, {"type", "elementwise"}, {"in", 2 * ffn}, {"out", ffn}, {"inputs", {"fc1"}}});
+    ops.push_back({{"name", "fc2"}, {"type", "linear"}, {"in", ffn}, {"out", h}, {"inputs", {"act"}}});
+  }
+  ops.push_back({{"name", "add2"}, {"type", "elementwise"}, {"in", h}, {"out", h}, {"inputs", {"add1", mlp}}});
+  return {{"name", "block"}, {"kind", "transformer"}, {"hidden", h}, {"heads", 16}, {"repeat", 2}, {"output", "add2"},
+          {"ops", ops}};
+}
+
+// A JSON graph's export names the architecture its ops have (it named only layers, hidden and heads: Megatron would
+// have built full attention, a 4h GeLU MLP and no Q/K norm), and warns where its transformer layers differ.
+TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
+  auto graph = [](std::vector<nlohmann::json> blocks) {
+    nlohmann::json layers = nlohmann::json::array();
+    layers.push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "e"},
+                      {"ops", {{{"name", "e"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}}}}});
+    for (auto& b : blocks) layers.push_back(b);
+    layers.push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
+                      {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000}, {"inputs", {"input"}}}}}});
+    return model_from_json({{"seq", 1024}, {"layers", layers}}, "g.json");
+  };
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=2,pp=1");
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  const ModelGraph m = graph({json_block(2816, true)});
+  EXPECT_TRUE(m.layers_differ.empty()) << m.layers_differ;
+  std::vector<std::string> warnings;
+  const auto args = parse_args(export_megatron(Planner(m, cluster, o).plan(), m, 64, &warnings));
+  EXPECT_EQ(args.at("--num-query-groups"), "4");
+  EXPECT_EQ(args.at("--ffn-hidden-size"), "2816");
+  EXPECT_TRUE(args.count("--swiglu"));
+  EXPECT_TRUE(args.count("--qk-layernorm"));
+  EXPECT_TRUE(args.count("--untie-embeddings-and-output-weights"));
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  // Dense and MoE layers of other widths: every engine says it builds each layer as the first.
+  const ModelGraph mixed = graph({json_block(2816, false), json_block(1408, false, 8)});
+  EXPECT_EQ(mixed.layers_differ, "dense and MoE MLPs (experts 0 and 8); MLP widths 1408 and 2816");
+  EXPECT_EQ(mixed.experts, 8) << "the MoE rules still see the experts";
+  const Plan plan = Planner(mixed, cluster, o).plan();
+  for (const auto& exporter : {export_megatron, export_deepspeed, export_torchtitan}) {
+    warnings.clear();
+    exporter(plan, mixed, 64, &warnings);
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("transformer layers differ (dense and MoE MLPs") != std::string::npos &&
+             w.find("builds every layer as the first") != std::string::npos;
+    }));
+  }
+}
+
 // ---- Each export against the arguments/keys its engine accepts, written down from the engine's source. ----
 
 /// Megatron-LM arguments (megatron/training/arguments.py, core_r0.12 era) the export may emit, each with whether

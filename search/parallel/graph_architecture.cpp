@@ -1,0 +1,96 @@
+#include "search/parallel/graph_architecture.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tuner::parallel {
+
+namespace {
+
+/// One transformer layer's architecture, as read from its ops.
+struct Shape {
+  int heads = 0, kv_heads = 0;
+  int64_t head_width = 0;
+  int64_t ffn = 0;
+  bool gated = false;
+  int experts = 0, top_k = 0;
+  bool qk_norm = false;
+};
+
+const Operator* find_op(const Layer& l, const std::string& name) {
+  for (const auto& op : l.ops)
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+Shape shape_of(const Layer& l) {
+  Shape s;
+  for (const auto& op : l.ops) {
+    if (op.type == OpType::kAttention) {
+      s.heads = op.heads;
+      s.kv_heads = op.kv_heads > 0 ? op.kv_heads : op.heads;
+      s.head_width = op.heads > 0 ? op.out_features / op.heads : 0;
+      // A norm between the QKV projection and the attention core normalises the queries and keys.
+      for (const auto& in : op.inputs)
+        if (const Operator* p = find_op(l, in); p && p->type == OpType::kLayerNorm) s.qk_norm = true;
+    } else if (op.type == OpType::kMoeFfn) {
+      s.ffn = op.ffn, s.gated = op.gated, s.experts = op.experts, s.top_k = op.top_k;
+    } else if (op.type == OpType::kLinear && op.out_features == l.hidden && op.inputs.size() == 1 && s.experts == 0) {
+      // The MLP's down projection: back to the hidden width from an activation (one input: not a residual add).
+      const Operator* act = find_op(l, op.inputs.front());
+      if (act && act->type == OpType::kElementwise && act->inputs.size() == 1 && op.in_features != l.hidden)
+        s.ffn = op.in_features, s.gated = act->in_features == 2 * act->out_features;
+    }
+  }
+  return s;
+}
+
+/// "2048 and 4096" / "2048, 4096 and 6144" / "2048 ... 6144 (60 values)".
+std::string values(std::set<int64_t> v) {
+  std::vector<int64_t> list(v.begin(), v.end());
+  if (list.size() > 4)
+    return std::to_string(list.front()) + " ... " + std::to_string(list.back()) + " (" + std::to_string(list.size()) +
+           " values)";
+  std::string out;
+  for (size_t i = 0; i < list.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == list.size() ? " and " : ", ") + std::to_string(list[i]);
+  return out;
+}
+
+}  // namespace
+
+void read_architecture(ModelGraph& g) {
+  std::vector<Shape> shapes;
+  for (const auto& l : g.layers)
+    if (l.kind == LayerKind::kTransformer) shapes.push_back(shape_of(l));
+  if (shapes.empty()) return;
+  const Shape& first = shapes.front();
+  g.heads = first.heads > 0 ? first.heads : g.heads;
+  g.kv_heads = first.kv_heads < first.heads ? first.kv_heads : 0;
+  g.head_dim = first.heads > 0 && first.head_width * first.heads != g.hidden ? first.head_width : 0;
+  g.ffn = first.ffn;
+  g.swiglu = first.gated;
+  g.qk_norm = first.qk_norm;  // (experts and top-k: the graph's first MoE op's, set by the reader)
+  std::set<int64_t> heads, kv, width, ffn, experts, top_k, gated, qk;
+  for (const Shape& s : shapes) {
+    heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width), ffn.insert(s.ffn);
+    experts.insert(s.experts), top_k.insert(s.top_k), gated.insert(s.gated), qk.insert(s.qk_norm);
+  }
+  std::vector<std::string> differ;
+  if (heads.size() > 1) differ.push_back("attention heads " + values(heads));
+  if (kv.size() > 1) differ.push_back("key/value heads " + values(kv));
+  if (width.size() > 1) differ.push_back("head widths " + values(width));
+  if (experts.size() > 1)
+    differ.push_back(experts.count(0) ? "dense and MoE MLPs (experts " + values(experts) + ")"
+                                      : "experts " + values(experts));
+  if (top_k.size() > 1 && experts.size() == 1) differ.push_back("top-k " + values(top_k));
+  if (ffn.size() > 1) differ.push_back("MLP widths " + values(ffn));
+  if (gated.size() > 1) differ.push_back("gated and plain MLPs");
+  if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
+  g.layers_differ.clear();
+  for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];
+}
+
+}  // namespace tuner::parallel
