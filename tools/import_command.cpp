@@ -345,7 +345,7 @@ int64_t write_scratch(const std::string& path, const std::string& file, std::vec
         ++repeated;
     }
     scratch.add_trials(session, trials);
-    scratch.end_session(session, "finished");
+    scratch.end_session(session, "finished", "imported from " + file);
   }
   return repeated;
 }

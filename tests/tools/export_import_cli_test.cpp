@@ -137,6 +137,7 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(sessions[0]["strategy"], "import");
   EXPECT_EQ(sessions[0]["status"], "finished");
   EXPECT_EQ(sessions[0]["trials"], 11);
+  EXPECT_EQ(sessions[0]["reason"], "imported from " + file("a.jsonl"));
 
   // Twice: nothing added, the database unchanged.
   const std::string before = query_json(b_db(), "--history").dump();
