@@ -888,6 +888,14 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     stage_opt[s] = costs_->memory_bound(local * (12 * 2 + 2 + 2)).seconds;
     plan.stages.push_back(std::move(sp));
   }
+  // A tied embedding over a pipeline: the first and the last stage each hold a copy, and after the backward the two
+  // copies' gradients are all-reduced between them (Megatron-LM's embedding group, DeepSpeed's tied modules), exposed.
+  if (tied_.tied() && p > 1) {
+    const double s = all_reduce_s(cluster_, CommGroup{2, e.stage_cross_node ? 1 : 2},
+                                  tables[0]->tied_params * e.bytes.gradient_reduce);
+    stage_dp[0] += s;
+    stage_dp[p - 1] += s;
+  }
   finish_totals(e, plan, stage_dp, stage_opt);
   return plan;
 }

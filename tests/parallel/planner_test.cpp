@@ -126,6 +126,12 @@ TEST(Planner, ATiedHeadIsStoredOnceOnAStageWithTheEmbeddingAndCopiedAcrossAPipel
   ModelGraph untied = g;
   untied.untied_embeddings = true;
   EXPECT_EQ(model_params(untied), model_params(g) + tie.params);
+  // Over a pipeline the two copies' gradients are all-reduced between the first and the last stage after the
+  // backward (it cost nothing: the tied and the untied model planned to the same time).
+  const Plan two_untied = Planner(untied, c, o).plan();
+  ASSERT_EQ(two_untied.stages.size(), 2u);
+  EXPECT_GT(two.stages[0].time.dp_comm_s, two_untied.stages[0].time.dp_comm_s);
+  EXPECT_GT(two.stages[1].time.dp_comm_s, two_untied.stages[1].time.dp_comm_s);
   o.pins = parse_pins("tp=1,pp=1,mbs=1,zero=0");
   EXPECT_DOUBLE_EQ(Planner(untied, c, o).plan().stages[0].params_per_device, static_cast<double>(model_params(untied)));
   // Under ZeRO-3 with tensor parallelism the one copy is also gathered and reduce-scattered once: the tied plan's
