@@ -30,7 +30,10 @@ std::vector<search::Config> propose(Session& s) {
   while (claimed.empty()) {
     const int64_t left = s.db.budget_left(s.sum.session_id, s.opt.trials + s.outside_fix);
     if (left <= 0) {
-      s.sum.stop_reason = "budget of " + std::to_string(s.opt.trials) + " trials reached";
+      // A budget of the whole space (--trials all) ends with the space, and says so.
+      s.sum.stop_reason = s.opt.trials >= static_cast<int64_t>(s.space.size())
+                              ? "space exhausted"
+                              : "budget of " + std::to_string(s.opt.trials) + " trials reached";
       break;
     }
     std::vector<search::Config> proposed =
