@@ -85,9 +85,10 @@ PublishedRun narayanan(const std::string& size, int layers, int hidden, int head
 /// torch 2.0 update), a Triton kernel of the first FlashAttention's algorithm, not a FlashAttention-2 class kernel.
 /// Dao (2023, arXiv 2307.08691) puts FlashAttention at 25-40% of an A100's peak and FlashAttention-2 at 50-73%;
 /// CostParams' 0.55 sits 22% into the second band, and the same place in the first is 0.28 (a factor 0.51 on it).
-/// Gradients: the rows' "MP Mode" is Composer's DEFAULT, bf16 parameters reduced in fp32 (as torchtitan's default). (The table's own
-/// sequence sweeps, 512-32768 tokens at one model size, give 0.26-0.29 of peak for attention: seen after the
-/// choice, and not used to make it.)
+/// (The table's own sequence sweeps, 512-32768 tokens at one model size, give 0.26-0.29 of peak for attention:
+/// seen after the choice, and not used to make it.)
+///
+/// Gradients: the rows' "MP Mode" is Composer's DEFAULT, bf16 parameters reduced in fp32 (as torchtitan's default).
 PublishedRun mpt(const std::string& size, int layers, int hidden, int heads, int seq, int mbs, int accumulation,
                  bool ckpt, double tokens_per_s_per_gpu, double mfu) {
   PublishedRun r;

@@ -25,6 +25,45 @@ const Operator* find_op(const Layer& l, const std::string& name) {
   return nullptr;
 }
 
+/// Walks back from `name` through same-width, single-input elementwise ops (dropout, RoPE, scaling): the op they
+/// start from.
+const Operator* through_elementwise(const Layer& l, const std::string& name) {
+  const Operator* op = find_op(l, name);
+  while (op && op->type == OpType::kElementwise && op->inputs.size() == 1 && op->in_features == op->out_features &&
+         op->inputs.front() != "input")
+    op = find_op(l, op->inputs.front());
+  return op;
+}
+
+/// The MLP whose down projection is `down` (a linear back to the hidden width): its width and whether it is gated,
+/// or false when `down` is not one (it reads attention, or no activation).
+bool mlp_of(const Layer& l, const Operator& down, int64_t* ffn, bool* gated) {
+  if (down.inputs.size() != 1 || down.inputs.front() == "input" || down.in_features == l.hidden) return false;
+  const Operator* op = find_op(l, down.inputs.front());
+  bool activation = false;
+  *gated = false;
+  while (op && op->type == OpType::kElementwise && op->inputs.front() != "input") {
+    activation = true;
+    if (op->inputs.size() == 2) {  // gate x up (split SwiGLU): both the MLP's width
+      const Operator* x = find_op(l, op->inputs[0]);
+      const Operator* y = find_op(l, op->inputs[1]);
+      *gated = x && y && x->out_features == down.in_features && y->out_features == down.in_features;
+      break;
+    }
+    if (op->inputs.size() != 1) break;
+    if (op->in_features == 2 * op->out_features) *gated = true;  // fused SwiGLU halves its input
+    op = find_op(l, op->inputs.front());
+  }
+  // The path must not come from attention (attn -> dropout -> proj is no MLP).
+  for (const Operator* p = find_op(l, down.inputs.front()); p; p = p->inputs.empty() ? nullptr : find_op(l, p->inputs[0])) {
+    if (p->type == OpType::kAttention) return false;
+    if (p->type != OpType::kElementwise) break;
+  }
+  if (!activation) return false;
+  *ffn = down.in_features;
+  return true;
+}
+
 Shape shape_of(const Layer& l) {
   Shape s;
   for (const auto& op : l.ops) {
@@ -32,16 +71,16 @@ Shape shape_of(const Layer& l) {
       s.heads = op.heads;
       s.kv_heads = op.kv_heads > 0 ? op.kv_heads : op.heads;
       s.head_width = op.heads > 0 ? op.out_features / op.heads : 0;
-      // A norm between the QKV projection and the attention core normalises the queries and keys.
+      // A norm between the QKV projection and the attention core (perhaps through RoPE) normalises the queries and
+      // keys.
       for (const auto& in : op.inputs)
-        if (const Operator* p = find_op(l, in); p && p->type == OpType::kLayerNorm) s.qk_norm = true;
+        if (const Operator* p = through_elementwise(l, in); p && p->type == OpType::kLayerNorm) s.qk_norm = true;
     } else if (op.type == OpType::kMoeFfn) {
       s.ffn = op.ffn, s.gated = op.gated, s.experts = op.experts, s.top_k = op.top_k;
-    } else if (op.type == OpType::kLinear && op.out_features == l.hidden && op.inputs.size() == 1 && s.experts == 0) {
-      // The MLP's down projection: back to the hidden width from an activation (one input: not a residual add).
-      const Operator* act = find_op(l, op.inputs.front());
-      if (act && act->type == OpType::kElementwise && act->inputs.size() == 1 && op.in_features != l.hidden)
-        s.ffn = op.in_features, s.gated = act->in_features == 2 * act->out_features;
+    } else if (op.type == OpType::kLinear && op.out_features == l.hidden && s.experts == 0 && s.ffn == 0) {
+      int64_t ffn = 0;
+      bool gated = false;
+      if (mlp_of(l, op, &ffn, &gated)) s.ffn = ffn, s.gated = gated;
     }
   }
   return s;
@@ -91,6 +130,7 @@ void read_architecture(ModelGraph& g) {
   if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
   g.layers_differ.clear();
   for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];
+  g.mlp_unread = first.ffn == 0 && first.experts == 0;
 }
 
 }  // namespace tuner::parallel

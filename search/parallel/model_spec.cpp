@@ -432,29 +432,33 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
       if (op.type == OpType::kMoeFfn && g.experts == 0) g.experts = op.experts, g.top_k = op.top_k;
     }
   const Operator* token_embedding = parallel::token_embedding(g, g.vocab).op;
+  // Every embedding's rows and shape, for the messages below.
+  std::string rows, shapes;
+  for (const auto& l : g.layers)
+    for (const auto& op : l.ops)
+      if (op.type == OpType::kEmbedding) {
+        rows += (rows.empty() ? "" : ", ") + std::to_string(op.in_features) + " ('" + op.name + "')";
+        shapes += (shapes.empty() ? "" : ", ") + std::to_string(op.out_features) + " -> " +
+                  std::to_string(op.in_features) + " for '" + op.name + "'";
+      }
   if (doc.contains("vocab") && g.vocab > 0 && (!token_embedding || token_embedding->in_features != g.vocab)) {
-    std::string rows;
-    for (const auto& l : g.layers)
-      for (const auto& op : l.ops)
-        if (op.type == OpType::kEmbedding)
-          rows += (rows.empty() ? "" : ", ") + std::to_string(op.in_features) + " ('" + op.name + "')";
-    f.fail("vocab", std::to_string(g.vocab) +
-                        (token_embedding ? " differs from the token embedding '" + token_embedding->name + "' of " +
-                                               std::to_string(token_embedding->in_features) +
-                                               " rows (the one the head's linear maps back to)"
-                                         : " is the rows of no embedding") +
-                        "; allowed: " + (rows.empty() ? std::string("0 (the graph has no embedding)") : rows) +
+    // A head pairs with the token embedding: only its rows are the vocabulary.
+    if (token_embedding)
+      f.fail("vocab", std::to_string(g.vocab) + " differs from the token embedding '" + token_embedding->name +
+                          "' of " + std::to_string(token_embedding->in_features) +
+                          " rows (the one the head's linear maps back to); allowed: " +
+                          std::to_string(token_embedding->in_features) + ", or leave \"vocab\" out");
+    f.fail("vocab", std::to_string(g.vocab) + " is the rows of no embedding; allowed: " +
+                        (rows.empty() ? std::string("0 (the graph has no embedding)") : rows) +
                         ", or leave \"vocab\" out");
   }
   if (token_embedding) g.vocab = token_embedding->in_features;
   // Separate head weights unless the graph says they are the embedding's (as GPT-2/3 and MPT tie them).
   g.untied_embeddings = !f.boolean(doc, "", "tied_embeddings", false);
   if (!g.untied_embeddings && !tied_embedding(g).tied())
-    f.fail("tied_embeddings", "true, but no \"head\" layer has a linear of the embedding's transposed shape (" +
-                                  (token_embedding ? std::to_string(token_embedding->out_features) + " -> " +
-                                                         std::to_string(token_embedding->in_features)
-                                                   : std::string("the graph has no embedding")) +
-                                  "); allowed: false, or a head linear of that shape");
+    f.fail("tied_embeddings", "true, but no \"head\" layer has a linear of an embedding's transposed shape (" +
+                                  (shapes.empty() ? std::string("the graph has no embedding") : shapes) +
+                                  "); allowed: false, or a head linear of the token embedding's");
   // Width passed between layers: the first layer's output.
   const Layer& first = g.layers.front();
   for (const auto& op : first.ops)

@@ -112,6 +112,8 @@ struct ModelGraph {
   /// How a JSON graph's transformer layers differ from its first (empty: alike), which the engines' exports, building
   /// every layer alike, cannot express (graph_architecture.h).
   std::string layers_differ;
+  /// A JSON graph whose first transformer layer's MLP width could not be read from its ops (the exports warn).
+  bool mlp_unread = false;
   /// The recipe's attention kernel (`--attention auto`): flash for Llama/MoE and JSON graphs, unfused for the GPT
   /// family, whose published runs (Megatron-LM 2020-22) predate flash attention.
   bool flash_attention = true;

@@ -16,11 +16,15 @@ void warn(std::vector<std::string>* w, const std::string& line) {
   if (w) w->push_back(line);
 }
 
-/// An engine builds every transformer layer alike: where a JSON graph's differ, say what it will build instead.
+/// An engine builds every transformer layer alike: where a JSON graph's differ, or its MLP could not be read, say
+/// what it will build instead.
 void warn_layers_differ(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
   if (!model.layers_differ.empty())
     warn(w, "the graph's transformer layers differ (" + model.layers_differ + "); " + engine +
                 " builds every layer as the first, which the export describes");
+  if (model.mlp_unread)
+    warn(w, "the MLP width of the graph's transformer layers was not found in its ops (a linear back to the hidden "
+            "width from an activation); " + engine + "'s default (4 x hidden, not gated) applies");
 }
 
 std::string number(double v) {

@@ -891,7 +891,9 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   // A tied embedding over a pipeline: the first and the last stage each hold a copy, and after the backward the two
   // copies' gradients are all-reduced between them (Megatron-LM's embedding group, DeepSpeed's tied modules), exposed.
   if (tied_.tied() && p > 1) {
-    const double s = all_reduce_s(cluster_, CommGroup{2, e.stage_cross_node ? 1 : 2},
+    // The last stage starts (p - 1) stages of tp x cp x dp GPUs in: on another node once that reaches a node.
+    const int64_t last_start = static_cast<int64_t>(p - 1) * c.tp * c.cp * c.dp;
+    const double s = all_reduce_s(cluster_, CommGroup{2, last_start >= e.gpn ? 1 : 2},
                                   tables[0]->tied_params * e.bytes.gradient_reduce);
     stage_dp[0] += s;
     stage_dp[p - 1] += s;

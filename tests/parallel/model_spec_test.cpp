@@ -60,8 +60,8 @@ TEST(ModelSpec, AJsonGraphTiesItsHeadOnlyWhenItSaysSo) {
   doc["tied_embeddings"] = true;
   doc["layers"][2]["ops"][0]["out"] = 999;  // a head of another shape cannot share the embedding
   const std::string e = error_of([&] { model_from_json(doc, "t.json"); });
-  EXPECT_NE(e.find("tied_embeddings: true, but no \"head\" layer has a linear of the embedding's transposed shape "
-                   "(64 -> 1000)"),
+  EXPECT_NE(e.find("tied_embeddings: true, but no \"head\" layer has a linear of an embedding's transposed shape "
+                   "(64 -> 1000 for 'e')"),
             std::string::npos)
       << e;
 }
@@ -84,7 +84,10 @@ TEST(ModelSpec, TheTokenEmbeddingIsTheOneTheHeadMapsBackToNotTheLargest) {
   EXPECT_EQ(model_from_json(doc, "char.json").vocab, 65);
   doc["vocab"] = 256;
   const std::string e = error_of([&] { model_from_json(doc, "char.json"); });
-  EXPECT_NE(e.find("vocab: 256 differs from the token embedding 'wte' of 65 rows"), std::string::npos) << e;
+  EXPECT_NE(e.find("vocab: 256 differs from the token embedding 'wte' of 65 rows (the one the head's linear maps back "
+                   "to); allowed: 65, or leave"),
+            std::string::npos)
+      << e;
   // Without a head, "vocab" names the token embedding among several; without it, the largest is taken.
   doc.erase("tied_embeddings");
   doc["layers"].erase(2);

@@ -1,0 +1,91 @@
+// What the exports read from a JSON graph's transformer layers (graph_architecture.h): the MLP's width and gating
+// through the shapes real graphs take (fused SwiGLU, split gate x up, dropout after the activation), no MLP taken
+// from attention's output projection, a Q/K norm before RoPE, and an MLP it cannot read named rather than guessed.
+#include "search/parallel/graph_architecture.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "search/parallel/model_spec.h"
+
+namespace tuner::parallel {
+namespace {
+
+using Json = nlohmann::json;
+
+Json op(const std::string& name, const std::string& type, int64_t in, int64_t out, std::vector<std::string> inputs) {
+  return {{"name", name}, {"type", type}, {"in", in}, {"out", out}, {"inputs", inputs}};
+}
+
+/// A block of hidden 1024, 8 heads of width `head` (qkv 3 x 8 x head), its attention, projection and residual,
+/// then `mlp` ops ending in "down", and the residual add.
+ModelGraph block(int64_t head, std::vector<Json> attn_extra, std::vector<Json> mlp, const std::string& attn_input = "qkv",
+                 const std::string& proj_input = "attn") {
+  const int64_t h = 1024, qkv = 3 * 8 * head, width = 8 * head;
+  Json ops = Json::array();
+  ops.push_back(op("ln1", "layernorm", h, h, {"input"}));
+  ops.push_back(op("qkv", "linear", h, qkv, {"ln1"}));
+  for (auto& x : attn_extra) ops.push_back(x);
+  Json attn = op("attn", "attention", qkv, width, {attn_input});
+  attn["heads"] = 8;
+  ops.push_back(attn);
+  if (proj_input != "attn") ops.push_back(op(proj_input, "elementwise", width, width, {"attn"}));
+  ops.push_back(op("proj", "linear", width, h, {proj_input}));
+  ops.push_back(op("add1", "elementwise", h, h, {"input", "proj"}));
+  ops.push_back(op("ln2", "layernorm", h, h, {"add1"}));
+  for (auto& x : mlp) ops.push_back(x);
+  ops.push_back(op("add2", "elementwise", h, h, {"add1", "down"}));
+  Json layer = {{"name", "b"}, {"kind", "transformer"}, {"hidden", h}, {"heads", 8}, {"output", "add2"}, {"ops", ops}};
+  return model_from_json({{"seq", 512}, {"layers", {layer}}}, "g.json");
+}
+
+TEST(GraphArchitecture, ReadsTheMlpThroughTheShapesRealGraphsTake) {
+  // Fused SwiGLU: an activation halving its input.
+  ModelGraph g = block(128, {}, {op("up", "linear", 1024, 5632, {"ln2"}), op("act", "elementwise", 5632, 2816, {"up"}),
+                                 op("down", "linear", 2816, 1024, {"act"})});
+  EXPECT_EQ(g.ffn, 2816);
+  EXPECT_TRUE(g.swiglu);
+  EXPECT_FALSE(g.mlp_unread);
+  // ... with dropout after it.
+  g = block(128, {}, {op("up", "linear", 1024, 5632, {"ln2"}), op("act", "elementwise", 5632, 2816, {"up"}),
+                      op("drop", "elementwise", 2816, 2816, {"act"}), op("down", "linear", 2816, 1024, {"drop"})});
+  EXPECT_EQ(g.ffn, 2816);
+  EXPECT_TRUE(g.swiglu) << "the dropout is not the activation";
+  // Split SwiGLU: silu(gate) x up.
+  g = block(128, {}, {op("gate", "linear", 1024, 2816, {"ln2"}), op("up", "linear", 1024, 2816, {"ln2"}),
+                      op("silu", "elementwise", 2816, 2816, {"gate"}), op("mul", "elementwise", 2816, 2816, {"silu", "up"}),
+                      op("down", "linear", 2816, 1024, {"mul"})});
+  EXPECT_EQ(g.ffn, 2816);
+  EXPECT_TRUE(g.swiglu);
+  // A plain GeLU MLP.
+  g = block(128, {}, {op("up", "linear", 1024, 4096, {"ln2"}), op("gelu", "elementwise", 4096, 4096, {"up"}),
+                      op("down", "linear", 4096, 1024, {"gelu"})});
+  EXPECT_EQ(g.ffn, 4096);
+  EXPECT_FALSE(g.swiglu);
+}
+
+TEST(GraphArchitecture, AttentionsProjectionIsNoMlpAndAnUnreadMlpIsNamed) {
+  // 8 heads of 256 on hidden 1024: attn -> dropout -> proj (2048 -> 1024) looks like a down projection from an
+  // activation; it had been read as an MLP of 2048. Here the MLP is a linear chain it cannot read.
+  const ModelGraph g = block(256, {}, {op("up", "linear", 1024, 3000, {"ln2"}), op("down", "linear", 3000, 1024, {"up"})},
+                             "qkv", "attn_drop");
+  EXPECT_EQ(g.ffn, 0);
+  EXPECT_TRUE(g.mlp_unread);
+  EXPECT_EQ(g.head_dim, 256);
+}
+
+TEST(GraphArchitecture, AQkNormBeforeRopeIsFound) {
+  const int64_t qkv = 3 * 8 * 128;
+  ModelGraph g = block(128, {op("qkn", "layernorm", qkv, qkv, {"qkv"}), op("rope", "elementwise", qkv, qkv, {"qkn"})},
+                       {op("up", "linear", 1024, 4096, {"ln2"}), op("gelu", "elementwise", 4096, 4096, {"up"}),
+                        op("down", "linear", 4096, 1024, {"gelu"})},
+                       "rope");
+  EXPECT_TRUE(g.qk_norm);
+  g = block(128, {}, {op("up", "linear", 1024, 4096, {"ln2"}), op("gelu", "elementwise", 4096, 4096, {"up"}),
+                      op("down", "linear", 4096, 1024, {"gelu"})});
+  EXPECT_FALSE(g.qk_norm);
+}
+
+}  // namespace
+}  // namespace tuner::parallel
