@@ -1076,9 +1076,12 @@ Planner::Search Planner::search_space() const {
       std::string allowed;
       for (int v = 2; v <= 64; ++v)
         if (splits(v)) allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
-      throw SpecError("--fix v=" + std::to_string(*pin.virtual_stages) + ": the " + std::to_string(blocks) +
-                      " layers split into pp x v chunks for no pp >= 2" + (pin.pp ? " (pp is pinned)" : "") + " on the " +
-                      std::to_string(N) + " GPUs of " + cluster_.name + "; allowed: v = " +
+      const std::string v = std::to_string(*pin.virtual_stages);
+      throw SpecError("--fix v=" + v + ": the " + std::to_string(blocks) + " layers do not split into pp x v chunks " +
+                      (pin.pp ? "at the pinned pp=" + std::to_string(*pin.pp) + " (" + std::to_string(*pin.pp) + " x " +
+                                    v + " does not divide " + std::to_string(blocks) + ")"
+                              : "for any pp >= 2 on the " + std::to_string(N) + " GPUs of " + cluster_.name) +
+                      "; allowed: v = " +
                       (allowed.empty() ? std::string("none (1: no interleaving)") : allowed));
     }
   }

@@ -387,8 +387,12 @@ TEST_F(PlanCli, InfeasiblePinsSayWhyWithTheConfigurationAsTried) {
                  "tp=8 pp=1 dp=1 mbs=1 m=4096 gpipe", "no stage partition fits in 78 GB per GPU");
   // A v no pp can split the layers by names the v that can (it said "interleaved needs pp >= 2").
   EXPECT_REFUSED("--model gpt3-1.3b --cluster dgx-h100:1 --fix v=5",
-                 "--fix v=5: the 24 layers split into pp x v chunks for no pp >= 2 on the 8 GPUs of dgx-h100:1; "
-                 "allowed: v = 2, 3, 4, 6, 12");
+                 "--fix v=5: the 24 layers do not split into pp x v chunks for any pp >= 2 on the 8 GPUs of "
+                 "dgx-h100:1; allowed: v = 2, 3, 4, 6, 12");
+  // With pp pinned, the message is about that pp (it said "for no pp >= 2 (pp is pinned)").
+  EXPECT_REFUSED("--model gpt3-1.3b --cluster dgx-h100:1 --fix pp=4,v=4",
+                 "--fix v=4: the 24 layers do not split into pp x v chunks at the pinned pp=4 (4 x 4 does not divide "
+                 "24); allowed: v = 2, 3, 6");
 }
 
 TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
