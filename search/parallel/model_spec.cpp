@@ -453,6 +453,11 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
                         ", or leave \"vocab\" out");
   }
   if (token_embedding) g.vocab = token_embedding->in_features;
+  // Positions: an embedding besides the token embedding is a learned one (RoPE has no op to state it by).
+  g.position_embedding = false;
+  for (const auto& l : g.layers)
+    for (const auto& op : l.ops)
+      if (op.type == OpType::kEmbedding && &op != token_embedding) g.position_embedding = true;
   // Separate head weights unless the graph says they are the embedding's (as GPT-2/3 and MPT tie them).
   g.untied_embeddings = !f.boolean(doc, "", "tied_embeddings", false);
   if (!g.untied_embeddings && !tied_embedding(g).tied())

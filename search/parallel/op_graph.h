@@ -101,6 +101,9 @@ struct ModelGraph {
   int top_k = 0;                    ///< Experts each token is routed to.
   // Architecture details an engine must be told to build the same model (family forms and presets set them).
   bool rope = false;                ///< Rotary position embeddings (else learned absolute positions).
+  /// Without rope: a learned position embedding (the GPT presets; a JSON graph with an embedding besides its token
+  /// embedding). False: the graph states no position encoding.
+  bool position_embedding = true;
   double rope_base = 10000;         ///< Rotary base (theta).
   bool rmsnorm = false;             ///< RMSNorm (else LayerNorm).
   bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).

@@ -327,7 +327,24 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
   EXPECT_TRUE(args.count("--swiglu"));
   EXPECT_TRUE(args.count("--qk-layernorm"));
   EXPECT_TRUE(args.count("--untie-embeddings-and-output-weights"));
-  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  // No position embedding in the graph: "none", said (it exported learned_absolute whatever the graph held).
+  EXPECT_EQ(args.at("--position-embedding-type"), "none");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("no position embedding"), std::string::npos) << warnings[0];
+  {
+    nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
+    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "add"},
+                             {"ops", {{{"name", "wte"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}},
+                                      {{"name", "wpe"}, {"type", "embedding"}, {"in", 1024}, {"out", 1024}},
+                                      {{"name", "add"}, {"type", "elementwise"}, {"in", 1024}, {"out", 1024},
+                                       {"inputs", {"wte", "wpe"}}}}}});
+    doc["layers"].push_back(json_block(2816, true));
+    const ModelGraph p = model_from_json(doc, "pos.json");
+    warnings.clear();
+    EXPECT_EQ(parse_args(export_megatron(Planner(p, cluster, o).plan(), p, 64, &warnings)).at("--position-embedding-type"),
+              "learned_absolute");
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+  }
   // Dense and MoE layers of other widths: every engine says it builds each layer as the first.
   const ModelGraph mixed = graph({json_block(2816, false), json_block(1408, false, 8)});
   EXPECT_EQ(mixed.layers_differ, "dense and MoE MLPs (experts 0 and 8); MLP widths 1408 and 2816");
