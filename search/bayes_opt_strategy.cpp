@@ -44,8 +44,8 @@ void BayesOptStrategy::observe(const std::vector<Config>& configs, const std::ve
 
 double BayesOptStrategy::mean_log_speed(const Config& c) const {
   const auto x = coordinates(c);
-  double mean = 0, sd = 0;
-  gp_.predict(x.data(), &mean, &sd);
+  double mean = 0;
+  gp_.predict(x.data(), &mean, nullptr);
   return -mean;
 }
 

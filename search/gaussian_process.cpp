@@ -110,7 +110,7 @@ bool GaussianProcess::fit(const std::vector<double>& x, size_t d, const std::vec
 void GaussianProcess::predict(const double* x, double* mean, double* sd) const {
   if (n_ == 0) {
     *mean = y_mean_;
-    *sd = y_sd_;
+    if (sd) *sd = y_sd_;
     return;
   }
   std::vector<double> k(n_);
@@ -119,10 +119,11 @@ void GaussianProcess::predict(const double* x, double* mean, double* sd) const {
     k[i] = matern52(distance(x, &x_[i * d_], d_), length_scale_);
     mu += k[i] * alpha_[i];
   }
+  *mean = y_mean_ + y_sd_ * mu;
+  if (!sd) return;
   forward_solve(l_, n_, k);
   double var = 1.0;
   for (double v : k) var -= v * v;
-  *mean = y_mean_ + y_sd_ * mu;
   *sd = y_sd_ * std::sqrt(std::max(var, 1e-12));
 }
 

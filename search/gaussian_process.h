@@ -28,7 +28,8 @@ class GaussianProcess {
   /// scale of the grid and keeps the one of largest log marginal likelihood. False when n == 0 or no
   /// factorisation succeeded (the process then predicts the prior: mean 0, sd 1 in standard units).
   bool fit(const std::vector<double>& x, size_t d, const std::vector<double>& y, double noise = 1e-3);
-  /// Posterior mean and standard deviation at a point, in the targets' own units.
+  /// Posterior mean and standard deviation at a point, in the targets' own units; sd null: the mean alone
+  /// (O(n d), without the O(n^2) solve the deviation needs).
   void predict(const double* x, double* mean, double* sd) const;
   double length_scale() const { return length_scale_; }
   size_t rows() const { return n_; }

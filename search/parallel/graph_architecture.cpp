@@ -36,7 +36,8 @@ const Operator* through_elementwise(const Layer& l, const std::string& name) {
 }
 
 /// The MLP whose down projection is `down` (a linear back to the hidden width): its width and whether it is gated,
-/// or false when `down` is not one (it reads attention, or no activation).
+/// or false when `down` is not one (it reads attention, or no activation). One walk back through the elementwise
+/// ops it reads: a halving one is a fused SwiGLU, a two-input one of the MLP's width on both sides gate x up.
 bool mlp_of(const Layer& l, const Operator& down, int64_t* ffn, bool* gated) {
   if (down.inputs.size() != 1 || down.inputs.front() == "input" || down.in_features == l.hidden) return false;
   const Operator* op = find_op(l, down.inputs.front());
@@ -44,22 +45,19 @@ bool mlp_of(const Layer& l, const Operator& down, int64_t* ffn, bool* gated) {
   *gated = false;
   while (op && op->type == OpType::kElementwise && op->inputs.front() != "input") {
     activation = true;
-    if (op->inputs.size() == 2) {  // gate x up (split SwiGLU): both the MLP's width
+    if (op->inputs.size() == 2) {
       const Operator* x = find_op(l, op->inputs[0]);
       const Operator* y = find_op(l, op->inputs[1]);
       *gated = x && y && x->out_features == down.in_features && y->out_features == down.in_features;
+      op = x;  // attention on its first side still makes it no MLP
       break;
     }
     if (op->inputs.size() != 1) break;
-    if (op->in_features == 2 * op->out_features) *gated = true;  // fused SwiGLU halves its input
+    if (op->in_features == 2 * op->out_features) *gated = true;
     op = find_op(l, op->inputs.front());
   }
-  // The path must not come from attention (attn -> dropout -> proj is no MLP).
-  for (const Operator* p = find_op(l, down.inputs.front()); p; p = p->inputs.empty() ? nullptr : find_op(l, p->inputs[0])) {
-    if (p->type == OpType::kAttention) return false;
-    if (p->type != OpType::kElementwise) break;
-  }
-  if (!activation) return false;
+  // attn -> dropout -> proj is attention's projection, not an MLP.
+  if (!activation || (op && op->type == OpType::kAttention)) return false;
   *ffn = down.in_features;
   return true;
 }
