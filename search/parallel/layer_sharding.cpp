@@ -456,7 +456,7 @@ LayerPlan plan_layer_sharding(const Layer& layer, const ModelGraph& g, const Clu
                               double state_bytes_per_param, int cp, int ep, TensorLayoutRules rules) {
   Built b = build(layer, g, c, mesh, micro_batch, costs, memory_budget, state_bytes_per_param, cp, ep, rules);
   LayerPlan lp;
-  ShardingSolution sol = solve_sharding_ilp(b.req);
+  ShardingSolution sol = solve_sharding(b.req);
   lp.status = sol.status;
   lp.optimal = sol.optimal;
   if (!sol.feasible) return lp;

@@ -264,6 +264,15 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
                                                  : "inf");
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
+  if (std::isfinite(budget)) {
+    // A budget only removes assignments: when the unconstrained optimum fits it (the ILP's memory row: states
+    // and outputs of every op), it is the constrained optimum too, and no second solve is needed. Most budgeted
+    // requests are of this kind (a stage's share is rarely tight for every layer).
+    const LayerPlan& free = layer_plan(sig, tp, cp, ep, mbs, kInf, state_bytes_per_param);
+    if (!free.ops.empty() &&
+        state_bytes_per_param * free.params_per_device + free.activation_bytes <= budget * (1 - 1e-12))
+      return cache_.emplace(key, free).first->second;
+  }
   ++ilp_solves_;
   // Under context parallelism each GPU holds seq / cp tokens of every sequence.
   auto m = by_cp_.find(cp);

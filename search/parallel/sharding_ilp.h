@@ -5,6 +5,10 @@
 // picks q. Minimise sum_v s_v.(c_v + d_v) + sum_uv e_uv.R_uv subject to
 // sum_v s_v.m_v <= memory_budget.
 //
+// solve_sharding (elimination_solver.cpp) is what callers use: an unconstrained request (no memory row) is solved
+// exactly by variable elimination, which takes microseconds on a layer's graph; a budgeted one, or one whose
+// elimination tables would grow too large, goes to the ILP.
+//
 // solve_sharding_ilp (cbc_solver.cpp) linearises the edge products with
 // e_uv[p][q] (sum_q e[p][q] <= s_u[p], sum_p e[p][q] <= s_v[q], sum e = 1) and
 // solves with CBC; solve_sharding_exhaustive enumerates every assignment (small
@@ -13,7 +17,9 @@
 // operator or a mesh is: layer_sharding.h builds requests.
 #pragma once
 
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +55,12 @@ struct IlpOptions {
   double time_limit_s = 60;             ///< CBC's limit (Alpa used 600 s).
 };
 
+/// Solves the request: by elimination when it has no memory budget and its tables stay small, else by the ILP.
+ShardingSolution solve_sharding(const ShardingRequest& req, const IlpOptions& opts = {});
+/// Exact min-sum variable elimination, ignoring the memory budget; nullopt when an intermediate table would hold
+/// more than max_table entries. Deterministic: ties keep the lowest strategy index.
+std::optional<ShardingSolution> solve_sharding_by_elimination(const ShardingRequest& req,
+                                                               int64_t max_table = int64_t{1} << 20);
 /// CBC through its C API.
 ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions& opts = {});
 /// Enumerates every assignment; for graphs with a small product of strategy counts (tests).

@@ -118,7 +118,8 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
   EXPECT_EQ(mj["stop_reason"], "space exhausted") << mj.dump();
   // A budget of exactly the space (--trials all) ends with it too, and says that (it said "budget of 12 trials").
   auto whole = run("tune --op gemm --shape M=1000,N=1000,K=1000 --device replay:" + file +
-                   " --trials all --strategy grid --remeasure 0 --json --db " + (dir_ / "whole.db").string());
+                   " --trials all --strategy grid --remeasure 0 --json --db " + (dir_ / "whole.db").string() +
+                   " --replay-out " + (dir_ / "whole.replay.json").string());
   ASSERT_EQ(whole.code, 0) << whole.err;
   EXPECT_EQ(nlohmann::json::parse(whole.out)["stop_reason"], "space exhausted") << whole.out;
 
