@@ -1,5 +1,8 @@
 #include "costmodel/gpu_spec.h"
 
+#include <cctype>
+#include <cmath>
+
 namespace tuner::costmodel {
 
 namespace {
@@ -8,6 +11,7 @@ GpuSpec h100_sxm() {
   GpuSpec s;
   s.key = "h100-sxm";
   s.name = "NVIDIA H100 SXM5 80GB";
+  s.model = "H100";
   s.cc_major = 9;
   s.cc_minor = 0;
   s.sm_count = 132;
@@ -29,10 +33,23 @@ GpuSpec h100_sxm() {
   return s;
 }
 
+/// The H200: the H100 SXM's chip (same SMs, clocks and peaks) with 141 GB of HBM3e at 4.8 TB/s. It reports the
+/// same compute capability and SM count, so a device is matched to it by name or memory (find_gpu_spec).
+GpuSpec h200_sxm() {
+  GpuSpec s = h100_sxm();
+  s.key = "h200-sxm";
+  s.name = "NVIDIA H200 SXM 141GB";
+  s.model = "H200";
+  s.memory_gb = 141;
+  s.dram_bandwidth_gbps = 4800;
+  return s;
+}
+
 GpuSpec a100_sxm4_80gb() {
   GpuSpec s;
   s.key = "a100-sxm4-80gb";
   s.name = "NVIDIA A100-SXM4-80GB";
+  s.model = "A100";
   s.cc_major = 8;
   s.cc_minor = 0;
   s.sm_count = 108;
@@ -58,7 +75,7 @@ GpuSpec a100_sxm4_80gb() {
 }  // namespace
 
 const std::vector<GpuSpec>& gpu_specs() {
-  static const std::vector<GpuSpec> table = {h100_sxm(), a100_sxm4_80gb()};
+  static const std::vector<GpuSpec> table = {h100_sxm(), a100_sxm4_80gb(), h200_sxm()};
   return table;
 }
 
@@ -68,10 +85,27 @@ std::optional<GpuSpec> find_gpu_spec(std::string_view key) {
   return std::nullopt;
 }
 
-std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count) {
+std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count, std::string_view name,
+                                     int64_t memory_bytes) {
+  std::vector<const GpuSpec*> same;
   for (const auto& s : gpu_specs())
-    if (s.cc_major == cc_major && s.cc_minor == cc_minor && s.sm_count == sm_count) return s;
-  return std::nullopt;
+    if (s.cc_major == cc_major && s.cc_minor == cc_minor && s.sm_count == sm_count) same.push_back(&s);
+  if (same.empty()) return std::nullopt;
+  // Parts of one chip (H100, H200) differ in memory: the model in the device's name decides, else the memory
+  // nearest to the device's, else the first of the table.
+  // The model as a word of the name: "NVIDIA GH200 480GB" is no H200 (its memory decides).
+  const auto names_model = [&](std::string_view model) {
+    for (size_t at = name.find(model); at != std::string_view::npos; at = name.find(model, at + 1))
+      if (at == 0 || !std::isalnum(static_cast<unsigned char>(name[at - 1]))) return true;
+    return false;
+  };
+  for (const GpuSpec* s : same)
+    if (!s->model.empty() && names_model(s->model)) return *s;
+  const GpuSpec* best = same.front();
+  if (memory_bytes > 0)
+    for (const GpuSpec* s : same)
+      if (std::abs(s->memory_gb * 1e9 - memory_bytes) < std::abs(best->memory_gb * 1e9 - memory_bytes)) best = s;
+  return *best;
 }
 
 std::string gpu_spec_keys() {

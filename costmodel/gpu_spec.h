@@ -18,6 +18,7 @@ namespace tuner::costmodel {
 struct GpuSpec {
   std::string key;                    ///< Table key, e.g. "h100-sxm" (sim device "sim:h100-sxm").
   std::string name;                   ///< Marketing name, e.g. "NVIDIA H100 SXM5 80GB".
+  std::string model;                  ///< What a real device's name contains, e.g. "H100" ("NVIDIA H100 80GB HBM3").
   int cc_major = 0, cc_minor = 0;     ///< Compute capability.
   int sm_count = 0;                   ///< Streaming multiprocessors.
   double boost_clock_ghz = 0;         ///< SM boost clock in GHz.
@@ -52,9 +53,12 @@ struct GpuSpec {
 const std::vector<GpuSpec>& gpu_specs();
 /// Looks a GPU up by key ("h100-sxm"); nullopt when unknown.
 std::optional<GpuSpec> find_gpu_spec(std::string_view key);
-/// Looks a real GPU up by compute capability and SM count (how the tuner matches devices).
-std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count);
-/// "h100-sxm, a100-sxm4-80gb": for error messages.
+/// Looks a real GPU up by compute capability and SM count (how the tuner matches devices). Parts of one chip (an
+/// H100 and an H200: the same CC and SMs) are told apart by the model in the device's name ("NVIDIA H200"), else
+/// by the memory nearest to memory_bytes; without either, the first of the table (the H100).
+std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count, std::string_view name = {},
+                                     int64_t memory_bytes = 0);
+/// "h100-sxm, a100-sxm4-80gb, h200-sxm": for error messages.
 std::string gpu_spec_keys();
 
 }  // namespace tuner::costmodel

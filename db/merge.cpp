@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "db/process_identity.h"
 #include "db/scratch_db.h"
 #include "db/sqlite_handle.h"
 #include "db/tuning_db_impl.h"
@@ -93,8 +94,18 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
         const int64_t src_id = sessions.column_int64(0);
         std::string status = sessions.column_text(8), reason = sessions.column_text(11);
         if (status == "running") {
+          // Nothing here will end it. Say whether its process still runs (this host can tell) or was killed
+          // without closing it: the reason said "still running" of a process long dead.
           status = "killed";
-          reason = "merged from '" + other_path + "' while still running there";
+          const Liveness live = liveness({sessions.column_int64(12), sessions.column_text(13),
+                                          sessions.column_int64(14)});
+          reason = live == Liveness::kDead
+                       ? "merged from '" + other_path + "', where its process had ended without closing it"
+                       : live == Liveness::kAlive
+                             ? "merged from '" + other_path + "' while still running there (merge again when it "
+                               "ends for the rest of its trials, which come as a session of their own)"
+                             : "merged from '" + other_path + "' while marked running there (its process, on " +
+                                   "another host, could not be checked)";
         }
         insert.bind(1, sessions.column_int64(1))
             .bind(2, sessions.column_int64(2))
@@ -133,7 +144,8 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
     {
       sql::Statement groups(conn,
                             "SELECT w.op, w.shape, w.dtype, d.name, t.name, t.hash, sum(m.duplicate = 0), "
-                            "sum(m.duplicate) FROM temp.merge_trials m JOIN main.workloads w ON w.id = m.w_id "
+                            "sum(m.duplicate), d.simulated, d.cc_major, d.cc_minor, d.sm_count, d.memory_bytes, "
+                            "d.driver_version, d.nvrtc_version FROM temp.merge_trials m JOIN main.workloads w ON w.id = m.w_id "
                             "JOIN main.devices d ON d.id = m.d_id JOIN main.templates t ON t.id = m.t_id "
                             "GROUP BY m.d_id, m.w_id, m.t_id ORDER BY w.op, w.shape, w.dtype, d.name, t.name");
       while (groups.step()) {
@@ -144,6 +156,14 @@ MergeReport TuningDb::merge_from(const std::string& other_path) {
         g.template_hash = groups.column_text(5);
         g.added = groups.column_int64(6);
         g.duplicates = groups.column_int64(7);
+        g.device = {g.device_name,
+                    groups.column_int64(8) != 0,
+                    static_cast<int>(groups.column_int64(9)),
+                    static_cast<int>(groups.column_int64(10)),
+                    static_cast<int>(groups.column_int64(11)),
+                    groups.column_int64(12),
+                    groups.column_text(13),
+                    groups.column_text(14)};
         report.trials_added += g.added;
         report.duplicates += g.duplicates;
         report.groups.push_back(std::move(g));

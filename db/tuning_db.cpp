@@ -21,11 +21,6 @@
 
 namespace tuner::db {
 
-namespace {
-
-constexpr int kBusyTimeoutMs = 5000;
-
-/// Now as ISO-8601 UTC with milliseconds: 2026-11-22T14:37:25.123Z.
 std::string now_iso8601() {
   const auto now = std::chrono::system_clock::now();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
@@ -36,6 +31,10 @@ std::string now_iso8601() {
   out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << (ms % 1000) << 'Z';
   return out.str();
 }
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
 
 /// A WHERE clause built from a QueryFilter, with its parameters in order.
 struct Where {
@@ -172,6 +171,14 @@ sql::Connection open_read_write(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw DbError("database '" + path + "' is a directory; allowed: a tuner database file", DbError::Kind::kBadPath);
+  // A folder that does not exist gave SQLite's "unable to open database file", with no word of why.
+  if (path != ":memory:" && path.rfind("file:", 0) != 0) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      throw DbError("database '" + path + "': folder '" + parent.string() +
+                        "' does not exist; allowed: a file in an existing folder",
+                    DbError::Kind::kBadPath);
+  }
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
   constexpr double kOpenPatienceS = 60;
@@ -590,7 +597,7 @@ std::string config_means(const Where& where) {
 
 /// How configs rank: by mean time to 1e-9 ms (a sim device's estimates tie exactly, and a mean of three equal
 /// times can differ from the time in its last bit); at equal means the one measured more often (a re-measured
-/// finalist over a config seen once), then the earliest. The runtime ranks the same way
+/// finalist over a config seen once), then the one whose latest measurement came first. The runtime ranks the same way
 /// (runtime/tuned_records.cpp).
 constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_id";
 

@@ -206,10 +206,14 @@ struct ClaimResult {
 struct MergeGroup {
   WorkloadKey workload;
   std::string device_name;
+  DeviceIdentity device;   ///< The whole identity (one GPU name may come with several drivers or NVRTCs).
   std::string template_name, template_hash;
   int64_t added = 0;       ///< Trials added (search and re-measurements).
   int64_t duplicates = 0;  ///< Trials left out: their config was already here for the same target.
 };
+
+/// Now as ISO-8601 UTC with milliseconds, as trials and sessions store times: 2026-11-22T14:37:25.123Z.
+std::string now_iso8601();
 
 struct MergeReport {
   std::vector<MergeGroup> groups;

@@ -1,6 +1,7 @@
 // `tuner db merge OTHER.db`: records of a database tuned elsewhere (another machine, another rank's
 // file) brought into this one without duplicates, with a report of what was added.
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <system_error>
 
@@ -37,12 +38,35 @@ int merge_command(const std::vector<std::string>& args) {
     throw UsageError("db merge: '" + other + "' is the database merged into (--db " + db_path +
                      "); name another database to merge from");
   db::MergeReport report;
+  // A merge that fails leaves no database it created: damage found only while reading OTHER's tables left an
+  // empty --db behind.
+  // Only a file this merge created, and only while it is still empty: another process may have opened the new
+  // file meanwhile (a failed merge is often a lock held by one), and what it stored there must stay.
+  const bool existed = std::filesystem::exists(db_path, same_error);
+  const auto forget_created = [&] {
+    if (existed) return;
+    try {
+      const db::TuningDb created = db::TuningDb::open_existing(db_path);
+      if (!created.sessions({}).empty() || !created.plans().empty()) return;
+    } catch (const std::exception&) {
+      return;  // cannot tell: keep it
+    }
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(db_path + suffix, ec);
+  };
   try {
     // The other database is checked before this one is opened: a merge of a missing, damaged or newer file
     // created an empty database at --db.
     (void)db::TuningDb::open_existing(other);
-    db::TuningDb db(db_path);
-    report = db.merge_from(other);
+    std::optional<db::TuningDb> db;
+    try {
+      db.emplace(db_path);
+      report = db->merge_from(other);
+    } catch (...) {
+      db.reset();  // closed before its files are removed
+      forget_created();
+      throw;
+    }
   } catch (const db::DbError& e) {
     if (e.bad_input()) throw UsageError(e.what());
     throw;
@@ -51,6 +75,11 @@ int merge_command(const std::vector<std::string>& args) {
     nlohmann::ordered_json j;
     j["from"] = other;
     j["into"] = db_path;
+    // The same keys as `import --json`: added, and skipped as already here (trials_added and duplicates, the names
+    // before, are kept for scripts that read them).
+    j["added"] = report.trials_added;
+    j["skipped"] = report.duplicates;
+    j["already_here"] = report.duplicates;
     j["trials_added"] = report.trials_added;
     j["duplicates"] = report.duplicates;
     j["sessions_added"] = report.sessions_added;
@@ -59,7 +88,8 @@ int merge_command(const std::vector<std::string>& args) {
     for (const auto& g : report.groups)
       j["groups"].push_back({{"op", g.workload.op}, {"shape", g.workload.shape}, {"dtype", g.workload.dtype},
                              {"device", g.device_name}, {"template", g.template_name},
-                             {"template_version", g.template_hash}, {"added", g.added}, {"duplicates", g.duplicates}});
+                             {"template_version", g.template_hash}, {"added", g.added}, {"skipped", g.duplicates},
+                             {"duplicates", g.duplicates}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }

@@ -42,6 +42,7 @@ struct ImportRecord {
   db::WorkloadKey workload;
   db::TemplateVersion version;
   db::TrialRecord trial;
+  double flops = 0, bytes = 0;  ///< What the config computes and moves (its template's instance), not the file's.
 };
 
 /// Reads one line's fields, each refusal naming file, line and field.
@@ -209,6 +210,11 @@ ImportRecord read_record(const LineReader& in) {
       if (limits_known && !it->second.index_of(c))
         in.refuse("config", "is " + t.config_json + ", which breaks " + r.version.name +
                                 "'s constraints for this workload and device; allowed: a config of its space");
+      // What the config computes and moves, as a session would have stored them (GFLOP/s and GB/s are shown from
+      // them): a file's own numbers are checked against them, not trusted.
+      const templates::KernelInstance inst =
+          tmpl->instantiate(it->second, c, templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype));
+      r.flops = inst.flops, r.bytes = inst.bytes;
     } catch (const std::invalid_argument& e) {
       in.refuse("config", std::string("is not a config of ") + r.version.name + ": " + e.what());
     }
@@ -250,6 +256,33 @@ ImportRecord read_record(const LineReader& in) {
       in.refuse(key, "is '" + *value + "'; allowed: an ISO-8601 UTC time, e.g. 2026-11-22T14:37:25.123Z");
   if (t.finished_at.empty()) in.refuse("finished_at", "is empty; allowed: the ISO-8601 time the trial ended");
   if (t.status == "ok" && !(t.time_ms > 0)) in.refuse("time_ms", "is 0 for an ok trial; allowed: > 0");
+  // A measurement's numbers belong to ok trials, an error to the others: as a session stores them.
+  if (t.status != "ok" && (t.time_ms != 0 || t.gflops != 0))
+    in.refuse(t.time_ms != 0 ? "time_ms" : "gflops",
+              "is " + as_given(t.time_ms != 0 ? t.time_ms : t.gflops) + " for a " + t.status +
+                  " trial; allowed: 0 (only ok trials have times)");
+  if (t.status == "ok" && !t.error_message.empty())
+    in.refuse("error", "is '" + t.error_message + "' for an ok trial; allowed: empty");
+  // GFLOP/s and bytes follow from the workload, the config and the time; a file that says otherwise was edited.
+  const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b)); };
+  if (t.status == "ok") {
+    const double gflops = r.flops / (t.time_ms * 1e-3) / 1e9;
+    if (!near(t.gflops, gflops))
+      in.refuse("gflops", "is " + as_given(t.gflops) + " but " + r.version.name + "'s " + as_given(r.flops) +
+                              " FLOPs in time_ms " + as_given(t.time_ms) + " are " + as_given(gflops) +
+                              "; allowed: the record's own value");
+  }
+  // 0: none given (records stored before schema version 6 have none, and are exported so).
+  if (t.bytes != 0 && !near(t.bytes, r.bytes))
+    in.refuse("bytes", "is " + as_given(t.bytes) + " but this config moves " + as_given(r.bytes) +
+                           " bytes; allowed: the record's own value");
+  t.bytes = r.bytes;
+  // Whether a time is an estimate follows from the device: a sim device's always are, a GPU's never (a replayed
+  // recording keeps what the recording said). Only ok trials have times: a failed one is stored with false.
+  if (t.status == "ok" && r.device.name.rfind("replay:", 0) != 0 && t.estimate != r.device.simulated)
+    in.refuse("estimate", std::string("is ") + (t.estimate ? "true" : "false") + " on " + r.device.name +
+                              ", whose times are " + (r.device.simulated ? "" : "not ") +
+                              "estimates; allowed: " + (r.device.simulated ? "true" : "false"));
   return r;
 }
 
@@ -310,19 +343,23 @@ using ImportSessionKey = std::tuple<std::string, bool, int, int, int, int64_t, s
                                     std::string, std::string, std::string,                                // workload
                                     std::string, std::string>;                                            // template
 
+ImportSessionKey key_of(const db::DeviceIdentity& d, const db::WorkloadKey& w, const std::string& template_name,
+                        const std::string& template_hash) {
+  return {d.name,  d.simulated, d.cc_major, d.cc_minor, d.sm_count,     d.memory_bytes, d.driver_version,
+          d.nvrtc_version, w.op, w.shape, w.dtype, template_name, template_hash};
+}
+
 /// Writes the records into a new database at path: one finished "import" session per group. A line that repeats
 /// another of its group exactly (config, status, times, purpose: the same measurement, as in two exports of copies
-/// of one database joined) is left out; returns how many were.
-int64_t write_scratch(const std::string& path, const std::string& file, std::vector<ImportRecord>& records) {
+/// of one database joined) is left out; returns how many were, per group.
+std::map<ImportSessionKey, int64_t> write_scratch(const std::string& path, const std::string& file,
+                                           std::vector<ImportRecord>& records) {
   db::TuningDb scratch(path);
   std::map<ImportSessionKey, std::vector<ImportRecord*>> groups;
   std::vector<ImportSessionKey> order;  // groups in the order of their first line
-  int64_t repeated = 0;
+  std::map<ImportSessionKey, int64_t> repeated;
   for (auto& r : records) {
-    const auto& d = r.device;
-    ImportSessionKey key{d.name,         d.simulated,        d.cc_major,         d.cc_minor,         d.sm_count,
-                 d.memory_bytes, d.driver_version,   d.nvrtc_version,    r.workload.op,      r.workload.shape,
-                 r.workload.dtype, r.version.name,   r.version.hash};
+    const ImportSessionKey key = key_of(r.device, r.workload, r.version.name, r.version.hash);
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(key);
     it->second.push_back(&r);
@@ -342,7 +379,7 @@ int64_t write_scratch(const std::string& path, const std::string& file, std::vec
       if (seen.emplace(t.config_json, t.status, t.time_ms, t.started_at, t.finished_at, t.purpose).second)
         trials.push_back(t);
       else
-        ++repeated;
+        ++repeated[key];
     }
     scratch.add_trials(session, trials);
     scratch.end_session(session, "finished", "imported from " + file);
@@ -377,13 +414,20 @@ int import_command(const std::vector<std::string>& args) {
   if (file == "-") file = "stdin";  // how messages and the import sessions name it
   auto records = read_file(file, text);  // every line checked before anything is written
   db::MergeReport report;
+  int64_t repeated_in_file = 0;
   try {
     db::ScratchDbFile scratch("tuner-import");
     if (!records.empty()) {  // an empty file adds nothing, and creates no database
-      const int64_t repeated = write_scratch(scratch.path(), file, records);
+      const auto repeats = write_scratch(scratch.path(), file, records);
       db::TuningDb db(db_path);
       report = db.merge_from(scratch.path());
-      report.duplicates += repeated;
+      // Lines repeated within the file are skipped too: counted in their group and in the total, apart from the
+      // records that were already in the database.
+      for (auto& g : report.groups)
+        if (auto it = repeats.find(key_of(g.device, g.workload, g.template_name, g.template_hash));
+            it != repeats.end())
+          g.duplicates += it->second, repeated_in_file += it->second;
+      report.duplicates += repeated_in_file;
     } else {
       // Nothing to add and nothing created, but --db is still checked: an empty file "imported into" a folder
       // that does not exist, or into a directory, exited 0.
@@ -409,6 +453,8 @@ int import_command(const std::vector<std::string>& args) {
     j["records"] = records.size();
     j["added"] = report.trials_added;
     j["skipped"] = report.duplicates;
+    j["already_here"] = report.duplicates - repeated_in_file;
+    j["repeated_in_file"] = repeated_in_file;
     j["sessions_added"] = report.sessions_added;
     j["groups"] = Json::array();
     for (const auto& g : report.groups)
@@ -424,8 +470,9 @@ int import_command(const std::vector<std::string>& args) {
     return 0;
   }
   std::cout << "imported " << file << " into " << db_path << ": " << records.size() << " records, "
-            << report.trials_added << " added, " << report.duplicates << " skipped (already here), "
-            << report.sessions_added << " sessions\n";
+            << report.trials_added << " added, " << report.duplicates << " skipped ("
+            << report.duplicates - repeated_in_file << " already here, " << repeated_in_file
+            << " repeated in the file), " << report.sessions_added << " sessions\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& g : report.groups)
     rows.push_back({g.workload.op + " " + g.workload.shape + " " + g.workload.dtype, g.device_name,

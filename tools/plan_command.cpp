@@ -145,10 +145,10 @@ int plan_command(const std::vector<std::string>& args) {
   desc.add_options()
       ("help,h", "show this help")
       ("model", po::value(&model_spec)->required(), "preset (gpt3-175b, llama3-70b, ...), family form (gpt:layers=..,hidden=..,heads=..), or model.json")
-      ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, or cluster.json")
+      ("cluster", po::value(&cluster_spec)->required(), "dgx-a100:NODES, dgx-h100:NODES, dgx-h200:NODES, or cluster.json")
       ("global-batch", po::value(&global_batch_text)->default_value("1024"), "sequences per iteration (1..16777216)")
-      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,cp=..,ep=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3")
-      ("attention", po::value(&attention_name)->default_value("auto"), "how attention cores run: flash (fused), unfused (Megatron-LM before flash attention), or auto (the model's recipe: unfused for gpt, flash otherwise)")
+      ("fix", po::value(&fix)->default_value(""), "pin choices: tp=..,pp=..,dp=..,cp=..,ep=..,mbs=..,schedule=gpipe|1f1b|interleaved,v=..,recompute=none|selective|full,zero=0..3,sp=0|1")
+      ("attention", po::value(&attention_name)->default_value("auto"), "how attention cores run: flash (fused), unfused (Megatron-LM before flash attention), or auto (the model's recipe: unfused for gpt, flash otherwise; flash wherever the search considers context parallelism: long sequences, a pinned cp, a batch too small for the cluster)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "tuning database: tuned kernel times are read from it and the plan is logged in it")
       ("json", "one JSON document on stdout")
       ("export", po::value(&export_name)->default_value(""), "print the plan as megatron arguments, deepspeed JSON or torchtitan TOML")
@@ -188,7 +188,7 @@ int plan_command(const std::vector<std::string>& args) {
     model = par::parse_model_spec(model_spec);
     cluster = par::parse_cluster_spec(cluster_spec);
     if (fix.empty() && !vm["fix"].defaulted())
-      throw par::SpecError("--fix '' names no choice; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero");
+      throw par::SpecError("--fix '' names no choice; allowed: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero, sp");
     opts.pins = par::parse_pins(fix);
     par::check_global_batch(global_batch);
   } catch (const par::SpecError& e) {

@@ -185,18 +185,25 @@ int query_command(const std::vector<std::string>& args) {
   for (const auto& r : rows) {
     const auto& t = r.trial;
     const bool ok = t.status == "ok";
+    // A best row shows what it is ranked by: the mean of the config's measurements (and GFLOP/s and GB/s at that
+    // mean), not its latest measurement; the trial is its latest.
+    const double shown_ms = !history && ok && r.mean_time_ms > 0 ? r.mean_time_ms : t.time_ms;
+    const double scale = ok && shown_ms > 0 ? t.time_ms / shown_ms : 1;
     std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
                                     r.device_name, r.template_name + (fo.all_versions ? "@" + r.template_hash : ""),
                                     t.status,
-                                    ok ? fixed(t.time_ms, 4) + (t.estimate ? "*" : "") : "-",
-                                    ok ? fixed(t.gflops, 1) : "-"};
-    if (any_gbps) row.push_back(ok && bytes_moved(r) > 0 ? fixed(gbps(r), 1) : "-");
+                                    ok ? fixed(shown_ms, 4) + (t.estimate ? "*" : "") : "-",
+                                    ok ? fixed(t.gflops * scale, 1) : "-"};
+    if (any_gbps) row.push_back(ok && bytes_moved(r) > 0 ? fixed(gbps(r) * scale, 1) : "-");
+    if (!history) row.push_back(std::to_string(r.measurements));
     if (history) row.push_back(t.purpose);  // a finalist's second measurement is not a search trial
     row.push_back(t.config_json);
     table.push_back(std::move(row));
   }
-  std::vector<std::string> header = {"trial", "workload", "device", "template", "status", "time ms", "GFLOP/s"};
+  std::vector<std::string> header = {"trial", "workload", "device", "template", "status",
+                                     history ? "time ms" : "mean ms", "GFLOP/s"};
   if (any_gbps) header.push_back("GB/s");
+  if (!history) header.push_back("runs");
   if (history) header.push_back("purpose");
   header.push_back("config");
   print_table(header, table);

@@ -2,6 +2,8 @@
 // shows, per tuned workload, how each session converged, how the measured times spread (and what failed),
 // and where the tuned kernels sit on the device's roofline; and, for a logged plan, the pipeline timeline
 // of one iteration. The database is only read. Charts are drawn by tools/svg.h.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -48,10 +50,11 @@ double roofline_bytes(const db::WorkloadKey& w) {
   }
 }
 
-/// The spec-table GPU behind a recorded device: sim:<key> by key, replay: and real GPUs by CC + SM count.
+/// The spec-table GPU behind a recorded device: sim:<key> by key, replay: and real GPUs by CC + SM count (and the
+/// model in the name: an H200 is not an H100).
 std::optional<costmodel::GpuSpec> device_spec(const db::ResultRow& r) {
   if (r.device_name.rfind("sim:", 0) == 0) return costmodel::find_gpu_spec(r.device_name.substr(4));
-  if (r.device_cc_major > 0) return costmodel::find_gpu_spec(r.device_cc_major, r.device_cc_minor, r.device_sm_count);
+  if (r.device_cc_major > 0) return costmodel::find_gpu_spec(r.device_cc_major, r.device_cc_minor, r.device_sm_count, r.device_name);
   return std::nullopt;
 }
 
@@ -614,15 +617,19 @@ int report_command(const std::vector<std::string>& args) {
     for (auto& ch : ps.charts) all_charts.push_back(std::move(ch));
   }
 
+  // The chart folder is made (and must be writable) before the page is written: a bad --svg-dir exited 2 with the
+  // page already written.
+  if (!svg_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(svg_dir, ec);
+    if (ec) throw UsageError("cannot make --svg-dir '" + svg_dir + "': " + ec.message() + "; allowed: a writable folder");
+    if (::access(svg_dir.c_str(), W_OK) != 0)
+      throw UsageError("cannot write in --svg-dir '" + svg_dir + "': " + std::strerror(errno) + "; allowed: a writable folder");
+  }
   // --out - writes the page to stdout, as export's does; the "wrote" line then goes to stderr.
   const bool to_stdout = out_path == "-";
   if (to_stdout) std::cout << page(title, body);
   else write_output_file("--out file", out_path, page(title, body));
-  if (!svg_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(svg_dir, ec);
-    if (ec) throw UsageError("cannot make --svg-dir '" + svg_dir + "': " + ec.message());
-  }
   if (!svg_dir.empty())
     for (size_t i = 0; i < all_charts.size(); ++i) {
       char prefix[32];

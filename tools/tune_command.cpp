@@ -1,6 +1,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -181,7 +183,7 @@ int tune_command(const std::vector<std::string>& args) {
       ("compile-threads", po::value(&threads)->default_value(0), "NVRTC threads, 0 (one per core) .. 256")
       ("timeout", po::value(&timeout_s)->default_value(10), "seconds a measurement may run beyond its timing budget, more than 0 .. 3600")
       ("min-time-ms", po::value(&min_time_ms)->default_value(1), "cuda devices: time at least this much kernel time (and 10 runs) per config, 0 .. 60000")
-      ("max-time-ms", po::value(&max_time_ms)->default_value(100), "cuda devices: stop timing a config after this much kernel time, --min-time-ms .. 60000")
+      ("max-time-ms", po::value(&max_time_ms)->default_value(100), "cuda devices: stop timing a config after this much kernel time, --min-time-ms .. 60000 (default 100, or --min-time-ms when that is more)")
       ("max-noise", po::value(&max_noise_pct)->default_value(1), "cuda devices: stop once the median's 95% confidence interval is within +-this percent, 0 (time until --max-time-ms) .. 100")
       ("sim-delay-ms", po::value(&sim_delay_ms)->default_value(0), "sim and replay devices: wait this long per measurement, as a GPU would (testing and benchmarking the loop), 0 .. 60000")
       ("inject-fault", po::value(&faults_text)->default_value(""), "testing: crash:INDEX,hang:INDEX makes those configs crash or hang the worker")
@@ -289,6 +291,8 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError("--timeout " + as_given(timeout_s) + " is out of range; allowed: more than 0, at most 3600 seconds");
   if (!(min_time_ms >= 0 && min_time_ms <= 60000))
     throw UsageError("--min-time-ms " + as_given(min_time_ms) + " is out of range; allowed: 0 .. 60000");
+  // A --min-time-ms above the default cap raises the cap with it: the user asked for at least that much.
+  if (vm["max-time-ms"].defaulted() && min_time_ms > max_time_ms) max_time_ms = min_time_ms;
   if (!(max_time_ms >= min_time_ms && max_time_ms <= 60000))
     throw UsageError("--max-time-ms " + as_given(max_time_ms) + " is out of range; allowed: --min-time-ms (" +
                      as_given(min_time_ms) + ") .. 60000");
@@ -397,10 +401,12 @@ int tune_command(const std::vector<std::string>& args) {
     if (replay_out.empty()) {
       // The default names the whole workload (dtype and template too) and never replaces a file: a recording may
       // have taken an hour of a GPU. An existing name gets -2, -3, ... before the extension.
+      // A replay device is named by the GPU it recorded ("replay:NVIDIA H200"), not by the path typed.
       std::string stem = opt.workload.op + "_" + opt.workload.shape_string() + "_" +
-                         templates::to_string(opt.workload.dtype) + "_" + tmpl->name() + "_" + device.spec;
+                         templates::to_string(opt.workload.dtype) + "_" + tmpl->name() + "_" +
+                         (device.replay ? device.identity.name : device.spec);
       for (char& ch : stem)
-        if (ch == ':' || ch == ',' || ch == '=' || ch == '/') ch = '_';
+        if (ch == ':' || ch == ',' || ch == '=' || ch == '/' || ch == ' ') ch = '_';
       std::error_code ec;
       replay_out = stem + ".replay.json";
       for (int n = 2; std::filesystem::exists(replay_out, ec); ++n) replay_out = stem + "-" + std::to_string(n) + ".replay.json";
@@ -427,6 +433,10 @@ int tune_command(const std::vector<std::string>& args) {
     if (!std::ofstream(probe_path, std::ios::app))
       throw UsageError("--replay-out '" + replay_out + "' cannot be written here");
     if (!existed) fs::remove(probe_path, ec);
+    // Nor a file the user may not write (the write refuses it, not replaces it: tuner/atomic_file.h).
+    if (fs::exists(replay_out, ec) && !fs::is_symlink(replay_out, ec) && fs::is_regular_file(replay_out, ec) &&
+        ::access(replay_out.c_str(), W_OK) != 0)
+      throw UsageError("--replay-out '" + replay_out + "': " + std::strerror(errno) + "; allowed: a writable file path");
   }
   opt.trials = trials;
   opt.remeasure_top = remeasure;

@@ -3,7 +3,8 @@
 // temporary file and leaves the old one as it was: an export, report or recording that fails never destroys the
 // one it would have replaced. What is not a regular file named directly is written in place, as a plain write
 // would: a device (`--out /dev/null` never replaces the device), a pipe, and a symbolic link (`/dev/stdout` leads
-// to whatever stdout is redirected to, which a rename would replace, losing what `>>` appended to). Inline: the
+// to whatever stdout is redirected to, which a rename would replace, losing what `>>` appended to). A file the
+// caller may not write is refused, not replaced. Inline: the
 // replay fuzzer compiles replay_data.cpp without the rest of the library.
 #pragma once
 
@@ -46,6 +47,11 @@ inline std::string write_file_atomically(const std::string& path, const std::str
     }
     return written(f, target.string());
   }
+  // A file the user may not write is not replaced: the rename would succeed wherever the folder is writable.
+  if (fs::exists(st) && ::access(target.c_str(), W_OK) != 0) {
+    if (could_not_open) *could_not_open = true;
+    return std::strerror(errno);
+  }
   const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
   if (!f) {
@@ -59,6 +65,11 @@ inline std::string write_file_atomically(const std::string& path, const std::str
   if (fs::exists(st)) fs::permissions(tmp, st.permissions(), ec);  // the replaced file's mode is kept
   fs::rename(tmp, target, ec);
   if (ec) {
+    // A folder that refuses the rename (sticky, read-only) is the caller's choice of path, like one that refuses
+    // the temporary file.
+    if (could_not_open && (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted ||
+                           ec == std::errc::read_only_file_system))
+      *could_not_open = true;
     const std::string why = "renaming '" + tmp + "': " + ec.message();
     fs::remove(tmp, ec);
     return why;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -61,7 +63,15 @@ uint64_t CompileCache::default_max_bytes() {
   if (v.empty()) return kDefault;
   char* end = nullptr;
   const unsigned long long mb = std::strtoull(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || v[0] == '-') return kDefault;  // not a number: the default
+  if (end == v.c_str() || *end != '\0' || v[0] == '-') {  // not a number: the default, said once
+    static std::once_flag told;
+    std::call_once(told, [&] {
+      std::fprintf(stderr, "tuner: TUNER_CACHE_MAX_MB '%s' is not a number of MiB (allowed: 0 for no cap, or a size); "
+                           "the cache keeps its default cap of %llu MiB\n", v.c_str(),
+                   static_cast<unsigned long long>(kDefault >> 20));
+    });
+    return kDefault;
+  }
   return static_cast<uint64_t>(mb) << 20;
 }
 

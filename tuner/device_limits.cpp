@@ -29,8 +29,16 @@ templates::DeviceLimits limits_of(const CudaDeviceInfo& info) {
 std::optional<costmodel::GpuSpec> spec_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {
   std::optional<costmodel::GpuSpec> g;
   if (name.rfind("sim:", 0) == 0) g = costmodel::find_gpu_spec(name.substr(4));
-  if (!g) g = costmodel::find_gpu_spec(cc_major, cc_minor, sm_count);
+  if (!g) g = costmodel::find_gpu_spec(cc_major, cc_minor, sm_count, name);
   return g;
+}
+
+std::optional<costmodel::GpuSpec> spec_of_recording(const db::DeviceIdentity& device, const std::string& gpu_key) {
+  if (!device.simulated)
+    if (auto g = costmodel::find_gpu_spec(device.cc_major, device.cc_minor, device.sm_count, device.name,
+                                          device.memory_bytes))
+      return g;
+  return costmodel::find_gpu_spec(gpu_key);
 }
 
 templates::DeviceLimits limits_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count) {

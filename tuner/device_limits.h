@@ -7,6 +7,7 @@
 #include <string>
 
 #include "costmodel/gpu_spec.h"
+#include "db/tuning_db.h"
 #include "templates/kernel_template.h"
 #include "tuner/cuda_devices.h"
 
@@ -20,8 +21,13 @@ templates::DeviceLimits limits_of(const costmodel::GpuSpec& g);
 templates::DeviceLimits limits_of(const CudaDeviceInfo& info);
 
 /// The spec-table entry of a device known only from its records: that of a "sim:<key>" name, else the
-/// entry matching compute capability and SM count; nullopt for a GPU the table does not have.
+/// entry matching compute capability and SM count (and the model in the name: "NVIDIA H200", "replay:NVIDIA H200");
+/// nullopt for a GPU the table does not have.
 std::optional<costmodel::GpuSpec> spec_of_recorded(const std::string& name, int cc_major, int cc_minor, int sm_count);
+
+/// The spec-table entry of the GPU a recording was made on: a real GPU by its identity (recordings made on an H200
+/// before the table had one name h100-sxm as their key), a sim device's recording by its key.
+std::optional<costmodel::GpuSpec> spec_of_recording(const db::DeviceIdentity& device, const std::string& gpu_key);
 
 /// The limits of a device known only from its records (no GPU needed): those of spec_of_recorded's entry,
 /// else DeviceLimits' defaults with the architecture of the compute capability (when known).

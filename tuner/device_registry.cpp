@@ -35,7 +35,7 @@ DeviceTarget cuda_target(const CudaDeviceInfo& info) {
   t.spec = "cuda:" + std::to_string(info.ordinal);
   t.simulated = false;
   t.ordinal = info.ordinal;
-  if (auto g = costmodel::find_gpu_spec(info.cc_major, info.cc_minor, info.sm_count)) {
+  if (auto g = costmodel::find_gpu_spec(info.cc_major, info.cc_minor, info.sm_count, info.name, info.memory_bytes)) {
     t.gpu = *g;
   } else {
     t.gpu.key = "unknown";
@@ -63,7 +63,7 @@ DeviceTarget resolve_device(const std::string& spec) {
       "cuda:N, replay:<file>, or sim:<gpu> with <gpu> one of " + costmodel::gpu_spec_keys();
   if (spec.rfind("replay:", 0) == 0) {
     ReplayData read = read_replay(spec.substr(7));
-    auto g = costmodel::find_gpu_spec(read.gpu_key);
+    auto g = spec_of_recording(read.device, read.gpu_key);
     if (!g)
       throw std::invalid_argument("replay file '" + read.path + "' names GPU '" + read.gpu_key +
                                   "', which the spec table does not have; known: " + costmodel::gpu_spec_keys());

@@ -11,6 +11,7 @@
 
 #include "costmodel/rank_correlation.h"
 #include "templates/registry.h"
+#include "tuner/device_limits.h"
 #include "tuner/device_registry.h"
 #include "tuner/tuning_session.h"
 
@@ -49,7 +50,7 @@ RecordedSpace load_recorded_space(const std::string& path) {
   const auto bad = [&](const std::string& what) {
     return std::invalid_argument("replay file '" + path + "': " + what);
   };
-  auto gpu = costmodel::find_gpu_spec(s.data.gpu_key);
+  auto gpu = spec_of_recording(s.data.device, s.data.gpu_key);
   if (!gpu) throw bad("GPU '" + s.data.gpu_key + "' is not in the spec table (" + costmodel::gpu_spec_keys() + ")");
   s.gpu = *gpu;
   s.workload = templates::parse_workload(s.data.op, s.data.shape, s.data.dtype);

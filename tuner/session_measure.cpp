@@ -155,9 +155,11 @@ MeasureRequest measure_request(const std::string& device, const templates::Kerne
   return mr;
 }
 
-std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search::Config& config,
-                                           const templates::KernelInstance& inst, CompileResult cr,
-                                           InjectedFault fault, bool new_trial) {
+namespace {
+
+std::optional<db::TrialRecord> measure_config(Session& s, size_t lane, const search::Config& config,
+                                              const templates::KernelInstance& inst, CompileResult cr,
+                                              InjectedFault fault, bool new_trial) {
   const std::string reference_cubin = reference_for(s, inst);
   db::TrialRecord rec;
   rec.config_json = s.space.to_json_string(config);
@@ -205,6 +207,21 @@ std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search
     rec.time_spread_ms = m.spread_ms;
     rec.repeats = m.repeats;
     rec.gflops = inst.flops / (m.time_ms * 1e-3) / 1e9;
+  }
+  return rec;
+}
+
+}  // namespace
+
+std::optional<db::TrialRecord> measure_one(Session& s, size_t lane, const search::Config& config,
+                                           const templates::KernelInstance& inst, CompileResult cr,
+                                           InjectedFault fault, bool new_trial) {
+  // A trial's times are its measurement's (they were the batch's commit time, the same for every trial of it).
+  const std::string started = db::now_iso8601();
+  std::optional<db::TrialRecord> rec = measure_config(s, lane, config, inst, std::move(cr), fault, new_trial);
+  if (rec) {
+    rec->started_at = started;
+    rec->finished_at = db::now_iso8601();
   }
   return rec;
 }

@@ -145,6 +145,10 @@ ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions
       add_edge(m, req, e, s_first, cols);
   }
   add_memory_row(m, req, s_first);
+  // A layer's problem is tens of binaries: CBC's preprocessing, presolve, cut generators and primal heuristics cost
+  // more than the branch and bound they would shorten (a graph of 240 distinct blocks planned in 45 s with them,
+  // 15 s without, the same plans). Branch and bound on the LP relaxation with a zero gap stays exact.
+  for (const char* off : {"preprocess", "presolve", "cuts", "heuristics"}) Cbc_setParameter(m, off, "off");
   Cbc_setMaximumSeconds(m, opts.time_limit_s);
   Cbc_setAllowableGap(m, 0.0);
   Cbc_setAllowableFractionGap(m, 0.0);

@@ -49,8 +49,8 @@ ClusterSpec dgx_cluster(const std::string& kind, int nodes) {
   c.name = kind + ":" + std::to_string(nodes);
   c.nodes = nodes;
   c.gpus_per_node = 8;
-  if (kind == "dgx-h100") {
-    c.gpu = gpu_or_throw("h100-sxm", c.name);
+  if (kind == "dgx-h100" || kind == "dgx-h200") {  // the H200 system: the same NVLink 4 and NDR network
+    c.gpu = gpu_or_throw(kind == "dgx-h100" ? "h100-sxm" : "h200-sxm", c.name);
     c.intra = {450, 3};
     c.inter = {50, 8};
   } else if (kind == "dgx-a100") {
@@ -58,7 +58,7 @@ ClusterSpec dgx_cluster(const std::string& kind, int nodes) {
     c.intra = {300, 3};
     c.inter = {25, 8};
   } else {
-    throw SpecError("unknown cluster preset '" + kind + "'; allowed: dgx-a100:NODES, dgx-h100:NODES, or a .json file");
+    throw SpecError("unknown cluster preset '" + kind + "'; allowed: dgx-a100:NODES, dgx-h100:NODES, dgx-h200:NODES, or a .json file");
   }
   c.memory_per_gpu_bytes = c.gpu.memory_bytes();
   check_cluster(c);
@@ -125,7 +125,7 @@ ClusterSpec parse_cluster_spec(const std::string& text) {
   }
   if (text.size() > 5 && text.substr(text.size() - 5) == ".json")
     return cluster_from_json(read_spec_file(text, "cluster"), text);
-  throw SpecError("unknown cluster '" + text + "'; allowed: dgx-a100:NODES, dgx-h100:NODES, or a .json file");
+  throw SpecError("unknown cluster '" + text + "'; allowed: dgx-a100:NODES, dgx-h100:NODES, dgx-h200:NODES, or a .json file");
 }
 
 }  // namespace tuner::parallel

@@ -2,7 +2,7 @@
 // table), the memory each GPU offers, and the two links between them: inside a
 // node (NVLink) and across nodes (InfiniBand), each with a bandwidth and a latency.
 //
-// Presets dgx-a100:NODES and dgx-h100:NODES, or a JSON file. This file parses
+// Presets dgx-a100:NODES, dgx-h100:NODES and dgx-h200:NODES, or a JSON file. This file parses
 // and validates; collective costs over these links live in collective_cost.h.
 #pragma once
 

@@ -35,9 +35,13 @@ struct Elimination {
   std::vector<int> argmin;
 };
 
-int64_t table_size(const std::vector<int>& scope, const std::vector<int>& domain) {
-  int64_t n = 1;
-  for (int v : scope) n *= domain[v];
+/// Entries of a table over `scope` (times `extra`), saturating at INT64_MAX: a dense graph's would overflow.
+int64_t table_size(const std::vector<int>& scope, const std::vector<int>& domain, int64_t extra = 1) {
+  int64_t n = extra;
+  for (int v : scope) {
+    if (n > std::numeric_limits<int64_t>::max() / domain[v]) return std::numeric_limits<int64_t>::max();
+    n *= domain[v];
+  }
   return n;
 }
 
@@ -93,7 +97,7 @@ std::optional<ShardingSolution> solve_sharding_by_elimination(const ShardingRequ
             if (u != v) scope.push_back(u);
       std::sort(scope.begin(), scope.end());
       scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
-      const int64_t size = table_size(scope, domain) * domain[v];
+      const int64_t size = table_size(scope, domain, domain[v]);
       if (pick < 0 || size < pick_size) pick = v, pick_scope = std::move(scope), pick_size = size;
     }
     if (pick_size > max_table) return std::nullopt;

@@ -107,28 +107,65 @@ void read_architecture(ModelGraph& g) {
   g.heads = first.heads > 0 ? first.heads : g.heads;
   g.kv_heads = first.kv_heads < first.heads ? first.kv_heads : 0;
   g.head_dim = first.heads > 0 && first.head_width * first.heads != g.hidden ? first.head_width : 0;
-  g.ffn = first.ffn;
   g.swiglu = first.gated;
-  g.qk_norm = first.qk_norm;  // (experts and top-k: the graph's first MoE op's, set by the reader)
-  std::set<int64_t> heads, kv, width, ffn, experts, top_k, gated, qk;
+  g.qk_norm = first.qk_norm;
+  g.bidirectional = false;
+  for (const auto& l : g.layers)
+    for (const auto& op : l.ops)
+      if (op.type == OpType::kAttention && !op.causal) g.bidirectional = true;  // (experts and top-k: the graph's first MoE op's, set by the reader)
+  // Dense and MoE layers may mix (a few dense layers first, as DeepSeek's and GLM's): the MLP width is the dense
+  // layers', each expert's is its own, and which layers are MoE is a pattern Megatron-LM takes.
+  const Shape* first_dense = nullptr;
+  const Shape* first_moe = nullptr;
   for (const Shape& s : shapes) {
-    heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width), ffn.insert(s.ffn);
-    experts.insert(s.experts), top_k.insert(s.top_k), gated.insert(s.gated), qk.insert(s.qk_norm);
+    if (s.experts == 0 && !first_dense) first_dense = &s;
+    if (s.experts > 0 && !first_moe) first_moe = &s;
+  }
+  g.ffn = first_dense ? first_dense->ffn : first.ffn;
+  g.moe_ffn = first_moe ? first_moe->ffn : 0;
+  g.moe_layer_pattern.clear();
+  if (first_dense && first_moe) {
+    // Run-length: "[0]*3+[1]*29", a Python expression Megatron-LM evaluates (no spaces or parentheses, so a shell
+    // passes it as one word).
+    for (size_t i = 0; i < shapes.size();) {
+      size_t j = i;
+      while (j < shapes.size() && (shapes[j].experts > 0) == (shapes[i].experts > 0)) ++j;
+      g.moe_layer_pattern += std::string(g.moe_layer_pattern.empty() ? "" : "+") + (shapes[i].experts > 0 ? "[1]" : "[0]") +
+                             (j - i > 1 ? "*" + std::to_string(j - i) : "");
+      i = j;
+    }
+  }
+  std::set<int64_t> heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk;
+  for (const Shape& s : shapes) {
+    heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width);
+    (s.experts > 0 ? moe_ffn : dense_ffn).insert(s.ffn);
+    if (s.experts > 0) experts.insert(s.experts), top_k.insert(s.top_k);
+    gated.insert(s.gated), qk.insert(s.qk_norm);
   }
   std::vector<std::string> differ;
   if (heads.size() > 1) differ.push_back("attention heads " + values(heads));
   if (kv.size() > 1) differ.push_back("key/value heads " + values(kv));
   if (width.size() > 1) differ.push_back("head widths " + values(width));
-  if (experts.size() > 1)
-    differ.push_back(experts.count(0) ? "dense and MoE MLPs (experts " + values(experts) + ")"
-                                      : "experts " + values(experts));
-  if (top_k.size() > 1 && experts.size() == 1) differ.push_back("top-k " + values(top_k));
-  if (ffn.size() > 1) differ.push_back("MLP widths " + values(ffn));
+  if (experts.size() > 1) differ.push_back("experts " + values(experts));
+  if (top_k.size() > 1) differ.push_back("top-k " + values(top_k));
+  if (dense_ffn.size() > 1) differ.push_back("MLP widths " + values(dense_ffn));
+  if (moe_ffn.size() > 1) differ.push_back("expert widths " + values(moe_ffn));
   if (gated.size() > 1) differ.push_back("gated and plain MLPs");
   if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
   g.layers_differ.clear();
   for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];
   g.mlp_unread = first.ffn == 0 && first.experts == 0;
+}
+
+BlockWidths block_widths(const Layer& l) {
+  const Shape s = shape_of(l);
+  BlockWidths w;
+  w.q = static_cast<double>(s.heads) * static_cast<double>(s.head_width);
+  w.kv = static_cast<double>(s.kv_heads) * static_cast<double>(s.head_width);
+  w.ffn = static_cast<double>(s.ffn);
+  w.gated = s.gated;
+  w.top_k = s.experts > 0 ? s.top_k : 0;
+  return w;
 }
 
 }  // namespace tuner::parallel

@@ -22,14 +22,21 @@ std::string to_string(Schedule s) {
   return "?";
 }
 
-double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sp, Recompute r, bool flash) {
+double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sp, Recompute r, bool flash,
+                                    const BlockWidths& w) {
   const double sbh = s * b * h;
   const double attn = flash ? 4 * a / h : 5 * a * s / h;
   if (r == Recompute::kFull) return sp ? 2 * sbh / t : 2 * sbh;
   const double attn_term = r == Recompute::kSelective ? 0 : attn;
-  if (t <= 1) return sbh * (34 + attn_term);
-  if (sp) return sbh / t * (34 + attn_term);
-  return sbh * (10 + 24.0 / t + attn_term / t);
+  // In units of sbh: outside the split, the norms' inputs (4), the QKV and first MLP projections' inputs (2 + 2) and
+  // two dropout masks (1 + 1); inside it, attention's tensors and the MLP's, per expert a token visits.
+  const double q = (w.q > 0 ? w.q : h) / h, kv = (w.kv > 0 ? w.kv : h) / h, f = (w.ffn > 0 ? w.ffn : 4 * h) / h;
+  const int visits = std::max(w.top_k, 1);
+  const double outside = 10 + (w.top_k > 0 ? 2.0 * visits : 0.0);
+  const double inside = 4 * q + 4 * kv + visits * (w.gated ? 6 : 4) * f;
+  if (t <= 1) return sbh * (outside + inside + attn_term);
+  if (sp) return sbh / t * (outside + inside + attn_term);
+  return sbh * (outside + (inside + attn_term) / t);
 }
 
 double in_flight_micro_batches(Schedule s, int p, int stage, int m, int v) {

@@ -31,10 +31,23 @@ enum class Schedule { kGpipe, k1F1B, kInterleaved };
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 
+/// The widths a transformer layer's activations follow, beyond its hidden size: the query and key/value widths of
+/// its attention (grouped-query attention stores narrower K and V), its MLP's width and gating, and the experts each
+/// token visits. 0: the GPT form (q = kv = hidden, ffn = 4 x hidden, not gated, dense).
+struct BlockWidths {
+  double q = 0, kv = 0, ffn = 0;
+  bool gated = false;
+  int top_k = 0;  ///< 0: a dense MLP; else the experts each token is sent to (its copies are stored per expert).
+};
+
 /// Activation bytes of one transformer layer for one micro-batch on one device; `flash`: its attention core is a
-/// fused (flash) kernel, which keeps no s x s matrices.
+/// fused (flash) kernel, which keeps no s x s matrices. Korthikanti et al.'s sbh(34 + 5as/h) for the GPT form,
+/// split as they do (10 sbh outside the tensor-parallel split without sequence parallelism, 24 sbh inside), with
+/// the 24 generalised to the block's widths: 4q + 4kv for attention (Q, K, V, the projection's input) and, per
+/// expert a token visits, 4 ffn (the activation's input, the down projection's input) or 6 ffn gated (the gate and
+/// up outputs and their product); an MoE layer also keeps each token's dispatched copy (2 h per expert).
 double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
-                                    Recompute r, bool flash);
+                                    Recompute r, bool flash, const BlockWidths& w = {});
 
 /// Micro-batches whose activations a stage holds at its peak: GPipe m; 1F1B min(p - stage, m);
 /// interleaved 1F1B min(p - stage, m) x (1 + (p - 1) / (p v)) (Narayanan et al.).

@@ -4,6 +4,7 @@
 
 #include "search/parallel/spec_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +346,22 @@ Operator op_from_json(const SpecFields& f, const nlohmann::json& jo, const std::
   auto t = op_type_from_string(type);
   if (!t) f.fail(SpecFields::at(op_path, "type"), "unknown operator type '" + type + "'; allowed: " + op_type_names());
   op.type = *t;
+  // Keys of one kind of op on another were ignored ("experts" on a linear planned a dense linear): refused.
+  {
+    static const std::map<std::string, std::vector<OpType>> only_on = {
+        {"heads", {OpType::kAttention}},   {"kv_heads", {OpType::kAttention}}, {"causal", {OpType::kAttention}},
+        {"experts", {OpType::kMoeFfn}},    {"top_k", {OpType::kMoeFfn}},       {"ffn", {OpType::kMoeFfn}},
+        {"gated", {OpType::kMoeFfn}}};
+    for (const auto& [key, types] : only_on)
+      if (jo.contains(key) && std::find(types.begin(), types.end(), op.type) == types.end()) {
+        std::string allowed = "name, type, in, out, inputs, dtype";
+        for (const auto& [k, ts] : only_on)
+          if (std::find(ts.begin(), ts.end(), op.type) != ts.end()) allowed += ", " + k;
+        f.fail(SpecFields::at(op_path, key), "does not apply to a " + type + " op (it is " +
+                                                 to_string(types.front()) + "'s); allowed keys for " + type + ": " +
+                                                 allowed);
+      }
+  }
   if (jo.contains("dtype") && f.string(jo, op_path, "dtype", std::nullopt, "bf16, f16, f32") != dtype)
     f.fail(SpecFields::at(op_path, "dtype"), jo["dtype"].dump() + " differs from the model's '" + dtype +
                                                  "'; allowed: the model's dtype (one dtype per model)");

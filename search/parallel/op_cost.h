@@ -66,7 +66,8 @@ struct CostParams {
   /// keyed by GpuSpec::key (unlisted GPUs: 1). An A100 holds its datasheet clock under load; an H100 SXM's 989
   /// TFLOP/s (1.83 GHz) is not held at its 700 W cap with every SM busy. Scales matmuls and fused attention, not
   /// memory-bound kernels. Fitted on the H100 runs of docs/calibration.md (with overlap_interference).
-  std::map<std::string, double> tensor_throughput = {{"h100-sxm", 0.80}};
+  /// The H200 is the H100's chip at the same power: the same factor.
+  std::map<std::string, double> tensor_throughput = {{"h100-sxm", 0.80}, {"h200-sxm", 0.80}};
   AttentionKernel attention = AttentionKernel::kFlash;  ///< How attention cores run.
 };
 

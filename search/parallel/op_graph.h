@@ -99,6 +99,10 @@ struct ModelGraph {
   bool swiglu = false;              ///< Gated MLP (Llama).
   int experts = 0;                  ///< Experts per MoE layer.
   int top_k = 0;                    ///< Experts each token is routed to.
+  int64_t moe_ffn = 0;              ///< Width of each expert (JSON graphs; 0: `ffn`, as presets have it).
+  /// Which transformer layers are MoE where dense and MoE layers mix (JSON graphs), as Megatron-LM's
+  /// --moe-layer-freq pattern takes it: "[0]*3+[1]*29" (empty: every layer alike).
+  std::string moe_layer_pattern;
   // Architecture details an engine must be told to build the same model (family forms and presets set them).
   bool rope = false;                ///< Rotary position embeddings (else learned absolute positions).
   /// Without rope: a learned position embedding (the GPT presets; a JSON graph with an embedding besides its token
@@ -112,6 +116,7 @@ struct ModelGraph {
   bool untied_embeddings = false;
   double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
   bool qk_norm = false;             ///< A norm on the queries and keys before attention (JSON graphs).
+  bool bidirectional = false;       ///< An attention op is not causal (an encoder; JSON graphs): the engines mask.
   /// How a JSON graph's transformer layers differ from its first (empty: alike), which the engines' exports, building
   /// every layer alike, cannot express (graph_architecture.h).
   std::string layers_differ;

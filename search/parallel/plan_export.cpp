@@ -18,6 +18,13 @@ void warn(std::vector<std::string>* w, const std::string& line) {
 
 /// An engine builds every transformer layer alike: where a JSON graph's differ, or its MLP could not be read, say
 /// what it will build instead.
+/// The engines' GPT and Llama models are causal decoders: a graph whose attention is not causal trains otherwise.
+void warn_bidirectional(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
+  if (model.bidirectional)
+    warn(w, "the graph's attention is bidirectional (\"causal\": false); " + engine +
+                "'s models mask causally: the model code must change the mask, or it trains a decoder");
+}
+
 void warn_layers_differ(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
   if (!model.layers_differ.empty())
     warn(w, "the graph's transformer layers differ (" + model.layers_differ + "); " + engine +
@@ -129,6 +136,10 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     if (model.experts > 0) {
       arg("--num-experts", std::to_string(model.experts));
       arg("--moe-router-topk", std::to_string(model.top_k));
+      // Each expert's width where it is not the dense MLP's; which layers are MoE where dense ones mix in (else
+      // Megatron-LM makes every layer MoE).
+      if (model.moe_ffn > 0 && model.moe_ffn != model.ffn) arg("--moe-ffn-hidden-size", std::to_string(model.moe_ffn));
+      if (!model.moe_layer_pattern.empty()) arg("--moe-layer-freq", model.moe_layer_pattern);
     }
     if (!model.rope && !model.position_embedding)
       warn(warnings, "the graph has no position embedding (an embedding besides the token embedding): exported as "
@@ -156,6 +167,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "Megatron-LM"));
   warn_layers_differ(warnings, model, "Megatron-LM");
+  warn_bidirectional(warnings, model, "Megatron-LM");
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -240,7 +252,7 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
                              std::vector<std::string>* warnings) {
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "DeepSpeed"));
-  warn_layers_differ(warnings, model, "DeepSpeed");
+  // (No word on layers that differ: a DeepSpeed config describes no model; the user's model code builds its layers.)
   nlohmann::ordered_json j;
   // DeepSpeed's data-parallel size is world / (tp x pp): the product below is what it checks.
   j["train_batch_size"] = static_cast<int64_t>(c.micro_batch) * c.num_micro_batches * c.dp;
@@ -315,9 +327,13 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
     return {"llama3", model.name};
   }
   warn(warnings, "torchtitan v0.1.0 has no model of this kind (" +
-                     std::string(model.experts > 0              ? "mixture of experts; its MoE models are experiments"
-                                 : model.transformer_layers > 0 ? "learned positions, LayerNorm, GeLU MLP"
-                                                                : "not a transformer") +
+                     std::string(model.experts > 0 ? "mixture of experts; its MoE models are experiments"
+                                 : model.transformer_layers > 0
+                                     ? std::string(model.rope ? "rotary" : model.position_embedding ? "learned" : "no") +
+                                           " positions, " + (model.rmsnorm ? "RMSNorm" : "LayerNorm") + ", " +
+                                           (model.swiglu ? "SwiGLU" : "GeLU") + " MLP" +
+                                           (model.linear_bias ? ", biased linears" : "")
+                                     : "not a transformer") +
                      "): [model] name is '" + model.name + "', a TrainSpec to register with this flavor; its llama3 "
                      "would train another architecture of this size");
   return {model.name, model.name};
@@ -337,6 +353,10 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "torchtitan"));
   warn_layers_differ(warnings, model, "torchtitan");
+  warn_bidirectional(warnings, model, "torchtitan");
+  if (!model.moe_layer_pattern.empty())
+    warn(warnings, "the graph mixes dense and MoE layers (" + model.moe_layer_pattern +
+                       "); torchtitan's flavors build every layer alike");
   std::string schedule = "1F1B";
   if (c.schedule == Schedule::kGpipe) schedule = "GPipe";
   if (c.schedule == Schedule::kInterleaved) schedule = "Interleaved1F1B";

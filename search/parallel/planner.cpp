@@ -1,5 +1,7 @@
 #include "search/parallel/planner.h"
 
+#include "search/parallel/graph_architecture.h"
+
 #include "search/parallel/engine_partition.h"
 
 #include <algorithm>
@@ -110,7 +112,7 @@ PlanPins parse_pins(const std::string& text) {
     if (item.empty() || (comma != std::string::npos && comma + 1 == text.size()))
       throw SpecError("--fix '" + text + "' has an empty item; allowed: key=value items separated by single commas");
     const size_t eq = item.find('=');
-    if (eq == std::string::npos) throw SpecError("--fix item '" + item + "' is not key=value");
+    if (eq == std::string::npos) throw SpecError("--fix item '" + item + "' is not key=value; allowed: items like tp=8,pp=4 (keys: tp, pp, dp, cp, ep, mbs, schedule, v, recompute, zero, sp)");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
     if (!seen.insert(k).second) throw SpecError("--fix key '" + k + "' is given twice; allowed: each key once");
     if (k == "tp") p.tp = parse_pin_int(k, v, 1, 1 << 20);
@@ -143,7 +145,9 @@ PlanPins parse_pins(const std::string& text) {
     pos = comma + 1;
   }
   if (p.virtual_stages && *p.virtual_stages > 1 && p.schedule && *p.schedule != Schedule::kInterleaved)
-    throw SpecError("--fix v=" + std::to_string(*p.virtual_stages) + " needs schedule=interleaved");
+    throw SpecError("--fix v=" + std::to_string(*p.virtual_stages) + " needs schedule=interleaved, not schedule=" +
+                    to_string(*p.schedule) + "; allowed: v=" + std::to_string(*p.virtual_stages) +
+                    " with schedule=interleaved (or left out), or v=1");
   return p;
 }
 
@@ -223,6 +227,7 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
     if (it == signatures_.end()) {
       signatures_.push_back(sig);
       sig_example_.push_back(static_cast<int>(l));
+      sig_widths_.push_back(block_widths(model_.layers[l]));
       layer_sig_.push_back(static_cast<int>(signatures_.size() - 1));
     } else {
       layer_sig_.push_back(static_cast<int>(it - signatures_.begin()));
@@ -256,22 +261,23 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
                                        model_.layers[sig_example_[sig]].ops.end(),
                                        [](const Operator& op) { return op.type == OpType::kMoeFfn; });
   if (!has_experts) ep = 1;
-  const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
-                          (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") +
-                          std::to_string(mbs) + "|" +
-                          (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
-                                                       std::to_string(state_bytes_per_param)
-                                                 : "inf");
+  const std::string shape_key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
+                                (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") + std::to_string(mbs) + "|";
+  const std::string key = shape_key + (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
+                                                                   std::to_string(state_bytes_per_param)
+                                                             : "inf");
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   if (std::isfinite(budget)) {
     // A budget only removes assignments: when the unconstrained optimum fits it (the ILP's memory row: states
     // and outputs of every op), it is the constrained optimum too, and no second solve is needed. Most budgeted
     // requests are of this kind (a stage's share is rarely tight for every layer).
+    const auto fits = [&](const LayerPlan& lp) {
+      return !lp.ops.empty() &&
+             state_bytes_per_param * lp.params_per_device + lp.activation_bytes <= budget * (1 - 1e-12);
+    };
     const LayerPlan& free = layer_plan(sig, tp, cp, ep, mbs, kInf, state_bytes_per_param);
-    if (!free.ops.empty() &&
-        state_bytes_per_param * free.params_per_device + free.activation_bytes <= budget * (1 - 1e-12))
-      return cache_.emplace(key, free).first->second;
+    if (fits(free)) return cache_.emplace(key, free).first->second;
   }
   ++ilp_solves_;
   // Under context parallelism each GPU holds seq / cp tokens of every sequence.
@@ -488,10 +494,11 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     out.sequence_parallel = out.sequence_parallel || x.sequence_parallel;
     if (layer.kind == LayerKind::kTransformer) {
       const bool flash = opts_.cost.attention == AttentionKernel::kFlash;
+      const BlockWidths& widths = sig_widths_[layer_sig_[l]];
       out.act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
-                                                x.sequence_parallel, c.recompute, flash);
+                                                x.sequence_parallel, c.recompute, flash, widths);
       out.full_act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
-                                                     x.sequence_parallel, Recompute::kNone, flash);
+                                                     x.sequence_parallel, Recompute::kNone, flash, widths);
     } else {
       out.full_act[l] = x.activation_bytes;
       const double input = boundary_bytes / (x.sequence_parallel ? shape.tp : 1);

@@ -314,6 +314,7 @@ class Planner {
   std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
   std::vector<int> sig_example_;          ///< Per signature: one layer index.
   std::map<std::string, LayerPlan> cache_;
+  std::vector<BlockWidths> sig_widths_;  ///< Per distinct layer: the widths its activations follow.
   std::map<int, ModelGraph> by_cp_;       ///< The model with seq / cp tokens per GPU, per context-parallel degree.
   int64_t ilp_solves_ = 0;
   int64_t evaluated_ = 0;

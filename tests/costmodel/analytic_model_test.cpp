@@ -266,5 +266,22 @@ TEST(GpuSpecTable, LooksUpByKeyAndByIdentity) {
   EXPECT_FALSE(find_gpu_spec("v100").has_value());
 }
 
+// An H200 reports the H100's compute capability and SM count: it was taken for an H100, so its report drew the
+// H100's 3.35 TB/s roof under kernels that reached 3.49 TB/s. Its name, else its memory, tells them apart.
+TEST(GpuSpecTable, TellsAnH200FromAnH100ByNameOrMemory) {
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA H200")->key, "h200-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "replay:NVIDIA H200")->key, "h200-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA H100 80GB HBM3", 85017493504)->key, "h100-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "", 150109880320)->key, "h200-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "", 85017493504)->key, "h100-sxm");
+  // A GH200's name holds "H200" inside a word; its 96 GB decide (nearest the H100's 80).
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA GH200 480GB", 102005473280)->key, "h100-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA A100-SXM4-80GB")->key, "h100-sxm");  // the name of no such part
+  const GpuSpec h200 = *find_gpu_spec("h200-sxm"), h100 = *find_gpu_spec("h100-sxm");
+  EXPECT_GT(h200.dram_bandwidth_gbps, h100.dram_bandwidth_gbps);
+  EXPECT_EQ(h200.peak_bf16_tflops, h100.peak_bf16_tflops);
+  EXPECT_EQ(h200.arch(), "sm_90");
+}
+
 }  // namespace
 }  // namespace tuner::costmodel

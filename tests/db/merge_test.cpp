@@ -1,6 +1,10 @@
 // TuningDb::merge_from: the union of two databases' records, never a duplicate, all or nothing.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
 #include <set>
 
 #include "db/migrations.h"
@@ -79,6 +83,39 @@ TEST(Merge, GivesTheUnionAndMergingTwiceAddsNothing) {
   EXPECT_EQ(db.plans().size(), 1u);
   EXPECT_EQ(db.integrity_check(), "ok");
   EXPECT_EQ(test::read_bytes(b), b_before) << "merge wrote to the file it merged from";
+}
+
+// A session still marked running where it came from arrives as killed. Its reason said "while still running
+// there" of a process long dead too; now it says which (the process's liveness, judged on this host).
+TEST(Merge, ARunningSessionArrivesKilledSayingWhetherItsProcessStillRuns) {
+  TempDir dir;
+  const std::string live = dir.file("live.db"), dead = dir.file("dead.db");
+  const auto open_session = [](const std::string& path, const char* config) {
+    TuningDb db(path);
+    const int64_t s = db.begin_session(db.upsert_device(h100()), db.upsert_workload(test::gemm()),
+                                       db.upsert_template({"gemm_f32_simt", "h1"}), "random", 1, 100, "");
+    std::vector<TrialRecord> batch{ok_trial(config, 1.0)};
+    db.add_trials(s, batch);  // and never ended
+  };
+  open_session(live, "{\"BM\":1}");  // by this process, which runs
+  const pid_t child = fork();
+  if (child == 0) {
+    open_session(dead, "{\"BM\":2}");
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  TuningDb db(dir.file("into.db"));
+  db.merge_from(live);
+  db.merge_from(dead);
+  std::map<std::string, std::string> reason_of;
+  for (const auto& s : db.sessions({})) {
+    EXPECT_EQ(s.status, "killed");
+    reason_of[s.reason.find("live.db") != std::string::npos ? "live" : "dead"] = s.reason;
+  }
+  EXPECT_NE(reason_of["live"].find("while still running there"), std::string::npos) << reason_of["live"];
+  EXPECT_NE(reason_of["dead"].find("its process had ended without closing it"), std::string::npos)
+      << reason_of["dead"];
 }
 
 TEST(Merge, RefusesWhatIsNotATunerDatabaseAndChangesNothing) {

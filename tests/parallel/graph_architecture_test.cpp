@@ -89,3 +89,36 @@ TEST(GraphArchitecture, AQkNormBeforeRopeIsFound) {
 
 }  // namespace
 }  // namespace tuner::parallel
+
+namespace tuner::parallel {
+namespace {
+
+// The memory model's activation widths come from the same reading: Llama's GQA and SwiGLU, a MoE's experts per
+// token, and the GPT form's defaults where a layer is a plain 4h MLP.
+TEST(GraphArchitecture, BlockWidthsAreTheLayersAttentionAndMlpWidths) {
+  const auto widths_of = [](const std::string& spec) {
+    const ModelGraph g = parse_model_spec(spec);
+    for (const Layer& l : g.layers)
+      if (l.kind == LayerKind::kTransformer) return block_widths(l);
+    return BlockWidths{};
+  };
+  const BlockWidths llama = widths_of("llama:layers=2,hidden=4096,heads=32,kv_heads=8,ffn=14336,seq=512,vocab=1000");
+  EXPECT_EQ(llama.q, 4096);
+  EXPECT_EQ(llama.kv, 1024);
+  EXPECT_EQ(llama.ffn, 14336);
+  EXPECT_TRUE(llama.gated);
+  EXPECT_EQ(llama.top_k, 0);
+  const BlockWidths gpt = widths_of("gpt:layers=2,hidden=1024,heads=16,seq=512,vocab=1000");
+  EXPECT_EQ(gpt.ffn, 4096);
+  EXPECT_FALSE(gpt.gated);
+  const BlockWidths moe = widths_of("moe:layers=2,hidden=1024,heads=16,experts=8,top_k=2,seq=512,vocab=1000");
+  EXPECT_EQ(moe.top_k, 2);
+  EXPECT_GT(moe.ffn, 0);
+  // A wider MLP is more activation memory at the same hidden size.
+  const double s = 512, h = 4096;
+  EXPECT_GT(transformer_activation_bytes(s, 1, h, 32, 1, false, Recompute::kNone, true, llama),
+            transformer_activation_bytes(s, 1, h, 32, 1, false, Recompute::kNone, true, {}));
+}
+
+}  // namespace
+}  // namespace tuner::parallel

@@ -32,6 +32,30 @@ TEST(MemoryModel, TransformerActivationsFollowThePublishedFormulas) {
   EXPECT_DOUBLE_EQ(transformer_activation_bytes(32768, 1, 12288, 96, 1, false, Recompute::kNone, true), 16 * f1);
 }
 
+// A transformer layer's activations followed only its hidden size and heads: MLP widths of 4h, 8h and 16h, gated or
+// not, and an MoE's top-1 or top-8 routing all planned 34 sbh, so a plan at 77.9 of 78 GB could run out of memory.
+TEST(MemoryModel, TransformerActivationsFollowTheBlocksWidths) {
+  const double s = 4096, h = 4096, a = 32, sbh = s * h;
+  const auto bytes = [&](const BlockWidths& w, int t = 1, bool sp = false) {
+    return transformer_activation_bytes(s, 1, h, a, t, sp, Recompute::kSelective, true, w);
+  };
+  // The GPT form, said or left out: 34 sbh.
+  EXPECT_DOUBLE_EQ(bytes({}), 34 * sbh);
+  EXPECT_DOUBLE_EQ(bytes({h, h, 4 * h, false, 0}), 34 * sbh);
+  // Llama 3 70B's block: 8 KV heads of 64 (kv = h / 8), SwiGLU at 3.5 h: 10 + 4 + 0.5 + 6 x 3.5 = 35.5 sbh.
+  EXPECT_DOUBLE_EQ(bytes({h, h / 8, 3.5 * h, true, 0}), 35.5 * sbh);
+  // Twice the MLP width: 16 sbh more ungated (4 per h of width), 24 more gated.
+  EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, false, 0}) - bytes({}), 16 * sbh);
+  EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, true, 0}) - bytes({h, h, 4 * h, true, 0}), 24 * sbh);
+  // Top-2 experts of width 3.5 h, gated (Mixtral): two copies of each token (2 h each) and of its MLP tensors:
+  // 10 + 4 + 8 + 2 x 21 = 64 sbh; top-8 stores four times top-2's expert tensors.
+  EXPECT_DOUBLE_EQ(bytes({h, h, 3.5 * h, true, 2}), 64 * sbh);
+  EXPECT_DOUBLE_EQ(bytes({h, h, 3.5 * h, true, 8}) - bytes({h, h, 3.5 * h, true, 2}), 6 * (2 + 21) * sbh);
+  // Tensor parallelism splits the inside part only (10 sbh stay whole), sequence parallelism all of it.
+  EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, true, 0}, 8), (10 + (8 + 48) / 8.0) * sbh);
+  EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, true, 0}, 8, true), (10 + 8 + 48) / 8.0 * sbh);
+}
+
 TEST(MemoryModel, ZeroStagesShardTheModelStates) {
   // 1e9 local parameters, dp = 8.
   // ZeRO-0: 2 + 2 + 12 = 16 GB.

@@ -223,6 +223,11 @@ TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j.erase("seq"); }, "seq: missing; allowed: an integer in 1..1,048,576"},
       {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["name"] = "a\nb"; }, "control character"},
       {[](nlohmann::json& j) { j["layers"][0]["kind"] = "conv"; }, "layers[0].kind"},
+      // Another kind of op's keys were ignored: a linear with "experts" planned as a dense linear.
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][0]["experts"] = 8; },
+       "layers[0].ops[0].experts: does not apply to a linear op (it is moe_ffn's); allowed keys for linear: name, "
+       "type, in, out, inputs, dtype"},
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][1]["heads"] = 4; }, "layers[0].ops[1].heads: does not apply"},
   };
   for (const auto& c : cases) {
     nlohmann::json doc = tiny_graph();
@@ -290,6 +295,11 @@ TEST(ClusterSpec, PresetsAndErrors) {
   EXPECT_DOUBLE_EQ(h.inter.bandwidth_gbps, 50);   // one 400 Gb/s adapter per GPU
   const ClusterSpec a = parse_cluster_spec("dgx-a100:2");
   EXPECT_DOUBLE_EQ(a.inter.bandwidth_gbps, 25);   // 8 x 200 Gb/s per node of 8 GPUs
+  const ClusterSpec h2 = parse_cluster_spec("dgx-h200:2");
+  EXPECT_EQ(h2.gpu.key, "h200-sxm");
+  EXPECT_EQ(h2.memory_per_gpu_bytes, static_cast<int64_t>(141e9));
+  EXPECT_DOUBLE_EQ(h2.inter.bandwidth_gbps, h.inter.bandwidth_gbps);
+  EXPECT_NE(error_of([] { parse_cluster_spec("dgx-v100:4"); }).find("dgx-h200:NODES"), std::string::npos);
   EXPECT_NE(error_of([] { parse_cluster_spec("dgx-h100:0"); }).find("nodes must be positive"), std::string::npos);
   EXPECT_NE(error_of([] { parse_cluster_spec("dgx-v100:4"); }).find("unknown cluster preset"), std::string::npos);
   auto doc = nlohmann::json::parse(R"({"nodes": 2, "gpus_per_node": 4, "gpu": "b200",

@@ -345,16 +345,54 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
               "learned_absolute");
     EXPECT_TRUE(warnings.empty()) << warnings.front();
   }
-  // Dense and MoE layers of other widths: every engine says it builds each layer as the first.
-  const ModelGraph mixed = graph({json_block(2816, false), json_block(1408, false, 8)});
-  EXPECT_EQ(mixed.layers_differ, "dense and MoE MLPs (experts 0 and 8); MLP widths 1408 and 2816");
+  // A dense layer, then MoE layers with experts of their own width: Megatron-LM says so with --moe-layer-freq and
+  // --moe-ffn-hidden-size (it made every layer MoE, with experts of the dense MLP's width: a model 8x larger);
+  // torchtitan, whose flavors build every layer alike, is warned about; a DeepSpeed config describes no model.
+  const ModelGraph mixed =
+      graph({json_block(2816, false), json_block(1408, false, 8), json_block(1408, false, 8), json_block(1408, false, 8)});
+  EXPECT_EQ(mixed.layers_differ, "");
   EXPECT_EQ(mixed.experts, 8) << "the MoE rules still see the experts";
+  EXPECT_EQ(mixed.ffn, 2816);
+  EXPECT_EQ(mixed.moe_ffn, 1408);
+  EXPECT_EQ(mixed.moe_layer_pattern, "[0]*2+[1]*6") << "each block is repeated twice";
   const Plan plan = Planner(mixed, cluster, o).plan();
-  for (const auto& exporter : {export_megatron, export_deepspeed, export_torchtitan}) {
+  warnings.clear();
+  const auto margs = parse_args(export_megatron(plan, mixed, 64, &warnings));
+  EXPECT_EQ(margs.at("--ffn-hidden-size"), "2816");
+  EXPECT_EQ(margs.at("--moe-ffn-hidden-size"), "1408");
+  EXPECT_EQ(margs.at("--moe-layer-freq"), "[0]*2+[1]*6");
+  EXPECT_EQ(margs.at("--num-layers"), "8");
+  for (const auto& w : warnings) EXPECT_EQ(w.find("differ"), std::string::npos) << w;
+  warnings.clear();
+  export_torchtitan(plan, mixed, 64, &warnings);
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("mixes dense and MoE layers ([0]*2+[1]*6)") != std::string::npos;
+  }));
+  warnings.clear();
+  export_deepspeed(plan, mixed, 64, &warnings);
+  for (const auto& w : warnings) EXPECT_EQ(w.find("builds every layer"), std::string::npos) << w;
+  // An encoder (attention not causal) exported as a causal decoder said nothing.
+  nlohmann::json enc = json_block(2816, false);
+  for (auto& op : enc["ops"])
+    if (op["type"] == "attention") op["causal"] = false;
+  const ModelGraph encoder = graph({enc});
+  EXPECT_TRUE(encoder.bidirectional);
+  EXPECT_FALSE(mixed.bidirectional);
+  for (const auto& exporter : {export_megatron, export_torchtitan}) {
     warnings.clear();
-    exporter(plan, mixed, 64, &warnings);
+    exporter(Planner(encoder, cluster, o).plan(), encoder, 64, &warnings);
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                            [](const std::string& w) { return w.find("attention is bidirectional") != std::string::npos; }));
+  }
+  // Dense layers of two MLP widths: what no engine's arguments say, so Megatron-LM and torchtitan warn.
+  const ModelGraph widths = graph({json_block(2816, false), json_block(1408, false)});
+  EXPECT_EQ(widths.layers_differ, "MLP widths 1408 and 2816");
+  const Plan wplan = Planner(widths, cluster, o).plan();
+  for (const auto& exporter : {export_megatron, export_torchtitan}) {
+    warnings.clear();
+    exporter(wplan, widths, 64, &warnings);
     EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
-      return w.find("transformer layers differ (dense and MoE MLPs") != std::string::npos &&
+      return w.find("transformer layers differ (MLP widths 1408 and 2816)") != std::string::npos &&
              w.find("builds every layer as the first") != std::string::npos;
     }));
   }
@@ -376,7 +414,8 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
       {"--recompute-method", {"uniform", "block"}}, {"--recompute-num-layers", {"<int>"}},
       {"--num-layers", {"<int>"}}, {"--hidden-size", {"<int>"}}, {"--num-attention-heads", {"<int>"}},
       {"--group-query-attention", {}}, {"--num-query-groups", {"<int>"}}, {"--ffn-hidden-size", {"<int>"}},
-      {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}},
+      {"--swiglu", {}}, {"--num-experts", {"<int>"}}, {"--moe-router-topk", {"<int>"}}, {"--moe-ffn-hidden-size", {"<int>"}},
+      {"--moe-layer-freq", {"<str>"}} /* moe_freq_type: an int or a list expression such as "[0]*3+[1]*29" */,
       {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex", "alltoall_seq"}},
       {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
       {"--rotary-base", {"<int>"}} /* type=int: "1e+06" is refused */, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
@@ -405,6 +444,10 @@ void expect_megatron_accepts(const std::string& text) {
       EXPECT_EQ(value.find_first_not_of("0123456789"), std::string::npos) << flag << " " << value;
     } else if (allowed[0] == "<num>") {
       EXPECT_NO_THROW((void)std::stod(value)) << flag << " " << value;
+    } else if (allowed[0] == "<str>") {
+      // --moe-layer-freq: an int, or a Python list expression of 0s and 1s (moe_freq_type evaluates it), one word
+      EXPECT_FALSE(value.empty()) << flag;
+      EXPECT_EQ(value.find_first_not_of("0123456789[]*+"), std::string::npos) << flag << " " << value;
     } else {
       EXPECT_NE(std::find(allowed.begin(), allowed.end(), value), allowed.end()) << flag << " " << value;
     }
@@ -524,7 +567,7 @@ TEST(PlanExport, PlansForDeepSpeedRunOnTheSplitItComputes) {
   const ModelGraph m = parse_model_spec("llama3-70b");
   PlannerOptions o;
   o.global_batch = 256;
-  o.pins = parse_pins("pp=4,schedule=1f1b");
+  o.pins = parse_pins("pp=4,schedule=1f1b,recompute=full");
   const Plan generic = Planner(m, parse_cluster_spec("dgx-h100:8"), o).plan();
   o.engine = Engine::kDeepSpeed;
   const Plan plan = Planner(m, parse_cluster_spec("dgx-h100:8"), o).plan();

@@ -164,7 +164,10 @@ TEST_F(RuntimeLib, TiedConfigsGoWhereQueryBestPutsThem) {
   ASSERT_GE(lines.size(), 3u);
   double fastest = 1e30;
   for (const auto& j : lines) fastest = std::min(fastest, j["time_ms"].get<double>());
-  for (int k : {0, 1}) lines[k]["time_ms"] = lines[k]["mean_time_ms"] = fastest / 2;
+  for (int k : {0, 1}) {  // GFLOP/s follows the time (import checks it)
+    lines[k]["gflops"] = lines[k]["gflops"].get<double>() * lines[k]["time_ms"].get<double>() / (fastest / 2);
+    lines[k]["time_ms"] = lines[k]["mean_time_ms"] = fastest / 2;
+  }
   std::set<std::string> chosen;
   for (int order : {0, 1}) {
     const std::string file = (dir_ / ("ties" + std::to_string(order) + ".jsonl")).string();

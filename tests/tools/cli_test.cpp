@@ -83,6 +83,16 @@ TEST_F(Cli, DefaultRecordingsNameTheWholeWorkloadAndNeverReplaceAFile) {
     EXPECT_EQ(j["dtype"], f == f32 ? "f32" : "f16") << f;
     EXPECT_FALSE(j["records"].empty()) << f;
   }
+  // Re-recorded from a replay device, the name carries the recorded GPU, not the path typed (it held
+  // "replay_.._data_replay_...json.replay.json").
+  const std::string rec = std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols4096_h100_2026-11-25.json";
+  const std::string cmd = "cd " + dir_.string() + " && " + std::string(TUNER_BIN) +
+                          " tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device replay:" + rec +
+                          " --trials all --strategy grid --remeasure 0 --quiet --json --db " + db() +
+                          " > out.json 2> err.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp((dir_ / "err.txt").string());
+  EXPECT_EQ(nlohmann::json::parse(slurp((dir_ / "out.json").string()))["replay_out"],
+            "softmax_rows_4096_cols_4096_f16_softmax_rows_replay_NVIDIA_H100_80GB_HBM3.replay.json");
 }
 
 TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
@@ -337,6 +347,69 @@ TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("softmax_rows"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("re-measured"), std::string::npos) << t.out;
+}
+
+}  // namespace
+
+namespace {
+
+// Every trial of a batch stored the batch's commit time as its start and its end: a 1 s run_timeout showed zero
+// duration. Each trial now has its measurement's own times.
+TEST_F(Cli, EachTrialStoresWhenItsMeasurementStartedAndEnded) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 4 --batch 4 "
+                "--sim-delay-ms 40 --remeasure 0 --quiet --db " + db()).code,
+            0);
+  auto e = run("export --format jsonl --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::istringstream lines(e.out);
+  std::set<std::string> starts;
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string a = j["started_at"], b = j["finished_at"];
+    EXPECT_LT(a, b) << "a 40 ms measurement ends after it starts";
+    starts.insert(a);
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(starts.size(), 4u) << "one lane measures them one after another";
+}
+
+}  // namespace
+
+namespace {
+
+// `query --best` ranks a config by the mean of its measurements but showed its latest one, with no count: the
+// table now shows the mean it ranks by and how many runs make it.
+TEST_F(Cli, BestRowsShowTheMeanTheyAreRankedByAndTheirRuns) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 8 --remeasure 3 "
+                "--quiet --db " + db()).code,
+            0);
+  auto j = run("query --best --json --op softmax --db " + db());
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto best = nlohmann::json::parse(j.out).at(0);
+  ASSERT_EQ(best["measurements"], 2) << best.dump();
+  auto t = run("query --best --op softmax --db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("mean ms"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("runs"), std::string::npos) << t.out;
+  char mean[32];
+  std::snprintf(mean, sizeof mean, "%.4f*", best["mean_time_ms"].get<double>());
+  EXPECT_NE(t.out.find(mean), std::string::npos) << mean << "\n" << t.out;
+  // --history keeps each trial's own time.
+  EXPECT_NE(run("query --history --op softmax --db " + db()).out.find("time ms"), std::string::npos);
+}
+
+// --min-time-ms above the default --max-time-ms (100) was refused, blaming --max-time-ms, which the user never gave.
+TEST_F(Cli, AMinimumTimeAboveTheDefaultCapRaisesTheCap) {
+  auto r = run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 2 --min-time-ms 200 "
+               "--quiet --db " + db());
+  EXPECT_EQ(r.code, 0) << r.err;
+  auto given = run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 2 "
+                   "--min-time-ms 200 --max-time-ms 150 --quiet --db " + db());
+  EXPECT_EQ(given.code, 2);
+  EXPECT_NE(given.err.find("--max-time-ms 150 is out of range"), std::string::npos) << given.err;
 }
 
 }  // namespace

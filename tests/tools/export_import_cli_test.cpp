@@ -166,8 +166,18 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   std::ofstream(file("twice.jsonl")) << slurp(file("a.jsonl")) << slurp(file("a.jsonl"));
   auto twice = run("import " + file("twice.jsonl") + " --db " + file("e.db") + " --json");
   ASSERT_EQ(twice.code, 0) << twice.err;
-  EXPECT_EQ(Json::parse(twice.out)["added"], 11);
-  EXPECT_EQ(Json::parse(twice.out)["skipped"], 11);
+  const Json tj = Json::parse(twice.out);
+  EXPECT_EQ(tj["added"], 11);
+  EXPECT_EQ(tj["skipped"], 11);
+  EXPECT_EQ(tj["repeated_in_file"], 11);
+  EXPECT_EQ(tj["already_here"], 0);
+  // Each group counts its own repeats (they were in the total and in no group).
+  int64_t group_skipped = 0;
+  for (const auto& g : tj["groups"]) group_skipped += g["skipped"].get<int64_t>();
+  EXPECT_EQ(group_skipped, 11) << tj.dump();
+  auto twice_text = run("import " + file("twice.jsonl") + " --db " + file("e2.db"));
+  EXPECT_NE(twice_text.out.find("11 added, 11 skipped (0 already here, 11 repeated in the file)"), std::string::npos)
+      << twice_text.out;
   EXPECT_EQ(without_ids(query_json(file("e.db"), "--best")), without_ids(query_json(b_db(), "--best")))
       << "measurements counted twice";
   std::ofstream(file("bad.jsonl")) << "{\"x\":\n";
@@ -175,6 +185,44 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.err.find("import: stdin:1: not a JSON line"), std::string::npos) << broken.err;
   EXPECT_FALSE(std::filesystem::exists(file("d.db"))) << "nothing created";
+}
+
+// What import checks must not refuse what this build and earlier ones export: failed trials of a sim device
+// (stored with estimate false), records stored before schema version 6 (bytes 0), and one GPU under two drivers,
+// each with a line repeated in the file (counted once per identity, not once per name).
+TEST_F(ExportImport, ImportTakesFailedTrialsOldRecordsAndRepeatsOfTwoIdentities) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 6 --strategy grid "
+                "--remeasure 0 --inject-fault crash:1,hang:2 --timeout 1 --quiet --db " + a_db()).code,
+            0);
+  ASSERT_EQ(run("export --db " + a_db() + " --format jsonl --out " + file("f.jsonl")).code, 0);
+  const auto all = lines(slurp(file("f.jsonl")));
+  ASSERT_EQ(all.size(), 6u);
+  int failed = 0;
+  for (const auto& l : all) failed += Json::parse(l)["status"] != "ok";
+  EXPECT_EQ(failed, 2);
+  auto back = run("import " + file("f.jsonl") + " --db " + b_db() + " --json");
+  ASSERT_EQ(back.code, 0) << back.err;
+  EXPECT_EQ(Json::parse(back.out)["added"], 6);
+  // An ok record with bytes 0 (stored before schema version 6) imports; its bytes come from its config.
+  Json old = Json::parse(all[0]);
+  ASSERT_EQ(old["status"], "ok");
+  old["bytes"] = 0.0;
+  std::ofstream(file("old.jsonl")) << old.dump() << "\n";
+  auto o = run("import " + file("old.jsonl") + " --db " + file("old.db") + " --json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(query_json(file("old.db"), "--history")[0]["bytes"], Json::parse(all[0])["bytes"]);
+  // Two identities of one GPU name, each line twice.
+  Json other = Json::parse(all[0]);
+  other["device_identity"]["nvrtc_version"] = "12.9";
+  std::ofstream(file("two.jsonl")) << all[0] << "\n" << all[0] << "\n" << other.dump() << "\n" << other.dump() << "\n";
+  auto two = run("import " + file("two.jsonl") + " --db " + file("two.db") + " --json");
+  ASSERT_EQ(two.code, 0) << two.err;
+  const Json tj = Json::parse(two.out);
+  EXPECT_EQ(tj["added"], 2);
+  EXPECT_EQ(tj["repeated_in_file"], 2);
+  EXPECT_EQ(tj["skipped"], 2);
+  ASSERT_EQ(tj["groups"].size(), 2u);
+  for (const auto& g : tj["groups"]) EXPECT_EQ(g["skipped"], 1) << tj.dump();
 }
 
 TEST_F(ExportImport, FiltersNarrowTheExport) {
@@ -291,7 +339,18 @@ TEST_F(ExportImport, ImportRefusesBadFilesWithOneLineAndLeavesTheDatabaseUnchang
        })),
        {"simcc.jsonl:3", "'device_identity.name'", "sim:a100-sxm4-80gb", "8.0 and 108 SMs"}},
       {file("absent.jsonl"), {"absent.jsonl", "cannot read"}},
+      // Numbers that do not follow from the record were stored as given: 1e12 GFLOP/s showed in `query`.
+      {write("gflops.jsonl", edited([](Json& j) { j["gflops"] = 1e12; })),
+       {"gflops.jsonl:3", "'gflops'", "1e+12", "FLOPs in time_ms"}},
+      {write("bytes.jsonl", edited([](Json& j) { j["bytes"] = 1; })), {"bytes.jsonl:3", "'bytes'", "is 1 but"}},
+      {write("estimate.jsonl", edited([](Json& j) { j["estimate"] = false; })),
+       {"estimate.jsonl:3", "'estimate'", "sim:h100-sxm", "allowed: true"}},
+      {write("errtime.jsonl", edited([](Json& j) { j["status"] = "runtime_fault"; })),
+       {"errtime.jsonl:3", "'time_ms'", "runtime_fault", "only ok trials"}},
+      {write("okerror.jsonl", edited([](Json& j) { j["error"] = "boom"; })), {"okerror.jsonl:3", "'error'", "boom"}},
   };
+  ASSERT_EQ(first["status"], "ok");
+  ASSERT_EQ(first["device"], "sim:h100-sxm");
   // Into an existing database (unchanged afterwards) and into a new one (never created).
   ASSERT_EQ(run("import " + file("a.jsonl") + " --db " + b_db()).code, 0);
   const std::string before = slurp(b_db());

@@ -91,4 +91,51 @@ TEST_F(OutputOverDb, AWriteThatFailsLeavesTheFileAsItWas) {
   EXPECT_EQ(slurp(keep).rfind("op,", 0), 0u) << "the link's target holds the CSV";
 }
 
+// `export --out` and `report --out` replaced a file the user may not write (a read-only file, another user's) by
+// renaming a temporary over it, wherever the folder was writable. Run as an unprivileged user (root writes anything),
+// both now exit 2 naming the file, and it is as it was.
+TEST_F(OutputOverDb, AFileTheUserMayNotWriteIsRefusedNotReplaced) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --trials 4 --quiet --db " +
+                db()).code, 0);
+  namespace fs = std::filesystem;
+  fs::permissions(dir_, fs::perms::all);  // anyone may create files here, and rename over them
+  fs::permissions(db(), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::group_write | fs::perms::others_read | fs::perms::others_write);
+  if (::getuid() == 0 && std::system("command -v setpriv > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "running as root without setpriv (util-linux): no unprivileged user to run as";
+  const std::string as_user = ::getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  for (const std::string& cmd : {"export --format best --db " + db() + " --out ", "report --db " + db() + " --out "}) {
+    const std::string file = (dir_ / "mine.txt").string();
+    fs::remove(file);
+    std::ofstream(file) << "keep\n";
+    fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    const std::string err = (dir_ / "err").string();
+    const int status = std::system((as_user + TUNER_BIN + " " + cmd + file + " 2>" + err).c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 2) << cmd << "\n" << slurp(err);
+    EXPECT_NE(slurp(err).find("'" + file + "': Permission denied"), std::string::npos) << slurp(err);
+    EXPECT_EQ(slurp(file), "keep\n") << cmd;
+    EXPECT_EQ(fs::status(file).permissions() & fs::perms::owner_write, fs::perms::none);
+  }
+  // A chart folder it may not write is refused before the page is written (the page was written, then exit 2).
+  const std::string locked = (dir_ / "locked").string(), page = (dir_ / "page.html").string();
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  if (!as_user.empty() || ::getuid() != 0) {
+    const int rs = std::system((as_user + TUNER_BIN + " report --db " + db() + " --out " + page + " --svg-dir " + locked +
+                                " 2>" + (dir_ / "err").string()).c_str());
+    ASSERT_TRUE(WIFEXITED(rs));
+    EXPECT_EQ(WEXITSTATUS(rs), 2) << slurp((dir_ / "err").string());
+    EXPECT_NE(slurp((dir_ / "err").string()).find("cannot write in --svg-dir"), std::string::npos);
+    EXPECT_FALSE(fs::exists(page)) << "the page was written before the chart folder was refused";
+  }
+  // A file it may write is still replaced.
+  const std::string other = (dir_ / "other.txt").string();
+  std::ofstream(other) << "old\n";
+  fs::permissions(other, fs::perms::all);
+  EXPECT_EQ(std::system((as_user + TUNER_BIN + " export --format best --db " + db() + " --out " + other).c_str()), 0);
+  EXPECT_NE(slurp(other), "old\n");
+}
+
 }  // namespace

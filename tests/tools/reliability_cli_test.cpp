@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 #include <set>
@@ -311,15 +312,15 @@ TEST_F(Cli, DbMergeOfTwoTunedDatabasesGivesTheUnionOnce) {
   auto merged = run("db merge " + other + " --db " + db() + " --json");
   ASSERT_EQ(merged.code, 0) << merged.err;
   const auto j = nlohmann::json::parse(merged.out);
-  EXPECT_EQ(j["trials_added"].get<size_t>(), union_configs.size() - 10);
-  EXPECT_EQ(j["duplicates"].get<size_t>(), 20 - union_configs.size());
+  EXPECT_EQ(j["added"].get<size_t>(), union_configs.size() - 10);
+  EXPECT_EQ(j["skipped"].get<size_t>(), 20 - union_configs.size());
   const SearchTrials t = search_trials(db());
   EXPECT_EQ(t.rows, union_configs.size());
   EXPECT_EQ(t.configs, union_configs);
 
   auto twice = run("db merge " + other + " --db " + db() + " --json");
   ASSERT_EQ(twice.code, 0) << twice.err;
-  EXPECT_EQ(nlohmann::json::parse(twice.out)["trials_added"], 0);
+  EXPECT_EQ(nlohmann::json::parse(twice.out)["added"], 0);
   EXPECT_EQ(search_trials(db()).rows, union_configs.size());
 
   auto missing = run("db merge " + (dir_ / "none.db").string() + " --db " + db());
@@ -333,6 +334,21 @@ TEST_F(Cli, DbMergeOfTwoTunedDatabasesGivesTheUnionOnce) {
   ASSERT_EQ(run("db merge " + other + " --db " + fresh).code, 0);
   EXPECT_FALSE(std::filesystem::exists(other + "-wal"));
   EXPECT_FALSE(std::filesystem::exists(other + "-shm"));
+  // Damage found only while reading the source's tables (its schema intact, its data pages not) left an empty
+  // database at --db too.
+  const std::string damaged = (dir_ / "damaged.db").string(), fresh2 = (dir_ / "fresh2.db").string();
+  std::filesystem::copy_file(other, damaged);
+  {  // the third 4 KiB page: a table's, not the schema's
+    ASSERT_GT(std::filesystem::file_size(damaged), 3u * 4096);
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 * 4096);
+    const std::string junk(4096, '\x55');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const auto broken = run("db merge " + damaged + " --db " + fresh2);
+  EXPECT_EQ(broken.code, 2) << broken.err;
+  EXPECT_NE(broken.err.find("damaged"), std::string::npos) << broken.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh2));
   auto bad_sub = run("db split");
   EXPECT_EQ(bad_sub.code, 2);
   EXPECT_NE(bad_sub.err.find("'split'"), std::string::npos) << bad_sub.err;

@@ -144,6 +144,21 @@ TEST_F(Report, RowOpsSitUnderTheCudaCoreRoofAndGemmsUnderTheTensorRoof) {
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::current_path() / "-"));
 }
 
+// A recording made on an H200 is drawn under the H200's roof (4.8 TB/s), not the H100's: its best layernorm reached
+// 3.49 TB/s, above the H100's 3.35 TB/s line it was drawn under.
+TEST_F(Report, AnH200RecordingIsDrawnUnderTheH200sRoof) {
+  const std::string rec = std::string(TUNER_SOURCE_DIR) + "/data/replay/layernorm_f16_rows4096_cols32768_h200_2026-11-26.json";
+  auto t = run("tune --op layernorm --shape rows=4096,cols=32768 --dtype f16 --device replay:" + rec +
+               " --trials 8 --quiet --db " + db());
+  ASSERT_EQ(t.code, 0) << t.err;
+  auto r = run("report --db " + db() + " --op layernorm --all-versions --out " + path("h.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(path("h.html"));
+  EXPECT_NE(html.find("Roofline of h200-sxm"), std::string::npos);
+  EXPECT_NE(html.find("4800 GB/s"), std::string::npos);
+  EXPECT_EQ(html.find("h100-sxm"), std::string::npos);
+}
+
 TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
   auto p = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster dgx-h100:1 --db " + db() + " --json");
   ASSERT_EQ(p.code, 0) << p.err;

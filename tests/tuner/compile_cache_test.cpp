@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -272,7 +274,13 @@ TEST_F(CompileCacheTest, CapComesFromTheEnvironment) {
     EXPECT_EQ(CompileCache::default_max_bytes(), 0u);
   }
   ScopedEnv env("TUNER_CACHE_MAX_MB", "lots");
+  testing::internal::CaptureStderr();
   EXPECT_EQ(CompileCache::default_max_bytes(), uint64_t{2} << 30);
+  // Said once (it was silent), not at every lookup.
+  EXPECT_EQ(CompileCache::default_max_bytes(), uint64_t{2} << 30);
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("TUNER_CACHE_MAX_MB 'lots' is not a number"), std::string::npos) << said;
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
 }
 
 }  // namespace
