@@ -404,6 +404,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
     f.fail("dtype", json_excerpt(g.dtype) + " is unknown; allowed: bf16, f16, f32");
   const nlohmann::json& layers = doc["layers"];
   check_chain_size(f, layers);
+  std::map<std::string, size_t> layer_names;
   for (size_t li = 0; li < layers.size(); ++li) {
     const auto& jl = layers[li];
     const std::string path = SpecFields::at("layers", li);
@@ -411,6 +412,10 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
     f.only_keys(jl, path, {"name", "repeat", "kind", "output", "hidden", "heads", "ops"});
     Layer l;
     l.name = f.string(jl, path, "name", "layer" + std::to_string(li));
+    // Names tell layers apart in plans, reports and messages: a second 'enc' was accepted.
+    if (const auto [at, fresh] = layer_names.emplace(l.name, li); !fresh)
+      f.fail(SpecFields::at(path, "name"), json_excerpt(l.name) + " is the name of layers[" + std::to_string(at->second) +
+                                               "] too; allowed: a name no other layer has");
     const std::string kinds = "generic, transformer, embedding, head";
     const std::string kind = f.string(jl, path, "kind", std::string("generic"), kinds);
     if (kind == "generic") l.kind = LayerKind::kGeneric;

@@ -228,6 +228,8 @@ TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
        "layers[0].ops[0].experts: does not apply to a linear op (it is moe_ffn's); allowed keys for linear: name, "
        "type, in, out, inputs, dtype"},
       {[](nlohmann::json& j) { j["layers"][0]["ops"][1]["heads"] = 4; }, "layers[0].ops[1].heads: does not apply"},
+      {[](nlohmann::json& j) { j["layers"].push_back(j["layers"][0]); },
+       "layers[1].name: \"block\" is the name of layers[0] too; allowed: a name no other layer has"},
   };
   for (const auto& c : cases) {
     nlohmann::json doc = tiny_graph();

@@ -309,7 +309,10 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
     nlohmann::json layers = nlohmann::json::array();
     layers.push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "e"},
                       {"ops", {{{"name", "e"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}}}}});
-    for (auto& b : blocks) layers.push_back(b);
+    for (auto& b : blocks) {
+      b["name"] = "block" + std::to_string(layers.size());  // layer names are unique
+      layers.push_back(b);
+    }
     layers.push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
                       {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000}, {"inputs", {"input"}}}}}});
     return model_from_json({{"seq", 1024}, {"layers", layers}}, "g.json");
