@@ -99,6 +99,8 @@ std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count, s
       if (at == 0 || !std::isalnum(static_cast<unsigned char>(name[at - 1]))) return true;
     return false;
   };
+  for (const GpuSpec* s : same)  // "replay:sim:h200-sxm": a sim device's recording names its key
+    if (name.find(s->key) != std::string_view::npos) return *s;
   for (const GpuSpec* s : same)
     if (!s->model.empty() && names_model(s->model)) return *s;
   const GpuSpec* best = same.front();

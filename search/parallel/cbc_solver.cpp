@@ -32,6 +32,8 @@ void check(int rc, const char* call) {
 }
 
 constexpr double kTimeScale = 1e6;  // seconds -> microseconds
+/// Columns up to which CBC runs bare branch and bound (a transformer layer's problem has ~150).
+constexpr int kSmallProblemColumns = 2000;
 
 /// One binary column per strategy with its cost, and sum_p s_v[p] = 1 per node; the first column of each node.
 std::vector<int> add_strategy_columns(Cbc_Model* m, const ShardingRequest& req, int& cols) {
@@ -148,7 +150,10 @@ ShardingSolution solve_sharding_ilp(const ShardingRequest& req, const IlpOptions
   // A layer's problem is tens of binaries: CBC's preprocessing, presolve, cut generators and primal heuristics cost
   // more than the branch and bound they would shorten (a graph of 240 distinct blocks planned in 45 s with them,
   // 15 s without, the same plans). Branch and bound on the LP relaxation with a zero gap stays exact.
-  for (const char* off : {"preprocess", "presolve", "cuts", "heuristics"}) Cbc_setParameter(m, off, "off");
+  // Past a few thousand columns (a JSON layer of hundreds of ops) the defaults win again, and without heuristics a
+  // time limit may leave no incumbent at all: there they stay on.
+  if (cols <= kSmallProblemColumns)
+    for (const char* off : {"preprocess", "presolve", "cuts", "heuristics"}) Cbc_setParameter(m, off, "off");
   Cbc_setMaximumSeconds(m, opts.time_limit_s);
   Cbc_setAllowableGap(m, 0.0);
   Cbc_setAllowableFractionGap(m, 0.0);

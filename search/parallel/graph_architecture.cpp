@@ -125,8 +125,8 @@ void read_architecture(ModelGraph& g) {
   g.moe_ffn = first_moe ? first_moe->ffn : 0;
   g.moe_layer_pattern.clear();
   if (first_dense && first_moe) {
-    // Run-length: "[0]*3+[1]*29", a Python expression Megatron-LM evaluates (no spaces or parentheses, so a shell
-    // passes it as one word).
+    // Run-length: "[0]*3+[1]*29", a Python expression Megatron-LM evaluates (no spaces or parentheses: one word
+    // for `$(cat args)`; pasted into a shell it wants quotes, as brackets and stars are glob characters).
     for (size_t i = 0; i < shapes.size();) {
       size_t j = i;
       while (j < shapes.size() && (shapes[j].experts > 0) == (shapes[i].experts > 0)) ++j;
@@ -154,7 +154,8 @@ void read_architecture(ModelGraph& g) {
   if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
   g.layers_differ.clear();
   for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];
-  g.mlp_unread = first.ffn == 0 && first.experts == 0;
+  // The dense MLP's width unread (its first dense layer's; a graph may open with MoE layers), or the first MoE's.
+  g.mlp_unread = first_dense && first_dense->ffn == 0;
 }
 
 BlockWidths block_widths(const Layer& l) {

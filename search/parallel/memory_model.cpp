@@ -32,11 +32,14 @@ double transformer_activation_bytes(double s, double b, double h, double a, int 
   // two dropout masks (1 + 1); inside it, attention's tensors and the MLP's, per expert a token visits.
   const double q = (w.q > 0 ? w.q : h) / h, kv = (w.kv > 0 ? w.kv : h) / h, f = (w.ffn > 0 ? w.ffn : 4 * h) / h;
   const int visits = std::max(w.top_k, 1);
-  const double outside = 10 + (w.top_k > 0 ? 2.0 * visits : 0.0);
+  // An MoE layer's experts read every token of the tensor group (its strategy gathers them before dispatch), so
+  // each visit's copy of a token stays whole on every rank, sequence parallelism or not.
+  const double dispatched = w.top_k > 0 ? 2.0 * visits : 0.0;
+  const double outside = 10;
   const double inside = 4 * q + 4 * kv + visits * (w.gated ? 6 : 4) * f;
-  if (t <= 1) return sbh * (outside + inside + attn_term);
-  if (sp) return sbh / t * (outside + inside + attn_term);
-  return sbh * (outside + (inside + attn_term) / t);
+  if (t <= 1) return sbh * (outside + dispatched + inside + attn_term);
+  if (sp) return sbh * (dispatched + (outside + inside + attn_term) / t);
+  return sbh * (outside + dispatched + (inside + attn_term) / t);
 }
 
 double in_flight_micro_batches(Schedule s, int p, int stage, int m, int v) {

@@ -45,7 +45,8 @@ struct BlockWidths {
 /// split as they do (10 sbh outside the tensor-parallel split without sequence parallelism, 24 sbh inside), with
 /// the 24 generalised to the block's widths: 4q + 4kv for attention (Q, K, V, the projection's input) and, per
 /// expert a token visits, 4 ffn (the activation's input, the down projection's input) or 6 ffn gated (the gate and
-/// up outputs and their product); an MoE layer also keeps each token's dispatched copy (2 h per expert).
+/// up outputs and their product); an MoE layer also keeps each token's dispatched copy (2 h per expert), whole on
+/// every tensor-parallel rank (the experts read the group's tokens gathered).
 double transformer_activation_bytes(double s, double b, double h, double a, int t, bool sequence_parallel,
                                     Recompute r, bool flash, const BlockWidths& w = {});
 

@@ -271,6 +271,7 @@ TEST(GpuSpecTable, LooksUpByKeyAndByIdentity) {
 TEST(GpuSpecTable, TellsAnH200FromAnH100ByNameOrMemory) {
   EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA H200")->key, "h200-sxm");
   EXPECT_EQ(find_gpu_spec(9, 0, 132, "replay:NVIDIA H200")->key, "h200-sxm");
+  EXPECT_EQ(find_gpu_spec(9, 0, 132, "replay:sim:h200-sxm")->key, "h200-sxm");  // a sim recording's replay
   EXPECT_EQ(find_gpu_spec(9, 0, 132, "NVIDIA H100 80GB HBM3", 85017493504)->key, "h100-sxm");
   EXPECT_EQ(find_gpu_spec(9, 0, 132, "", 150109880320)->key, "h200-sxm");
   EXPECT_EQ(find_gpu_spec(9, 0, 132, "", 85017493504)->key, "h100-sxm");

@@ -54,6 +54,9 @@ TEST(MemoryModel, TransformerActivationsFollowTheBlocksWidths) {
   // Tensor parallelism splits the inside part only (10 sbh stay whole), sequence parallelism all of it.
   EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, true, 0}, 8), (10 + (8 + 48) / 8.0) * sbh);
   EXPECT_DOUBLE_EQ(bytes({h, h, 8 * h, true, 0}, 8, true), (10 + 8 + 48) / 8.0 * sbh);
+  // An MoE layer's dispatched copies stay whole on each rank (its experts read the gathered tokens): top-2 at
+  // t = 4 with sequence parallelism is 2 x 2 + (10 + 8 + 42) / 4 sbh.
+  EXPECT_DOUBLE_EQ(bytes({h, h, 3.5 * h, true, 2}, 4, true), (4 + 60 / 4.0) * sbh);
 }
 
 TEST(MemoryModel, ZeroStagesShardTheModelStates) {
