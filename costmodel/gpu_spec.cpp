@@ -91,16 +91,16 @@ std::optional<GpuSpec> find_gpu_spec(int cc_major, int cc_minor, int sm_count, s
   for (const auto& s : gpu_specs())
     if (s.cc_major == cc_major && s.cc_minor == cc_minor && s.sm_count == sm_count) same.push_back(&s);
   if (same.empty()) return std::nullopt;
-  // Parts of one chip (H100, H200) differ in memory: the model in the device's name decides, else the memory
-  // nearest to the device's, else the first of the table.
-  // The model as a word of the name: "NVIDIA GH200 480GB" is no H200 (its memory decides).
+  // Parts of one chip (H100, H200) differ in memory. The name decides: a table key in it ("replay:sim:h200-sxm", a
+  // sim device's recording), else the model as a word of it ("NVIDIA H200"; "NVIDIA GH200 480GB" is none); else the
+  // memory nearest to the device's, else the first of the table.
+  for (const GpuSpec* s : same)
+    if (name.find(s->key) != std::string_view::npos) return *s;
   const auto names_model = [&](std::string_view model) {
     for (size_t at = name.find(model); at != std::string_view::npos; at = name.find(model, at + 1))
       if (at == 0 || !std::isalnum(static_cast<unsigned char>(name[at - 1]))) return true;
     return false;
   };
-  for (const GpuSpec* s : same)  // "replay:sim:h200-sxm": a sim device's recording names its key
-    if (name.find(s->key) != std::string_view::npos) return *s;
   for (const GpuSpec* s : same)
     if (!s->model.empty() && names_model(s->model)) return *s;
   const GpuSpec* best = same.front();

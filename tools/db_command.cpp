@@ -1,8 +1,8 @@
 // `tuner db merge OTHER.db`: records of a database tuned elsewhere (another machine, another rank's
 // file) brought into this one without duplicates, with a report of what was added.
 #include <filesystem>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <system_error>
 
 #include "tools/cli_common.h"
@@ -38,10 +38,9 @@ int merge_command(const std::vector<std::string>& args) {
     throw UsageError("db merge: '" + other + "' is the database merged into (--db " + db_path +
                      "); name another database to merge from");
   db::MergeReport report;
-  // A merge that fails leaves no database it created: damage found only while reading OTHER's tables left an
-  // empty --db behind.
-  // Only a file this merge created, and only while it is still empty: another process may have opened the new
-  // file meanwhile (a failed merge is often a lock held by one), and what it stored there must stay.
+  // A merge that fails leaves no database it created (damage found only while reading OTHER's tables left an
+  // empty --db behind): only a file this merge created, and only while it is still empty, as another process may
+  // have opened the new file meanwhile (a failed merge is often a lock held by one) and stored what must stay.
   const bool existed = std::filesystem::exists(db_path, same_error);
   const auto forget_created = [&] {
     if (existed) return;

@@ -20,6 +20,7 @@
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tools/svg.h"
+#include "tuner/device_limits.h"
 
 namespace tuner::cli {
 
@@ -50,12 +51,9 @@ double roofline_bytes(const db::WorkloadKey& w) {
   }
 }
 
-/// The spec-table GPU behind a recorded device: sim:<key> by key, replay: and real GPUs by CC + SM count (and the
-/// model in the name: an H200 is not an H100).
+/// The spec-table GPU behind a recorded device (spec_of_recorded: an H200 is not an H100).
 std::optional<costmodel::GpuSpec> device_spec(const db::ResultRow& r) {
-  if (r.device_name.rfind("sim:", 0) == 0) return costmodel::find_gpu_spec(r.device_name.substr(4));
-  if (r.device_cc_major > 0) return costmodel::find_gpu_spec(r.device_cc_major, r.device_cc_minor, r.device_sm_count, r.device_name);
-  return std::nullopt;
+  return spec_of_recorded(r.device_name, r.device_cc_major, r.device_cc_minor, r.device_sm_count);
 }
 
 /// Peak compute of a GPU for a dtype in GFLOP/s.

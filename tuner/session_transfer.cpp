@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "costmodel/features.h"
+#include "tuner/device_limits.h"
 
 namespace tuner {
 
@@ -38,10 +39,8 @@ std::map<std::string, TransferGroup> transfer_groups(const Session& s) {
     if (it == groups.end()) {
       // A sim device by its spec name; a GPU, or a replayed recording of one ("replay:NVIDIA H100 80GB HBM3"),
       // by its compute capability and SM count, and the model its name gives (an H200 is not an H100).
-      const bool sim = row.device_simulated && row.device_name.rfind("sim:", 0) == 0;
-      std::optional<costmodel::GpuSpec> gpu =
-          sim ? costmodel::find_gpu_spec(row.device_name.substr(4))
-              : costmodel::find_gpu_spec(row.device_cc_major, row.device_cc_minor, row.device_sm_count, row.device_name);
+      const std::optional<costmodel::GpuSpec> gpu =
+          spec_of_recorded(row.device_name, row.device_cc_major, row.device_cc_minor, row.device_sm_count);
       if (!gpu) continue;  // a GPU the spec table does not know: no device features for it
       TransferGroup g{templates::parse_workload(row.workload.op, row.workload.shape, row.workload.dtype), *gpu, {}, 0, {}};
       g.space = s.tmpl.space(g.workload, limits_of(*gpu));

@@ -1,8 +1,7 @@
 #include "search/parallel/planner.h"
 
-#include "search/parallel/graph_architecture.h"
-
 #include "search/parallel/engine_partition.h"
+#include "search/parallel/graph_architecture.h"
 
 #include <algorithm>
 #include <charconv>
@@ -261,23 +260,22 @@ const LayerPlan& Planner::layer_plan(size_t sig, int tp, int cp, int ep, int mbs
                                        model_.layers[sig_example_[sig]].ops.end(),
                                        [](const Operator& op) { return op.type == OpType::kMoeFfn; });
   if (!has_experts) ep = 1;
-  const std::string shape_key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
-                                (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") + std::to_string(mbs) + "|";
-  const std::string key = shape_key + (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
-                                                                   std::to_string(state_bytes_per_param)
-                                                             : "inf");
+  const std::string key = std::to_string(sig) + "|" + std::to_string(tp) + "|" + std::to_string(cp) + "|" +
+                          (ep > 1 ? "ep" + std::to_string(ep) + "|" : "") +
+                          std::to_string(mbs) + "|" +
+                          (std::isfinite(budget) ? std::to_string(static_cast<int64_t>(budget)) + "|" +
+                                                       std::to_string(state_bytes_per_param)
+                                                 : "inf");
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   if (std::isfinite(budget)) {
     // A budget only removes assignments: when the unconstrained optimum fits it (the ILP's memory row: states
     // and outputs of every op), it is the constrained optimum too, and no second solve is needed. Most budgeted
     // requests are of this kind (a stage's share is rarely tight for every layer).
-    const auto fits = [&](const LayerPlan& lp) {
-      return !lp.ops.empty() &&
-             state_bytes_per_param * lp.params_per_device + lp.activation_bytes <= budget * (1 - 1e-12);
-    };
     const LayerPlan& free = layer_plan(sig, tp, cp, ep, mbs, kInf, state_bytes_per_param);
-    if (fits(free)) return cache_.emplace(key, free).first->second;
+    if (!free.ops.empty() &&
+        state_bytes_per_param * free.params_per_device + free.activation_bytes <= budget * (1 - 1e-12))
+      return cache_.emplace(key, free).first->second;
   }
   ++ilp_solves_;
   // Under context parallelism each GPU holds seq / cp tokens of every sequence.
