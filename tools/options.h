@@ -65,6 +65,14 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
     // Boost names the option but not what it takes: add the option's own help line, which says it.
     std::string what = e.what();
     const std::string name = e.get_option_name();
+    // A positional argument is that option without its name: `import a.jsonl --file b.jsonl` gives --file twice.
+    if (dynamic_cast<const po::multiple_occurrences*>(&e) && name.size() > 2) {
+      const std::string key = name.substr(name.find_first_not_of('-'));
+      for (unsigned i = 0; i < positional.max_total_count() && i < 8; ++i)
+        if (positional.name_for_position(i) == key)
+          throw UsageError(command + ": " + name + " is given twice (a bare argument is " + name +
+                           " without its name); give it once (see `tuner " + command + " --help`)");
+    }
     const po::option_description* d =
         name.size() > 2 ? desc.find_nothrow(name.substr(name.find_first_not_of('-')), /*approx=*/false) : nullptr;
     if (d && !d->description().empty()) what += "; " + name + ": " + d->description();

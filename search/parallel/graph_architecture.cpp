@@ -17,6 +17,8 @@ struct Shape {
   bool gated = false;
   int experts = 0, top_k = 0;
   bool qk_norm = false;
+  int64_t hidden = 0;
+  bool parallel_block = false;  ///< its MLP does not read its attention: the two run side by side (GPT-J, PaLM)
 };
 
 const Operator* find_op(const Layer& l, const std::string& name) {
@@ -62,10 +64,31 @@ bool mlp_of(const Layer& l, const Operator& down, int64_t* ffn, bool* gated) {
   return true;
 }
 
+/// Whether `from` reads an attention op, directly or through other ops of the layer.
+bool reads_attention(const Layer& l, const Operator& from) {
+  std::set<std::string> seen;
+  std::vector<const Operator*> todo = {&from};
+  while (!todo.empty()) {
+    const Operator* op = todo.back();
+    todo.pop_back();
+    for (const auto& in : op->inputs)
+      if (in != "input" && seen.insert(in).second)
+        if (const Operator* p = find_op(l, in)) {
+          if (p->type == OpType::kAttention) return true;
+          todo.push_back(p);
+        }
+  }
+  return false;
+}
+
 Shape shape_of(const Layer& l) {
   Shape s;
+  s.hidden = l.hidden;
+  const Operator* mlp = nullptr;  // the MoE op or the dense MLP's down projection
+  bool attention = false;
   for (const auto& op : l.ops) {
     if (op.type == OpType::kAttention) {
+      attention = true;
       s.heads = op.heads;
       s.kv_heads = op.kv_heads > 0 ? op.kv_heads : op.heads;
       s.head_width = op.heads > 0 ? op.out_features / op.heads : 0;
@@ -75,12 +98,14 @@ Shape shape_of(const Layer& l) {
         if (const Operator* p = through_elementwise(l, in); p && p->type == OpType::kLayerNorm) s.qk_norm = true;
     } else if (op.type == OpType::kMoeFfn) {
       s.ffn = op.ffn, s.gated = op.gated, s.experts = op.experts, s.top_k = op.top_k;
+      mlp = &op;
     } else if (op.type == OpType::kLinear && op.out_features == l.hidden && s.experts == 0 && s.ffn == 0) {
       int64_t ffn = 0;
       bool gated = false;
-      if (mlp_of(l, op, &ffn, &gated)) s.ffn = ffn, s.gated = gated;
+      if (mlp_of(l, op, &ffn, &gated)) s.ffn = ffn, s.gated = gated, mlp = &op;
     }
   }
+  s.parallel_block = attention && mlp && !reads_attention(l, *mlp);
   return s;
 }
 
@@ -109,6 +134,7 @@ void read_architecture(ModelGraph& g) {
   g.head_dim = first.heads > 0 && first.head_width * first.heads != g.hidden ? first.head_width : 0;
   g.swiglu = first.gated;
   g.qk_norm = first.qk_norm;
+  g.parallel_block = first.parallel_block;
   g.bidirectional = false;
   for (const auto& l : g.layers)
     for (const auto& op : l.ops)
@@ -135,14 +161,17 @@ void read_architecture(ModelGraph& g) {
       i = j;
     }
   }
-  std::set<int64_t> heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk;
+  std::set<int64_t> hidden, heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk, parallel;
   for (const Shape& s : shapes) {
+    hidden.insert(s.hidden), parallel.insert(s.parallel_block);
     heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width);
     (s.experts > 0 ? moe_ffn : dense_ffn).insert(s.ffn);
     if (s.experts > 0) experts.insert(s.experts), top_k.insert(s.top_k);
     gated.insert(s.gated), qk.insert(s.qk_norm);
   }
   std::vector<std::string> differ;
+  if (hidden.size() > 1) differ.push_back("hidden sizes " + values(hidden));
+  if (parallel.size() > 1) differ.push_back("parallel attention and MLP in some layers only");
   if (heads.size() > 1) differ.push_back("attention heads " + values(heads));
   if (kv.size() > 1) differ.push_back("key/value heads " + values(kv));
   if (width.size() > 1) differ.push_back("head widths " + values(width));

@@ -300,6 +300,22 @@ void validate(ModelGraph& g) {
     std::map<std::string, const Operator*> by_name;
     for (const auto& op : l.ops) by_name[op.name] = &op;
     if (!by_name.count(l.output)) throw SpecError(where + ": output '" + l.output + "' is not an op of the layer");
+    // An op the output does not read, directly or through others, was planned, costed and exported as though it
+    // mattered: a miswired input, most likely.
+    {
+      std::set<std::string> live = {l.output};
+      std::vector<std::string> todo = {l.output};
+      while (!todo.empty()) {
+        const Operator* op = by_name[todo.back()];
+        todo.pop_back();
+        for (const auto& in : op->inputs)
+          if (in != "input" && live.insert(in).second) todo.push_back(in);
+      }
+      for (const auto& op : l.ops)
+        if (!live.count(op.name))
+          throw SpecError(where + " op '" + op.name + "': its result reaches no output (the layer's output is '" +
+                          l.output + "'); allowed: ops that the output reads, directly or through other ops");
+    }
     for (const auto& op : l.ops) {
       if (op.type == OpType::kEmbedding) continue;  // reads token ids
       for (const auto& in : op.inputs) {

@@ -117,6 +117,9 @@ struct ModelGraph {
   double dropout = 0;               ///< Hidden and attention dropout (GPT-3 runs: 0.1; Llama: 0).
   bool qk_norm = false;             ///< A norm on the queries and keys before attention (JSON graphs).
   bool bidirectional = false;       ///< An attention op is not causal (an encoder; JSON graphs): the engines mask.
+  /// The MLP reads the layer's input, not attention's result, and the two are summed (GPT-J, PaLM; JSON graphs):
+  /// the engines build them in sequence.
+  bool parallel_block = false;
   /// How a JSON graph's transformer layers differ from its first (empty: alike), which the engines' exports, building
   /// every layer alike, cannot express (graph_architecture.h).
   std::string layers_differ;

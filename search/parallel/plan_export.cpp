@@ -16,15 +16,20 @@ void warn(std::vector<std::string>* w, const std::string& line) {
   if (w) w->push_back(line);
 }
 
-/// An engine builds every transformer layer alike: where a JSON graph's differ, or its MLP could not be read, say
-/// what it will build instead.
-/// The engines' GPT and Llama models are causal decoders: a graph whose attention is not causal trains otherwise.
-void warn_bidirectional(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
+/// The engines' GPT and Llama models are causal decoders with attention, then the MLP: a graph whose attention is
+/// not causal, or whose MLP runs beside attention, trains otherwise.
+void warn_block_recipe(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
   if (model.bidirectional)
     warn(w, "the graph's attention is bidirectional (\"causal\": false); " + engine +
                 "'s models mask causally: the model code must change the mask, or it trains a decoder");
+  if (model.parallel_block)
+    warn(w, "the graph's MLP reads the layer's input beside attention, not attention's result (a parallel block, "
+            "as GPT-J's and PaLM's); " + engine + " builds attention, then the MLP: the model code must change, or it "
+            "trains a sequential block");
 }
 
+/// An engine builds every transformer layer alike: where a JSON graph's differ, or its MLP could not be read, say
+/// what it will build instead.
 void warn_layers_differ(std::vector<std::string>* w, const ModelGraph& model, const std::string& engine) {
   if (!model.layers_differ.empty())
     warn(w, "the graph's transformer layers differ (" + model.layers_differ + "); " + engine +
@@ -167,7 +172,7 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "Megatron-LM"));
   warn_layers_differ(warnings, model, "Megatron-LM");
-  warn_bidirectional(warnings, model, "Megatron-LM");
+  warn_block_recipe(warnings, model, "Megatron-LM");
   std::string out;
   auto arg = [&](const std::string& flag, const std::string& value = "") {
     out += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -353,7 +358,7 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   const ParallelConfig& c = plan.config;
   if (!plan.uniform_stages) warn(warnings, nonuniform_stages_warning(plan, "torchtitan"));
   warn_layers_differ(warnings, model, "torchtitan");
-  warn_bidirectional(warnings, model, "torchtitan");
+  warn_block_recipe(warnings, model, "torchtitan");
   if (!model.moe_layer_pattern.empty())
     warn(warnings, "the graph mixes dense and MoE layers (" + model.moe_layer_pattern +
                        "); torchtitan's flavors build every layer alike");

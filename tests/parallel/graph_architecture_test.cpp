@@ -3,6 +3,8 @@
 // from attention's output projection, a Q/K norm before RoPE, and an MLP it cannot read named rather than guessed.
 #include "search/parallel/graph_architecture.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -33,7 +35,9 @@ ModelGraph block(int64_t head, std::vector<Json> attn_extra, std::vector<Json> m
   if (proj_input != "attn") ops.push_back(op(proj_input, "elementwise", width, width, {"attn"}));
   ops.push_back(op("proj", "linear", width, h, {proj_input}));
   ops.push_back(op("add1", "elementwise", h, h, {"input", "proj"}));
-  ops.push_back(op("ln2", "layernorm", h, h, {"add1"}));
+  // (a parallel block's MLP reads ln1: no ln2, which nothing would read)
+  if (std::any_of(mlp.begin(), mlp.end(), [](const Json& x) { return x["inputs"].front() == "ln2"; }))
+    ops.push_back(op("ln2", "layernorm", h, h, {"add1"}));
   for (auto& x : mlp) ops.push_back(x);
   ops.push_back(op("add2", "elementwise", h, h, {"add1", "down"}));
   Json layer = {{"name", "b"}, {"kind", "transformer"}, {"hidden", h}, {"heads", 8}, {"output", "add2"}, {"ops", ops}};
@@ -118,6 +122,40 @@ TEST(GraphArchitecture, BlockWidthsAreTheLayersAttentionAndMlpWidths) {
   const double s = 512, h = 4096;
   EXPECT_GT(transformer_activation_bytes(s, 1, h, 32, 1, false, Recompute::kNone, true, llama),
             transformer_activation_bytes(s, 1, h, 32, 1, false, Recompute::kNone, true, {}));
+}
+
+// GPT-J's and PaLM's block runs the MLP beside attention on one norm's output; a funnel changes the hidden size
+// between layers. Neither is what an engine's model builds, and the exports said nothing of either.
+TEST(GraphArchitecture, AParallelBlockAndAFunnelAreNamed) {
+  const std::vector<Json> mlp = {op("up", "linear", 1024, 4096, {"ln1"}), op("act", "elementwise", 4096, 4096, {"up"}),
+                                 op("down", "linear", 4096, 1024, {"act"})};
+  ModelGraph g = block(128, {}, mlp);
+  EXPECT_TRUE(g.parallel_block);
+  EXPECT_EQ(g.ffn, 4096);
+  EXPECT_TRUE(g.layers_differ.empty()) << g.layers_differ;
+  std::vector<Json> sequential = mlp;
+  sequential[0]["inputs"] = {"ln2"};
+  EXPECT_FALSE(block(128, {}, sequential).parallel_block);
+  // A block of 1024, then one that projects down to 512 and works there.
+  Json wide = Json::array(), narrow = Json::array();
+  for (const auto& [ops, h, in] : {std::tuple{&wide, 1024, "input"}, std::tuple{&narrow, 512, "in_proj"}}) {
+    const int64_t qkv = 3 * (h / 64) * 64;
+    Json attn = op("attn", "attention", qkv, h, {"qkv"});
+    attn["heads"] = h / 64;
+    for (const Json& o : {op("ln1", "layernorm", h, h, {in}), op("qkv", "linear", h, qkv, {"ln1"}), attn,
+                          op("proj", "linear", h, h, {"attn"}), op("add1", "elementwise", h, h, {in, "proj"}),
+                          op("ln2", "layernorm", h, h, {"add1"}), op("up", "linear", h, 4 * h, {"ln2"}),
+                          op("act", "elementwise", 4 * h, 4 * h, {"up"}), op("down", "linear", 4 * h, h, {"act"}),
+                          op("add2", "elementwise", h, h, {"add1", "down"})})
+      ops->push_back(o);
+  }
+  narrow.insert(narrow.begin(), op("in_proj", "linear", 1024, 512, {"input"}));
+  const Json layers = {
+      {{"name", "wide"}, {"kind", "transformer"}, {"hidden", 1024}, {"heads", 16}, {"output", "add2"}, {"ops", wide}},
+      {{"name", "narrow"}, {"kind", "transformer"}, {"hidden", 512}, {"heads", 8}, {"output", "add2"}, {"ops", narrow}}};
+  g = model_from_json({{"seq", 512}, {"layers", layers}}, "funnel.json");
+  EXPECT_EQ(g.layers_differ, "hidden sizes 512 and 1024; attention heads 8 and 16; key/value heads 8 and 16; MLP widths 2048 and 4096");
+  EXPECT_FALSE(g.parallel_block);
 }
 
 }  // namespace

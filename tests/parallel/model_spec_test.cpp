@@ -230,6 +230,11 @@ TEST(ModelSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j["layers"][0]["ops"][1]["heads"] = 4; }, "layers[0].ops[1].heads: does not apply"},
       {[](nlohmann::json& j) { j["layers"].push_back(j["layers"][0]); },
        "layers[1].name: \"block\" is the name of layers[0] too; allowed: a name no other layer has"},
+      // An op whose result nothing reads was planned and costed as a part of the layer: refused.
+      {[](nlohmann::json& j) { j["layers"][0]["ops"][3]["inputs"] = {"input", "fc1"}; },
+       "op 'act': its result reaches no output (the layer's output is 'add')"},
+      {[](nlohmann::json& j) { j["layers"][0]["output"] = "fc2"; },
+       "op 'add': its result reaches no output (the layer's output is 'fc2')"},
   };
   for (const auto& c : cases) {
     nlohmann::json doc = tiny_graph();

@@ -387,6 +387,24 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
     EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
                             [](const std::string& w) { return w.find("attention is bidirectional") != std::string::npos; }));
   }
+  // A parallel block (the MLP reads ln1, beside attention) exported as a sequential one said nothing.
+  nlohmann::json par = json_block(2816, false);
+  nlohmann::json par_ops = nlohmann::json::array();
+  for (auto op : par["ops"]) {
+    if (op["name"] == "ln2") continue;
+    if (op["name"] == "fc1") op["inputs"] = {"ln1"};
+    par_ops.push_back(op);
+  }
+  par["ops"] = par_ops;
+  const ModelGraph parallel_block = graph({par});
+  EXPECT_TRUE(parallel_block.parallel_block);
+  EXPECT_FALSE(mixed.parallel_block);
+  for (const auto& exporter : {export_megatron, export_torchtitan}) {
+    warnings.clear();
+    exporter(Planner(parallel_block, cluster, o).plan(), parallel_block, 64, &warnings);
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                            [](const std::string& w) { return w.find("(a parallel block, as GPT-J's") != std::string::npos; }));
+  }
   // Dense layers of two MLP widths: what no engine's arguments say, so Megatron-LM and torchtitan warn.
   const ModelGraph widths = graph({json_block(2816, false), json_block(1408, false)});
   EXPECT_EQ(widths.layers_differ, "MLP widths 1408 and 2816");

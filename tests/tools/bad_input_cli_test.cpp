@@ -88,6 +88,12 @@ TEST_F(Cli, AStrayArgumentIsNamed) {
   EXPECT_EQ(i.code, 2);
   EXPECT_NE(i.err.find("import: unexpected argument 'b.jsonl' (it takes 1 "), std::string::npos) << i.err;
   EXPECT_FALSE(std::filesystem::exists(db())) << "nothing opened";
+  // The file as a bare argument and as --file: Boost said only "cannot be specified more than once".
+  auto twice = run("import a.jsonl --file b.jsonl --db " + db());
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.err.find("import: --file is given twice (a bare argument is --file without its name)"),
+            std::string::npos)
+      << twice.err;
 }
 
 TEST_F(Cli, ADatabaseMergedIntoItselfIsBadInputAtOnce) {
