@@ -3,13 +3,21 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "templates/registry.h"
 
 namespace tuner::templates {
 namespace {
+
+const std::regex& pragma_once_anywhere() {
+  static const std::regex r(R"((^|\n)\s*#\s*pragma\s+once\b)");
+  return r;
+}
 
 std::string read_file(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
@@ -18,6 +26,48 @@ std::string read_file(const std::string& path, const std::string& flag) {
   s << in.rdbuf();
   if (s.str().size() > (size_t{1} << 24)) throw SpecError(flag + " '" + path + "': larger than 16 MiB");
   return s.str();
+}
+
+/// The kernel file with each `#include "x"` that names a file beside the including one replaced by that file's
+/// text, between #line directives (so errors still name the header and its line). The text is then the whole
+/// source: a header's edit is a new template version and a new compile-cache key (it was neither: the old cubins
+/// were measured), and includes resolve from the kernel's folder, not the working directory. Includes not found
+/// there (<cuda_fp16.h>, "cuda_bf16.h") are left to NVRTC's search paths. A header with #pragma once is read once.
+std::string inline_local_includes(const std::string& text, const std::filesystem::path& file, int depth,
+                                  std::set<std::string>& once) {
+  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)"\s*(//.*)?$)re");
+  static const std::regex pragma_once(R"(^\s*#\s*pragma\s+once\b.*$)");
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::smatch m;
+    if (std::regex_match(line, pragma_once)) {
+      out += "\n";  // (in the one translation unit it would warn; its effect is kept by `once`)
+      continue;
+    }
+    std::error_code ec;
+    const std::filesystem::path header = file.parent_path() / (std::regex_match(line, m, include_line) ? m[1].str() : "");
+    if (m.empty() || !std::filesystem::is_regular_file(header, ec)) {
+      out += line + "\n";
+      continue;
+    }
+    const std::string canonical = std::filesystem::weakly_canonical(header, ec).string();
+    if (depth >= 32)
+      throw SpecError("--kernel " + file.string() + " line " + std::to_string(number) + ": #include \"" + m[1].str() +
+                      "\" nests more than 32 deep; allowed: includes that end (a guard or #pragma once)");
+    if (once.count(canonical)) {
+      out += "\n";
+      continue;
+    }
+    const std::string body = read_file(header.string(), "--kernel's #include \"" + m[1].str() + "\"");
+    if (std::regex_search(body, pragma_once_anywhere())) once.insert(canonical);
+    out += "#line 1 \"" + header.string() + "\"\n" + inline_local_includes(body, header, depth + 1, once) +
+           "#line " + std::to_string(number + 1) + " \"" + file.string() + "\"\n";
+  }
+  return out;
 }
 
 int64_t product(const std::array<unsigned, 3>& v) { return int64_t{v[0]} * v[1] * v[2]; }
@@ -70,6 +120,17 @@ std::optional<std::string> UserKernelTemplate::unsupported(const Workload& w) co
     return e.what();
   }
   return std::nullopt;
+}
+
+double UserKernelTemplate::buffer_bytes(const Workload& w) const {
+  double bytes = 0;
+  try {
+    for (const auto& b : spec_.buffers)
+      bytes += static_cast<double>(b.elements.eval(scope({}, w))) * dtype_bytes(b.dtype);
+  } catch (const ExprError&) {
+    return 0;
+  }
+  return bytes;
 }
 
 ExprScope UserKernelTemplate::scope(const ExprScope& knobs, const Workload& w) const {
@@ -194,7 +255,8 @@ KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space,
 
 const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
                                                const std::string& shape) {
-  const std::string kernel = read_file(kernel_path, "--kernel");
+  std::set<std::string> once;
+  const std::string kernel = inline_local_includes(read_file(kernel_path, "--kernel"), kernel_path, 0, once);
   const std::string spec = read_file(spec_path, "--spec");
   auto t = std::make_unique<UserKernelTemplate>(parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape));
   try {

@@ -40,6 +40,9 @@ class UserKernelTemplate final : public KernelTemplate {
   /// that divides by zero): the first config's error, e.g. "grid[0] 'C / (TILE - TILE)': division by zero". nullopt
   /// when the first config's launch evaluates.
   std::optional<std::string> launch_error(const Workload& w) const;
+  /// Bytes of all the spec's buffers at w's sizes (what compulsory_bytes is for a built-in op); 0 when a buffer's
+  /// formula does not evaluate (unsupported() says why).
+  double buffer_bytes(const Workload& w) const;
 
  private:
   /// Knob values and sizes: what the formulas read.

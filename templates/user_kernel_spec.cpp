@@ -95,11 +95,12 @@ void read_sizes(const SpecReader& r, const json& j, const std::string& shape, Us
   for (const auto& [name, value] : sizes.items()) {
     r.identifier(json(name), "sizes." + name);
     if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > (int64_t{1} << 40))
-      r.fail("sizes." + name, "allowed: an integer 1 .. 2^40");
+      r.fail("sizes." + name, value.dump().substr(0, 40) + " is not a size; allowed: an integer 1 .. 2^40");
     s.sizes.emplace_back(name, value.get<int64_t>());
   }
   // --shape NAME=V,...: each name must be a size of the spec.
   size_t at = 0;
+  std::set<std::string> given;
   while (!shape.empty() && at <= shape.size()) {
     size_t end = shape.find(',', at);
     if (end == std::string::npos) end = shape.size();
@@ -116,6 +117,9 @@ void read_sizes(const SpecReader& r, const json& j, const std::string& shape, Us
       throw SpecError("--shape '" + item + "': allowed: NAME=VALUE with NAME a size of the spec (" +
                       [&] { std::string l; for (auto& p : s.sizes) l += (l.empty() ? "" : ", ") + p.first; return l; }() +
                       ") and VALUE 1 .. 2^40");
+    // R=1024,R=2048 took the last silently; built-in ops refuse it.
+    if (!given.insert(it->first).second)
+      throw SpecError("--shape '" + shape + "': size '" + it->first + "' given twice; allowed: each size once");
     it->second = v;
   }
 }

@@ -61,21 +61,17 @@ void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const 
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);
   const CompileResult ref = builder.compile({inst.reference_source, inst.reference_kernel_name, device.limits.arch, {}});
-  if (ref.ok()) return;
-  // NVRTC's log names the file and line; its first error line is the one to read.
-  std::string first;
-  for (size_t pos = 0; pos < ref.log.size();) {
-    const size_t end = std::min(ref.log.find('\n', pos), ref.log.size());
-    const std::string line = ref.log.substr(pos, end - pos);
-    if (first.empty() && line.find_first_not_of(" \t\r") != std::string::npos) first = line;
-    if (line.find("error") != std::string::npos) {
-      first = line;
-      break;
-    }
-    pos = end + 1;
+  if (ref.ok()) {
+    // The tuned kernel is in the same file: one not in the cubin (no extern "C") failed every trial alike.
+    std::string error;
+    if (inst.kernel_name != inst.reference_kernel_name && !read_cubin_resources(ref.cubin, inst.kernel_name, &error))
+      throw UsageError("--kernel " + path + ": " + error + " (the spec's \"kernel\"; is it declared extern \"C\"?); "
+                       "allowed: an extern \"C\" __global__ function of the file");
+    return;
   }
+  // NVRTC's log names the file and line; its first error line is the one to read.
   throw UsageError("--kernel " + path + " does not compile (reference kernel " + inst.reference_kernel_name +
-                   ", the whole file): " + first.substr(0, 400) + "; allowed: a file NVRTC compiles for " +
+                   ", the whole file): " + first_error_line(ref.log) + "; allowed: a file NVRTC compiles for " +
                    device.limits.arch);
 }
 
@@ -347,11 +343,13 @@ int tune_command(const std::vector<std::string>& args) {
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
   // Operands and result that do not fit in the device's memory cannot run there (a sim device estimated them).
-  const double needs = templates::compulsory_bytes(opt.workload);
+  const auto* user = dynamic_cast<const templates::UserKernelTemplate*>(tmpl);
+  const double needs = user ? user->buffer_bytes(opt.workload) : templates::compulsory_bytes(opt.workload);
   if (device.identity.memory_bytes > 0 && needs > static_cast<double>(device.identity.memory_bytes))
-    throw UsageError(opt.workload.to_string() + " needs " + fixed(needs / 1e9, 1) + " GB for its operands and result; " +
+    throw UsageError(opt.workload.to_string() + " needs " + fixed(needs / 1e9, 1) + " GB for its " +
+                     (user ? "buffers" : "operands and result") + "; " +
                      device.spec + " has " + fixed(static_cast<double>(device.identity.memory_bytes) / 1e9, 1) +
-                     " GB; allowed: a shape whose operands and result fit");
+                     " GB; allowed: a shape whose " + (user ? "buffers" : "operands and result") + " fit");
   opt.template_name = tmpl->name();
   if (vm.count("fix") && !vm["fix"].defaulted()) {
     if (fix_text.empty()) throw UsageError("--fix '' names no knob; allowed: a comma-separated list such as BM=128,STAGES=4");

@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <chrono>
 #include <iterator>
@@ -38,6 +39,8 @@ std::string program_log(nvrtcProgram program) {
   std::string log(size, '\0');
   if (nvrtc_error(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog")) return {};
   while (!log.empty() && log.back() == '\0') log.pop_back();
+  // ptxas's part of the log is NUL-separated from NVRTC's: a NUL inside cut the message a user saw at its error.
+  std::replace(log.begin(), log.end(), '\0', '\n');
   return log;
 }
 
@@ -99,6 +102,9 @@ std::vector<std::string> NvrtcBuilder::supported_archs() {
 std::vector<std::string> NvrtcBuilder::effective_options(const CompileRequest& request) {
   std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17",
                                       std::string("-I") + TUNER_CUDA_HOME + "/include", kPtxasVerbose};
+  // CUDA 13 keeps libcu++ (<cuda/std/...>), CUB and Thrust under include/cccl.
+  static const bool cccl = std::filesystem::is_directory(std::string(TUNER_CUDA_HOME) + "/include/cccl");
+  if (cccl) options.insert(options.begin() + 3, std::string("-I") + TUNER_CUDA_HOME + "/include/cccl");
   options.insert(options.end(), request.options.begin(), request.options.end());
   return options;
 }
@@ -155,7 +161,9 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
     if (without.size() != options.size()) rc = run(without);
   }
   result.log = program_log(program.get());
-  if (auto err = nvrtc_error(rc, "nvrtcCompileProgram")) return compile_failure(std::move(result), *err);
+  // The error line with the call's failure: a trial's error and the session's "last error" end with this line.
+  if (auto err = nvrtc_error(rc, "nvrtcCompileProgram"))
+    return compile_failure(std::move(result), *err + ": " + first_error_line(result.log));
 
   std::size_t size = 0;
   if (auto err = nvrtc_error(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize"))
@@ -174,6 +182,20 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
   result.resources = *resources;
   result.ptxas_spill_bytes = parse_ptxas_spill_bytes(result.log, request.kernel_name);
   return result;
+}
+
+std::string first_error_line(const std::string& log) {
+  std::string last;
+  for (size_t pos = 0; pos < log.size();) {
+    const size_t end = std::min(log.find('\n', pos), log.size());
+    std::string line = log.substr(pos, end - pos);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    pos = end + 1;
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (line.find("error") != std::string::npos) return line.substr(0, 400);
+    last = line;
+  }
+  return last.substr(0, 400);
 }
 
 int parse_ptxas_spill_bytes(const std::string& log, const std::string& kernel) {

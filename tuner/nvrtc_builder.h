@@ -86,4 +86,8 @@ class NvrtcBuilder {
 /// names functions, the figures under "Function properties for <kernel>" win.
 int parse_ptxas_spill_bytes(const std::string& log, const std::string& kernel);
 
+/// The line of a compile log to show a user: the first that says "error" (NVRTC's "x.cu(12): error: ..." or
+/// ptxas's "ptxas error : ... uses too much shared data"), else its last non-empty line; at most 400 bytes.
+std::string first_error_line(const std::string& log);
+
 }  // namespace tuner
