@@ -10,6 +10,7 @@
 //   report_command.cpp  one self-contained HTML report (inline SVG charts, drawn by svg.h) of workloads and a plan
 //   main.cpp            also `tuner --version`: program, template versions, NVRTC and driver versions
 // Bad input anywhere becomes one line on stderr and exit code 2.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -117,7 +118,14 @@ int dispatch(const std::vector<std::string>& argv) {
   }
   const std::string& cmd = argv[1];
   std::vector<std::string> rest(argv.begin() + 2, argv.end());
-  if (cmd == "__worker") return tuner::worker_main(STDIN_FILENO, STDOUT_FILENO);
+  if (cmd == "__worker") {
+    // The replies get a descriptor of their own and fd 1 becomes stderr: a kernel's printf (the driver flushes it
+    // to stdout) and a library's logging went into the reply stream, and the config was recorded as "unreadable
+    // reply from the worker".
+    const int replies = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (replies < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 1;
+    return tuner::worker_main(STDIN_FILENO, replies);
+  }
   if (cmd == "devices") return tuner::cli::devices_command(rest);
   if (cmd == "tune") return tuner::cli::tune_command(rest);
   if (cmd == "query") return tuner::cli::query_command(rest);

@@ -43,6 +43,10 @@ bool is_sticky(CUresult rc) {
     case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_ASSERT: case CUDA_ERROR_LAUNCH_TIMEOUT:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
+    // After an Xid or a lost device the context answers these to every call: a worker that kept it blamed every
+    // later config ("unknown") and never measured them.
+    case CUDA_ERROR_UNKNOWN: case CUDA_ERROR_CONTEXT_IS_DESTROYED: case CUDA_ERROR_ILLEGAL_STATE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
       return true;
     default:
       return false;
@@ -306,13 +310,28 @@ struct CudaRunner::Impl {
     }
   }
 
-  /// Fills every output buffer with quiet NaNs of its dtype and zeroes every workspace.
-  void poison_outputs(const MeasureRequest& r, const State& st) {
+  /// Compares every output with its reference (a copy baseline's output is its input, not the op's: only the
+  /// integrity check applies); the first that fails makes the result a wrong answer, `when` added to its message.
+  void compare_outputs(const MeasureRequest& r, const State& st, MeasureResult& res, const std::string& when) {
+    for (size_t i = 0; i < st.buffers.size() && res.status == "ok" && r.vendor != kDeviceCopyBaseline; ++i) {
+      if (!r.buffers[i].output) continue;
+      const Comparison cmp = compare(st, i, r.buffers[i]);
+      res.max_error = cmp.max_error;
+      if (!cmp.passes(r.tolerance)) {
+        res.status = "wrong_answer";
+        res.message = "output " + r.buffers[i].name + (cmp.non_finite ? " has NaN or inf" : "") + " relative error " +
+                      std::to_string(res.max_error) + " > tolerance " + std::to_string(r.tolerance) + when;
+      }
+    }
+  }
+
+  /// Fills every output buffer with quiet NaNs of its dtype and (when asked) zeroes every workspace.
+  void poison_outputs(const MeasureRequest& r, const State& st, bool zero_workspaces) {
     for (size_t i = 0; i < st.buffers.size(); ++i) {
       if (r.buffers[i].output)
         check(driver().cuMemsetD32(st.buffers[i].get(), nan_poison_word(r.buffers[i].dtype), st.buffers[i].bytes() / 4),
               "cuMemsetD32");
-      else if (r.buffers[i].workspace)
+      else if (r.buffers[i].workspace && zero_workspaces)
         check(driver().cuMemsetD32(st.buffers[i].get(), 0u, st.buffers[i].bytes() / 4), "cuMemsetD32");
     }
   }
@@ -347,7 +366,7 @@ struct CudaRunner::Impl {
     std::vector<CUdeviceptr> ptrs;
     for (auto& b : st.buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
-    poison_outputs(r, st);
+    poison_outputs(r, st, /*zero_workspaces=*/true);
     encode_tensor_maps(r, st);  // the reference takes the kernel's arguments, tensor maps included
     prepare_launch(fn, r.reference_launch);
     launch(fn, r.reference_launch, r.scalar_args, nullptr, ptrs, scalars);
@@ -448,19 +467,20 @@ struct CudaRunner::Impl {
   /// Checked run: poison outputs (NaN), zero workspaces, run once, compare with the reference on the GPU,
   /// and check that nothing outside the outputs changed (inputs, guards, reference copies).
   void checked_run(const MeasureRequest& r, State& st, const std::function<void()>& launch_once, MeasureResult& res) {
-    poison_outputs(r, st);
+    poison_outputs(r, st, /*zero_workspaces=*/true);
     launch_once();
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (checked run)");
-    // A copy baseline's output is its input, not the op's: only the integrity check applies.
-    for (size_t i = 0; i < st.buffers.size() && res.status == "ok" && r.vendor != kDeviceCopyBaseline; ++i) {
-      if (!r.buffers[i].output) continue;
-      const Comparison cmp = compare(st, i, r.buffers[i]);
-      res.max_error = cmp.max_error;
-      if (!cmp.passes(r.tolerance)) {
-        res.status = "wrong_answer";
-        res.message = "output " + r.buffers[i].name + (cmp.non_finite ? " has NaN or inf" : "") + " relative error " +
-                      std::to_string(res.max_error) + " > tolerance " + std::to_string(r.tolerance);
-      }
+    compare_outputs(r, st, res, "");
+    // A kernel with a workspace must leave its counters as it found them (zero): the timed runs and the runtime
+    // launch it again on the same workspace. A second checked launch on the workspace as the first left it finds
+    // one that does not (a split-K tile counter not reset gives the wrong split the reduction).
+    const bool workspace = std::any_of(r.buffers.begin(), r.buffers.end(), [](const auto& b) { return b.workspace; });
+    if (workspace && res.status == "ok" && r.vendor != kDeviceCopyBaseline) {
+      poison_outputs(r, st, /*zero_workspaces=*/false);
+      launch_once();
+      check(driver().cuCtxSynchronize(), "cuCtxSynchronize (second checked run)");
+      compare_outputs(r, st, res, " on a second launch with the workspace as the first left it (the kernel must leave "
+                                  "its workspace's counters zero)");
     }
     if (integrity_checksum(st, r) != st.baseline) {
       res.status = "wrong_answer";
@@ -535,13 +555,17 @@ struct CudaRunner::Impl {
     std::vector<CUdeviceptr> ptrs;
     for (auto& b : st.buffers) ptrs.push_back(b.get());
     std::vector<int32_t> scalars;
-    const std::function<void()> launch_once = launcher(r, fn, ptrs, scalars);
+    // `launched` once a launch of the config is accepted: one the driver refuses (too much shared memory, a bad
+    // block) wrote nothing, and every cached state stays valid for the next config.
+    const std::function<void()> launch_once = [&launched, run = launcher(r, fn, ptrs, scalars)] {
+      run();
+      launched = true;
+    };
     if (r.vendor == "cudnn_conv") res.detail = cudnn->planned_detail();
     res.phases.module_load_s += seconds_since(t0);
     if (vendor && on_ready) on_ready();
 
     t0 = std::chrono::steady_clock::now();
-    launched = true;
     checked_run(r, st, launch_once, res);
     res.phases.check_s = seconds_since(t0);
     if (res.status == "ok") timed_runs(r, launch_once, res);

@@ -175,6 +175,7 @@ bool WorkerClient::start(std::string* error) {
     execl(executable_.c_str(), executable_.c_str(), "__worker", static_cast<char*>(nullptr));
     _exit(kExecFailed);
   }
+  setpgid(pid, pid);  // (the child does too: whichever runs first, stop() finds the group)
   ::close(down[0]);
   ::close(up[1]);
   pid_ = pid;
@@ -195,8 +196,16 @@ void WorkerClient::stop() {
       if (waitpid(pid_, nullptr, WNOHANG) == pid_) { pid_ = -1; return; }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    // The whole group: a TUNER_WORKER_EXE wrapper that forks (a shell script, compute-sanitizer) left the real
+    // worker running on the GPU. A process stuck in the driver may not go at once: wait a bounded time, not for
+    // ever (a zombie left then goes with the session).
+    kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    for (int i = 0; i < 2500; ++i) {
+      const pid_t w = waitpid(pid_, nullptr, WNOHANG);
+      if (w == pid_ || (w < 0 && errno == ECHILD)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
   pid_ = -1;
 }

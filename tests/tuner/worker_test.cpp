@@ -5,6 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
 
 namespace tuner {
 namespace {
@@ -130,6 +136,33 @@ TEST(WorkerClient, AHangCostsItsTimeoutNotTheStartupAllowance) {
     EXPECT_LT(waited, 5.0) << "the startup allowance was spent on a config that had started";
   }
   EXPECT_EQ(w.starts(), 2);
+}
+
+// A TUNER_WORKER_EXE that forks (a shell script without exec, compute-sanitizer): stop() killed the wrapper alone,
+// and the hung worker under it ran on, holding the GPU.
+TEST(WorkerClient, AHangUnderAWrapperThatForksKillsTheWholeGroup) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tuner_wrapper_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string script = (dir / "wrapper.sh").string(), pid_file = (dir / "worker.pid").string();
+  std::ofstream(script) << "#!/bin/sh\nexec 3<&0\n" << TUNER_BIN << " __worker <&3 &\necho $! > " << pid_file
+                        << "\nwait\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  WorkerClient w(script);
+  auto hung = w.measure(sim_request(InjectedFault::kHang), 0.5);
+  EXPECT_EQ(hung.status, "run_timeout") << hung.message;
+  std::ifstream in(pid_file);
+  pid_t worker = 0;
+  ASSERT_TRUE(in >> worker) << "the wrapper ran the worker";
+  // Gone, or a zombie waiting for a parent that is gone too.
+  auto alive = [&] {
+    std::ifstream stat("/proc/" + std::to_string(worker) + "/stat");
+    std::string pid, comm, state;
+    return stat >> pid >> comm >> state && state != "Z";
+  };
+  for (int i = 0; i < 200 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive()) << "the worker under the wrapper still runs";
+  if (alive()) kill(worker, SIGKILL);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MeasureProtocol, ResultPhasesAndTheStoppingSettingsRoundTrip) {
