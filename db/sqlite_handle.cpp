@@ -3,6 +3,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 namespace tuner::db::sql {
 
 namespace {
@@ -109,7 +114,37 @@ Connection Connection::snapshot_in_memory() const {
   return copy;
 }
 
-void Connection::set_busy_timeout(int ms) { check(sqlite3_busy_timeout(db_.get(), ms), "sqlite3_busy_timeout"); }
+namespace {
+std::atomic<bool (*)()> g_interrupted{nullptr};
+}  // namespace
+
+void set_wait_interrupt(bool (*interrupted)()) { g_interrupted.store(interrupted); }
+
+bool wait_interrupted() {
+  bool (*f)() = g_interrupted.load();
+  return f && f();
+}
+
+struct Connection::BusyWait {
+  int timeout_ms = 0;
+  std::chrono::steady_clock::time_point start;
+};
+
+void Connection::set_busy_timeout(int ms) {
+  if (!busy_) busy_ = std::make_shared<BusyWait>();
+  busy_->timeout_ms = ms;
+  // SQLite's own handler (sqlite3_busy_timeout) sleeps through a Ctrl-C: this one polls the stop flag every 20 ms.
+  auto handler = [](void* arg, int count) -> int {
+    auto* w = static_cast<BusyWait*>(arg);
+    const auto now = std::chrono::steady_clock::now();
+    if (count == 0) w->start = now;
+    const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - w->start).count();
+    if (waited_ms >= w->timeout_ms || wait_interrupted()) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(20, w->timeout_ms - waited_ms)));
+    return 1;
+  };
+  check(sqlite3_busy_handler(db_.get(), ms > 0 ? +handler : nullptr, busy_.get()), "sqlite3_busy_handler");
+}
 
 int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
 

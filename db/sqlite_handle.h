@@ -31,6 +31,11 @@ enum class OpenMode {
                      ///< read-only directories, where SQLite cannot create the WAL index.
 };
 
+/// Whether the program was asked to stop (a Ctrl-C): lock waits, SQLite's and retry_locked's, end when it is. The
+/// program sets the check (the tuning loop's stop flag); none is set by default.
+void set_wait_interrupt(bool (*interrupted)());
+bool wait_interrupted();
+
 /// An open database connection (owns the sqlite3*).
 class Connection {
  public:
@@ -42,7 +47,8 @@ class Connection {
   void probe();
   /// Runs one or more SQL statements that return no rows.
   void exec(const std::string& sql);
-  /// Sets how long a statement waits for another connection's lock, in ms.
+  /// Sets how long a statement waits for another connection's lock, in ms (less when wait_interrupted() turns true:
+  /// a Ctrl-C stops the wait at once).
   void set_busy_timeout(int ms);
   /// Rowid of the last successful INSERT on this connection.
   int64_t last_insert_rowid() const;
@@ -68,6 +74,9 @@ class Connection {
     void operator()(sqlite3* db) const noexcept;
   };
   std::unique_ptr<sqlite3, Closer> db_;
+  /// The busy handler's state, on the heap: its address is SQLite's argument and must survive a move.
+  struct BusyWait;
+  std::shared_ptr<BusyWait> busy_;
   std::string path_;
   bool read_only_ = false;
   bool snapshot_ = false;

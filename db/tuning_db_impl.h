@@ -36,10 +36,11 @@ auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> 
     } catch (const DbError& e) {
       if (e.kind() != DbError::Kind::kBusy) throw;
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (waited >= patience_s) {
+      if (waited >= patience_s || sql::wait_interrupted()) {
         std::ostringstream msg;
         msg << "database '" << conn.path() << "' stayed locked by another process for " << std::fixed
-            << std::setprecision(1) << waited << " s (" << attempt << " attempts; " << e.what() << ")";
+            << std::setprecision(1) << waited << " s (" << attempt << (attempt == 1 ? " attempt; " : " attempts; ")
+            << e.what() << ")" << (sql::wait_interrupted() ? "; the wait was interrupted" : "");
         throw DbError(msg.str(), DbError::Kind::kBusy);
       }
       const int left_ms = static_cast<int>((patience_s - waited) * 1000) + 1;

@@ -13,10 +13,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "db/sqlite_handle.h"
 #include "db/tuning_db.h"
 #include "costmodel/gpu_spec.h"
 #include "templates/registry.h"
@@ -26,6 +31,7 @@
 #include "tuner/cuda_runner.h"
 #include "tuner/nvrtc_builder.h"
 #include "tuner/tuning_session.h"
+#include "tuner/stop_signals.h"
 #include "tuner/worker.h"
 
 namespace {
@@ -141,9 +147,28 @@ int dispatch(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+namespace {
+
+/// Results that did not reach standard output (a full disk, a closed pipe) are a failed run, not exit 0.
+int checked_output(int rc) {
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || !std::cout) {
+    std::cerr << "tuner: error: writing to standard output failed: " << std::strerror(errno) << "\n";
+    return rc == 0 ? 1 : rc;
+  }
+  return rc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write fails like a full disk, which a session survives; SIGXFSZ's
+  // default action ended the process with the session left running.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // A Ctrl-C ends a wait for another process's database lock at once.
+  tuner::db::sql::set_wait_interrupt(&tuner::stop_requested);
   try {
-    return dispatch(std::vector<std::string>(argv, argv + argc));
+    return checked_output(dispatch(std::vector<std::string>(argv, argv + argc)));
   } catch (const tuner::cli::UsageError& e) {
     std::cerr << "tuner: " << e.what() << "\n";
     return 2;
@@ -151,6 +176,7 @@ int main(int argc, char** argv) {
     // A damaged, read-only or newer database found mid-run is a bad file given (2); a lock or a full disk
     // is a fault of the run (1). Either way the transaction in flight was rolled back.
     std::cerr << "tuner: " << (e.bad_input() ? "" : "error: ") << e.what() << "\n";
+    if (tuner::stop_requested()) return 128 + tuner::stop_signal();  // a Ctrl-C ended a lock wait
     return e.bad_input() ? 2 : 1;
   } catch (const std::exception& e) {
     std::cerr << "tuner: error: " << e.what() << "\n";

@@ -1,6 +1,7 @@
 #include "tuner/stop_signals.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 namespace tuner {
 
@@ -40,8 +41,20 @@ StopSignals::StopSignals() {
     int sig = 0;
     while (sigwait(&set_, &sig) == 0) {
       if (closing_.load()) return;
+      if (g_stop.load()) {
+        // A second signal: the current config may hang for its whole --timeout. Stop now; what was committed
+        // stays (SQLite rolls back a write in flight), the worker dies with its parent, and the session is
+        // marked killed by the next run that opens the database.
+        static const char now[] = "\ntuner: stopped at once (a second signal); the session is left to be marked killed\n";
+        (void)!write(STDERR_FILENO, now, sizeof now - 1);
+        _exit(128 + sig);
+      }
       g_stop_signal.store(sig);
       g_stop.store(true);
+      if (isatty(STDERR_FILENO)) {
+        static const char once[] = "\ntuner: stopping after the current config (Ctrl-C again stops at once)\n";
+        (void)!write(STDERR_FILENO, once, sizeof once - 1);
+      }
     }
   });
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "tests/tools/cli_fixture.h"
 
@@ -304,6 +305,60 @@ TEST_F(Cli, InterruptEndsTheSessionWithWhatWasMeasuredCommitted) {
   }
 }
 
+
+// Ctrl-C while another process holds the database: it waited for the lock (25 s seen), then exited 1. A second
+// Ctrl-C while a config hangs waited for its --timeout (up to an hour).
+TEST_F(Cli, ACtrlCEndsALockWaitAndASecondOneAHang) {
+  const std::string tune = "tune --op softmax --shape rows=256,cols=1024 --dtype f16 --device sim:h100-sxm --quiet ";
+  ASSERT_EQ(run(tune + "--trials 2 --db " + db()).code, 0);
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE; DELETE FROM claims;", nullptr, nullptr, nullptr), SQLITE_OK);
+  const std::string out = (dir_ / "lock.out").string();
+  pid_t pid = spawn(tune + "--trials 6 --db-timeout 60 --db " + db(), out);
+  ASSERT_GT(pid, 0);
+  usleep(1000 * 1000);
+  auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sqlite3_exec(holder, "ROLLBACK;", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(out + ".err");
+  EXPECT_LT(waited, 5.0) << "the lock wait went on after the Ctrl-C";
+  EXPECT_NE(slurp(out + ".err").find("the wait was interrupted"), std::string::npos) << slurp(out + ".err");
+
+  pid = spawn("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device sim:h100-sxm --trials 4 "
+              "--strategy grid --inject-fault hang:1 --timeout 60 --quiet --db " + (dir_ / "hang.db").string(), out);
+  ASSERT_GT(pid, 0);
+  usleep(1500 * 1000);
+  t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  usleep(300 * 1000);
+  kill(pid, SIGINT);
+  waitpid(pid, &status, 0);
+  waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_LT(waited, 10.0) << "the second Ctrl-C waited for the hung config's timeout";
+  EXPECT_NE(slurp(out + ".err").find("stopped at once (a second signal)"), std::string::npos) << slurp(out + ".err");
+  // The next command finds the session killed, its claims released.
+  const auto sessions = nlohmann::json::parse(run("query --sessions --json --db " + (dir_ / "hang.db").string()).out);
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0]["status"], "killed");
+}
+
+// Results that never reached standard output (a full disk) exited 0.
+TEST_F(Cli, ResultsThatCannotBeWrittenAreAFailure) {
+  const std::string err = (dir_ / "full.err").string();
+  const int status = std::system((std::string(TUNER_BIN) + " tune --op softmax --shape rows=64,cols=64 --device "
+                                  "sim:h100-sxm --trials 2 --json --db " + db() + " >/dev/full 2>" + err).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(slurp(err).find("writing to standard output failed"), std::string::npos) << slurp(err);
+}
 
 TEST_F(Cli, InterruptDoesNotWaitForTheCompiledPriorsBatchOfCompiles) {
   // The compiled prior (the default on GPUs) compiles its first batch before anything is measured; SIGINT there
