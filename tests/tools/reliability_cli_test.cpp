@@ -217,6 +217,36 @@ TEST_F(Cli, ADamagedDatabaseIsRefusedWithExitTwoAndNotWrittenTo) {
   EXPECT_EQ(slurp(db()), bytes);
 }
 
+// Damage in a page only a write reads (an index of the trials): tune found it mid-run, after its session row had
+// gone into the damaged file (exit 2 promised the file untouched). A quick check before any write finds it.
+TEST_F(Cli, DamageInAnIndexIsFoundBeforeAnythingIsWritten) {
+  ASSERT_EQ(run(replay_tune(db(), "--trials 30 --strategy random")).code, 0);
+  int64_t page = 0, page_size = 0;
+  {
+    tuner::db::sql::Connection c(db(), tuner::db::sql::OpenMode::kReadOnly);
+    tuner::db::sql::Statement q(c, "SELECT rootpage FROM sqlite_schema WHERE name = 'trials_by_session'");
+    ASSERT_TRUE(q.step());
+    page = q.column_int64(0);
+    tuner::db::sql::Statement ps(c, "PRAGMA page_size");
+    ASSERT_TRUE(ps.step());
+    page_size = ps.column_int64(0);
+  }
+  ASSERT_GT(page, 1);
+  std::string bytes = slurp(db());
+  ASSERT_GE(static_cast<int64_t>(bytes.size()), page * page_size);
+  std::fill(bytes.begin() + (page - 1) * page_size, bytes.begin() + page * page_size, '\0');
+  { std::ofstream(db(), std::ios::binary | std::ios::trunc) << bytes; }
+  const auto r = run(replay_tune(db(), "--trials 40 --strategy random"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("is damaged (quick_check: "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(slurp(db()), bytes) << "nothing written to the damaged file";
+  // Not a regular file: SQLite's "disk I/O error" (exit 1), and /dev/null-journal created.
+  const auto dev = run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 2 --db /dev/null");
+  EXPECT_EQ(dev.code, 2);
+  EXPECT_NE(dev.err.find("'/dev/null' is not a regular file"), std::string::npos) << dev.err;
+}
+
 // A table dropped by hand (or by another tool): every command names the damage and exits 2 (tune said "no such
 // table" and exited 1; query and export answered as if the sessions were never there).
 TEST_F(Cli, ADatabaseMissingATableIsDamagedForEveryCommand) {
