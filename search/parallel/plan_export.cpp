@@ -419,7 +419,10 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
     const int shard_cp = (shard ? c.dp : 1) * c.cp;
     if (c.ep > shard_cp || c.ep < c.cp)
       warn(warnings, "torchtitan takes ep from the sharded data-parallel ranks (cp <= ep <= dp_shard x cp = " +
-                         std::to_string(shard_cp) + "); ep=" + std::to_string(c.ep) + " is outside that: plan with zero=2 or 3");
+                         std::to_string(shard_cp) + "); ep=" + std::to_string(c.ep) + " is outside that: " +
+                         (c.ep < c.cp ? "plan with ep >= cp=" + std::to_string(c.cp)
+                          : shard ? "plan with ep <= " + std::to_string(shard_cp)
+                                  : std::string("plan with zero=2 or 3")));
     if (expert_tensor_parallel_degree(plan) != c.tp)
       warn(warnings, "torchtitan splits experts over the tensor-parallel ranks (etp = tp = " + std::to_string(c.tp) +
                          "); the plan keeps whole experts per tensor rank");

@@ -299,7 +299,8 @@ struct Planner::Eval {
   StateBytes bytes;
   double usable = 0;          ///< Bytes per GPU the plan may use.
   int64_t seq = 1;            ///< Tokens per GPU (seq / cp).
-  bool stage_cross_node = false;
+  int64_t stage_size = 1;          ///< GPUs of a stage: tp x cp x dp
+  bool stage_cross_node = false;    ///< some pipeline boundary crosses a node
   StageShape shape;           ///< The configuration's own stage shape.
   /// Data-parallel group of a stage shape: replicas are tp ranks apart, so a node holds gpn / tp of them;
   /// gradients are reduced (and ZeRO-sharded) over dp x cp: every context-parallel rank holds all the weights.
@@ -340,6 +341,12 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
            std::to_string(N) + " GPUs of the cluster";
   if (c.tp > gpn && c.tp % gpn != 0)
     return "tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn);
+  // tp=4 on 6-GPU nodes: a third of the tensor groups straddle two nodes, which the mesh (within a node, or whole
+  // nodes) prices as NVLink.
+  if (c.tp < gpn && gpn % c.tp != 0)
+    return "tp=" + std::to_string(c.tp) + " does not divide the " + std::to_string(gpn) +
+           " GPUs of a node (some tensor groups would straddle two nodes); allowed: a tp that divides " +
+           std::to_string(gpn) + " or a multiple of it";
   if (c.pp > L) return "pp=" + std::to_string(c.pp) + " exceeds the " + std::to_string(L) + " layers";
   if (opts_.global_batch % (static_cast<int64_t>(c.micro_batch) * c.dp) != 0)
     return "global batch " + std::to_string(opts_.global_batch) + " is not a multiple of mbs*dp = " +
@@ -361,6 +368,11 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   const std::vector<int> stages = engine_zero_stages(opts_.engine);
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
+  // Megatron-LM's context parallelism splits each sequence into 2 x cp chunks (load balance under the causal mask).
+  // Checked first: sequence parallelism's check below would blame tp for cp's chunks.
+  if (opts_.engine == Engine::kMegatron && c.cp > 1 && model_.seq % (2 * c.cp) != 0)
+    return "megatron splits each sequence into 2 x cp = " + std::to_string(2 * c.cp) + " chunks, which do not divide " +
+           std::to_string(model_.seq) + " tokens";
   // Sequence parallelism splits tokens over the tensor group: the engines split each sequence (Megatron-LM's
   // [s, b, h] along s, torchtitan's Shard(1)), so the sequence (each cp rank's share) must divide by tp; the ILP's
   // token split without an engine, the micro-batch's tokens.
@@ -375,10 +387,6 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
                   ? "; allowed: a tp that divides them, or --fix sp=0"
                   : "; allowed: a tp that divides them");
   }
-  // Megatron-LM's context parallelism splits each sequence into 2 x cp chunks (load balance under the causal mask).
-  if (opts_.engine == Engine::kMegatron && c.cp > 1 && model_.seq % (2 * c.cp) != 0)
-    return "megatron splits each sequence into 2 x cp = " + std::to_string(2 * c.cp) + " chunks, which do not divide " +
-           std::to_string(model_.seq) + " tokens";
   if (opts_.engine == Engine::kDeepSpeed) {
     if (c.tp > 1 && c.zero >= 3)
       return "DeepSpeed's AutoTP training runs ZeRO 0 to 2 with tp > 1; allowed: zero=0, 1, 2, or tp=1";
@@ -432,7 +440,11 @@ Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
   if (e.bytes.zero2_gathered > 0) e.bytes.zero2_gathered = dtype_bytes(model_.dtype);
   e.usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
   e.seq = model_.seq / c.cp;
-  e.stage_cross_node = static_cast<int64_t>(c.tp) * c.cp * c.dp >= e.gpn;
+  // Ranks in Megatron's order (tp, cp, dp inner; pp outermost): a stage is tp x cp x dp consecutive ranks. Some
+  // boundary crosses a node whenever the pipeline spans more than one (it was taken as intra-node while a stage
+  // was smaller than a node, though stage 1 of tp=4 on 8-GPU nodes sends to the next node).
+  e.stage_size = static_cast<int64_t>(c.tp) * c.cp * c.dp;
+  e.stage_cross_node = e.stage_size * c.pp > e.gpn;
   e.shape = {c.tp, c.dp, c.micro_batch};
   e.cluster = &cluster_;
   return e;
@@ -554,8 +566,22 @@ double Planner::stage_p2p_s(const Eval& e, const StageShape& shape, int stage) c
   // rank send 2v - 1 times (with v > 1 the last rank's other chunks feed rank 0's next ones), the others 2v.
   if (e.p <= 1) return 0;
   const double bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize / shape.tp;
-  const int sends = 2 * e.v - (stage == 0 ? 1 : 0) - (stage == e.p - 1 ? 1 : 0);
-  return sends * p2p_s(cluster_, e.stage_cross_node, bytes);
+  if (e.v > 1 || shape.tp * shape.dp * e.c.cp != e.stage_size) {
+    // Interleaved chunks pass every boundary, the last rank's back to the first: the slowest link sets the pace.
+    const int sends = 2 * e.v - (stage == 0 ? 1 : 0) - (stage == e.p - 1 ? 1 : 0);
+    return sends * p2p_s(cluster_, e.stage_cross_node, bytes);
+  }
+  // One chunk: the activation forward to the next stage, the gradient back to the previous, each across a node
+  // boundary or not. Boundary k (between stages k - 1 and k) pairs rank r with r + S for r in [(k-1)S, kS): it
+  // crosses when those ranks reach past a node.
+  auto crosses = [&](int k) {
+    const int64_t S = e.stage_size;
+    return ((k - 1) * S) / e.gpn != ((k + 1) * S - 1) / e.gpn;
+  };
+  double s = 0;
+  if (stage < e.p - 1) s += p2p_s(cluster_, crosses(stage + 1), bytes);
+  if (stage > 0) s += p2p_s(cluster_, crosses(stage), bytes);
+  return s;
 }
 
 std::vector<int> Planner::given_partition(int stages, bool uniform) const {
@@ -725,7 +751,8 @@ std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
   // Alpa's submeshes (1, 2^k) inside a node, as the stage's tensor-parallel degree: tensor parallelism across
   // nodes never paid in the uniform search, and each shape costs a layer ILP per distinct layer.
   for (int tp : divisors(devices)) {
-    if (tp == c.tp || tp > std::min(max_tp, gpn) || (tp & (tp - 1)) != 0 || !splits_heads(tp)) continue;
+    if (tp == c.tp || tp > std::min(max_tp, gpn) || gpn % tp != 0 || (tp & (tp - 1)) != 0 || !splits_heads(tp))
+      continue;
     const int dp = devices / tp;
     // Each stage's experts are divided over ep of its own dp x cp ranks: ep must divide them.
     if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;
@@ -805,7 +832,7 @@ std::vector<StageShape> Planner::unequal_shapes(const ParallelConfig& c) const {
       continue;
     for (int tp : {c.tp, c.tp * 2, c.tp / 2}) {
       // The configuration's tp, or a power of two inside a node next to it.
-      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp || !splits_heads(tp)))) continue;
+      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp || gpn % tp != 0 || !splits_heads(tp)))) continue;
       const int dp = g / tp;
       if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;  // every stage: the same global batch
       const StageShape sh{tp, dp, static_cast<int>(pipeline_mb / dp)};
@@ -1007,8 +1034,11 @@ Planner::Search Planner::search_space() const {
   // Tensor parallelism splits attention by heads: every engine needs tp to divide the query and key/value heads
   // (Megatron-LM asserts it; a tp that does not left the layer ILP only token splits, which is not what the export
   // runs).
+  // A tensor group fills part of a node evenly, or whole nodes (check_config).
+  const int gpn = cluster_.gpus_per_node;
+  auto tiles_nodes = [gpn](int d) { return gpn % d == 0 || d % gpn == 0; };
   for (int d : divisors(N))
-    if ((pin.tp ? d == *pin.tp : d <= max_tp) && splits_heads(d)) s.tps.push_back(d);
+    if ((pin.tp ? d == *pin.tp : d <= max_tp && tiles_nodes(d)) && splits_heads(d)) s.tps.push_back(d);
   // The values a pinned degree may take: the divisors of the GPU count that `ok` keeps.
   auto allowed = [&](const std::function<bool(int)>& ok) {
     std::string out;
@@ -1019,6 +1049,10 @@ Planner::Search Planner::search_space() const {
   if (pin.tp && N % *pin.tp != 0)
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
                     allowed([&](int d) { return splits_heads(d); }));
+  if (pin.tp && !tiles_nodes(*pin.tp))
+    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(gpn) +
+                    " GPUs of a node (some tensor groups would straddle two nodes)" +
+                    allowed([&](int d) { return tiles_nodes(d) && splits_heads(d); }));
   if (pin.tp && !splits_heads(*pin.tp))
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the model's attention heads (" +
                     head_counts_ + "), which tensor parallelism splits" + allowed([&](int d) { return splits_heads(d); }));
@@ -1123,6 +1157,10 @@ Planner::Search Planner::search_space() const {
   if (pin.cp && *pin.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on " + to_string(opts_.engine) +
                     " (no context parallelism); allowed: 1");
+  if (pin.cp && *pin.cp > 1 && opts_.engine == Engine::kMegatron && model_.seq % (2 * *pin.cp) != 0)
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + ": megatron splits each sequence into 2 x cp = " +
+                    std::to_string(2 * *pin.cp) + " chunks, which do not divide " + std::to_string(model_.seq) +
+                    " tokens" + allowed([&](int d) { return d == 1 || model_.seq % (2 * d) == 0; }));
   if (pin.cp && *pin.cp > 1 && opts_.cost.attention != AttentionKernel::kFlash)
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
                     " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "

@@ -3,6 +3,8 @@
 // even-split grid evaluated by the same model, and planning is deterministic.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <map>
 
@@ -219,6 +221,31 @@ TEST(Planner, InfeasiblePinsAreClearErrors) {
   EXPECT_THROW(parse_pins("tp=8,colour=red"), SpecError);
   EXPECT_THROW(parse_pins("recompute=sometimes"), SpecError);
   EXPECT_THROW(parse_pins("zero=4"), SpecError);
+}
+
+// 6-GPU nodes: tp=4 leaves a third of the tensor groups straddling two nodes, which were priced as NVLink (the
+// plan was that of 8-GPU nodes, even with a 1 GB/s network). Pinned, it is refused; searched, it is not offered.
+TEST(Planner, ATensorGroupThatWouldStraddleNodesIsNotPlanned) {
+  const ClusterSpec six = cluster_from_json(
+      nlohmann::json::parse(R"({"nodes": 4, "gpus_per_node": 6, "gpu": "h100-sxm",
+                               "intra_node": {"bandwidth_gbps": 450}, "inter_node": {"bandwidth_gbps": 1}})"),
+      "six.json");
+  PlannerOptions o;
+  o.global_batch = 48;
+  o.pins = parse_pins("tp=4");
+  try {
+    Planner(small_gpt(), six, o).plan();
+    ADD_FAILURE() << "tp=4 on 6-GPU nodes was planned";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp=4 does not divide the 6 GPUs of a node (some tensor groups would "
+                                         "straddle two nodes); allowed: 1, 2"),
+              std::string::npos)
+        << e.what();
+  }
+  o.pins = {};
+  const Plan p = Planner(small_gpt(), six, o).plan();
+  EXPECT_TRUE(6 % p.config.tp == 0 || p.config.tp % 6 == 0) << p.config.tp;
+  for (const auto& st : p.stages) EXPECT_TRUE(6 % st.shape.tp == 0 || st.shape.tp % 6 == 0) << st.shape.tp;
 }
 
 // tp splits attention by heads. 8 on 12 heads was planned (its layers then split only tokens) and exported as

@@ -88,6 +88,21 @@ TEST(TimeBreakdown, StageTermsAddUpToTheIterationTime) {
   EXPECT_TRUE(j["time_breakdown"].contains("reshard_s"));
 }
 
+// Stages of 4 GPUs on 8-GPU nodes: stage 1's activations go to the next node, and stage 2's gradients come back
+// over it. Every send was priced over NVLink while a stage was smaller than a node.
+TEST(TimeBreakdown, PipelineSendsAcrossANodeBoundaryPayTheNetwork) {
+  const Plan p = plan_of("gpt3-13b", "dgx-h100:2", 64, "tp=4,pp=4,dp=1,mbs=1,zero=1,schedule=1f1b,recompute=full");
+  expect_terms_add_up(p);
+  ASSERT_EQ(p.stages.size(), 4u);
+  const auto p2p = [&](int s) { return p.stages[s].time.pp_p2p_s; };
+  EXPECT_GT(p2p(1), 2 * p2p(0)) << "stage 1 sends forward across the node boundary";
+  EXPECT_GT(p2p(2), 2 * p2p(3)) << "stage 2 sends its gradients back across it";
+  EXPECT_NEAR(p2p(1), p2p(2), 1e-9 * p2p(1));
+  // Inside one node every boundary is NVLink: stage 1's sends cost what stage 0's two-way ones would.
+  const Plan one = plan_of("gpt3-13b", "dgx-h100:1", 64, "tp=2,pp=4,dp=1,mbs=1,zero=1,schedule=1f1b,recompute=full");
+  EXPECT_LT(one.stages[1].time.pp_p2p_s, 2.5 * one.stages[0].time.pp_p2p_s);
+}
+
 TEST(TimeBreakdown, UnfusedAttentionAddsMemoryBoundTimeAndRecomputationShowsUp) {
   const std::string fix = "tp=8,pp=1,dp=1,mbs=1,recompute=none,zero=1";
   const Plan flash = plan_of("gpt3-13b", "dgx-a100:1", 8, fix);
