@@ -121,9 +121,15 @@ bool kernel_time(const Ctx& x, const Operator& op, const Factors& fac, Strategy&
         const double kv = static_cast<double>(x.b / fB) * x.g.seq * 2.0 * op.kv_heads / fac('H') *
                           (op.out_features / op.heads) * x.dsize * x.cp;
         const CostParams& cost = x.costs.params();
-        const double fwd_ring = overlapped_comm_s(cost, all_gather_s(x.c, ring, kv), work);
-        const double bwd_ring =
-            overlapped_comm_s(cost, reduce_scatter_s(x.c, ring, kv) + all_gather_s(x.c, ring, kv), 2 * work);
+        // The ring passes K and V (backward: also their gradients) rank to rank, cp - 1 steps in lockstep, and a
+        // step waits for its slowest hop. Once the ring spans nodes that hop is one GPU's network link: a
+        // hierarchical collective's price (every link of a node at once) made a 64-rank ring over 8 nodes 8x cheaper.
+        auto ring_pass_s = [&](double bytes) {
+          if (ring.per_node >= ring.size) return all_gather_s(x.c, ring, bytes);
+          return (x.cp - 1) * p2p_s(x.c, true, bytes / x.cp);
+        };
+        const double fwd_ring = overlapped_comm_s(cost, ring_pass_s(kv), work);
+        const double bwd_ring = overlapped_comm_s(cost, 2 * ring_pass_s(kv), 2 * work);
         s.fwd_comm_s += fwd_ring;
         s.bwd_comm_s += bwd_ring;
         s.cp_comm_s = fwd_ring + bwd_ring;

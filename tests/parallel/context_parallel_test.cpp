@@ -142,6 +142,20 @@ TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   EXPECT_EQ(Planner(m, c, few_tokens).plan().config.cp, 1);
 }
 
+// A ring of 64 ranks over 8 nodes steps in lockstep, and each step waits for the hop that crosses a node: one GPU's
+// 50 GB/s link. It was priced as a hierarchical all-gather using every link of a node at once: 0.14 s where the
+// ring's own sends take about 4 s (the user test's hand count).
+TEST(ContextParallel, ARingAcrossNodesWaitsForItsNetworkHop) {
+  const ModelGraph m = parse_model_spec("llama3-8b");
+  const Plan p = Planner(m, parse_cluster_spec("dgx-h100:8"), options(64, "cp=64,tp=1,pp=1,zero=1,mbs=1")).plan();
+  ASSERT_EQ(p.config.cp, 64);
+  // K and V of one rank's 128 tokens: 8 kv heads x 128 x 2 bytes, twice.
+  const double chunk = 128.0 * 2 * 8 * 128 * 2;
+  const double sends = 3.0 * 63 * chunk / 50e9 * 32 /*layers*/ * 64 /*micro-batches*/;
+  EXPECT_GT(p.stages[0].time.cp_comm_s, 0.8 * sends) << "the ring's network hops, less what attention hides";
+  EXPECT_LT(p.stages[0].time.cp_comm_s, 1.5 * sends);
+}
+
 TEST(ContextParallel, RingExchangeHiddenBehindAttentionPaysTheInterference) {
   // One Llama block holding 4,096 of a sequence's tokens under cp 2, on one GPU of its tensor group: the attention
   // passes K/V (forward all-gather; backward reduce-scatter + all-gather) around the ring behind the kernels.
