@@ -1,3 +1,4 @@
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,9 +83,18 @@ void print_progress(const TuneProgress& p) {
                                    : "none yet";
   const std::string expects =
       p.expected_improvement >= 0 ? "  next batch expects +" + fixed(100 * p.expected_improvement, 1) + "%" : "";
-  std::fprintf(stderr, "\r\033[K  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s%s",
-               p.label.c_str(), p.label.empty() ? "" : ": ", static_cast<long long>(p.done), static_cast<long long>(p.budget), best.c_str(),
-               static_cast<long long>(p.errors_now), p.elapsed_s, p.eta_s, expects.c_str());
+  char line[512];
+  std::snprintf(line, sizeof line, "  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s%s",
+                p.label.c_str(), p.label.empty() ? "" : ": ", static_cast<long long>(p.done),
+                static_cast<long long>(p.budget), best.c_str(), static_cast<long long>(p.errors_now), p.elapsed_s,
+                p.eta_s, expects.c_str());
+  // One terminal row: a line that wraps leaves its first rows behind at every \r (107 columns on an 80-column
+  // terminal did).
+  std::string text = line;
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && text.size() >= ws.ws_col)
+    text.resize(ws.ws_col - 1);
+  std::fprintf(stderr, "\r\033[K%s", text.c_str());
   std::fflush(stderr);
 }
 

@@ -183,7 +183,17 @@ bool CompileCache::store(const std::string& key, const std::string& cubin) const
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::create_directories(dir_, ec);
-    if (ec) return false;
+    if (ec || !fs::is_directory(dir_, ec)) {
+      // A cache folder that cannot be made (TUNER_CACHE_DIR naming a file, a read-only place) compiled every config
+      // afresh without a word: said once.
+      static std::once_flag told;
+      std::call_once(told, [&] {
+        std::fprintf(stderr, "tuner: warning: the compile cache '%s' is not a folder that can be made (%s); "
+                             "compiling without a cache (set TUNER_CACHE_DIR to a writable folder)\n",
+                     dir_.c_str(), ec ? ec.message().c_str() : "a file is in the way");
+      });
+      return false;
+    }
     // Unique temp name per process and call, in the same directory so the
     // rename is atomic; concurrent writers of one key each rename a whole file.
     static std::atomic<unsigned long> counter{0};
