@@ -1340,6 +1340,45 @@ Plan Planner::plan() {
     if (!pin.empty())
       throw SpecError("no configuration with --fix " + to_string(pin) + " is feasible on " + cluster_.name + " (" +
                       last_reason + ")");
+    // Nothing got past the batch's divisibility: say so, with the smallest dp the search reaches and a cp pin that
+    // leaves a dp the batch takes (it named one arbitrary configuration's "not a multiple of mbs*dp").
+    if (fit_reason.empty()) {
+      const int64_t B = opts_.global_batch;
+      int min_dp = 0, best_tp = 0, best_cp = 0, best_pp = 0;
+      bool some_dp_divides = false;
+      for (int tp : space.tps)
+        for (int cp : space.cps) {
+          if ((N / tp) % cp != 0 || model_.seq % cp != 0) continue;
+          for (int pp : divisors(N / tp / cp)) {
+            if (pp > L) continue;
+            const int dp = N / tp / cp / pp;
+            some_dp_divides = some_dp_divides || B % dp == 0;
+            if (min_dp == 0 || dp < min_dp) min_dp = dp, best_tp = tp, best_cp = cp, best_pp = pp;
+          }
+        }
+      if (min_dp > 0 && !some_dp_divides) {
+        std::string cp_hint;
+        for (int cp : divisors(N)) {
+          if (cp <= best_cp || model_.seq % cp != 0) continue;
+          bool works = false;
+          for (int tp : space.tps)
+            for (int pp : divisors(std::max(1, N / std::max(1, tp * cp))))
+              works = works || ((N / tp) % cp == 0 && pp <= L && B % (N / tp / cp / pp) == 0 &&
+                                static_cast<int64_t>(tp) * cp * pp <= N);
+          if (works) {
+            cp_hint = ", or --fix cp=" + std::to_string(cp) + " (each GPU then keeps " +
+                      std::to_string(model_.seq / cp) + " tokens of a sequence)";
+            break;
+          }
+        }
+        throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
+                        cluster_.name + ": the global batch of " + std::to_string(B) +
+                        " sequences divides by no data-parallel degree the search reaches (the smallest is dp=" +
+                        std::to_string(min_dp) + ", at tp=" + std::to_string(best_tp) + " cp=" +
+                        std::to_string(best_cp) + " pp=" + std::to_string(best_pp) +
+                        "); allowed: a global batch that is a multiple of " + std::to_string(min_dp) + cp_hint);
+      }
+    }
     throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
                     cluster_.name + " (" + last_reason + ")");
   }

@@ -248,6 +248,26 @@ TEST(Planner, ATensorGroupThatWouldStraddleNodesIsNotPlanned) {
   for (const auto& st : p.stages) EXPECT_TRUE(6 % st.shape.tp == 0 || st.shape.tp % 6 == 0) << st.shape.tp;
 }
 
+// A prime batch on 4,096 GPUs: no searched configuration takes it, and the error named one arbitrary configuration's
+// "not a multiple of mbs*dp = 16" though a pinned cp=16 plans.
+TEST(Planner, ABatchNoSearchedDegreeTakesNamesTheSmallestDpAndACpThatWorks) {
+  PlannerOptions o;
+  o.global_batch = 7;
+  try {
+    Planner(parse_model_spec("llama3-8b"), parse_cluster_spec("dgx-h100:512"), o).plan();
+    ADD_FAILURE() << "planned";
+  } catch (const SpecError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("the global batch of 7 sequences divides by no data-parallel degree the search reaches (the "
+                     "smallest is dp=2"),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("allowed: a global batch that is a multiple of 2, or --fix cp=16"), std::string::npos) << w;
+  }
+  o.pins = parse_pins("cp=16");
+  EXPECT_EQ(Planner(parse_model_spec("llama3-8b"), parse_cluster_spec("dgx-h100:512"), o).plan().config.dp, 1);
+}
+
 // tp splits attention by heads. 8 on 12 heads was planned (its layers then split only tokens) and exported as
 // --tensor-model-parallel-size 8, which Megatron-LM refuses.
 TEST(Planner, TensorParallelismDividesTheHeads) {
