@@ -3,6 +3,7 @@
 // logs the plan in the database and prints it (table, JSON, or an export).
 // Nothing is written to the database unless a plan was found.
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <cerrno>
 #include <chrono>
@@ -54,6 +55,9 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
   const par::ParallelConfig& c = plan.config;
   std::cout << "model " << model.name << " (" << fixed(par::model_params(model) / 1e9, 2) << "B parameters, seq "
             << model.seq << ") on " << cluster.name << " (" << cluster.total_gpus() << " x " << cluster.gpu.key
+            << (std::abs(static_cast<double>(cluster.memory_per_gpu_bytes) - cluster.gpu.memory_bytes()) > 1e8
+                    ? " with " + gb(static_cast<double>(cluster.memory_per_gpu_bytes))  // a cluster's memory_gb
+                    : std::string())
             << "), global batch " << global_batch << "\n\n";
   print_table({"tp", "cp", "ep", "pp", "dp", "micro-batch", "micro-batches", "schedule", "recompute", "zero", "seq-parallel"},
               {{std::to_string(c.tp), std::to_string(c.cp), std::to_string(c.ep), std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.micro_batch),
@@ -111,6 +115,9 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                 gb(plan.peak_memory_bytes) + " of " + gb(plan.memory_capacity_bytes) + " (stage " +
                     std::to_string(plan.peak_stage) + ")",
                 fixed(plan.bubble_fraction * 100, 1) + "%", fixed(plan.dp_exposed_s, 3), fixed(plan.optimizer_s, 3)}});
+  if (plan.mfu > 1)
+    std::cout << "(MFU above 100%: the convention counts causal attention in full, twice what its kernels compute; "
+                 "the causal figure is the GPUs' share of peak)\n";
   std::cout << "\ntime per iteration by stage, s (each row adds up to the iteration time)\n";
   std::vector<std::vector<std::string>> trows;
   for (size_t s = 0; s < plan.stages.size(); ++s) {

@@ -91,7 +91,11 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
     f.fail("memory_gb", m.str());
   }
   c.memory_per_gpu_bytes = static_cast<int64_t>(mem_gb * 1e9);
-  if (c.memory_per_gpu_bytes <= 0) f.fail("memory_gb", "rounds to 0 bytes; allowed: a number > 0 and <= 100000");
+  if (c.memory_per_gpu_bytes <= 0) {
+    std::ostringstream m;
+    m << "rounds to 0 bytes; allowed: a number > 0 and <= " << 2 * c.gpu.memory_gb;
+    f.fail("memory_gb", m.str());
+  }
   if (!doc.contains("intra_node")) f.fail("intra_node", "missing; expected {\"bandwidth_gbps\": .., \"latency_us\": ..}");
   c.intra = link_from_json(f, doc["intra_node"], "intra_node");
   if (doc.contains("inter_node")) {
