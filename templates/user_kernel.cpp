@@ -20,6 +20,9 @@ const std::regex& pragma_once_anywhere() {
 }
 
 std::string read_file(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw SpecError(flag + " '" + path + "' is a directory; allowed: a readable file");
   std::ifstream in(path, std::ios::binary);
   if (path.empty() || !in) throw SpecError(flag + " '" + path + "': cannot read the file; allowed: a readable file");
   std::ostringstream s;
@@ -115,7 +118,8 @@ std::optional<std::string> UserKernelTemplate::unsupported(const Workload& w) co
     }
     for (const auto& b : spec_.buffers)
       if (b.elements.eval(s) < 1 || b.elements.eval(s) > (int64_t{1} << 36))
-        return "buffer " + b.name + " has " + std::to_string(b.elements.eval(s)) + " elements; allowed: 1 .. 2^36";
+        return "spec buffers: '" + b.name + "' has " + std::to_string(b.elements.eval(s)) + " elements ('" +
+               b.elements.text() + "'); allowed: 1 .. 2^36";
   } catch (const ExprError& e) {
     return e.what();
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <set>
 
 namespace tuner::templates {
@@ -176,13 +177,25 @@ void read_reference(const SpecReader& r, const json& j, const std::set<std::stri
     if (!c.is_object()) r.fail("reference.config", "allowed: an object of knob values");
     for (const auto& [name, value] : c.items()) {
       const auto knob = std::find_if(s.knobs.begin(), s.knobs.end(), [&](const auto& k) { return k.name == name; });
-      if (knob == s.knobs.end()) r.fail("reference.config." + name, "is not a knob");
+      if (knob == s.knobs.end()) {
+        std::string knobs;
+        for (const auto& k : s.knobs) knobs += (knobs.empty() ? "" : ", ") + k.name;
+        r.fail("reference.config." + name, "is not a knob; allowed: " + knobs);
+      }
       if (!value.is_number_integer() ||
-          std::find(knob->values.begin(), knob->values.end(), value.get<int64_t>()) == knob->values.end())
-        r.fail("reference.config." + name, value.dump() + " is not one of the knob's values");
+          std::find(knob->values.begin(), knob->values.end(), value.get<int64_t>()) == knob->values.end()) {
+        std::string values;
+        for (int64_t v : knob->values) values += (values.empty() ? "" : ", ") + std::to_string(v);
+        r.fail("reference.config." + name, value.dump().substr(0, 40) + " is not one of the knob's values; allowed: " +
+                                               values.substr(0, 300));
+      }
       s.reference_config[name] = value.get<int64_t>();
     }
   }
+  if (ref.contains("grid") != ref.contains("block"))
+    r.fail(ref.contains("grid") ? "reference.block" : "reference.grid",
+           "missing; allowed: \"grid\" and \"block\" together (the reference's own launch), or neither (the "
+           "kernel's launch)");
   if (ref.contains("grid") || ref.contains("block")) {
     UserLaunch l;
     l.grid = r.dims(r.need(ref, "grid", "reference"), "reference.grid", names);
@@ -256,10 +269,20 @@ UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::s
   s.bytes = optional_expr(r, j, "bytes", names);
   s.ilp = optional_expr(r, j, "ilp", names);
   s.vector_width = optional_expr(r, j, "vector_width", names);
+  // The file's kernels, for the message: every name a __global__ declares.
+  auto kernels = [&] {
+    static const std::regex global(R"re(__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?([A-Za-z_]\w*)\s*\()re");
+    std::string names;
+    for (std::sregex_iterator it(s.kernel_text.begin(), s.kernel_text.end(), global), end; it != end; ++it)
+      names += (names.empty() ? "" : ", ") + (*it)[1].str();
+    return names.empty() ? std::string("a __global__ function of the file (it declares none)") : names;
+  };
   if (s.kernel_text.find(s.kernel) == std::string::npos)
-    throw SpecError("spec " + spec_path + ": kernel: '" + s.kernel + "' does not appear in " + kernel_path);
+    throw SpecError("spec " + spec_path + ": kernel: '" + s.kernel + "' does not appear in " + kernel_path +
+                    "; allowed: " + kernels());
   if (!s.reference_kernel.empty() && s.kernel_text.find(s.reference_kernel) == std::string::npos)
-    throw SpecError("spec " + spec_path + ": reference.kernel: '" + s.reference_kernel + "' does not appear in " + kernel_path);
+    throw SpecError("spec " + spec_path + ": reference.kernel: '" + s.reference_kernel + "' does not appear in " +
+                    kernel_path + "; allowed: " + kernels());
   return s;
 }
 

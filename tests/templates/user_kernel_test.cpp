@@ -103,7 +103,7 @@ TEST(UserKernelSpec, ShapeOverridesAndBadValues) {
             "spec s.json: buffers[2].role: \"out\" is not a role; allowed: input, output, workspace");
   EXPECT_EQ(error_of("[64, 128, 256, 512, 1024]", "[64, 64]"), "spec s.json: knobs.BLOCK: value 64 is repeated");
   EXPECT_EQ(error_of("\"kernel\": \"saxpy\"", "\"kernel\": \"saxpy_v2\""),
-            "spec s.json: kernel: 'saxpy_v2' does not appear in k.cu");
+            "spec s.json: kernel: 'saxpy_v2' does not appear in k.cu; allowed: saxpy, saxpy_reference");
   EXPECT_EQ(error_of("\"scalars\": [\"N\"]", "\"scalars\": [\"BLOCK\"]"),
             "spec s.json: scalars[0]: unknown name 'BLOCK' in 'BLOCK'; allowed: N");
 }
