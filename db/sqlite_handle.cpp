@@ -128,7 +128,12 @@ bool wait_interrupted() {
 struct Connection::BusyWait {
   int timeout_ms = 0;
   std::chrono::steady_clock::time_point start;
+  std::atomic<bool> interruptible{false};
 };
+
+bool Connection::set_wait_interruptible(bool on) const {
+  return busy_ ? busy_->interruptible.exchange(on) : false;
+}
 
 void Connection::set_busy_timeout(int ms) {
   if (!busy_) busy_ = std::make_shared<BusyWait>();
@@ -139,7 +144,7 @@ void Connection::set_busy_timeout(int ms) {
     const auto now = std::chrono::steady_clock::now();
     if (count == 0) w->start = now;
     const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - w->start).count();
-    if (waited_ms >= w->timeout_ms || wait_interrupted()) return 0;
+    if (waited_ms >= w->timeout_ms || (w->interruptible.load() && wait_interrupted())) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(20, w->timeout_ms - waited_ms)));
     return 1;
   };

@@ -47,9 +47,12 @@ class Connection {
   void probe();
   /// Runs one or more SQL statements that return no rows.
   void exec(const std::string& sql);
-  /// Sets how long a statement waits for another connection's lock, in ms (less when wait_interrupted() turns true:
-  /// a Ctrl-C stops the wait at once).
+  /// Sets how long a statement waits for another connection's lock, in ms (less when wait_interrupted() turns true
+  /// in an interruptible wait: a Ctrl-C stops it at once).
   void set_busy_timeout(int ms);
+  /// Whether a Ctrl-C (wait_interrupted()) ends this connection's lock waits: only where nothing measured waits to
+  /// be stored (opening, claims, starting a session); a commit of trials waits its time. Returns the old setting.
+  bool set_wait_interruptible(bool on) const;
   /// Rowid of the last successful INSERT on this connection.
   int64_t last_insert_rowid() const;
   /// Rows changed by the last INSERT/UPDATE/DELETE.

@@ -187,7 +187,7 @@ sql::Connection open_read_write(const std::string& path) {
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
   constexpr double kOpenPatienceS = 60;
-  const int version = internal::retry_locked(conn, kOpenPatienceS, [&] { return read_schema_version(conn); });
+  const int version = internal::retry_locked(conn, kOpenPatienceS, [&] { return read_schema_version(conn); }, true);
   if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   // Damage in a page only a later write reads (an index) was found mid-run, after a session row had gone into the
   // damaged file. A quick check first (80 ms for 14 MB) keeps exit 2's promise that nothing was written; past
@@ -198,17 +198,17 @@ sql::Connection open_read_write(const std::string& path) {
       std::string v = q.step() ? q.column_text(0) : std::string("no answer");
       std::replace(v.begin(), v.end(), '\n', ' ');  // "*** in database main ***\nPage 12: ..." on one line
       return v;
-    });
+    }, true);
     if (verdict != "ok")
       throw DbError("database '" + path + "' is damaged (quick_check: " + verdict.substr(0, 200) +
                         "); allowed: an intact tuner database (restore it from a copy)",
                     DbError::Kind::kCorrupt);
   }
   if (!conn.in_memory())
-    internal::retry_locked(conn, kOpenPatienceS, [&] { conn.exec("PRAGMA journal_mode = WAL"); });
+    internal::retry_locked(conn, kOpenPatienceS, [&] { conn.exec("PRAGMA journal_mode = WAL"); }, true);
   conn.exec("PRAGMA synchronous = NORMAL");
   conn.exec("PRAGMA foreign_keys = ON");
-  internal::retry_locked(conn, kOpenPatienceS, [&] { migrate(conn, TuningDb::kSchemaVersion); });
+  internal::retry_locked(conn, kOpenPatienceS, [&] { migrate(conn, TuningDb::kSchemaVersion); }, true);
   return conn;
 }
 
@@ -313,7 +313,7 @@ int64_t TuningDb::upsert_device(const DeviceIdentity& d) {
     bind_all(select);
     if (!select.step()) throw DbError("database '" + conn.path() + "': device '" + d.name + "' vanished after insert");
     return select.column_int64(0);
-  });
+  }, /*interruptible=*/true);
 }
 
 int64_t TuningDb::upsert_workload(const WorkloadKey& w) {
@@ -325,7 +325,7 @@ int64_t TuningDb::upsert_workload(const WorkloadKey& w) {
     select.bind(1, w.op).bind(2, w.shape).bind(3, w.dtype);
     if (!select.step()) throw DbError("database '" + conn.path() + "': workload '" + w.op + "' vanished after insert");
     return select.column_int64(0);
-  });
+  }, /*interruptible=*/true);
 }
 
 int64_t TuningDb::upsert_template(const TemplateVersion& t) {
@@ -337,7 +337,7 @@ int64_t TuningDb::upsert_template(const TemplateVersion& t) {
     select.bind(1, t.name).bind(2, t.hash);
     if (!select.step()) throw DbError("database '" + conn.path() + "': template '" + t.name + "' vanished after insert");
     return select.column_int64(0);
-  });
+  }, /*interruptible=*/true);
 }
 
 int64_t TuningDb::begin_session(int64_t device_id, int64_t workload_id, int64_t template_id,
@@ -364,7 +364,7 @@ int64_t TuningDb::begin_session(int64_t device_id, int64_t workload_id, int64_t 
         .bind(11, me.start_ticks)
         .run();
     return conn.last_insert_rowid();
-  });
+  }, /*interruptible=*/true);
 }
 
 void TuningDb::end_session(int64_t session_id, const std::string& status, const std::string& reason) {
@@ -428,7 +428,7 @@ int TuningDb::reap_dead_sessions() {
     }
     tx.commit();
     return marked;
-  });
+  }, /*interruptible=*/true);
 }
 
 namespace {
@@ -496,7 +496,7 @@ ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::s
     }
     tx.commit();
     return r;
-  });
+  }, /*interruptible=*/true);
 }
 
 bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_json) {
@@ -519,7 +519,7 @@ bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_jso
     insert.bind(1, d).bind(2, w).bind(3, t).bind(4, key).bind(5, session_id).bind(6, now_iso8601()).run();
     tx.commit();
     return true;
-  });
+  }, /*interruptible=*/true);
 }
 
 void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) {
@@ -690,11 +690,12 @@ std::vector<std::string> TuningDb::recorded_ops() const {
   return out;
 }
 
-std::optional<std::string> TuningDb::first_shape_of_op(const std::string& op) const {
-  sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? ORDER BY id LIMIT 1");
+std::vector<std::string> TuningDb::shapes_of_op(const std::string& op) const {
+  sql::Statement stmt(impl_->conn, "SELECT shape FROM workloads WHERE op = ? ORDER BY id DESC");
   stmt.bind(1, op);
-  if (!stmt.step()) return std::nullopt;
-  return stmt.column_text(0);
+  std::vector<std::string> out;
+  while (stmt.step()) out.push_back(stmt.column_text(0));
+  return out;
 }
 
 std::vector<SessionRow> TuningDb::sessions(const QueryFilter& f) const {

@@ -295,9 +295,9 @@ class TuningDb {
   std::vector<SessionRow> sessions(const QueryFilter& f) const;
   /// Each template name's newest version (the last one recorded), by name.
   std::vector<TemplateVersion> latest_template_versions() const;
-  /// The first shape recorded for this op (none: the op is not recorded; ops of user kernels are known only to
-  /// their records, whose shapes name their sizes).
-  std::optional<std::string> first_shape_of_op(const std::string& op) const;
+  /// The shapes recorded for this op, newest first (none: the op is not recorded; ops of user kernels are known
+  /// only to their records, whose shapes name their sizes).
+  std::vector<std::string> shapes_of_op(const std::string& op) const;
 
   /// Stores a trained cost model; returns its id.
   int64_t add_cost_model(CostModelRecord& m);

@@ -27,7 +27,14 @@ namespace internal {
 /// each attempt waits SQLite's busy timeout, then a pause that doubles from 20 ms up to 1 s, until
 /// patience_s have passed. Every attempt starts its own transaction, so a retry never sees half of one.
 template <class F>
-auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> decltype(write()) {
+auto retry_locked(const sql::Connection& conn, double patience_s, F&& write, bool interruptible = false)
+    -> decltype(write()) {
+  // A Ctrl-C ends the wait only where nothing measured waits to be stored (see Connection::set_wait_interruptible).
+  struct Scope {
+    const sql::Connection& c;
+    bool old;
+    ~Scope() { c.set_wait_interruptible(old); }
+  } scope{conn, conn.set_wait_interruptible(interruptible)};
   const auto t0 = std::chrono::steady_clock::now();
   int pause_ms = 20;
   for (int attempt = 1;; ++attempt) {
@@ -36,11 +43,12 @@ auto retry_locked(const sql::Connection& conn, double patience_s, F&& write) -> 
     } catch (const DbError& e) {
       if (e.kind() != DbError::Kind::kBusy) throw;
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (waited >= patience_s || sql::wait_interrupted()) {
+      const bool interrupted = interruptible && sql::wait_interrupted();
+      if (waited >= patience_s || interrupted) {
         std::ostringstream msg;
         msg << "database '" << conn.path() << "' stayed locked by another process for " << std::fixed
             << std::setprecision(1) << waited << " s (" << attempt << (attempt == 1 ? " attempt; " : " attempts; ")
-            << e.what() << ")" << (sql::wait_interrupted() ? "; the wait was interrupted" : "");
+            << e.what() << ")" << (interrupted ? "; the wait was interrupted" : "");
         throw DbError(msg.str(), DbError::Kind::kBusy);
       }
       const int left_ms = static_cast<int>((patience_s - waited) * 1000) + 1;

@@ -186,7 +186,14 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   }
   std::string why;
   auto c = runtime::choose(tuned.records, match, limits, w, out, options.nearest_shape, &why);
-  if (!c) throw Failure(Status::kNotFound, why);
+  if (!c) {
+    // Records of a template version this library does not build are left out when read: say so, or a database
+    // that query shows the record in reads as "no record" here.
+    if (tuned.stale > 0)
+      why += "; " + std::to_string(tuned.stale) + " record" + (tuned.stale == 1 ? " was" : "s were") +
+             " left out as an older template version this runtime does not build (re-tune with this tuner)";
+    throw Failure(Status::kNotFound, why);
+  }
   auto shared = std::make_shared<const runtime::Choice>(std::move(*c));
   std::lock_guard<std::mutex> lock(mu);
   return choices.emplace(key, shared).first->second;

@@ -206,10 +206,24 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
     if (!o.op.empty()) {
       f.op = o.op;
       if (!is_builtin_op(o.op)) {
-        // A user kernel's op is known by its records: its sizes are named as its first recorded shape names
-        // them (the spec's order), so --shape is checked and written as the records write it.
-        if (const auto shape = db.first_shape_of_op(o.op))
-          templates::register_op_dimensions(o.op, templates::shape_dimension_names(*shape));
+        // A user kernel's op is known by its records: its sizes are named as a recorded shape names them (the
+        // spec's order), so --shape is checked and written as the records write it. A spec whose sizes were
+        // renamed records shapes of other names: the recorded shape with --shape's names, else the newest.
+        const std::vector<std::string> shapes = db.shapes_of_op(o.op);
+        if (!shapes.empty()) {
+          auto sorted_names = [](std::string_view shape) {
+            std::vector<std::string> n = templates::shape_dimension_names(shape);
+            std::sort(n.begin(), n.end());
+            return n;
+          };
+          std::string chosen = shapes.front();
+          for (const auto& s : shapes)
+            if (!o.shape.empty() && sorted_names(s) == sorted_names(o.shape)) {
+              chosen = s;
+              break;
+            }
+          templates::register_op_dimensions(o.op, templates::shape_dimension_names(chosen));
+        }
       }
       try {
         templates::op_dimensions(o.op);  // validates the op

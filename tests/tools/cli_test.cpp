@@ -350,6 +350,39 @@ TEST_F(Cli, ACtrlCEndsALockWaitAndASecondOneAHang) {
   EXPECT_EQ(sessions[0]["status"], "killed");
 }
 
+// But a Ctrl-C while a batch of measured trials waits to be committed keeps them: only waits with nothing measured
+// pending (opening, claims, starting a session) end at a Ctrl-C (the review found the trials dropped).
+TEST_F(Cli, ACtrlCDuringACommitsLockWaitStillStoresTheBatch) {
+  const std::string out = (dir_ / "commit.out").string();
+  pid_t pid = spawn("tune --op softmax --shape rows=4096,cols=4096 --dtype f16 --device sim:h100-sxm --trials 60 "
+                    "--batch 4 --sim-delay-ms 200 --quiet --json --db " + db(), out);
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 500; ++i) {  // until a batch is committed
+    usleep(10 * 1000);
+    auto h = run("query --db " + db() + " --history --json");
+    if (h.code == 0 && !nlohmann::json::parse(h.out).empty()) break;
+  }
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &holder), SQLITE_OK);
+  sqlite3_busy_timeout(holder, 5000);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr), SQLITE_OK);
+  usleep(1000 * 1000);  // the next batch is measured (0.8 s) and waits to commit
+  kill(pid, SIGINT);
+  usleep(1000 * 1000);
+  sqlite3_exec(holder, "ROLLBACK;", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << slurp(out + ".err");
+  const auto summary = nlohmann::json::parse(slurp(out));
+  const auto history = nlohmann::json::parse(run("query --db " + db() + " --history --json").out);
+  EXPECT_EQ(history.size(), summary["measured"].get<size_t>()) << slurp(out + ".err");
+  EXPECT_EQ(slurp(out + ".err").find("not stored"), std::string::npos) << slurp(out + ".err");
+  const auto sessions = nlohmann::json::parse(run("query --sessions --json --db " + db()).out);
+  EXPECT_EQ(sessions[0]["status"], "interrupted");
+}
+
 // Results that never reached standard output (a full disk) exited 0.
 TEST_F(Cli, ResultsThatCannotBeWrittenAreAFailure) {
   const std::string err = (dir_ / "full.err").string();

@@ -198,6 +198,19 @@ TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
   ASSERT_EQ(same.code, 0) << same.err;
   EXPECT_GE(nlohmann::json::parse(same.out).size(), 2u) << same.out;
   EXPECT_EQ(slurp(db()), before) << "a query changes nothing";
+  // The spec's size renamed (N to LEN): the new records were refused by query ("unknown dimension 'LEN'; expected
+  // N"), which knew the op's first naming only. Either naming now finds its own records.
+  const std::string spec = std::regex_replace(slurp(kExample + "saxpy.json"), std::regex("\\bN\\b"), "LEN");
+  const std::string renamed = (dir_ / "len.json").string();
+  std::ofstream(renamed) << spec;
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", renamed, "", 2)).code, 0) << spec;
+  for (const std::string shape : {"LEN=1048576", "N=1048576"}) {
+    const auto r = run("query --db " + db() + " --op saxpy_user --shape " + shape + " --history --all-versions --json");
+    ASSERT_EQ(r.code, 0) << shape << ": " << r.err;
+    const auto rows = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(rows.empty()) << shape;
+    for (const auto& row : rows) EXPECT_EQ(row["shape"], shape);
+  }
 }
 
 TEST_F(UserKernelCli, TheSpecsBytesGiveGbpsAndARoofline) {
