@@ -14,11 +14,6 @@
 namespace tuner::templates {
 namespace {
 
-const std::regex& pragma_once_anywhere() {
-  static const std::regex r(R"((^|\n)\s*#\s*pragma\s+once\b)");
-  return r;
-}
-
 std::string read_file(const std::string& path, const std::string& flag) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
@@ -31,44 +26,64 @@ std::string read_file(const std::string& path, const std::string& flag) {
   return s.str();
 }
 
-/// The kernel file with each `#include "x"` that names a file beside the including one replaced by that file's
-/// text, between #line directives (so errors still name the header and its line). The text is then the whole
-/// source: a header's edit is a new template version and a new compile-cache key (it was neither: the old cubins
-/// were measured), and includes resolve from the kernel's folder, not the working directory. Includes not found
-/// there (<cuda_fp16.h>, "cuda_bf16.h") are left to NVRTC's search paths. A header with #pragma once is read once.
-std::string inline_local_includes(const std::string& text, const std::filesystem::path& file, int depth,
-                                  std::set<std::string>& once) {
+/// `#include "x"` on one line (a trailing comment and a CR of Windows line ends allowed): x, else "".
+std::string quoted_include(std::string line) {
   static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)"\s*(//.*)?$)re");
-  static const std::regex pragma_once(R"(^\s*#\s*pragma\s+once\b.*$)");
+  while (!line.empty() && line.back() == '\r') line.pop_back();
+  std::smatch m;
+  return std::regex_match(line, m, include_line) ? m[1].str() : std::string();
+}
+
+/// A stable 64-bit FNV-1a digest of a header's text, in hex: what the version and the cache key follow.
+std::string digest(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+/// The user's own headers: every `#include "x"` naming a file beside the including one (its folder, whatever the
+/// working directory), followed into them, listed as "name digest" lines with the name as written relative to the
+/// kernel's folder. A header's edit is then a new template version and a new compile-cache key (neither saw it:
+/// the old cubins were measured). Includes in comments or dead #if branches are listed too, which costs nothing.
+void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
+                     std::set<std::string>& seen, std::string& out) {
+  if (depth >= 32) return;  // (a cycle without guards: NVRTC says so when it compiles)
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string name = quoted_include(line);
+    std::error_code ec;
+    const std::filesystem::path header = file.parent_path() / name;
+    if (name.empty() || !std::filesystem::is_regular_file(header, ec)) continue;
+    if (!seen.insert(std::filesystem::weakly_canonical(header, ec).string()).second) continue;
+    const std::string body = read_file(header.string(), "--kernel's #include \"" + name + "\"");
+    const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
+    out += "// header " + rel + " " + digest(body) + "\n";
+    collect_headers(header, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out);
+  }
+}
+
+/// The kernel's text as NVRTC compiles it: each `#include "x"` naming a file beside the kernel names it by its
+/// absolute path, so it is found from any working directory (the headers' own includes resolve beside them).
+/// The preprocessor still does the rest: #if, comments, guards and #pragma once work as in any compiler.
+std::string with_absolute_includes(const std::string& text, const std::filesystem::path& file) {
   std::string out;
   std::istringstream in(text);
   std::string line;
-  int number = 0;
   while (std::getline(in, line)) {
-    ++number;
-    std::smatch m;
-    if (std::regex_match(line, pragma_once)) {
-      out += "\n";  // (in the one translation unit it would warn; its effect is kept by `once`)
-      continue;
-    }
+    const std::string name = quoted_include(line);
     std::error_code ec;
-    const std::filesystem::path header = file.parent_path() / (std::regex_match(line, m, include_line) ? m[1].str() : "");
-    if (m.empty() || !std::filesystem::is_regular_file(header, ec)) {
-      out += line + "\n";
-      continue;
+    const std::filesystem::path header = file.parent_path() / name;
+    if (!name.empty() && std::filesystem::is_regular_file(header, ec)) {
+      const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(header, ec), ec).string();
+      if (!ec && abs.find('"') == std::string::npos) {
+        out += "#include \"" + abs + "\"\n";
+        continue;
+      }
     }
-    const std::string canonical = std::filesystem::weakly_canonical(header, ec).string();
-    if (depth >= 32)
-      throw SpecError("--kernel " + file.string() + " line " + std::to_string(number) + ": #include \"" + m[1].str() +
-                      "\" nests more than 32 deep; allowed: includes that end (a guard or #pragma once)");
-    if (once.count(canonical)) {
-      out += "\n";
-      continue;
-    }
-    const std::string body = read_file(header.string(), "--kernel's #include \"" + m[1].str() + "\"");
-    if (std::regex_search(body, pragma_once_anywhere())) once.insert(canonical);
-    out += "#line 1 \"" + header.string() + "\"\n" + inline_local_includes(body, header, depth + 1, once) +
-           "#line " + std::to_string(number + 1) + " \"" + file.string() + "\"\n";
+    out += line + "\n";
   }
   return out;
 }
@@ -85,7 +100,7 @@ unsigned dim_value(const std::optional<Expr>& e, const ExprScope& scope) {
 }  // namespace
 
 std::string UserKernelTemplate::source_text() const {
-  // The kernel's text and every formula: a change to either is a new template version.
+  // The kernel's text, its headers' digests and every formula: a change to any is a new template version.
   nlohmann::json f;
   f["kernel"] = spec_.kernel;
   f["reference"] = spec_.reference_kernel;
@@ -100,7 +115,7 @@ std::string UserKernelTemplate::source_text() const {
   for (const auto& s : spec_.scalars) f["scalars"].push_back(s.text());
   for (const auto& [k, v] : spec_.reference_config) f["reference_config"][k] = v;
   f["tolerance"] = spec_.tolerance;
-  return spec_.kernel_text + "\n// spec: " + f.dump() + "\n";
+  return spec_.kernel_text + "\n" + spec_.header_digests + "// spec: " + f.dump() + "\n";
 }
 
 Workload UserKernelTemplate::workload() const { return Workload{spec_.name, spec_.sizes, spec_.dtype}; }
@@ -226,10 +241,11 @@ costmodel::KernelProfile UserKernelTemplate::profile(const search::ConfigSpace& 
 }
 
 std::string UserKernelTemplate::source_for(const ExprScope& knobs) const {
-  std::string out = "// user kernel " + spec_.name + " (" + spec_.kernel_path + ")\n";
+  // The header digests first: the compile cache's key is the source, and must follow the headers' text.
+  std::string out = "// user kernel " + spec_.name + " (" + spec_.kernel_path + ")\n" + spec_.header_digests;
   for (const auto& k : spec_.knobs) out += "#define " + k.name + " " + std::to_string(knobs.at(k.name)) + "\n";
   out += "#line 1 \"" + spec_.kernel_path + "\"\n";
-  return out + spec_.kernel_text;
+  return out + spec_.compile_text;
 }
 
 KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space, const search::Config& c,
@@ -259,10 +275,13 @@ KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space,
 
 const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
                                                const std::string& shape) {
-  std::set<std::string> once;
-  const std::string kernel = inline_local_includes(read_file(kernel_path, "--kernel"), kernel_path, 0, once);
+  const std::string kernel = read_file(kernel_path, "--kernel");
   const std::string spec = read_file(spec_path, "--spec");
-  auto t = std::make_unique<UserKernelTemplate>(parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape));
+  UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape);
+  std::set<std::string> seen;
+  collect_headers(kernel_path, kernel, "", 0, seen, parsed.header_digests);
+  parsed.compile_text = with_absolute_includes(kernel, kernel_path);
+  auto t = std::make_unique<UserKernelTemplate>(std::move(parsed));
   try {
     // Its records then parse like a built-in op's: other shapes' records for transfer, its replay recordings.
     std::vector<std::string> sizes;

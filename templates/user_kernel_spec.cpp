@@ -227,6 +227,7 @@ UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::s
   s.path = spec_path;
   s.kernel_path = kernel_path;
   s.kernel_text = kernel_text;
+  s.compile_text = kernel_text;  // (register_user_kernel makes its own headers' includes absolute)
   s.name = r.identifier(r.need(j, "name", ""), "name");
   // The name is the kernel's op in the database: a built-in op's name would mix its records with that op's.
   bool builtin = true;

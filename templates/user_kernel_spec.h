@@ -45,6 +45,10 @@ struct UserKernelSpec {
   std::string kernel;                                 ///< extern "C" name of the kernel to tune.
   std::string kernel_path;                            ///< The .cu file.
   std::string kernel_text;                            ///< Its text.
+  /// What NVRTC compiles: the text with its own headers' includes made absolute (user_kernel.cpp).
+  std::string compile_text;
+  /// "// header NAME DIGEST" per header of the user's beside the kernel: in the version and the cache key.
+  std::string header_digests;
   DType dtype = DType::kF32;                          ///< The workload's dtype in the database.
   std::vector<std::pair<std::string, int64_t>> sizes; ///< Problem sizes, in spec order.
   std::vector<search::Knob> knobs;                    ///< Names are #define macros.

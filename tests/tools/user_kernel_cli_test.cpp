@@ -113,29 +113,50 @@ TEST_F(UserKernelCli, ASessionWithoutASuccessfulTrialSaysWhy) {
 }
 
 // A kernel's own headers are part of it: an edited header is a new version, compiled anew (its old cubins were
-// measured, from the cache), and `#include "inc/x.cuh"` is found beside the kernel from any working directory.
+// measured, from the cache), and `#include "inc/x.cuh"` is found beside the kernel from any working directory. The
+// preprocessor keeps its meaning: an include in a comment or a dead #if branch, a shared #pragma once header, two
+// headers that include each other behind guards, and Windows line ends (the first version pasted headers in by hand,
+// and the review broke each of these).
 TEST_F(UserKernelCli, AHeaderBesideTheKernelIsPartOfIt) {
-  std::filesystem::create_directories(dir_ / "k" / "inc");
+  const auto k = dir_ / "k";
+  std::filesystem::create_directories(k / "inc");
+  auto write = [&](const std::string& rel, const std::string& text) { std::ofstream(k / rel, std::ios::binary) << text; };
+  write("inc/common.cuh", "#pragma once\n__device__ inline float scale() { return 2.5f; }\n");
+  write("inc/v1.cuh", "#pragma once\n#include \"common.cuh\"\n__device__ inline float axpy(float x, float y) { return scale() * x + y + 1.0f; }\n");
+  write("inc/v2.cuh", "#pragma once\n#include \"common.cuh\"\n__device__ inline float axpy(float x, float y) { return scale() * x + y; }\n");
+  write("inc/a.cuh", "#ifndef A_CUH\n#define A_CUH\n#include \"b.cuh\"\n__device__ inline float one() { return 1.0f; }\n#endif\n");
+  write("inc/b.cuh", "#ifndef B_CUH\n#define B_CUH\n#include \"a.cuh\"\n#endif\n");
+  write("inc/crlf.cuh", "#pragma once\r\n__device__ inline float zero() { return 0.0f; }\r\n");
+  write("inc/old.cuh", "/* an old helper */ this is not C++;\n");
   std::string text = slurp(kExample + "saxpy.cu");
   const std::string from = "out[j] = 2.5f * x[j] + y[j];";
   ASSERT_NE(text.find(from), std::string::npos);
-  text.replace(text.find(from), from.size(), "out[j] = axpy(x[j], y[j]);");
-  const std::string kernel = (dir_ / "k" / "saxpy.cu").string();
-  std::ofstream(kernel) << "#include \"inc/axpy.cuh\"\n#include <cuda_fp16.h>\n" << text;
-  const std::string header = (dir_ / "k" / "inc" / "axpy.cuh").string();
-  std::ofstream(header) << "#pragma once\n__device__ inline float axpy(float x, float y) { return 2.5f * x + y; }\n";
-  ASSERT_EQ(run(tune(kernel, kExample + "saxpy.json", "", 2)).code, 0);  // (run from the build folder)
-  std::ofstream(header) << "#pragma once\n__device__ inline float axpy(float x, float y) { return y + 2.5f * x; }\n";
+  text.replace(text.find(from), from.size(), "out[j] = axpy(x[j], y[j]) * one() + zero();");
+  const std::string kernel = (k / "saxpy.cu").string();
+  write("saxpy.cu", "/* previously:\n#include \"inc/old.cuh\"\n*/\n#if ITEMS > 100\n#include \"inc/v1.cuh\"\n#else\n"
+                    "#include \"inc/v2.cuh\"\n#endif\n#include \"inc/a.cuh\"\r\n#include \"inc/crlf.cuh\" // zero\r\n"
+                    "#include <cuda_fp16.h>\n" + text);
+  const auto first = run(tune(kernel, kExample + "saxpy.json", "--json", 2));  // (run from the build folder)
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(nlohmann::json::parse(first.out)["best"]["status"], "ok") << first.out;
+  // The same file by another spelling of its path: the same version, nothing new to measure.
+  const std::string spelt = (k / "." / "saxpy.cu").string();
+  ASSERT_EQ(run(tune(spelt, kExample + "saxpy.json", "", 2)).code, 0);
+  auto versions = [&] {
+    std::set<std::string> v;
+    for (const auto& row : nlohmann::json::parse(run("query --db " + db() + " --history --all-versions --json").out))
+      v.insert(row["template_version"].get<std::string>());
+    return v;
+  };
+  EXPECT_EQ(versions().size(), 1u) << "a path spelt otherwise is the same kernel";
+  write("inc/common.cuh", "#pragma once\n__device__ inline float scale() { return 5.0f / 2.0f; }\n");
   ASSERT_EQ(run(tune(kernel, kExample + "saxpy.json", "", 2)).code, 0);
-  std::set<std::string> versions;
-  for (const auto& row : nlohmann::json::parse(run("query --db " + db() + " --history --all-versions --json").out))
-    versions.insert(row["template_version"].get<std::string>());
-  EXPECT_EQ(versions.size(), 2u) << "an edited header is a new version";
+  EXPECT_EQ(versions().size(), 2u) << "an edited header, even one included by another header, is a new version";
   // A header that does not compile is named with its own line.
-  std::ofstream(header) << "#pragma once\nthis is not C++;\n";
+  write("inc/v2.cuh", "#pragma once\nthis is not C++;\n");
   const auto r = run(tune(kernel, kExample + "saxpy.json", "", 2));
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find(header + "(2): error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("v2.cuh(2): error"), std::string::npos) << r.err;
 }
 
 // --shape N=1,N=2 took the last value; built-in ops refuse it. Buffers larger than the device were estimated.
