@@ -191,8 +191,14 @@ sql::Connection open_read_write(const std::string& path) {
   if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   // Damage in a page only a later write reads (an index) was found mid-run, after a session row had gone into the
   // damaged file. A quick check first (80 ms for 14 MB) keeps exit 2's promise that nothing was written; past
-  // 512 MB it would take seconds, and the write path's own checks remain.
-  if (!conn.in_memory() && version > 0 && std::filesystem::file_size(path, ec) <= (uintmax_t{512} << 20)) {
+  // 256 MB (with the -wal) it would take seconds on every tune, import and plan, and the write path's own checks
+  // remain.
+  const auto size_of = [](const std::string& f) {
+    std::error_code e;
+    const auto n = std::filesystem::file_size(f, e);
+    return e ? uintmax_t{0} : n;
+  };
+  if (!conn.in_memory() && version > 0 && size_of(path) + size_of(path + "-wal") <= (uintmax_t{256} << 20)) {
     const std::string verdict = internal::retry_locked(conn, kOpenPatienceS, [&] {
       sql::Statement q(conn, "PRAGMA quick_check(1)");
       std::string v = q.step() ? q.column_text(0) : std::string("no answer");

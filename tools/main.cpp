@@ -129,7 +129,16 @@ int dispatch(const std::vector<std::string>& argv) {
     // to stdout) and a library's logging went into the reply stream, and the config was recorded as "unreadable
     // reply from the worker".
     const int replies = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (replies < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return 1;
+    if (replies < 0) return 1;
+    // (A tuner run with stderr closed: printf goes nowhere rather than failing the worker.)
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null < 0 || dup2(null, STDOUT_FILENO) < 0) return 1;
+      close(null);
+    }
+    // The worker's own process group is not the terminal's foreground: with `stty tostop` its printf would stop it
+    // (SIGTTOU) and the config would wait out its timeout.
+    std::signal(SIGTTOU, SIG_IGN);
     return tuner::worker_main(STDIN_FILENO, replies);
   }
   if (cmd == "devices") return tuner::cli::devices_command(rest);

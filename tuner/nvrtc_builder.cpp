@@ -9,6 +9,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <regex>
 
 #include "templates/kernel_files.h"
 #include "tuner/compile_cache.h"
@@ -192,7 +193,10 @@ std::string first_error_line(const std::string& log) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     pos = end + 1;
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (line.find("error") != std::string::npos) return line.substr(0, 400);
+    // NVRTC's "x.cu(12): error: ...", ptxas's "ptxas error   : ..." and "ptxas fatal   : ...", not a warning
+    // that names a variable error_count.
+    static const std::regex error_line(R"((\): (catastrophic )?error\b|^\s*(ptxas|nvlink)\s+(error|fatal)\s*:|^error\b|\bfatal error\b))");
+    if (std::regex_search(line, error_line)) return line.substr(0, 400);
     last = line;
   }
   return last.substr(0, 400);

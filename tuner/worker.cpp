@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -140,6 +141,17 @@ WorkerClient::WorkerClient(std::string executable, double startup_allowance_s)
 WorkerClient::~WorkerClient() { stop(); }
 
 bool WorkerClient::start(std::string* error) {
+  // A killed worker that is still going holds its GPU context: wait for it (up to a minute), then start anyway.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!lingering_.empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+    lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(),
+                                    [](pid_t p) {
+                                      const pid_t w = waitpid(p, nullptr, WNOHANG);
+                                      return w == p || (w < 0 && errno == ECHILD);
+                                    }),
+                     lingering_.end());
+    if (!lingering_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // Said plainly before forking: an exec failure in the child shows only as a worker that takes no requests.
   if (::access(executable_.c_str(), X_OK) != 0) {
     *error = "'" + executable_ + "' cannot be run (" + std::strerror(errno) + ")" +
@@ -198,14 +210,16 @@ void WorkerClient::stop() {
     }
     // The whole group: a TUNER_WORKER_EXE wrapper that forks (a shell script, compute-sanitizer) left the real
     // worker running on the GPU. A process stuck in the driver may not go at once: wait a bounded time, not for
-    // ever (a zombie left then goes with the session).
+    // ever.
     kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
-    for (int i = 0; i < 2500; ++i) {
+    bool gone = false;
+    for (int i = 0; i < 2500 && !gone; ++i) {
       const pid_t w = waitpid(pid_, nullptr, WNOHANG);
-      if (w == pid_ || (w < 0 && errno == ECHILD)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      gone = w == pid_ || (w < 0 && errno == ECHILD);
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    if (!gone) lingering_.push_back(pid_);  // start() waits for it
   }
   pid_ = -1;
 }

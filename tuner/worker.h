@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tuner/measure_protocol.h"
 
@@ -72,6 +73,9 @@ class WorkerClient : public Measurer {
 
   std::string executable_;
   pid_t pid_ = -1;
+  /// Killed workers not yet gone (stuck in the driver): a new worker waits for them, as a GPU in exclusive-process
+  /// mode gives one process a context at a time.
+  std::vector<pid_t> lingering_;
   int to_worker_ = -1;
   int from_worker_ = -1;
   std::string pending_;  ///< Bytes read past the last newline.

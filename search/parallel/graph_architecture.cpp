@@ -64,8 +64,9 @@ bool mlp_of(const Layer& l, const Operator& down, int64_t* ffn, bool* gated) {
   return true;
 }
 
-/// Whether `from` reads an attention op, directly or through other ops of the layer.
-bool reads_attention(const Layer& l, const Operator& from) {
+/// Whether `from` reads an op `target` accepts, directly or through other ops of the layer.
+template <typename Target>
+bool reads(const Layer& l, const Operator& from, Target target) {
   std::set<std::string> seen;
   std::vector<const Operator*> todo = {&from};
   while (!todo.empty()) {
@@ -74,7 +75,7 @@ bool reads_attention(const Layer& l, const Operator& from) {
     for (const auto& in : op->inputs)
       if (in != "input" && seen.insert(in).second)
         if (const Operator* p = find_op(l, in)) {
-          if (p->type == OpType::kAttention) return true;
+          if (target(*p)) return true;
           todo.push_back(p);
         }
   }
@@ -85,10 +86,10 @@ Shape shape_of(const Layer& l) {
   Shape s;
   s.hidden = l.hidden;
   const Operator* mlp = nullptr;  // the MoE op or the dense MLP's down projection
-  bool attention = false;
+  const Operator* attention = nullptr;
   for (const auto& op : l.ops) {
     if (op.type == OpType::kAttention) {
-      attention = true;
+      attention = &op;
       s.heads = op.heads;
       s.kv_heads = op.kv_heads > 0 ? op.kv_heads : op.heads;
       s.head_width = op.heads > 0 ? op.out_features / op.heads : 0;
@@ -105,7 +106,10 @@ Shape shape_of(const Layer& l) {
       if (mlp_of(l, op, &ffn, &gated)) s.ffn = ffn, s.gated = gated, mlp = &op;
     }
   }
-  s.parallel_block = attention && mlp && !reads_attention(l, *mlp);
+  // Neither reads the other (an MLP before attention is still a sequential block).
+  s.parallel_block = attention && mlp &&
+                     !reads(l, *mlp, [](const Operator& o) { return o.type == OpType::kAttention; }) &&
+                     !reads(l, *attention, [mlp](const Operator& o) { return &o == mlp; });
   return s;
 }
 

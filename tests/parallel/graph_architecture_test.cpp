@@ -136,6 +136,21 @@ TEST(GraphArchitecture, AParallelBlockAndAFunnelAreNamed) {
   std::vector<Json> sequential = mlp;
   sequential[0]["inputs"] = {"ln2"};
   EXPECT_FALSE(block(128, {}, sequential).parallel_block);
+  // The MLP first, then attention on its result: sequential too (attention reads the MLP).
+  {
+    Json attn = op("attn", "attention", 3072, 1024, {"qkv"});
+    attn["heads"] = 8;
+    const Json ops = {op("ln1", "layernorm", 1024, 1024, {"input"}), op("up", "linear", 1024, 4096, {"ln1"}),
+                      op("act", "elementwise", 4096, 4096, {"up"}), op("down", "linear", 4096, 1024, {"act"}),
+                      op("add1", "elementwise", 1024, 1024, {"input", "down"}),
+                      op("ln2", "layernorm", 1024, 1024, {"add1"}), op("qkv", "linear", 1024, 3072, {"ln2"}), attn,
+                      op("proj", "linear", 1024, 1024, {"attn"}), op("add2", "elementwise", 1024, 1024, {"add1", "proj"})};
+    const Json layer = {{"name", "b"}, {"kind", "transformer"}, {"hidden", 1024}, {"heads", 8}, {"output", "add2"},
+                        {"ops", ops}};
+    const ModelGraph mlp_first = model_from_json({{"seq", 512}, {"layers", {layer}}}, "m.json");
+    EXPECT_EQ(mlp_first.ffn, 4096);
+    EXPECT_FALSE(mlp_first.parallel_block);
+  }
   // A block of 1024, then one that projects down to 512 and works there.
   Json wide = Json::array(), narrow = Json::array();
   for (const auto& [ops, h, in] : {std::tuple{&wide, 1024, "input"}, std::tuple{&narrow, 512, "in_proj"}}) {

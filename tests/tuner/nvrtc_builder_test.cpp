@@ -170,6 +170,28 @@ TEST(NvrtcBuilderPtxasLog, ParsesSpillsForTheNamedKernel) {
   EXPECT_EQ(parse_ptxas_spill_bytes("    0 bytes stack frame, 3 bytes spill stores, 5 bytes spill loads", "x"), 8);
 }
 
+// The line a user is shown: NVRTC's or ptxas's error, not a warning naming a variable error_count, and not the
+// empty text before a NUL (ptxas's part of the log followed one, and a user saw "does not compile: ").
+TEST(NvrtcBuilderLog, TheFirstErrorLineIsTheErrorsOwn) {
+  EXPECT_EQ(first_error_line("k.cu(3): warning #177-D: variable \"error_count\" was declared but never referenced\n"
+                             "k.cu(9): error: identifier \"x\" is undefined\n"),
+            "k.cu(9): error: identifier \"x\" is undefined");
+  EXPECT_EQ(first_error_line("ptxas info    : 0 bytes gmem\nptxas error   : Entry function 'k' uses too much shared "
+                             "data (0x10000 bytes, 0xc000 max)\n"),
+            "ptxas error   : Entry function 'k' uses too much shared data (0x10000 bytes, 0xc000 max)");
+  EXPECT_EQ(first_error_line("ptxas info : x\nptxas fatal   : Unresolved extern function 'f'\n"),
+            "ptxas fatal   : Unresolved extern function 'f'");
+  EXPECT_EQ(first_error_line("ptxas info : 0 bytes gmem\nkernel 'k' not found in cubin\n\n"),
+            "kernel 'k' not found in cubin");
+  // A real compile whose ptxas fails: the log holds the error line whole.
+  const std::string src = "extern \"C\" __global__ void k(float* o) { __shared__ float s[16384]; "
+                          "s[threadIdx.x] = 1.f; __syncthreads(); o[threadIdx.x] = s[(threadIdx.x + 1) % 16384]; }\n";
+  const CompileResult r = NvrtcBuilder().compile({src, "k", "sm_90", {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.log.find('\0'), std::string::npos);
+  EXPECT_NE(first_error_line(r.log).find("uses too much shared data"), std::string::npos) << r.log;
+}
+
 TEST(CompilePool, ResultsComeBackInRequestOrder) {
   NvrtcBuilder builder;
   CompilePool pool(builder, 4);
