@@ -141,6 +141,63 @@ std::optional<std::string> UserKernelTemplate::unsupported(const Workload& w) co
   return std::nullopt;
 }
 
+std::string UserKernelTemplate::no_config_reason(const Workload& w, const DeviceLimits& limits) const {
+  const size_t n = spec_.constraints.size();
+  std::vector<int64_t> holds(n, 0);
+  std::vector<std::string> error(n);
+  std::string launch_problem;
+  std::vector<size_t> at(spec_.knobs.size(), 0);
+  for (int64_t scanned = 0; scanned < 200000; ++scanned) {
+    ExprScope knobs;
+    for (size_t k = 0; k < spec_.knobs.size(); ++k) knobs[spec_.knobs[k].name] = spec_.knobs[k].values[at[k]];
+    const ExprScope s = scope(knobs, w);
+    bool all = true;
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        if (spec_.constraints[i].eval(s) != 0) ++holds[i];
+        else all = false;
+      } catch (const ExprError& e) {
+        if (error[i].empty()) error[i] = e.what();
+        all = false;
+      }
+    }
+    if (all && launch_problem.empty()) {
+      try {
+        const LaunchGeometry g = launch_for(spec_.launch, s);
+        for (int d = 0; d < 3 && launch_problem.empty(); ++d) {
+          if (g.grid[d] == 0) launch_problem = "grid[" + std::to_string(d) + "] is outside 1 .. 2^31-1";
+          else if (g.grid[d] > limits.max_grid[d])
+            launch_problem = "grid[" + std::to_string(d) + "] " + std::to_string(g.grid[d]) + " exceeds the device's " +
+                             std::to_string(limits.max_grid[d]);
+          else if (g.block[d] == 0 || g.block[d] > limits.max_block[d])
+            launch_problem = "block[" + std::to_string(d) + "] " + std::to_string(g.block[d]) + " is outside 1 .. " +
+                             std::to_string(limits.max_block[d]);
+        }
+        if (launch_problem.empty() && product(g.block) > limits.max_threads_per_block)
+          launch_problem = std::to_string(product(g.block)) + " threads per block exceed the device's " +
+                           std::to_string(limits.max_threads_per_block);
+        if (launch_problem.empty() && (g.dynamic_shared_bytes < 0 || g.dynamic_shared_bytes > limits.max_shared_per_block_bytes))
+          launch_problem = "shared_bytes " + std::to_string(g.dynamic_shared_bytes) + " is outside 0 .. " +
+                           std::to_string(limits.max_shared_per_block_bytes);
+      } catch (const ExprError& e) {
+        launch_problem = e.what();
+      }
+    }
+    size_t k = 0;  // the next config, as a mixed-radix counter
+    while (k < at.size() && ++at[k] == spec_.knobs[k].values.size()) at[k++] = 0;
+    if (k == at.size()) break;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!error[i].empty())
+      return "constraints[" + std::to_string(i) + "] '" + spec_.constraints[i].text() + "' cannot be computed: " +
+             error[i];
+  for (size_t i = 0; i < n; ++i)
+    if (holds[i] == 0)
+      return "constraints[" + std::to_string(i) + "] '" + spec_.constraints[i].text() + "' holds for no config";
+  if (!launch_problem.empty()) return "the configs that meet the constraints break a launch limit: " + launch_problem;
+  return "no two constraints hold together";
+}
+
 double UserKernelTemplate::buffer_bytes(const Workload& w) const {
   double bytes = 0;
   try {

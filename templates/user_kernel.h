@@ -40,6 +40,10 @@ class UserKernelTemplate final : public KernelTemplate {
   /// that divides by zero): the first config's error, e.g. "grid[0] 'C / (TILE - TILE)': division by zero". nullopt
   /// when the first config's launch evaluates.
   std::optional<std::string> launch_error(const Workload& w) const;
+  /// Why no config is valid on a device with these limits (called when the space is empty): a constraint that
+  /// fails to evaluate ("constraints[0] 'BLOCK / (VEC - VEC)': division by zero"), one that holds for no config,
+  /// or the launch limit the configs that pass the constraints break. Scans up to 200,000 configs.
+  std::string no_config_reason(const Workload& w, const DeviceLimits& limits) const;
   /// Bytes of all the spec's buffers at w's sizes (what compulsory_bytes is for a built-in op); 0 when a buffer's
   /// formula does not evaluate (unsupported() says why).
   double buffer_bytes(const Workload& w) const;

@@ -384,8 +384,8 @@ int tune_command(const std::vector<std::string>& args) {
         throw UsageError("--spec " + spec_path + ": the launch of " + tmpl->name() + " cannot be computed: " + *why +
                          "; allowed: launch expressions that evaluate for the knobs' values");
       throw UsageError("--spec " + spec_path + ": no config of " + tmpl->name() + " meets the spec's constraints and " +
-                       device.spec + "'s limits (threads per block, shared memory); allowed: knob values that leave "
-                       "at least one launchable config");
+                       device.spec + "'s limits (" + (user ? user->no_config_reason(opt.workload, device.limits) : "") +
+                       "); allowed: knob values that leave at least one launchable config");
     }
     if (user_kernel && !device.replay) check_user_reference_compiles(*tmpl, space, opt.workload, device, kernel_path);
     // A replay device answers for the configs it recorded: the session's space is those.

@@ -274,8 +274,15 @@ TEST_F(UserKernelCli, ASpecThatLeavesNoConfigIsBadInput) {
   // A grid that divides by zero for every config is named (it got the generic "no config meets" line).
   expect_bad(spec_with("\"grid\": [\"ceil_div(N, BLOCK * ITEMS)\"]", "\"grid\": [\"N / (BLOCK - BLOCK)\"]"),
              "division by zero");
+  // Each reason is named: it said "no config meets the constraints and the limits (threads per block, shared
+  // memory)" for all of them.
   expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK > 5000\""),
-             "no config of saxpy_user meets the spec's constraints and sim:h100-sxm's limits");
+             "no config of saxpy_user meets the spec's constraints and sim:h100-sxm's limits (constraints[0] "
+             "'BLOCK > 5000' holds for no config)");
+  expect_bad(spec_with("\"BLOCK * ITEMS <= 4096\"", "\"BLOCK / (ITEMS - ITEMS) > 0\""),
+             "(constraints[0] 'BLOCK / (ITEMS - ITEMS) > 0' cannot be computed: ");
+  expect_bad(spec_with("\"block\": [\"BLOCK\"]", "\"block\": [\"BLOCK * 32\"]"),
+             "(the configs that meet the constraints break a launch limit: block[0] 2048 is outside 1 .. 1024)");
 }
 
 TEST_F(UserKernelCli, AKernelFileThatDoesNotCompileIsBadInput) {
