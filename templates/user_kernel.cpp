@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -34,6 +35,16 @@ std::string quoted_include(std::string line) {
   return std::regex_match(line, m, include_line) ? m[1].str() : std::string();
 }
 
+/// The header a line includes when it is `#include "x"` and x is a file beside `file` (as a C compiler looks first).
+std::optional<std::filesystem::path> local_include(const std::string& line, const std::filesystem::path& file,
+                                                   std::string* name) {
+  *name = quoted_include(line);
+  std::error_code ec;
+  const std::filesystem::path header = file.parent_path() / *name;
+  if (name->empty() || !std::filesystem::is_regular_file(header, ec)) return std::nullopt;
+  return header;
+}
+
 /// A stable 64-bit FNV-1a digest of a header's text, in hex: what the version and the cache key follow.
 std::string digest(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
@@ -53,15 +64,14 @@ void collect_headers(const std::filesystem::path& file, const std::string& text,
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    const std::string name = quoted_include(line);
+    std::string name;
+    const auto header = local_include(line, file, &name);
     std::error_code ec;
-    const std::filesystem::path header = file.parent_path() / name;
-    if (name.empty() || !std::filesystem::is_regular_file(header, ec)) continue;
-    if (!seen.insert(std::filesystem::weakly_canonical(header, ec).string()).second) continue;
-    const std::string body = read_file(header.string(), "--kernel's #include \"" + name + "\"");
+    if (!header || !seen.insert(std::filesystem::weakly_canonical(*header, ec).string()).second) continue;
+    const std::string body = read_file(header->string(), "--kernel's #include \"" + name + "\"");
     const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
     out += "// header " + rel + " " + digest(body) + "\n";
-    collect_headers(header, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out);
+    collect_headers(*header, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out);
   }
 }
 
@@ -73,11 +83,10 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    const std::string name = quoted_include(line);
-    std::error_code ec;
-    const std::filesystem::path header = file.parent_path() / name;
-    if (!name.empty() && std::filesystem::is_regular_file(header, ec)) {
-      const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(header, ec), ec).string();
+    std::string name;
+    if (const auto header = local_include(line, file, &name)) {
+      std::error_code ec;
+      const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(*header, ec), ec).string();
       if (!ec && abs.find('"') == std::string::npos) {
         out += "#include \"" + abs + "\"\n";
         continue;
