@@ -502,7 +502,7 @@ ClaimResult TuningDb::claim_configs(int64_t session_id, const std::vector<std::s
     }
     tx.commit();
     return r;
-  }, /*interruptible=*/true);
+  });
 }
 
 bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_json) {
@@ -525,7 +525,7 @@ bool TuningDb::claim_remeasure(int64_t session_id, const std::string& config_jso
     insert.bind(1, d).bind(2, w).bind(3, t).bind(4, key).bind(5, session_id).bind(6, now_iso8601()).run();
     tx.commit();
     return true;
-  }, /*interruptible=*/true);
+  });
 }
 
 void TuningDb::add_trials(int64_t session_id, std::vector<TrialRecord>& trials) {

@@ -189,9 +189,11 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   if (!c) {
     // Records of a template version this library does not build are left out when read: say so, or a database
     // that query shows the record in reads as "no record" here.
-    if (tuned.stale > 0)
-      why += "; " + std::to_string(tuned.stale) + " record" + (tuned.stale == 1 ? " was" : "s were") +
-             " left out as an older template version this runtime does not build (re-tune with this tuner)";
+    const auto stale = tuned.stale_by_op.find(w.op + " " + templates::to_string(w.dtype));
+    if (stale != tuned.stale_by_op.end())
+      why += "; " + std::to_string(stale->second) + " record" + (stale->second == 1 ? "" : "s") + " of " + w.op +
+             " " + templates::to_string(w.dtype) + (stale->second == 1 ? " was" : " were") +
+             " left out as another template version than this runtime builds (re-tune with this tuner)";
     throw Failure(Status::kNotFound, why);
   }
   auto shared = std::make_shared<const runtime::Choice>(std::move(*c));

@@ -56,6 +56,7 @@ TunedRecords from_database(const std::string& path) {
   for (const auto& r : store.history(f)) {
     if (!current(r.template_name, r.template_hash)) {
       ++out.stale;
+      ++out.stale_by_op[r.workload.op + " " + r.workload.dtype];
       continue;
     }
     const std::string workload = r.workload.op + " " + r.workload.shape + " " + r.workload.dtype;
@@ -138,6 +139,7 @@ TunedRecords from_best_file(const std::string& path, const std::string& text) {
       const auto& e = doc["entries"][i];
       if (!current(e.at("template").get<std::string>(), e.at("template_version").get<std::string>())) {
         ++out.stale;
+        ++out.stale_by_op[e.at("op").get<std::string>() + " " + e.at("dtype").get<std::string>()];
         continue;
       }
       out.records.push_back(from_best_entry(e));

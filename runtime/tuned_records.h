@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct TunedRecord {
 struct TunedRecords {
   std::vector<TunedRecord> records;
   int64_t stale = 0;  ///< Left out: unknown template or an older version of one.
+  /// The same, per "op dtype" (what a lookup's not-found message counts).
+  std::map<std::string, int64_t> stale_by_op;
 };
 
 /// Reads a database or a best-configs file (told apart by content: an SQLite file starts with

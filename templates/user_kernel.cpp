@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "templates/kernel_files.h"
 #include "templates/registry.h"
 
 namespace tuner::templates {
@@ -29,7 +31,7 @@ std::string read_file(const std::string& path, const std::string& flag) {
 
 /// `#include "x"` on one line (a trailing comment and a CR of Windows line ends allowed): x, else "".
 std::string quoted_include(std::string line) {
-  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)"\s*(//.*)?$)re");
+  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)"\s*(//.*|/\*.*\*/\s*)?$)re");
   while (!line.empty() && line.back() == '\r') line.pop_back();
   std::smatch m;
   return std::regex_match(line, m, include_line) ? m[1].str() : std::string();
@@ -41,7 +43,20 @@ std::optional<std::filesystem::path> local_include(const std::string& line, cons
   *name = quoted_include(line);
   std::error_code ec;
   const std::filesystem::path header = file.parent_path() / *name;
-  if (name->empty() || !std::filesystem::is_regular_file(header, ec)) return std::nullopt;
+  if (name->empty()) return std::nullopt;
+  if (!std::filesystem::is_regular_file(header, ec)) {
+    // NVRTC would look in the working directory next: a header found there is outside the version and the cache
+    // key, and the same kernel compiles otherwise from another folder. (Tuner's own kernel files are named
+    // headers, found first.)
+    const bool own = std::any_of(kernel_files().begin(), kernel_files().end(),
+                                 [&](const EmbeddedKernelFile& f) { return *name == f.name; });
+    if (!own && !std::filesystem::path(*name).is_absolute() && std::filesystem::is_regular_file(*name, ec))
+      throw SpecError("--kernel's file '" + file.string() + "' includes \"" + *name + "\", which is not beside it (in '" +
+                      (file.parent_path().empty() ? std::string(".") : file.parent_path().string()) +
+                      "') but in the working directory; allowed: a header beside the including file, or a CUDA "
+                      "toolkit header");
+    return std::nullopt;
+  }
   return header;
 }
 
@@ -59,19 +74,29 @@ std::string digest(const std::string& text) {
 /// kernel's folder. A header's edit is then a new template version and a new compile-cache key (neither saw it:
 /// the old cubins were measured). Includes in comments or dead #if branches are listed too, which costs nothing.
 void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
-                     std::set<std::string>& seen, std::string& out) {
+                     std::set<std::string>& seen, std::string& out, std::string& texts) {
   if (depth >= 32) return;  // (a cycle without guards: NVRTC says so when it compiles)
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::string name;
     const auto header = local_include(line, file, &name);
+    if (!header) continue;
+    // NVRTC resolves a header's own includes beside the file it really is (a symlink's target).
     std::error_code ec;
-    if (!header || !seen.insert(std::filesystem::weakly_canonical(*header, ec).string()).second) continue;
+    const std::filesystem::path real = std::filesystem::weakly_canonical(*header, ec);
+    if (!seen.insert(real.string()).second) continue;
+    // Inside a header (NVRTC is not told its path), a name of tuner's own kernel files means that file, not this one.
+    if (depth > 0)
+      for (const auto& f : kernel_files())
+        if (name == f.name)
+          throw SpecError("--kernel's header '" + file.string() + "' includes \"" + name + "\", which is also one of "
+                          "tuner's own kernel headers (NVRTC would take that one); allowed: another file name");
     const std::string body = read_file(header->string(), "--kernel's #include \"" + name + "\"");
     const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
     out += "// header " + rel + " " + digest(body) + "\n";
-    collect_headers(*header, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out);
+    texts += body + "\n";
+    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out, texts);
   }
 }
 
@@ -343,9 +368,12 @@ const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, c
                                                const std::string& shape) {
   const std::string kernel = read_file(kernel_path, "--kernel");
   const std::string spec = read_file(spec_path, "--spec");
-  UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape);
+  // The headers first: a kernel may be defined in one of them (the spec's kernel names are looked up in all).
   std::set<std::string> seen;
-  collect_headers(kernel_path, kernel, "", 0, seen, parsed.header_digests);
+  std::string digests, header_texts;
+  collect_headers(kernel_path, kernel, "", 0, seen, digests, header_texts);
+  UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape, header_texts);
+  parsed.header_digests = digests;
   parsed.compile_text = with_absolute_includes(kernel, kernel_path);
   auto t = std::make_unique<UserKernelTemplate>(std::move(parsed));
   try {

@@ -213,7 +213,7 @@ std::optional<Expr> optional_expr(const SpecReader& r, const json& j, const std:
 
 UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::string& spec_json,
                                       const std::string& kernel_path, const std::string& kernel_text,
-                                      const std::string& shape) {
+                                      const std::string& shape, const std::string& header_texts) {
   const SpecReader r(spec_path);
   json j;
   try {
@@ -270,18 +270,19 @@ UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::s
   s.bytes = optional_expr(r, j, "bytes", names);
   s.ilp = optional_expr(r, j, "ilp", names);
   s.vector_width = optional_expr(r, j, "vector_width", names);
-  // The file's kernels, for the message: every name a __global__ declares.
+  // The file's kernels (its own headers' too), for the message: every name a __global__ declares.
+  const std::string all_text = s.kernel_text + "\n" + header_texts;
   auto kernels = [&] {
     static const std::regex global(R"re(__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?([A-Za-z_]\w*)\s*\()re");
     std::string names;
-    for (std::sregex_iterator it(s.kernel_text.begin(), s.kernel_text.end(), global), end; it != end; ++it)
+    for (std::sregex_iterator it(all_text.begin(), all_text.end(), global), end; it != end; ++it)
       names += (names.empty() ? "" : ", ") + (*it)[1].str();
     return names.empty() ? std::string("a __global__ function of the file (it declares none)") : names;
   };
-  if (s.kernel_text.find(s.kernel) == std::string::npos)
+  if (all_text.find(s.kernel) == std::string::npos)
     throw SpecError("spec " + spec_path + ": kernel: '" + s.kernel + "' does not appear in " + kernel_path +
                     "; allowed: " + kernels());
-  if (!s.reference_kernel.empty() && s.kernel_text.find(s.reference_kernel) == std::string::npos)
+  if (!s.reference_kernel.empty() && all_text.find(s.reference_kernel) == std::string::npos)
     throw SpecError("spec " + spec_path + ": reference.kernel: '" + s.reference_kernel + "' does not appear in " +
                     kernel_path + "; allowed: " + kernels());
   return s;

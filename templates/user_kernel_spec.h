@@ -64,10 +64,11 @@ struct UserKernelSpec {
   std::optional<Expr> flops, bytes, ilp, vector_width;
 };
 
-/// Reads a spec: `spec_json` is the spec file's text, `kernel_text` the kernel file's. `shape`
-/// ("N=4096,...", may be empty) overrides sizes. Throws SpecError.
+/// Reads a spec: `spec_json` is the spec file's text, `kernel_text` the kernel file's, `header_texts` its own
+/// headers' (where the spec's kernels may be defined too). `shape` ("N=4096,...", may be empty) overrides sizes.
+/// Throws SpecError.
 UserKernelSpec parse_user_kernel_spec(const std::string& spec_path, const std::string& spec_json,
                                       const std::string& kernel_path, const std::string& kernel_text,
-                                      const std::string& shape);
+                                      const std::string& shape, const std::string& header_texts = "");
 
 }  // namespace tuner::templates

@@ -115,7 +115,7 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
                 gb(plan.peak_memory_bytes) + " of " + gb(plan.memory_capacity_bytes) + " (stage " +
                     std::to_string(plan.peak_stage) + ")",
                 fixed(plan.bubble_fraction * 100, 1) + "%", fixed(plan.dp_exposed_s, 3), fixed(plan.optimizer_s, 3)}});
-  if (plan.mfu > 1)
+  if (plan.mfu > 1 && plan.mfu_causal <= 1 && plan.mfu - plan.mfu_causal >= 0.01)
     std::cout << "(MFU above 100%: the convention counts causal attention in full, twice what its kernels compute; "
                  "the causal figure is the GPUs' share of peak)\n";
   std::cout << "\ntime per iteration by stage, s (each row adds up to the iteration time)\n";

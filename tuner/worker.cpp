@@ -1,5 +1,7 @@
 #include "tuner/worker.h"
 
+#include "tuner/stop_signals.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,16 +10,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "costmodel/analytic_model.h"
@@ -140,18 +145,43 @@ WorkerClient::WorkerClient(std::string executable, double startup_allowance_s)
 
 WorkerClient::~WorkerClient() { stop(); }
 
+namespace {
+
+/// Whether a process of group `pgid` still runs (zombies, which hold nothing, do not count): /proc's stat lines.
+bool group_alive(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const size_t close = line.rfind(')');  // the command may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool WorkerClient::start(std::string* error) {
-  // A killed worker that is still going holds its GPU context: wait for it (up to a minute), then start anyway.
+  // A killed worker still going (stuck in the driver; or under a TUNER_WORKER_EXE wrapper that died at once) holds
+  // its GPU context: wait for its process group (up to a minute, or a Ctrl-C), then start anyway and forget it.
   const auto t0 = std::chrono::steady_clock::now();
-  while (!lingering_.empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+  while (!lingering_.empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60) && !stop_requested()) {
     lingering_.erase(std::remove_if(lingering_.begin(), lingering_.end(),
                                     [](pid_t p) {
-                                      const pid_t w = waitpid(p, nullptr, WNOHANG);
-                                      return w == p || (w < 0 && errno == ECHILD);
+                                      waitpid(p, nullptr, WNOHANG);  // (reaps it once it is gone)
+                                      return !group_alive(p);
                                     }),
                      lingering_.end());
-    if (!lingering_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!lingering_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  lingering_.clear();
   // Said plainly before forking: an exec failure in the child shows only as a worker that takes no requests.
   if (::access(executable_.c_str(), X_OK) != 0) {
     *error = "'" + executable_ + "' cannot be run (" + std::strerror(errno) + ")" +
@@ -219,7 +249,7 @@ void WorkerClient::stop() {
       gone = w == pid_ || (w < 0 && errno == ECHILD);
       if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    if (!gone) lingering_.push_back(pid_);  // start() waits for it
+    if (!gone || group_alive(pid_)) lingering_.push_back(pid_);  // start() waits for it
   }
   pid_ = -1;
 }

@@ -1048,14 +1048,15 @@ Planner::Search Planner::search_space() const {
   };
   if (pin.tp && N % *pin.tp != 0)
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
-                    allowed([&](int d) { return splits_heads(d); }));
+                    allowed([&](int d) { return splits_heads(d) && tiles_nodes(d); }));
   if (pin.tp && !tiles_nodes(*pin.tp))
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(gpn) +
                     " GPUs of a node (some tensor groups would straddle two nodes)" +
                     allowed([&](int d) { return tiles_nodes(d) && splits_heads(d); }));
   if (pin.tp && !splits_heads(*pin.tp))
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the model's attention heads (" +
-                    head_counts_ + "), which tensor parallelism splits" + allowed([&](int d) { return splits_heads(d); }));
+                    head_counts_ + "), which tensor parallelism splits" +
+                    allowed([&](int d) { return splits_heads(d) && tiles_nodes(d); }));
   if (pin.cp && (model_.seq % *pin.cp != 0 || N % *pin.cp != 0))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " must divide the sequence (" + std::to_string(model_.seq) +
                     ") and the " + std::to_string(N) + " GPUs" +
@@ -1358,7 +1359,9 @@ Plan Planner::plan() {
         }
       if (min_dp > 0 && !some_dp_divides) {
         std::string cp_hint;
-        for (int cp : divisors(N)) {
+        // (Context parallelism runs flash attention only, and the engine must run it.)
+        const bool cp_possible = opts_.cost.attention == AttentionKernel::kFlash && engine_runs_context_parallel(opts_.engine);
+        for (int cp : cp_possible ? divisors(N) : std::vector<int>{}) {
           if (cp <= best_cp || model_.seq % cp != 0) continue;
           bool works = false;
           for (int tp : space.tps)

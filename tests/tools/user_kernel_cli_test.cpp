@@ -159,6 +159,45 @@ TEST_F(UserKernelCli, AHeaderBesideTheKernelIsPartOfIt) {
   EXPECT_NE(r.err.find("v2.cuh(2): error"), std::string::npos) << r.err;
 }
 
+// The second review: a kernel defined in its header was refused ("does not appear in saxpy.cu"); a symlinked
+// header's own include was digested beside the link while NVRTC read it beside the target; a header found only in
+// the working directory compiled outside the version; a header naming one of tuner's kernel files got tuner's.
+TEST_F(UserKernelCli, HeadersAreFollowedWhereTheCompilerFindsThem) {
+  const auto k = dir_ / "h";
+  std::filesystem::create_directories(k / "lib");
+  auto write = [&](const std::filesystem::path& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; };
+  write(k / "lib" / "inner.cuh", "#pragma once\n#define SCALE 2.5f\n");
+  write(k / "lib" / "impl.cuh", "#pragma once\n#include \"inner.cuh\" /* the scale */\n" +
+                                     std::regex_replace(slurp(kExample + "saxpy.cu"), std::regex("2\\.5f"), "SCALE"));
+  std::filesystem::create_symlink(k / "lib" / "impl.cuh", k / "impl.cuh");
+  write(k / "saxpy.cu", "#include \"impl.cuh\"\n");
+  const std::string kernel = (k / "saxpy.cu").string();
+  const auto first = run(tune(kernel, kExample + "saxpy.json", "--json", 2));
+  ASSERT_EQ(first.code, 0) << first.err;
+  write(k / "lib" / "inner.cuh", "#pragma once\n#define SCALE (5.0f / 2)\n");
+  const auto second = run(tune(kernel, kExample + "saxpy.json", "--json", 2));
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(nlohmann::json::parse(first.out)["template_version"], nlohmann::json::parse(second.out)["template_version"])
+      << "the edit of a header the symlinked one includes beside its target";
+  // A header only the working directory has.
+  const auto cwd = dir_ / "cwd";
+  std::filesystem::create_directories(cwd / "inc");
+  write(cwd / "inc" / "scale.cuh", "#define SCALE 2.5f\n");
+  write(k / "far.cu", "#include \"inc/scale.cuh\"\n" +
+                          std::regex_replace(slurp(kExample + "saxpy.cu"), std::regex("2\\.5f"), "SCALE"));
+  const std::string err = (dir_ / "far.err").string();
+  const int status = std::system(("cd " + cwd.string() + " && " + std::string(TUNER_BIN) + " " +
+                                  tune((k / "far.cu").string(), kExample + "saxpy.json", "", 2) + " 2>" + err).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(slurp(err).find("includes \"inc/scale.cuh\", which is not beside it"), std::string::npos) << slurp(err);
+  // A header naming one of tuner's own kernel files.
+  write(k / "lib" / "impl.cuh", "#include \"element.cuh\"\n" + slurp(kExample + "saxpy.cu"));
+  write(k / "lib" / "element.cuh", "#define UNUSED 1\n");
+  const auto clash = run(tune(kernel, kExample + "saxpy.json", "", 2));
+  EXPECT_EQ(clash.code, 2);
+  EXPECT_NE(clash.err.find("which is also one of tuner's own kernel headers"), std::string::npos) << clash.err;
+}
+
 // --shape N=1,N=2 took the last value; built-in ops refuse it. Buffers larger than the device were estimated.
 TEST_F(UserKernelCli, ASizeGivenTwiceAndBuffersLargerThanTheDevice) {
   auto r = run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--shape N=1024,N=2048"));
