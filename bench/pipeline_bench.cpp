@@ -29,6 +29,7 @@
 #include "tuner/nvrtc_builder.h"
 #include "tuner/tuning_session.h"
 #include "tuner/worker.h"
+#include "tuner/instance_compile.h"
 
 namespace fs = std::filesystem;
 using namespace tuner;
@@ -195,7 +196,7 @@ nlohmann::json gpu_vs_cublas(const Args& args, const fs::path& tmp) {
     auto w = templates::parse_workload("gemm", shape, "f32");
     auto space = tmpl.space(w, device.limits);
     auto k = tmpl.instantiate(space, space.at(0), w);
-    auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
+    auto ref = builder.compile(reference_request(k, device.limits));
     MeasureRequest req = measure_request(device.spec, k, "", {}, ref.cubin);
     req.vendor = "cublas_sgemm";
     req.settings.input_seed = 3;

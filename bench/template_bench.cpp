@@ -36,6 +36,7 @@
 #include "tuner/nvrtc_builder.h"
 #include "tuner/tuning_session.h"
 #include "tuner/worker.h"
+#include "tuner/instance_compile.h"
 
 namespace fs = std::filesystem;
 using namespace tuner;
@@ -175,7 +176,7 @@ int main(int argc, char** argv) {
     std::string baseline_detail;  // what the vendor call ran ("cudnn graph eng62_k2=5 (...)"), when it says
     const std::string vendor = memory_bound(bw.op) ? kDeviceCopyBaseline : vendor_baseline_for(o.workload);
     if (!device.simulated && !vendor.empty() && (ms > 0 || baseline_only)) {
-      auto ref = builder.compile({k.reference_source, k.reference_kernel_name, device.limits.arch, {}});
+      auto ref = builder.compile(reference_request(k, device.limits));
       MeasureRequest req = measure_request(device.spec, k, "", {}, ref.cubin);
       req.vendor = vendor;
       req.settings.input_seed = 3;

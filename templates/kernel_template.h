@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "costmodel/kernel_profile.h"
@@ -78,6 +79,9 @@ struct KernelInstance {
   double flops = 0;                    ///< Useful FLOPs (for GFLOP/s).
   double bytes = 0;                    ///< Compulsory DRAM bytes (for % of bandwidth).
   costmodel::KernelProfile profile;    ///< What the cost models read.
+  /// Named headers both sources include by these names, (name, text): a user kernel's own headers by absolute path,
+  /// read once when the kernel was registered (tuner's kernel files are always there besides).
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string reference_source;        ///< Reference kernel, same arguments, written to its own output.
   std::string reference_kernel_name;
   LaunchGeometry reference_launch;

@@ -73,8 +73,11 @@ std::string digest(const std::string& text) {
 /// working directory), followed into them, listed as "name digest" lines with the name as written relative to the
 /// kernel's folder. A header's edit is then a new template version and a new compile-cache key (neither saw it:
 /// the old cubins were measured). Includes in comments or dead #if branches are listed too, which costs nothing.
+std::string with_absolute_includes(const std::string& text, const std::filesystem::path& file);
+
 void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
-                     std::set<std::string>& seen, std::string& out, std::string& texts) {
+                     std::set<std::string>& seen, std::string& out, std::string& texts,
+                     std::vector<std::pair<std::string, std::string>>& headers) {
   if (depth >= 32) return;  // (a cycle without guards: NVRTC says so when it compiles)
   std::istringstream in(text);
   std::string line;
@@ -82,27 +85,25 @@ void collect_headers(const std::filesystem::path& file, const std::string& text,
     std::string name;
     const auto header = local_include(line, file, &name);
     if (!header) continue;
-    // NVRTC resolves a header's own includes beside the file it really is (a symlink's target).
+    // A header's own includes are beside the file it really is (a symlink's target), as a compiler finds them.
     std::error_code ec;
     const std::filesystem::path real = std::filesystem::weakly_canonical(*header, ec);
     if (!seen.insert(real.string()).second) continue;
-    // Inside a header (NVRTC is not told its path), a name of tuner's own kernel files means that file, not this one.
-    if (depth > 0)
-      for (const auto& f : kernel_files())
-        if (name == f.name)
-          throw SpecError("--kernel's header '" + file.string() + "' includes \"" + name + "\", which is also one of "
-                          "tuner's own kernel headers (NVRTC would take that one); allowed: another file name");
     const std::string body = read_file(header->string(), "--kernel's #include \"" + name + "\"");
     const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
-    out += "// header " + rel + " " + digest(body) + "\n";
+    out += "// header " + rel + " " + digest(body) + "\n";  // (of the text as written: no absolute path)
     texts += body + "\n";
-    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out, texts);
+    headers.emplace_back(real.string(), with_absolute_includes(body, real));
+    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out, texts,
+                    headers);
   }
 }
 
-/// The kernel's text as NVRTC compiles it: each `#include "x"` naming a file beside the kernel names it by its
-/// absolute path, so it is found from any working directory (the headers' own includes resolve beside them).
-/// The preprocessor still does the rest: #if, comments, guards and #pragma once work as in any compiler.
+/// A text as NVRTC compiles it: each `#include "x"` naming a file beside `file` names it by its absolute path, the
+/// name NVRTC is given that header's text under (read once, at registration: an edit mid-session waits for the next
+/// session, under its own digest). So it is found from any working directory, a header's own includes beside it,
+/// and a header named like one of tuner's kernel files is the user's. The preprocessor does the rest: #if,
+/// comments, guards and #pragma once work as in any compiler.
 std::string with_absolute_includes(const std::string& text, const std::filesystem::path& file) {
   std::string out;
   std::istringstream in(text);
@@ -357,6 +358,7 @@ KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space,
   k.bytes = k.profile.dram_bytes;
   // The reference: the second kernel, or this kernel at the reference config, compiled with that config.
   const ExprScope ref_scope = scope(spec_.reference_config, w);
+  k.headers = spec_.headers;
   k.reference_source = source_for(spec_.reference_config);
   k.reference_kernel_name = spec_.reference_kernel.empty() ? spec_.kernel : spec_.reference_kernel;
   k.reference_launch = launch_for(spec_.reference_launch ? *spec_.reference_launch : spec_.launch, ref_scope);
@@ -371,9 +373,11 @@ const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, c
   // The headers first: a kernel may be defined in one of them (the spec's kernel names are looked up in all).
   std::set<std::string> seen;
   std::string digests, header_texts;
-  collect_headers(kernel_path, kernel, "", 0, seen, digests, header_texts);
+  std::vector<std::pair<std::string, std::string>> headers;
+  collect_headers(kernel_path, kernel, "", 0, seen, digests, header_texts, headers);
   UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape, header_texts);
   parsed.header_digests = digests;
+  parsed.headers = std::move(headers);
   parsed.compile_text = with_absolute_includes(kernel, kernel_path);
   auto t = std::make_unique<UserKernelTemplate>(std::move(parsed));
   try {

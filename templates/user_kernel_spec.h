@@ -49,6 +49,8 @@ struct UserKernelSpec {
   std::string compile_text;
   /// "// header NAME DIGEST" per header of the user's beside the kernel: in the version and the cache key.
   std::string header_digests;
+  /// Those headers as NVRTC reads them: (absolute path, text with its own local includes made absolute), read once.
+  std::vector<std::pair<std::string, std::string>> headers;
   DType dtype = DType::kF32;                          ///< The workload's dtype in the database.
   std::vector<std::pair<std::string, int64_t>> sizes; ///< Problem sizes, in spec order.
   std::vector<search::Knob> knobs;                    ///< Names are #define macros.

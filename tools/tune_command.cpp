@@ -25,6 +25,7 @@
 #include "tuner/replay_data.h"
 #include "tuner/template_auto.h"
 #include "tuner/tuning_session.h"
+#include "tuner/instance_compile.h"
 
 namespace tuner::cli {
 
@@ -61,7 +62,7 @@ void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const 
   const auto inst = tmpl.instantiate(space, space.at(0), w);
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);
-  const CompileResult ref = builder.compile({inst.reference_source, inst.reference_kernel_name, device.limits.arch, {}});
+  const CompileResult ref = builder.compile(reference_request(inst, device.limits));
   if (ref.ok()) {
     // The tuned kernel is in the same file: one not in the cubin (no extern "C") failed every trial alike.
     std::string error;

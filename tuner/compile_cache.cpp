@@ -160,6 +160,13 @@ std::string CompileCache::key(const CompileRequest& r, const std::string& nvrtc_
   add_field(material, std::to_string(r.options.size()));
   for (const std::string& option : r.options) add_field(material, option);
   add_field(material, r.source);
+  if (!r.headers.empty()) {  // (none: the key of every request before named headers, unchanged)
+    add_field(material, "headers " + std::to_string(r.headers.size()));
+    for (const auto& [name, text] : r.headers) {
+      add_field(material, name);
+      add_field(material, text);
+    }
+  }
   return sha256_hex(material);
 }
 

@@ -4,6 +4,7 @@
 #include <future>
 
 #include "tuner/stop_signals.h"
+#include "tuner/instance_compile.h"
 
 namespace tuner {
 
@@ -21,7 +22,7 @@ std::vector<std::optional<costmodel::KernelResources>> CompiledResources::resour
     if (!idx || known_.count(*idx)) continue;
     known_[*idx] = std::nullopt;  // asked twice in one call: compiled once
     const templates::KernelInstance inst = tmpl_.instantiate(space_, c, workload_);
-    jobs.emplace_back(*idx, pool_.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, limits_), {}}));
+    jobs.emplace_back(*idx, pool_.submit(kernel_request(inst, limits_)));
   }
   bool stopping = false;
   for (auto& [idx, job] : jobs) {

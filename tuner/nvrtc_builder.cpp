@@ -136,7 +136,11 @@ CompileResult NvrtcBuilder::compile_uncached(const CompileRequest& request) cons
   nvrtcProgram raw = nullptr;
   const std::string name = (request.kernel_name.empty() ? std::string("kernel") : request.kernel_name) + ".cu";
   // Every kernel file is a named header: a template's source is its defines and one #include.
-  const NamedHeaders& headers = kernel_headers();
+  NamedHeaders headers = kernel_headers();
+  for (const auto& [header_name, text] : request.headers) {
+    headers.names.push_back(header_name.c_str());
+    headers.texts.push_back(text.c_str());
+  }
   if (auto err = nvrtc_error(nvrtcCreateProgram(&raw, request.source.c_str(), name.c_str(),
                                                 static_cast<int>(headers.names.size()), headers.texts.data(),
                                                 headers.names.data()),

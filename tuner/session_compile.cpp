@@ -4,6 +4,7 @@
 
 #include "templates/registry.h"
 #include "templates/user_kernel.h"
+#include "tuner/instance_compile.h"
 
 namespace tuner {
 
@@ -12,7 +13,7 @@ std::shared_future<CompileResult> queue_reference(Session& s, const templates::K
   if (it == s.reference_jobs.end())
     it = s.reference_jobs
              .emplace(k.reference_source,
-                      s.pool.submit({k.reference_source, k.reference_kernel_name, s.device.limits.arch, {}}).share())
+                      s.pool.submit(reference_request(k, s.device.limits)).share())
              .first;
   return it->second;
 }
@@ -80,7 +81,7 @@ PendingBatch compile(Session& s, std::vector<search::Config> configs) {
       p.compiled.push_back(none.get_future());
       continue;
     }
-    CompileRequest req{inst.source, inst.kernel_name, templates::compile_arch(inst, s.device.limits), {}};
+    CompileRequest req = kernel_request(inst, s.device.limits);
     if (fault != InjectedFault::kNone && !s.device.simulated) req.source = fault_kernel_source(req.kernel_name, fault);
     p.compiled.push_back(s.pool.submit(std::move(req)));
   }

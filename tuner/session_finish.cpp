@@ -10,6 +10,7 @@
 #include "tuner/session_measure.h"
 #include "tuner/session_transfer.h"
 #include "tuner/stop_signals.h"
+#include "tuner/instance_compile.h"
 
 namespace tuner {
 
@@ -59,7 +60,7 @@ int64_t remeasure_finalists(Session& s) {
     if (!s.db.claim_remeasure(s.sum.session_id, config_json)) continue;
     const search::Config c = s.space.from_json(nlohmann::json::parse(config_json));
     const auto inst = s.tmpl.instantiate(s.space, c, s.opt.workload);
-    auto job = s.pool.submit({inst.source, inst.kernel_name, templates::compile_arch(inst, s.device.limits), {}});
+    auto job = s.pool.submit(kernel_request(inst, s.device.limits));
     const auto tc = std::chrono::steady_clock::now();
     CompileResult cr = job.get();
     s.sum.phases.compile_wait_s += seconds_since(tc);

@@ -111,6 +111,15 @@ TEST_F(CompileCacheTest, KeyCoversEveryInput) {
   a.options = {"-ab", "c"};
   b.options = {"-a", "bc"};
   EXPECT_NE(CompileCache::key(a, "13.0"), CompileCache::key(b, "13.0"));
+  // A user kernel's named headers: their text is part of what is compiled (an edited header got the old cubin).
+  other = base;
+  other.headers = {{"/k/inc/a.cuh", "#define A 1\n"}};
+  const std::string with = CompileCache::key(other, "13.0");
+  EXPECT_NE(k, with);
+  other.headers[0].second = "#define A 2\n";
+  EXPECT_NE(with, CompileCache::key(other, "13.0"));
+  other.headers[0] = {"/k/inc/b.cuh", "#define A 1\n"};
+  EXPECT_NE(with, CompileCache::key(other, "13.0"));
 }
 
 TEST_F(CompileCacheTest, SecondCompileComesFromCache) {
