@@ -29,12 +29,14 @@ std::string read_file(const std::string& path, const std::string& flag) {
   return s.str();
 }
 
-/// `#include "x"` on one line (a trailing comment and a CR of Windows line ends allowed): x, else "".
-std::string quoted_include(std::string line) {
-  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)"\s*(//.*|/\*.*\*/\s*)?$)re");
-  while (!line.empty() && line.back() == '\r') line.pop_back();
+/// `#include "x"` at the start of a line (whatever follows: comments, a CR of Windows line ends): x and where it
+/// starts in the line, else "".
+std::string quoted_include(const std::string& line, size_t* at = nullptr) {
+  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)")re");
   std::smatch m;
-  return std::regex_match(line, m, include_line) ? m[1].str() : std::string();
+  if (!std::regex_search(line, m, include_line)) return std::string();
+  if (at) *at = static_cast<size_t>(m.position(1));
+  return m[1].str();
 }
 
 /// The header a line includes when it is `#include "x"` and x is a file beside `file` (as a C compiler looks first).
@@ -78,13 +80,22 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
 void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
                      std::set<std::string>& seen, std::string& out, std::string& texts,
                      std::vector<std::pair<std::string, std::string>>& headers) {
-  if (depth >= 32) return;  // (a cycle without guards: NVRTC says so when it compiles)
+  if (depth >= 64)  // (`seen` stops cycles: this is a chain of 64 distinct headers)
+    throw SpecError("--kernel's headers nest more than 64 deep at '" + file.string() +
+                    "'; allowed: at most 64 levels of headers beside the kernel");
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::string name;
     const auto header = local_include(line, file, &name);
-    if (!header) continue;
+    if (!header) {
+      // One of tuner's kernel files (not beside it): its text is NVRTC's named header, in neither the version nor
+      // the key otherwise; a tuner whose file changed compiles anew.
+      for (const auto& f : kernel_files())
+        if (!name.empty() && name == f.name && seen.insert(std::string("tuner:") + f.name).second)
+          out += "// tuner header " + name + " " + f.sha256 + "\n";
+      continue;
+    }
     // A header's own includes are beside the file it really is (a symlink's target), as a compiler finds them.
     std::error_code ec;
     const std::filesystem::path real = std::filesystem::weakly_canonical(*header, ec);
@@ -113,8 +124,10 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
     if (const auto header = local_include(line, file, &name)) {
       std::error_code ec;
       const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(*header, ec), ec).string();
+      size_t at = 0;
+      quoted_include(line, &at);
       if (!ec && abs.find('"') == std::string::npos) {
-        out += "#include \"" + abs + "\"\n";
+        out += line.substr(0, at) + abs + line.substr(at + name.size()) + "\n";  // (the rest of the line kept)
         continue;
       }
     }
@@ -334,9 +347,13 @@ costmodel::KernelProfile UserKernelTemplate::profile(const search::ConfigSpace& 
 
 std::string UserKernelTemplate::source_for(const ExprScope& knobs) const {
   // The header digests first: the compile cache's key is the source, and must follow the headers' text.
-  std::string out = "// user kernel " + spec_.name + " (" + spec_.kernel_path + ")\n" + spec_.header_digests;
+  // The kernel's path as the file is (not as typed: the key must not change with the working directory).
+  std::error_code ec;
+  std::string path = std::filesystem::weakly_canonical(std::filesystem::absolute(spec_.kernel_path, ec), ec).string();
+  if (ec || path.empty() || path.find('"') != std::string::npos) path = spec_.kernel_path;
+  std::string out = "// user kernel " + spec_.name + " (" + path + ")\n" + spec_.header_digests;
   for (const auto& k : spec_.knobs) out += "#define " + k.name + " " + std::to_string(knobs.at(k.name)) + "\n";
-  out += "#line 1 \"" + spec_.kernel_path + "\"\n";
+  out += "#line 1 \"" + path + "\"\n";
   return out + spec_.compile_text;
 }
 

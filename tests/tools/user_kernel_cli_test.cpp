@@ -167,7 +167,7 @@ TEST_F(UserKernelCli, HeadersAreFollowedWhereTheCompilerFindsThem) {
   std::filesystem::create_directories(k / "lib");
   auto write = [&](const std::filesystem::path& f, const std::string& text) { std::ofstream(f, std::ios::binary) << text; };
   write(k / "lib" / "inner.cuh", "#pragma once\n#define SCALE 2.5f\n");
-  write(k / "lib" / "impl.cuh", "#pragma once\n#include \"inner.cuh\" /* the scale */\n" +
+  write(k / "lib" / "impl.cuh", "#pragma once\n#include \"inner.cuh\" /* the scale */ // and more\n" +
                                      std::regex_replace(slurp(kExample + "saxpy.cu"), std::regex("2\\.5f"), "SCALE"));
   std::filesystem::create_symlink(k / "lib" / "impl.cuh", k / "impl.cuh");
   write(k / "saxpy.cu", "#include \"impl.cuh\"\n");
@@ -179,6 +179,14 @@ TEST_F(UserKernelCli, HeadersAreFollowedWhereTheCompilerFindsThem) {
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(nlohmann::json::parse(first.out)["template_version"], nlohmann::json::parse(second.out)["template_version"])
       << "the edit of a header the symlinked one includes beside its target";
+  // From the kernel's own folder: the same version, every compile from the cache (the banner named the path as
+  // typed, so another working directory compiled everything anew).
+  const std::string json_out = (dir_ / "here.json").string();
+  const int here = std::system(("cd " + k.string() + " && " + std::string(TUNER_BIN) + " " +
+                                tune("saxpy.cu", kExample + "saxpy.json", "--json", 2) + " >" + json_out).c_str());
+  ASSERT_EQ(WEXITSTATUS(here), 0);
+  const auto from_here = nlohmann::json::parse(slurp(json_out));
+  EXPECT_EQ(from_here["template_version"], nlohmann::json::parse(second.out)["template_version"]);
   // A header only the working directory has.
   const auto cwd = dir_ / "cwd";
   std::filesystem::create_directories(cwd / "inc");
