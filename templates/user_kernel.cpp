@@ -41,8 +41,8 @@ std::string quoted_include(const std::string& line, size_t* at = nullptr) {
 
 /// The header a line includes when it is `#include "x"` and x is a file beside `file` (as a C compiler looks first).
 std::optional<std::filesystem::path> local_include(const std::string& line, const std::filesystem::path& file,
-                                                   std::string* name) {
-  *name = quoted_include(line);
+                                                   std::string* name, size_t* at = nullptr) {
+  *name = quoted_include(line, at);
   std::error_code ec;
   const std::filesystem::path header = file.parent_path() / *name;
   if (name->empty()) return std::nullopt;
@@ -78,7 +78,7 @@ std::string digest(const std::string& text) {
 std::string with_absolute_includes(const std::string& text, const std::filesystem::path& file);
 
 void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
-                     std::set<std::string>& seen, std::string& out, std::string& texts,
+                     std::set<std::string>& seen, std::string& out,
                      std::vector<std::pair<std::string, std::string>>& headers) {
   if (depth >= 64)  // (`seen` stops cycles: this is a chain of 64 distinct headers)
     throw SpecError("--kernel's headers nest more than 64 deep at '" + file.string() +
@@ -103,9 +103,8 @@ void collect_headers(const std::filesystem::path& file, const std::string& text,
     const std::string body = read_file(header->string(), "--kernel's #include \"" + name + "\"");
     const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
     out += "// header " + rel + " " + digest(body) + "\n";  // (of the text as written: no absolute path)
-    texts += body + "\n";
     headers.emplace_back(real.string(), with_absolute_includes(body, real));
-    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out, texts,
+    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out,
                     headers);
   }
 }
@@ -121,11 +120,10 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
   std::string line;
   while (std::getline(in, line)) {
     std::string name;
-    if (const auto header = local_include(line, file, &name)) {
+    size_t at = 0;
+    if (const auto header = local_include(line, file, &name, &at)) {
       std::error_code ec;
       const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(*header, ec), ec).string();
-      size_t at = 0;
-      quoted_include(line, &at);
       if (!ec && abs.find('"') == std::string::npos) {
         out += line.substr(0, at) + abs + line.substr(at + name.size()) + "\n";  // (the rest of the line kept)
         continue;
@@ -146,6 +144,14 @@ unsigned dim_value(const std::optional<Expr>& e, const ExprScope& scope) {
 }
 
 }  // namespace
+
+UserKernelTemplate::UserKernelTemplate(UserKernelSpec spec) : spec_(std::move(spec)) {
+  // The kernel's path as the file is, not as typed: the compile cache's key must not change with the working
+  // directory.
+  std::error_code ec;
+  source_path_ = std::filesystem::weakly_canonical(std::filesystem::absolute(spec_.kernel_path, ec), ec).string();
+  if (ec || source_path_.empty() || source_path_.find('"') != std::string::npos) source_path_ = spec_.kernel_path;
+}
 
 std::string UserKernelTemplate::source_text() const {
   // The kernel's text, its headers' digests and every formula: a change to any is a new template version.
@@ -347,13 +353,9 @@ costmodel::KernelProfile UserKernelTemplate::profile(const search::ConfigSpace& 
 
 std::string UserKernelTemplate::source_for(const ExprScope& knobs) const {
   // The header digests first: the compile cache's key is the source, and must follow the headers' text.
-  // The kernel's path as the file is (not as typed: the key must not change with the working directory).
-  std::error_code ec;
-  std::string path = std::filesystem::weakly_canonical(std::filesystem::absolute(spec_.kernel_path, ec), ec).string();
-  if (ec || path.empty() || path.find('"') != std::string::npos) path = spec_.kernel_path;
-  std::string out = "// user kernel " + spec_.name + " (" + path + ")\n" + spec_.header_digests;
+  std::string out = "// user kernel " + spec_.name + " (" + source_path_ + ")\n" + spec_.header_digests;
   for (const auto& k : spec_.knobs) out += "#define " + k.name + " " + std::to_string(knobs.at(k.name)) + "\n";
-  out += "#line 1 \"" + path + "\"\n";
+  out += "#line 1 \"" + source_path_ + "\"\n";
   return out + spec_.compile_text;
 }
 
@@ -391,7 +393,8 @@ const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, c
   std::set<std::string> seen;
   std::string digests, header_texts;
   std::vector<std::pair<std::string, std::string>> headers;
-  collect_headers(kernel_path, kernel, "", 0, seen, digests, header_texts, headers);
+  collect_headers(kernel_path, kernel, "", 0, seen, digests, headers);
+  for (const auto& [name, text] : headers) header_texts += text + "\n";
   UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape, header_texts);
   parsed.header_digests = digests;
   parsed.headers = std::move(headers);

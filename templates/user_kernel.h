@@ -17,7 +17,7 @@ namespace tuner::templates {
 
 class UserKernelTemplate final : public KernelTemplate {
  public:
-  explicit UserKernelTemplate(UserKernelSpec spec) : spec_(std::move(spec)) {}
+  explicit UserKernelTemplate(UserKernelSpec spec);
 
   std::string name() const override { return spec_.name; }
   std::string op() const override { return spec_.name; }
@@ -55,6 +55,7 @@ class UserKernelTemplate final : public KernelTemplate {
   LaunchGeometry launch_for(const UserLaunch& l, const ExprScope& scope) const;
 
   UserKernelSpec spec_;
+  std::string source_path_;  ///< The kernel file's canonical path, as compiled sources name it.
 };
 
 /// Reads the kernel file and the spec (sizes overridden by `shape`, "N=4096,..." or empty), builds the

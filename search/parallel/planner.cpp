@@ -339,14 +339,12 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   if (static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp != N)
     return "tp*cp*pp*dp = " + std::to_string(static_cast<int64_t>(c.tp) * c.cp * c.pp * c.dp) + " is not the " +
            std::to_string(N) + " GPUs of the cluster";
-  if (c.tp > gpn && c.tp % gpn != 0)
-    return "tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn);
-  // tp=4 on 6-GPU nodes: a third of the tensor groups straddle two nodes, which the mesh (within a node, or whole
-  // nodes) prices as NVLink.
-  if (c.tp < gpn && gpn % c.tp != 0)
-    return "tp=" + std::to_string(c.tp) + " does not divide the " + std::to_string(gpn) +
-           " GPUs of a node (some tensor groups would straddle two nodes); allowed: a tp that divides " +
-           std::to_string(gpn) + " or a multiple of it";
+  // tp=4 on 6-GPU nodes: a third of the tensor groups straddle two nodes, which the mesh prices as NVLink.
+  if (!tiles_nodes(c.tp))
+    return c.tp > gpn ? "tp=" + std::to_string(c.tp) + " spans nodes but is not a multiple of " + std::to_string(gpn)
+                      : "tp=" + std::to_string(c.tp) + " does not divide the " + std::to_string(gpn) +
+                            " GPUs of a node (some tensor groups would straddle two nodes); allowed: a tp that "
+                            "divides " + std::to_string(gpn) + " or a multiple of it";
   if (c.pp > L) return "pp=" + std::to_string(c.pp) + " exceeds the " + std::to_string(L) + " layers";
   if (opts_.global_batch % (static_cast<int64_t>(c.micro_batch) * c.dp) != 0)
     return "global batch " + std::to_string(opts_.global_batch) + " is not a multiple of mbs*dp = " +
@@ -751,7 +749,7 @@ std::vector<StageShape> Planner::stage_shapes(const ParallelConfig& c) const {
   // Alpa's submeshes (1, 2^k) inside a node, as the stage's tensor-parallel degree: tensor parallelism across
   // nodes never paid in the uniform search, and each shape costs a layer ILP per distinct layer.
   for (int tp : divisors(devices)) {
-    if (tp == c.tp || tp > std::min(max_tp, gpn) || gpn % tp != 0 || (tp & (tp - 1)) != 0 || !splits_heads(tp))
+    if (tp == c.tp || tp > std::min(max_tp, gpn) || !tiles_nodes(tp) || (tp & (tp - 1)) != 0 || !splits_heads(tp))
       continue;
     const int dp = devices / tp;
     // Each stage's experts are divided over ep of its own dp x cp ranks: ep must divide them.
@@ -832,7 +830,7 @@ std::vector<StageShape> Planner::unequal_shapes(const ParallelConfig& c) const {
       continue;
     for (int tp : {c.tp, c.tp * 2, c.tp / 2}) {
       // The configuration's tp, or a power of two inside a node next to it.
-      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp || gpn % tp != 0 || !splits_heads(tp)))) continue;
+      if (tp < 1 || g % tp != 0 || (tp != c.tp && (!pow2(tp) || tp > max_tp || !tiles_nodes(tp) || !splits_heads(tp)))) continue;
       const int dp = g / tp;
       if (pipeline_mb % dp != 0 || (dp * c.cp) % c.ep != 0) continue;  // every stage: the same global batch
       const StageShape sh{tp, dp, static_cast<int>(pipeline_mb / dp)};
@@ -1034,9 +1032,7 @@ Planner::Search Planner::search_space() const {
   // Tensor parallelism splits attention by heads: every engine needs tp to divide the query and key/value heads
   // (Megatron-LM asserts it; a tp that does not left the layer ILP only token splits, which is not what the export
   // runs).
-  // A tensor group fills part of a node evenly, or whole nodes (check_config).
-  const int gpn = cluster_.gpus_per_node;
-  auto tiles_nodes = [gpn](int d) { return gpn % d == 0 || d % gpn == 0; };
+  // A tensor group fills part of a node evenly, or whole nodes (tiles_nodes, check_config).
   for (int d : divisors(N))
     if ((pin.tp ? d == *pin.tp : d <= max_tp && tiles_nodes(d)) && splits_heads(d)) s.tps.push_back(d);
   // The values a pinned degree may take: the divisors of the GPU count that `ok` keeps.
@@ -1050,8 +1046,8 @@ Planner::Search Planner::search_space() const {
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(N) + " GPUs" +
                     allowed([&](int d) { return splits_heads(d) && tiles_nodes(d); }));
   if (pin.tp && !tiles_nodes(*pin.tp))
-    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " + std::to_string(gpn) +
-                    " GPUs of a node (some tensor groups would straddle two nodes)" +
+    throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the " +
+                    std::to_string(cluster_.gpus_per_node) + " GPUs of a node (some tensor groups would straddle two nodes)" +
                     allowed([&](int d) { return tiles_nodes(d) && splits_heads(d); }));
   if (pin.tp && !splits_heads(*pin.tp))
     throw SpecError("--fix tp=" + std::to_string(*pin.tp) + " does not divide the model's attention heads (" +
@@ -1235,6 +1231,46 @@ void Planner::refine_unequal(std::optional<Plan>& best, const std::vector<Parall
   }
 }
 
+std::string Planner::batch_divisibility_error(const Search& space) const {
+  const int N = cluster_.total_gpus(), L = static_cast<int>(model_.layers.size());
+  const int64_t B = opts_.global_batch;
+  // The smallest dp any (tp, cp, pp) of the search leaves, and whether some dp divides the batch.
+  int min_dp = 0, best_tp = 0, best_cp = 0, best_pp = 0;
+  for (int tp : space.tps)
+    for (int cp : space.cps) {
+      if ((N / tp) % cp != 0 || model_.seq % cp != 0) continue;
+      for (int pp : divisors(N / tp / cp)) {
+        const int dp = N / tp / cp / pp;
+        if (pp > L) continue;
+        if (B % dp == 0) return "";
+        if (min_dp == 0 || dp < min_dp) min_dp = dp, best_tp = tp, best_cp = cp, best_pp = pp;
+      }
+    }
+  if (min_dp == 0) return "";
+  // A larger cp that leaves a dp the batch divides (context parallelism runs flash attention only, on an engine
+  // that has it).
+  std::string cp_hint;
+  if (opts_.cost.attention == AttentionKernel::kFlash && engine_runs_context_parallel(opts_.engine))
+    for (int cp : divisors(N)) {
+      if (cp <= best_cp || model_.seq % cp != 0) continue;
+      bool works = false;
+      for (int tp : space.tps) {
+        if (N % (tp * cp) != 0) continue;
+        for (int pp : divisors(N / (tp * cp))) works = works || (pp <= L && B % (N / (tp * cp * pp)) == 0);
+      }
+      if (works) {
+        cp_hint = ", or --fix cp=" + std::to_string(cp) + " (each GPU then keeps " + std::to_string(model_.seq / cp) +
+                  " tokens of a sequence)";
+        break;
+      }
+    }
+  return "model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " + cluster_.name +
+         ": the global batch of " + std::to_string(B) + " sequences divides by no data-parallel degree the search "
+         "reaches (the smallest is dp=" + std::to_string(min_dp) + ", at tp=" + std::to_string(best_tp) + " cp=" +
+         std::to_string(best_cp) + " pp=" + std::to_string(best_pp) + "); allowed: a global batch that is a multiple "
+         "of " + std::to_string(min_dp) + cp_hint;
+}
+
 Plan Planner::plan() {
   const auto t0 = std::chrono::steady_clock::now();
   if (static_cast<double>(cluster_.memory_per_gpu_bytes) <= opts_.memory_reserve_bytes) {
@@ -1341,47 +1377,10 @@ Plan Planner::plan() {
     if (!pin.empty())
       throw SpecError("no configuration with --fix " + to_string(pin) + " is feasible on " + cluster_.name + " (" +
                       last_reason + ")");
-    // Nothing got past the batch's divisibility: say so, with the smallest dp the search reaches and a cp pin that
-    // leaves a dp the batch takes (it named one arbitrary configuration's "not a multiple of mbs*dp").
-    if (fit_reason.empty()) {
-      const int64_t B = opts_.global_batch;
-      int min_dp = 0, best_tp = 0, best_cp = 0, best_pp = 0;
-      bool some_dp_divides = false;
-      for (int tp : space.tps)
-        for (int cp : space.cps) {
-          if ((N / tp) % cp != 0 || model_.seq % cp != 0) continue;
-          for (int pp : divisors(N / tp / cp)) {
-            if (pp > L) continue;
-            const int dp = N / tp / cp / pp;
-            some_dp_divides = some_dp_divides || B % dp == 0;
-            if (min_dp == 0 || dp < min_dp) min_dp = dp, best_tp = tp, best_cp = cp, best_pp = pp;
-          }
-        }
-      if (min_dp > 0 && !some_dp_divides) {
-        std::string cp_hint;
-        // (Context parallelism runs flash attention only, and the engine must run it.)
-        const bool cp_possible = opts_.cost.attention == AttentionKernel::kFlash && engine_runs_context_parallel(opts_.engine);
-        for (int cp : cp_possible ? divisors(N) : std::vector<int>{}) {
-          if (cp <= best_cp || model_.seq % cp != 0) continue;
-          bool works = false;
-          for (int tp : space.tps)
-            for (int pp : divisors(std::max(1, N / std::max(1, tp * cp))))
-              works = works || ((N / tp) % cp == 0 && pp <= L && B % (N / tp / cp / pp) == 0 &&
-                                static_cast<int64_t>(tp) * cp * pp <= N);
-          if (works) {
-            cp_hint = ", or --fix cp=" + std::to_string(cp) + " (each GPU then keeps " +
-                      std::to_string(model_.seq / cp) + " tokens of a sequence)";
-            break;
-          }
-        }
-        throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
-                        cluster_.name + ": the global batch of " + std::to_string(B) +
-                        " sequences divides by no data-parallel degree the search reaches (the smallest is dp=" +
-                        std::to_string(min_dp) + ", at tp=" + std::to_string(best_tp) + " cp=" +
-                        std::to_string(best_cp) + " pp=" + std::to_string(best_pp) +
-                        "); allowed: a global batch that is a multiple of " + std::to_string(min_dp) + cp_hint);
-      }
-    }
+    // Nothing got past the batch's divisibility: say so (it named one arbitrary configuration's "not a multiple of
+    // mbs*dp").
+    if (fit_reason.empty())
+      if (std::string why = batch_divisibility_error(space); !why.empty()) throw SpecError(why);
     throw SpecError("model '" + model_.name + "' cannot be split over the " + std::to_string(N) + " GPUs of " +
                     cluster_.name + " (" + last_reason + ")");
   }

@@ -310,6 +310,12 @@ class Planner {
   /// Whether tensor parallelism of degree tp splits every attention op's heads (the uniform search, the pins and
   /// the per-stage submeshes all keep to it).
   bool splits_heads(int tp) const { return head_divisor_ == 0 || head_divisor_ % tp == 0; }
+  /// Whether tensor groups of tp consecutive ranks fill part of a node evenly or whole nodes: otherwise some
+  /// straddle two nodes, which the mesh (within a node, or whole nodes) cannot price.
+  bool tiles_nodes(int tp) const { return cluster_.gpus_per_node % tp == 0 || tp % cluster_.gpus_per_node == 0; }
+  /// When no (tp, cp, pp) of the search leaves a data-parallel degree the global batch divides: the error that
+  /// says so, with the smallest dp reached and a cp pin that plans; "" otherwise.
+  std::string batch_divisibility_error(const Search& space) const;
   std::vector<std::string> signatures_;   ///< Distinct layer signatures.
   std::vector<int> layer_sig_;            ///< Per layer: index into signatures_.
   std::vector<int> sig_example_;          ///< Per signature: one layer index.
