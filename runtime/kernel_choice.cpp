@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "templates/registry.h"
 
 namespace tuner::runtime {
 
@@ -48,11 +47,10 @@ struct Candidate {
 };
 
 /// The candidate's config instantiated for `w` when it is valid there and writes the wanted output type.
-std::optional<Choice> fit(const Candidate& c, const templates::DeviceLimits& limits, const templates::Workload& w,
-                          templates::DType out_dtype, std::string* last_reason) {
-  const templates::KernelTemplate* tmpl = nullptr;
-  for (const auto* t : templates::all_templates())
-    if (t->name() == c.record->template_name) tmpl = t;
+std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const templates::DeviceLimits& limits,
+                          const templates::Workload& w, std::optional<templates::DType> out_dtype,
+                          std::string* last_reason) {
+  const templates::KernelTemplate* tmpl = catalog.find(c.record->template_name);
   if (!tmpl) return std::nullopt;
   if (auto why = tmpl->unsupported(w)) return *last_reason = *why, std::nullopt;
   if (auto why = tmpl->unsupported_on(limits)) return *last_reason = *why, std::nullopt;
@@ -64,8 +62,10 @@ std::optional<Choice> fit(const Candidate& c, const templates::DeviceLimits& lim
       return std::nullopt;
     }
     Choice out{c.record, tmpl, config, tmpl->instantiate(space, config, w), c.distance == 0};
+    // A user kernel's buffers have the types its spec gives; a built-in template's output type is a knob.
+    if (!out_dtype && catalog.user_op(w.op)) return out;
     for (const auto& b : out.instance.buffers)
-      if (b.output && b.dtype != out_dtype) {
+      if (b.output && b.dtype != out_dtype.value_or(w.dtype)) {
         *last_reason = "config of " + c.record->shape + " writes " + templates::to_string(b.dtype);
         return std::nullopt;
       }
@@ -78,8 +78,9 @@ std::optional<Choice> fit(const Candidate& c, const templates::DeviceLimits& lim
 
 }  // namespace
 
-std::optional<Choice> choose(const std::vector<TunedRecord>& records, const DeviceMatch& device,
-                             const templates::DeviceLimits& limits, const templates::Workload& w,
+std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Catalog& catalog,
+                             const DeviceMatch& device, const templates::DeviceLimits& limits,
+                             const templates::Workload& w,
                              std::optional<templates::DType> output_dtype, bool nearest, std::string* why) {
   const std::string dtype = templates::to_string(w.dtype);
   std::vector<Candidate> candidates;
@@ -87,7 +88,7 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Devi
     if (r.op != w.op || r.dtype != dtype || !device.accepts(r)) continue;
     templates::Workload tuned;
     try {
-      tuned = templates::parse_workload(r.op, r.shape, r.dtype);
+      tuned = catalog.parse(r.op, r.shape, r.dtype);
     } catch (const std::exception&) {
       continue;
     }
@@ -106,7 +107,7 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Devi
   });
   std::string reason;
   for (const auto& c : candidates)
-    if (auto choice = fit(c, limits, w, output_dtype.value_or(w.dtype), &reason)) return choice;
+    if (auto choice = fit(c, catalog, limits, w, output_dtype, &reason)) return choice;
   if (why) {
     *why = "no tuned config for " + w.to_string() + " on " + device.name;
     if (candidates.empty())

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/catalog.h"
 #include "runtime/tuned_records.h"
 #include "templates/kernel_template.h"
 
@@ -34,10 +35,12 @@ struct Choice {
 /// share a config (a dimension missing, or conv2d's R, S, stride, pad or dilation differ).
 std::optional<double> shape_distance(const templates::Workload& asked, const templates::Workload& tuned);
 
-/// The config for `w` (output buffer of `output_dtype`, or of w.dtype when nullopt) among `records`
-/// of the device. nullopt with *why set to one line when nothing fits.
-std::optional<Choice> choose(const std::vector<TunedRecord>& records, const DeviceMatch& device,
-                             const templates::DeviceLimits& limits, const templates::Workload& w,
+/// The config for `w` (output buffer of `output_dtype`, or when nullopt of w.dtype for a built-in op and of any
+/// type for a user kernel's) among `records` of the device, run by the catalog's templates. nullopt with *why set
+/// to one line when nothing fits.
+std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Catalog& catalog,
+                             const DeviceMatch& device, const templates::DeviceLimits& limits,
+                             const templates::Workload& w,
                              std::optional<templates::DType> output_dtype, bool nearest, std::string* why);
 
 }  // namespace tuner::runtime

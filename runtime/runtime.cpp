@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "costmodel/gpu_spec.h"
+#include "runtime/catalog.h"
 #include "runtime/kernel_choice.h"
 #include "runtime/tuned_records.h"
 #include "templates/launch_check.h"
@@ -21,6 +22,7 @@
 #include "tuner/compile_cache.h"
 #include "tuner/cuda_driver.h"
 #include "tuner/device_limits.h"
+#include "tuner/instance_compile.h"
 #include "tuner/nvrtc_builder.h"
 
 namespace tuner {
@@ -94,6 +96,7 @@ std::string last_error() { return t_last_error; }
 
 struct Runtime::Impl {
   RuntimeOptions options;
+  runtime::Catalog catalog;
   runtime::TunedRecords tuned;
   runtime::DeviceMatch match;
   templates::DeviceLimits limits;
@@ -107,8 +110,8 @@ struct Runtime::Impl {
   std::map<std::tuple<CUcontext, CUstream, size_t>, std::pair<CUdeviceptr, size_t>> workspaces;
   CUcontext primary = nullptr;  // retained when a launch found no current context
 
-  explicit Impl(const RuntimeOptions& o)
-      : options(o), cache(o.cache_dir.empty() ? CompileCache::default_dir() : o.cache_dir) {}
+  Impl(const RuntimeOptions& o, runtime::Catalog c)
+      : options(o), catalog(std::move(c)), cache(o.cache_dir.empty() ? CompileCache::default_dir() : o.cache_dir) {}
   ~Impl();
 
   void find_device();
@@ -178,24 +181,34 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   }
   templates::Workload w;
   std::optional<templates::DType> out;
+  const std::string dtype = templates::to_string(dtype_of(p.dtype));
+  // Records left out when read (another template version, a template this runtime does not have) are named, or a
+  // database that query shows the record in reads as "no record" here.
+  const auto left_out = [&](const std::map<std::string, int64_t>& counts, const std::string& why) {
+    const auto it = counts.find(p.op + " " + dtype);
+    if (it == counts.end()) return std::string();
+    return "; " + std::to_string(it->second) + " record" + (it->second == 1 ? "" : "s") + " of " + p.op + " " +
+           dtype + (it->second == 1 ? " was" : " were") + " left out as " + why;
+  };
+  const std::string unknown =
+      left_out(tuned.unknown_by_op, "made by a template this runtime does not have (a kernel of your own: name its "
+                                    "files in RuntimeOptions::user_kernels)");
   try {
-    w = templates::parse_workload(p.op, p.shape, templates::to_string(dtype_of(p.dtype)));
+    w = catalog.parse(p.op, p.shape, dtype);
     if (!p.output_dtype.empty()) out = templates::dtype_from_string(p.output_dtype);
   } catch (const std::invalid_argument& e) {
-    throw Failure(Status::kInvalidArgument, e.what());
+    throw Failure(Status::kInvalidArgument, e.what() + unknown);
   }
   std::string why;
-  auto c = runtime::choose(tuned.records, match, limits, w, out, options.nearest_shape, &why);
-  if (!c) {
-    // Records of a template version this library does not build are left out when read: say so, or a database
-    // that query shows the record in reads as "no record" here.
-    const auto stale = tuned.stale_by_op.find(w.op + " " + templates::to_string(w.dtype));
-    if (stale != tuned.stale_by_op.end())
-      why += "; " + std::to_string(stale->second) + " record" + (stale->second == 1 ? "" : "s") + " of " + w.op +
-             " " + templates::to_string(w.dtype) + (stale->second == 1 ? " was" : " were") +
-             " left out as another template version than this runtime builds (re-tune with this tuner)";
-    throw Failure(Status::kNotFound, why);
-  }
+  auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
+  if (!c)
+    throw Failure(Status::kNotFound,
+                  why + unknown +
+                      left_out(tuned.stale_by_op,
+                               catalog.user_op(p.op)
+                                   ? "made from other texts of the kernel file, its headers or its spec than this "
+                                     "runtime read (re-tune it, or open the runtime with the files it was tuned with)"
+                                   : "another template version than this runtime builds (re-tune with this tuner)"));
   auto shared = std::make_shared<const runtime::Choice>(std::move(*c));
   std::lock_guard<std::mutex> lock(mu);
   return choices.emplace(key, shared).first->second;
@@ -231,7 +244,7 @@ CUcontext Runtime::Impl::context() {
 
 CUfunction Runtime::Impl::function(CUcontext ctx, const runtime::Choice& c) {
   const templates::KernelInstance& k = c.instance;
-  CompileRequest req{k.source, k.kernel_name, templates::compile_arch(k, limits), {}};
+  const CompileRequest req = kernel_request(k, limits);
   const std::string key = CompileCache::key(req, NvrtcBuilder::nvrtc_version());
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -291,9 +304,27 @@ Status Runtime::open(const RuntimeOptions& options, std::unique_ptr<Runtime>* ou
     if (options.source.empty())
       throw Failure(Status::kInvalidArgument, "RuntimeOptions::source is empty; give a tuning database or a "
                                               "best-configs file (tuner export --format best)");
-    auto impl = std::make_unique<Impl>(options);
+    std::vector<std::unique_ptr<const templates::UserKernelTemplate>> user;
+    std::unique_ptr<Impl> impl;
     try {
-      impl->tuned = runtime::read_tuned_records(options.source);
+      for (size_t i = 0; i < options.user_kernels.size(); ++i) {
+        const UserKernelFiles& f = options.user_kernels[i];
+        if (f.kernel.empty() || f.spec.empty())
+          throw std::invalid_argument("RuntimeOptions::user_kernels[" + std::to_string(i) + "] has no " +
+                                      (f.kernel.empty() ? "kernel" : "spec") +
+                                      " file; allowed: the .cu file and the spec `tuner tune --kernel --spec` tuned");
+        try {
+          user.push_back(templates::load_user_kernel(f.kernel, f.spec, ""));
+        } catch (const std::invalid_argument& e) {  // its files as `tuner tune --kernel --spec` reads them
+          throw std::invalid_argument("RuntimeOptions::user_kernels[" + std::to_string(i) + "]: " + e.what());
+        }
+      }
+      impl = std::make_unique<Impl>(options, runtime::Catalog(std::move(user)));
+    } catch (const std::invalid_argument& e) {
+      throw Failure(Status::kInvalidArgument, e.what());
+    }
+    try {
+      impl->tuned = runtime::read_tuned_records(options.source, impl->catalog);
     } catch (const std::runtime_error& e) {
       throw Failure(Status::kSourceError, e.what());
     }

@@ -13,33 +13,32 @@
 #include <nlohmann/json.hpp>
 
 #include "db/tuning_db.h"
-#include "templates/registry.h"
-#include "tuner/template_version.h"
 
 namespace tuner::runtime {
 
-std::string current_template_version(const std::string& template_name) {
-  static const std::map<std::string, std::string> versions = [] {
-    std::map<std::string, std::string> v;
-    for (const auto* t : templates::all_templates()) v[t->name()] = template_hash(*t);
-    return v;
-  }();
-  auto it = versions.find(template_name);
-  return it == versions.end() ? std::string() : it->second;
-}
-
 namespace {
 
-bool current(const std::string& name, const std::string& version) {
-  const std::string v = current_template_version(name);
-  return !v.empty() && v == version;
+/// Whether a record of (template, version) is one the catalog launches; counts it in `out` when not.
+bool usable(const Catalog& catalog, const std::string& name, const std::string& version, const std::string& op,
+            const std::string& dtype, TunedRecords& out) {
+  if (!catalog.find(name)) {
+    ++out.stale;
+    ++out.unknown_by_op[op + " " + dtype];
+    return false;
+  }
+  if (catalog.version(name) != version) {
+    ++out.stale;
+    ++out.stale_by_op[op + " " + dtype];
+    return false;
+  }
+  return true;
 }
 
 /// Configs kept per (workload, device, template): the best few, so that a caller whose output type
 /// differs from the best config's (an f16 GEMM writing f16 where the fastest wrote f32) still finds one.
 constexpr size_t kConfigsPerGroup = 8;
 
-TunedRecords from_database(const std::string& path) {
+TunedRecords from_database(const std::string& path, const Catalog& catalog) {
   db::TuningDb store = db::TuningDb::open_existing(path);
   db::QueryFilter f;
   f.ok_only = true;
@@ -54,11 +53,7 @@ TunedRecords from_database(const std::string& path) {
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Pooled> configs;
   for (const auto& r : store.history(f)) {
-    if (!current(r.template_name, r.template_hash)) {
-      ++out.stale;
-      ++out.stale_by_op[r.workload.op + " " + r.workload.dtype];
-      continue;
-    }
+    if (!usable(catalog, r.template_name, r.template_hash, r.workload.op, r.workload.dtype, out)) continue;
     const std::string workload = r.workload.op + " " + r.workload.shape + " " + r.workload.dtype;
     auto [it, fresh] = configs.try_emplace({workload, r.device_name, r.template_name, r.trial.config_json});
     Pooled& p = it->second;
@@ -117,7 +112,7 @@ TunedRecord from_best_entry(const nlohmann::ordered_json& e) {
   return t;
 }
 
-TunedRecords from_best_file(const std::string& path, const std::string& text) {
+TunedRecords from_best_file(const std::string& path, const std::string& text, const Catalog& catalog) {
   nlohmann::ordered_json doc;  // ordered: configs keep the knob order the tuner wrote
   try {
     doc = nlohmann::ordered_json::parse(text);
@@ -137,11 +132,9 @@ TunedRecords from_best_file(const std::string& path, const std::string& text) {
   try {
     for (; i < doc.at("entries").size(); ++i) {
       const auto& e = doc["entries"][i];
-      if (!current(e.at("template").get<std::string>(), e.at("template_version").get<std::string>())) {
-        ++out.stale;
-        ++out.stale_by_op[e.at("op").get<std::string>() + " " + e.at("dtype").get<std::string>()];
+      if (!usable(catalog, e.at("template").get<std::string>(), e.at("template_version").get<std::string>(),
+                  e.at("op").get<std::string>(), e.at("dtype").get<std::string>(), out))
         continue;
-      }
       out.records.push_back(from_best_entry(e));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -152,7 +145,7 @@ TunedRecords from_best_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-TunedRecords read_tuned_records(const std::string& path) {
+TunedRecords read_tuned_records(const std::string& path, const Catalog& catalog) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw std::runtime_error("cannot read '" + path + "': it is a directory; allowed: a tuning database or a "
@@ -163,7 +156,7 @@ TunedRecords read_tuned_records(const std::string& path) {
   in.read(head, sizeof head);
   if (std::string(head, static_cast<size_t>(in.gcount())).rfind("SQLite format 3", 0) == 0) {
     try {
-      return from_database(path);
+      return from_database(path, catalog);
     } catch (const db::DbError& e) {
       throw std::runtime_error(e.what());
     }
@@ -172,7 +165,7 @@ TunedRecords read_tuned_records(const std::string& path) {
   in.seekg(0);
   std::ostringstream text;
   text << in.rdbuf();
-  return from_best_file(path, text.str());
+  return from_best_file(path, text.str(), catalog);
 }
 
 }  // namespace tuner::runtime

@@ -1,13 +1,15 @@
 // tuned_records.h: what the runtime library knows of past tuning: the best config per workload,
 // device and template, read from a tuning database (read-only) or from a "best configs" file
-// (tuner-best/1, `tuner export --format best`). Records of templates this build does not have, or
-// of older versions of them (whose configs may mean something else), are left out and counted.
+// (tuner-best/1, `tuner export --format best`). Records of templates the Runtime's catalog does not have, or
+// of other versions of them (whose configs may mean something else), are left out and counted.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "runtime/catalog.h"
 
 namespace tuner::runtime {
 
@@ -24,16 +26,15 @@ struct TunedRecord {
 
 struct TunedRecords {
   std::vector<TunedRecord> records;
-  int64_t stale = 0;  ///< Left out: unknown template or an older version of one.
-  /// The same, per "op dtype" (what a lookup's not-found message counts).
-  std::map<std::string, int64_t> stale_by_op;
+  int64_t stale = 0;  ///< Left out: unknown template or another version of one.
+  /// Per "op dtype" (what a lookup's not-found message counts): records of another version of a template the
+  /// catalog has, and records of templates it does not have (a user kernel the options do not name).
+  std::map<std::string, int64_t> stale_by_op, unknown_by_op;
 };
 
 /// Reads a database or a best-configs file (told apart by content: an SQLite file starts with
-/// "SQLite format 3"). Throws std::runtime_error with one line naming the file and the reason.
-TunedRecords read_tuned_records(const std::string& path);
-
-/// The version hash of a built-in template as the tuner stores it.
-std::string current_template_version(const std::string& template_name);
+/// "SQLite format 3"), keeping the records of the catalog's templates at their current versions. Throws
+/// std::runtime_error with one line naming the file and the reason.
+TunedRecords read_tuned_records(const std::string& path, const Catalog& catalog);
 
 }  // namespace tuner::runtime

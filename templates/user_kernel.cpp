@@ -385,8 +385,8 @@ KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space,
   return k;
 }
 
-const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
-                                               const std::string& shape) {
+std::unique_ptr<UserKernelTemplate> load_user_kernel(const std::string& kernel_path, const std::string& spec_path,
+                                                    const std::string& shape) {
   const std::string kernel = read_file(kernel_path, "--kernel");
   const std::string spec = read_file(spec_path, "--spec");
   // The headers first: a kernel may be defined in one of them (the spec's kernel names are looked up in all).
@@ -399,12 +399,21 @@ const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, c
   parsed.header_digests = digests;
   parsed.headers = std::move(headers);
   parsed.compile_text = with_absolute_includes(kernel, kernel_path);
-  auto t = std::make_unique<UserKernelTemplate>(std::move(parsed));
+  return std::make_unique<UserKernelTemplate>(std::move(parsed));
+}
+
+std::vector<std::string> UserKernelTemplate::size_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, v] : spec_.sizes) names.push_back(name);
+  return names;
+}
+
+const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
+                                               const std::string& shape) {
+  auto t = load_user_kernel(kernel_path, spec_path, shape);
   try {
     // Its records then parse like a built-in op's: other shapes' records for transfer, its replay recordings.
-    std::vector<std::string> sizes;
-    for (const auto& [name, v] : t->spec().sizes) sizes.push_back(name);
-    register_op_dimensions(t->op(), sizes);
+    register_op_dimensions(t->op(), t->size_names());
     return static_cast<const UserKernelTemplate&>(register_template(std::move(t)));
   } catch (const std::invalid_argument& e) {
     throw SpecError("spec " + spec_path + ": name: " + e.what());

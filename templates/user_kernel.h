@@ -10,6 +10,10 @@
 // the optional ilp and vector_width, and the cubin's registers: a roofline with occupancy, no more.
 #pragma once
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "templates/kernel_template.h"
 #include "templates/user_kernel_spec.h"
 
@@ -35,6 +39,8 @@ class UserKernelTemplate final : public KernelTemplate {
 
   /// The workload of the spec's sizes (op = name, dims = sizes, dtype).
   Workload workload() const;
+  /// The spec's size names in its order: the dimensions of its workloads.
+  std::vector<std::string> size_names() const;
   const UserKernelSpec& spec() const { return spec_; }
   /// Why no config can launch for every knob value, when an expression of the launch fails for all of them (a grid
   /// that divides by zero): the first config's error, e.g. "grid[0] 'C / (TILE - TILE)': division by zero". nullopt
@@ -58,8 +64,13 @@ class UserKernelTemplate final : public KernelTemplate {
   std::string source_path_;  ///< The kernel file's canonical path, as compiled sources name it.
 };
 
-/// Reads the kernel file and the spec (sizes overridden by `shape`, "N=4096,..." or empty), builds the
-/// template and registers it (registry.h). Throws SpecError with one line on a bad or unreadable file.
+/// Reads the kernel file, the headers beside it it includes, and the spec (sizes overridden by `shape`,
+/// "N=4096,..." or empty), and builds the template, registered nowhere (the runtime library keeps its own).
+/// Throws SpecError with one line on a bad or unreadable file.
+std::unique_ptr<UserKernelTemplate> load_user_kernel(const std::string& kernel_path, const std::string& spec_path,
+                                                    const std::string& shape);
+/// load_user_kernel, then registers the template (registry.h) and its op's sizes (workload.h) for the rest of
+/// the process, as `tuner tune --kernel` does. Throws SpecError with one line on a bad or unreadable file.
 const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,
                                                const std::string& shape);
 

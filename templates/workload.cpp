@@ -142,10 +142,9 @@ std::vector<std::string> shape_dimension_names(std::string_view shape) {
   return out;
 }
 
-Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
-  const OpDims* found = find_op(op);
-  if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
-  const OpDims& spec = *found;
+namespace {
+
+Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view shape, std::string_view dtype) {
   const std::string expected = join(spec.required) + (spec.optional.empty() ? "" : "[,dilation=..]");
 
   std::map<std::string, int64_t> given;
@@ -193,6 +192,19 @@ Workload parse_workload(std::string_view op, std::string_view shape, std::string
     w.dims.emplace_back(name, g == given.end() ? def : g->second);
   }
   return w;
+}
+
+}  // namespace
+
+Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
+  const OpDims* found = find_op(op);
+  if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
+  return parse_dims(*found, op, shape, dtype);
+}
+
+Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,
+                           std::string_view dtype) {
+  return parse_dims(OpDims{std::string(op), dims, {}}, op, shape, dtype);
 }
 
 }  // namespace tuner::templates

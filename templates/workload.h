@@ -59,5 +59,9 @@ double compulsory_bytes(const Workload& w);
 /// Parses op, "M=..,N=..,K=.." and dtype into a workload; throws std::invalid_argument naming the
 /// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype);
+/// The same for an op whose dimension names the caller knows (a user kernel's sizes, in its spec's order), whether
+/// or not it is registered.
+Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,
+                           std::string_view dtype);
 
 }  // namespace tuner::templates

@@ -2,9 +2,9 @@
 // tuner found, from your own program.
 //
 // A Runtime reads tuned records (a tuning database, or a "best configs" file written by
-// `tuner export --format best`), picks the best config of a workload for the GPU it runs on,
-// compiles it once with NVRTC through tuner's on-disk compile cache, and launches it on your device
-// pointers and stream. Lookups also work without a GPU when a recorded device is named.
+// `tuner export --format best`) of the built-in templates and of your own kernels (user_kernels), picks
+// the best config of a workload for the GPU it runs on, compiles it once with NVRTC through tuner's
+// on-disk compile cache, and launches it on your device pointers and stream. Lookups also work without a GPU when a recorded device is named.
 //
 // Error handling: no function of this API throws. Every call returns a Status; on failure the
 // calling thread's last_error() holds one line saying what failed and why (the reasons of the
@@ -61,7 +61,8 @@ TUNER_API std::string last_error();
 
 enum class DType : int { kF32, kF16, kBF16 };
 
-/// A workload as the tuner names it: op "gemm", shape "M=4096,N=4096,K=4096", dtype.
+/// A workload as the tuner names it: op "gemm", shape "M=4096,N=4096,K=4096", dtype. For a user kernel: op is
+/// its spec's name, the shape names every size of its spec, and the dtype is its spec's.
 struct Problem {
   std::string op;
   std::string shape;
@@ -69,6 +70,15 @@ struct Problem {
   /// The dtype of the output buffer when it differs from `dtype` (f16 gemm writing f32, for
   /// example); empty: the same as `dtype`. Configs writing another output type are not chosen.
   std::string output_dtype;
+};
+
+/// A kernel of your own, tuned with `tuner tune --kernel FILE.cu --spec FILE.json`: the runtime reads both files
+/// (and the headers beside the kernel it includes) when it opens, and looks its records up under the spec's
+/// "name" as the op, with the spec's sizes as the shape ("N=1048576") and the spec's dtype. Records made from
+/// other texts of the kernel, its headers or its spec are another version and are not used.
+struct UserKernelFiles {
+  std::string kernel;  ///< The .cu file.
+  std::string spec;    ///< Its spec (JSON).
 };
 
 struct RuntimeOptions {
@@ -85,6 +95,8 @@ struct RuntimeOptions {
   std::string cache_dir;
   /// Allow the nearest tuned shape when the exact one was not tuned.
   bool nearest_shape = true;
+  /// Your own kernels whose records to use besides the built-in templates' (each spec's name is its op).
+  std::vector<UserKernelFiles> user_kernels;
 };
 
 /// The config a lookup chose.
@@ -92,7 +104,7 @@ struct KernelChoice {
   std::string workload;       ///< "gemm M=4096,N=4096,K=4096 f16": what was asked.
   std::string tuned_shape;    ///< The shape whose record was chosen.
   bool exact = false;         ///< tuned_shape is the asked shape.
-  std::string template_name;  ///< "gemm_tc_wgmma".
+  std::string template_name;  ///< "gemm_tc_wgmma"; a user kernel's spec name.
   std::string config;         ///< The config as JSON, knob -> value.
   std::string device;         ///< The recorded device name.
   double tuned_time_ms = 0;   ///< Its recorded time at tuned_shape (mean of its measurements).
@@ -123,7 +135,9 @@ class TUNER_API Runtime {
   Status lookup(const Problem& problem, KernelChoice* out) const noexcept;
   /// Compiles (first time) and launches the chosen config on `stream` (nullptr: the default stream)
   /// in the calling thread's current CUDA context (else the device's primary context). `buffers` are
-  /// the device pointers of choice.buffers, in order; workspaces the kernel needs are the runtime's.
+  /// the device pointers of choice.buffers, in order; workspaces the kernel needs are the runtime's (zeroed once,
+  /// as tuning checked: a kernel leaves its workspace as its next launch needs it). A user kernel's int scalar
+  /// arguments are its spec's formulas at the problem's sizes and the config's knobs.
   /// Asynchronous like any launch: errors of the kernel itself show at the next synchronisation.
   Status launch(const Problem& problem, const std::vector<const void*>& buffers, CUstream_st* stream) noexcept;
 

@@ -109,4 +109,28 @@ TEST_F(GpuRuntime, SoftmaxRowsSumToOne) {
   for (CUdeviceptr p : {dx, dy}) tuner::cuda_driver().cuMemFree(p);
 }
 
+TEST_F(GpuRuntime, AUserKernelTunedOnTheGpuLaunchesThroughTheRuntime) {
+  const std::string ex = std::string(TUNER_SOURCE_DIR) + "/examples/user_kernel/";
+  ASSERT_EQ(tune("--kernel " + ex + "saxpy.cu --spec " + ex + "saxpy.json --trials 8 --strategy random --seed 1"), 0);
+  tuner::RuntimeOptions o;
+  o.source = db();
+  o.user_kernels = {{ex + "saxpy.cu", ex + "saxpy.json"}};
+  std::unique_ptr<tuner::Runtime> rt;
+  ASSERT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
+  const int n = 100003;  // not the tuned size (the spec's 1048576): the nearest rule, and a ragged last block
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) x[size_t(i)] = float(i % 29) / 4, y[size_t(i)] = float(i % 7) - 3;
+  CUdeviceptr dx = upload(x), dy = upload(y), dout = upload(std::vector<float>(size_t(n), NAN));
+  const tuner::Problem p{"saxpy_user", "N=" + std::to_string(n), tuner::DType::kF32, ""};
+  ASSERT_EQ(rt->launch(p, {reinterpret_cast<void*>(dx), reinterpret_cast<void*>(dy), reinterpret_cast<void*>(dout)},
+                       nullptr),
+            tuner::Status::kOk)
+      << tuner::last_error();
+  ASSERT_EQ(tuner::cuda_driver().cuCtxSynchronize(), CUDA_SUCCESS);
+  const auto out = download(dout, size_t(n));
+  for (int i = 0; i < n; ++i)
+    ASSERT_FLOAT_EQ(out[size_t(i)], 2.5f * x[size_t(i)] + y[size_t(i)]) << "element " << i;
+  for (CUdeviceptr q : {dx, dy, dout}) tuner::cuda_driver().cuMemFree(q);
+}
+
 }  // namespace
