@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 namespace tuner::db::sql {
@@ -129,10 +130,16 @@ struct Connection::BusyWait {
   int timeout_ms = 0;
   std::chrono::steady_clock::time_point start;
   std::atomic<bool> interruptible{false};
+  /// steady_clock nanoseconds past which no wait goes on (a caller's whole patience); max: none.
+  std::atomic<int64_t> deadline_ns{std::numeric_limits<int64_t>::max()};
 };
 
 bool Connection::set_wait_interruptible(bool on) const {
   return busy_ ? busy_->interruptible.exchange(on) : false;
+}
+
+int64_t Connection::set_wait_deadline(int64_t steady_ns) const {
+  return busy_ ? busy_->deadline_ns.exchange(steady_ns) : std::numeric_limits<int64_t>::max();
 }
 
 void Connection::set_busy_timeout(int ms) {
@@ -144,8 +151,13 @@ void Connection::set_busy_timeout(int ms) {
     const auto now = std::chrono::steady_clock::now();
     if (count == 0) w->start = now;
     const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - w->start).count();
-    if (waited_ms >= w->timeout_ms || (w->interruptible.load() && wait_interrupted())) return 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(20, w->timeout_ms - waited_ms)));
+    const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    const int64_t deadline_ns = w->deadline_ns.load();
+    if (waited_ms >= w->timeout_ms || now_ns >= deadline_ns || (w->interruptible.load() && wait_interrupted()))
+      return 0;
+    const int64_t to_deadline_ms = (deadline_ns - now_ns) / 1000000 + 1;
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min<int64_t>({20, w->timeout_ms - waited_ms, to_deadline_ms})));
     return 1;
   };
   check(sqlite3_busy_handler(db_.get(), ms > 0 ? +handler : nullptr, busy_.get()), "sqlite3_busy_handler");

@@ -53,6 +53,9 @@ class Connection {
   /// Whether a Ctrl-C (wait_interrupted()) ends this connection's lock waits: only where nothing measured waits to
   /// be stored (opening, claims, starting a session); a commit of trials waits its time. Returns the old setting.
   bool set_wait_interruptible(bool on) const;
+  /// The steady_clock time (nanoseconds since its epoch) past which a lock wait ends whatever the busy timeout
+  /// left: a caller's whole patience over several attempts (retry_locked). INT64_MAX: none. Returns the old one.
+  int64_t set_wait_deadline(int64_t steady_ns) const;
   /// Rowid of the last successful INSERT on this connection.
   int64_t last_insert_rowid() const;
   /// Rows changed by the last INSERT/UPDATE/DELETE.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <iomanip>
 #include <sstream>
 #include <thread>
@@ -30,12 +31,22 @@ template <class F>
 auto retry_locked(const sql::Connection& conn, double patience_s, F&& write, bool interruptible = false)
     -> decltype(write()) {
   // A Ctrl-C ends the wait only where nothing measured waits to be stored (see Connection::set_wait_interruptible).
+  // And SQLite's own wait inside an attempt ends with the patience: `--db-timeout 8` waited 10 s, two 5 s waits.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline_ns = [&] {
+    const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count()) +
+                      patience_s * 1e9;
+    return ns >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(ns);
+  }();
   struct Scope {
     const sql::Connection& c;
     bool old;
-    ~Scope() { c.set_wait_interruptible(old); }
-  } scope{conn, conn.set_wait_interruptible(interruptible)};
-  const auto t0 = std::chrono::steady_clock::now();
+    int64_t old_deadline;
+    ~Scope() {
+      c.set_wait_interruptible(old);
+      c.set_wait_deadline(old_deadline);
+    }
+  } scope{conn, conn.set_wait_interruptible(interruptible), conn.set_wait_deadline(deadline_ns)};
   int pause_ms = 20;
   for (int attempt = 1;; ++attempt) {
     try {

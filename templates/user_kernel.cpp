@@ -154,7 +154,10 @@ UserKernelTemplate::UserKernelTemplate(UserKernelSpec spec) : spec_(std::move(sp
 }
 
 std::string UserKernelTemplate::source_text() const {
-  // The kernel's text, its headers' digests and every formula: a change to any is a new template version.
+  // The kernel's text, its headers' digests and every formula of what runs and how it is checked: a change to any
+  // is a new template version. flops, bytes, ilp and vector_width are left out on purpose: they describe the kernel
+  // to the sim's model and to the GFLOP/s and GB/s columns (each trial stores its own counts), they change neither
+  // what a config computes nor its measured time, so fixing a count keeps a GPU's records.
   nlohmann::json f;
   f["kernel"] = spec_.kernel;
   f["reference"] = spec_.reference_kernel;

@@ -198,6 +198,23 @@ TEST(SessionClaims, AWriteGivesUpAfterItsPatienceAsBusyAndChangesNothing) {
   EXPECT_TRUE(fx.db.history({}).empty());
 }
 
+TEST(SessionClaims, APatienceLongerThanSqlitesBusyTimeoutEndsOnTime) {
+  // 5.6 s: one of SQLite's 5 s waits and part of a second, which ran whole (10 s) before the deadline.
+  TempDir dir;
+  const std::string path = dir.file("patience_long.db");
+  Fixture fx(path);
+  fx.db.set_write_patience(5.6);
+  sql::Connection other(path, sql::OpenMode::kReadWrite);
+  other.exec("BEGIN IMMEDIATE");
+  std::vector<TrialRecord> batch = {ok_trial("{\"BM\":1}", 1.0)};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(fx.db.add_trials(fx.session, batch), DbError);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 5.6);
+  EXPECT_LT(waited, 6.5) << "the wait outlived its patience";
+  other.exec("ROLLBACK");
+}
+
 TEST(SessionClaims, MigratingAVersion3FileKeepsEverythingAndClosesSessionsNobodyCanJudge) {
   TempDir dir;
   const std::string path = dir.file("v3.db");
