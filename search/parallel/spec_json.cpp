@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -20,10 +21,15 @@ class PathTracker {
   bool on_event(nlohmann::json::parse_event_t e, const nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
     switch (e) {
-      case E::object_start: frames_.push_back({false, 0, ""}); break;
-      case E::array_start: frames_.push_back({true, 0, ""}); break;
+      case E::object_start: frames_.push_back({false, 0, "", {}}); break;
+      case E::array_start: frames_.push_back({true, 0, "", {}}); break;
       case E::key:
-        if (!frames_.empty()) frames_.back().key = parsed.is_string() ? parsed.get<std::string>() : "?";
+        if (!frames_.empty()) {
+          Frame& f = frames_.back();
+          f.key = parsed.is_string() ? parsed.get<std::string>() : "?";
+          // A parser keeps the last of two equal keys: one of two values the user wrote would be ignored.
+          if (!f.keys.insert(f.key).second) duplicate_ = path();
+        }
         break;
       case E::object_end:
       case E::array_end:
@@ -35,6 +41,8 @@ class PathTracker {
     }
     return true;
   }
+  /// The path of the first key an object repeats; empty when none does.
+  const std::string& duplicate() const { return duplicate_; }
   std::string path() const {
     std::string p;
     for (const auto& f : frames_) p = f.array ? SpecFields::at(p, f.index) : SpecFields::at(p, f.key);
@@ -46,8 +54,10 @@ class PathTracker {
     bool array;
     size_t index;
     std::string key;
+    std::set<std::string> keys;  ///< An object's keys so far.
   };
   std::vector<Frame> frames_;
+  std::string duplicate_;
 };
 
 }  // namespace
@@ -78,9 +88,13 @@ nlohmann::json read_spec_file(const std::string& path, const std::string& what) 
   if (f.bad()) throw SpecError("cannot read " + where);
   PathTracker tracker;
   try {
-    return nlohmann::json::parse(text.str(), [&](int, nlohmann::json::parse_event_t e, nlohmann::json& parsed) {
-      return tracker.on_event(e, parsed);
-    });
+    nlohmann::json doc =
+        nlohmann::json::parse(text.str(), [&](int, nlohmann::json::parse_event_t e, nlohmann::json& parsed) {
+          return tracker.on_event(e, parsed);
+        });
+    if (!tracker.duplicate().empty())
+      throw SpecError(where + ": " + tracker.duplicate() + " is given twice; allowed: each key once in an object");
+    return doc;
   } catch (const nlohmann::json::out_of_range&) {
     const std::string p = tracker.path();
     throw SpecError(where + ": " + (p.empty() ? "a number" : p) +

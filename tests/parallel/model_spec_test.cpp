@@ -2,7 +2,10 @@
 // JSON graphs, and the clear errors for bad input.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <unistd.h>
 
 #include "search/parallel/cluster_spec.h"
 #include "search/parallel/model_spec.h"
@@ -271,9 +274,9 @@ TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j["gpus_per_node"] = 2147483647; }, "gpus_per_node: 2147483647 is out of range"},
       {[](nlohmann::json& j) { j["nodes"] = 1 << 20; }, "at most 1,048,576 GPUs in a cluster"},
       {[](nlohmann::json& j) { j["memory_gb"] = 1e30; }, "memory_gb: 1e+30 is too large"},
-      {[](nlohmann::json& j) { j["memory_gb"] = 0; }, "memory_gb: 0 is too small"},
+      {[](nlohmann::json& j) { j["memory_gb"] = 0; }, "memory_gb: 0 is too small; allowed: a number > 0 and <= 160"},
       {[](nlohmann::json& j) { j["memory_gb"] = 1000; },
-       "memory_gb: 1000 is more than twice the h100-sxm's 80 GB; allowed: a number > 0 and <= 160"},
+       "memory_gb: 1000 is too large; allowed: a number > 0 and <= 160"},
       {[](nlohmann::json& j) { j["gpu"] = 5; }, "gpu: 5 is not a string"},
       {[](nlohmann::json& j) { j["nodes"] = "2"; }, "nodes: \"2\" is not an integer"},
       {[](nlohmann::json& j) { j["inter_node"]["latency_us"] = -1; }, "inter_node.latency_us: -1 is too small"},
@@ -322,6 +325,23 @@ TEST(ClusterSpec, PresetsAndErrors) {
   const ClusterSpec j = cluster_from_json(doc, "c.json");
   EXPECT_EQ(j.total_gpus(), 8);
   EXPECT_EQ(j.memory_per_gpu_bytes, 80000000000);
+  EXPECT_EQ(j.name, "c.json") << "no name of its own: the path names it";
+  EXPECT_DOUBLE_EQ(j.inter.latency_us, 5) << "the documented default";
+  doc["name"] = "lab-a100";
+  EXPECT_EQ(cluster_from_json(doc, "c.json").name, "lab-a100");
+}
+
+TEST(ClusterSpec, AKeyGivenTwiceIsBadInputNotTheLastValue) {
+  const std::string path = ::testing::TempDir() + "twice_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << R"({"nodes": 2, "gpus_per_node": 8, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 450, "latency_us": 3, "bandwidth_gbps": 45},
+      "inter_node": {"bandwidth_gbps": 50}})";
+  const std::string e = error_of([&] { parse_cluster_spec(path); });
+  EXPECT_NE(e.find("intra_node.bandwidth_gbps is given twice"), std::string::npos) << e;
+  std::ofstream(path) << R"({"nodes": 2, "gpus_per_node": 8, "gpu": "h100-sxm",
+      "intra_node": {"bandwidth_gbps": 450, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 50, "latency_us": 3}})";
+  EXPECT_EQ(parse_cluster_spec(path).intra.bandwidth_gbps, 450) << "the same key in two objects is not a repeat";
+  std::remove(path.c_str());
 }
 
 }  // namespace
