@@ -43,6 +43,8 @@ PublishedRun automodel(const std::string& label, const std::string& model, int g
   r.fix = fix;
   r.attention = AttentionKernel::kFlash;
   r.engine = Engine::kTorchtitan;  // FSDP2: fp32 sharded parameters and gradients
+  // Its benchmark configs (examples/benchmark/configs/*.yaml): loss_fn MaskedCrossEntropy with fp32_upcast: false.
+  r.loss_fp32 = false;
   r.iteration_time_s = seconds;
   r.note = note;
   return r;
@@ -181,6 +183,7 @@ RunPrediction predict_run(const PublishedRun& run, const CostParams& params, boo
   o.cost.attention_efficiency *= run.attention_kernel_factor;
   o.attention = run.attention;
   o.engine = run.engine;
+  o.loss_fp32 = run.loss_fp32;
   const Plan plan = Planner(parse_model_spec(run.model), parse_cluster_spec(run.cluster), o).plan();
   RunPrediction p;
   p.predicted_s = plan.iteration_time_s;

@@ -35,6 +35,7 @@ struct PublishedRun {
   /// stands for, as a factor on it (1: that class). From published kernel benchmarks, not fitted.
   double attention_kernel_factor = 1;
   Engine engine = Engine::kGeneric;  ///< The engine that ran it, for its bytes per parameter (FSDP2: torchtitan's).
+  std::optional<bool> loss_fp32;     ///< Its loss keeps the softmax in fp32 (PlannerOptions::loss_fp32).
   double iteration_time_s = 0;  ///< Published (or derived from published throughput; see note).
   std::string note;             ///< How the figure was read; how sure we are of it.
 };

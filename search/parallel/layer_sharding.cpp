@@ -223,13 +223,18 @@ bool cost_strategy(const Ctx& x, const Operator& op, Strategy& s) {
   s.expert_params_local = expert_params / (weight_split * x.ep);
   s.params_local = (static_cast<double>(op_params(op)) - expert_params) / weight_split + s.expert_params_local;
   if (!kernel_time(x, op, fac, s)) return false;
-  // Output layout and its bytes per device.
-  double out_bytes = op_output_bytes(op, x.g.seq, x.dsize) * x.b;
+  // Output layout and the bytes per device it keeps for backward: its output, or for the loss the softmax of the
+  // logits it saves, split as the logits are: in fp32 where the engine's loss casts the logits up (Megatron-LM's
+  // vocab-parallel cross-entropy keeps exp_logits in fp32: 6 bytes per logit at its peak with the head's own output,
+  // where 2 were counted, 1 GB more at Llama-3's vocabulary, seq 8192, tp 4), else in the model's dtype.
+  const bool loss = op.type == OpType::kCrossEntropy;
+  double out_bytes = loss ? (x.rules.loss_fp32 ? 4.0 : x.dsize) * x.b * x.g.seq * static_cast<double>(op.in_features)
+                          : op_output_bytes(op, x.g.seq, x.dsize) * x.b;
   for (int d = 0; d < 2; ++d) {
     s.in_layout[d] = in_layout_of(s.choice[d]);
     s.out_layout[d] = out_layout_of(op.type, s.choice[d]);
-    if (op.type == OpType::kCrossEntropy) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
-    if (s.out_layout[d] != 'R') out_bytes /= x.mesh.dim_size(d);
+    if (loss) s.out_layout[d] = s.choice[d] == 'B' ? 'T' : 'R';
+    if (loss ? s.choice[d] != 'R' : s.out_layout[d] != 'R') out_bytes /= x.mesh.dim_size(d);
   }
   s.out_bytes_local = out_bytes;
 

@@ -104,6 +104,8 @@ struct TensorLayoutRules {
   ///                 the embedding split over hidden (C), the loss R, the residual stream R (no sequence
   ///                 parallelism).
   Engine engine = Engine::kGeneric;
+  /// Whether the engine's loss keeps its softmax in fp32 for backward (PlannerOptions::loss_fp32).
+  bool loss_fp32 = true;
   /// Whether the residual stream must split its tokens over the tensor group (the engine's way or sp=1).
   bool residual_split_required() const;
 };

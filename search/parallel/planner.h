@@ -137,6 +137,9 @@ struct PlannerOptions {
   bool memory_levels_in_dp = true;
   int cluster_units = 48;                 ///< Units the per-stage DP clusters layers into (at least 2 per stage).
   Engine engine = Engine::kGeneric;       ///< Engine the plan is for: its ZeRO stages and bytes per parameter.
+  /// Whether the loss keeps its softmax in fp32 for backward or in the model's dtype. Unset: fp32 for Megatron-LM
+  /// (its vocab-parallel cross-entropy casts the logits up and saves exp_logits), the model's dtype otherwise.
+  std::optional<bool> loss_fp32;
 };
 
 struct ParallelConfig {
@@ -295,7 +298,9 @@ class Planner {
   /// opts_.context_parallel for long sequences, degrees below twice the shortfall for a starved batch, else 1.
   std::vector<int> context_parallel_degrees() const;
   /// The tensor layouts the layer ILP may use: the sp pin and the export's engine.
-  TensorLayoutRules layout_rules() const { return {opts_.pins.sequence_parallel, opts_.engine}; }
+  TensorLayoutRules layout_rules() const {
+    return {opts_.pins.sequence_parallel, opts_.engine, opts_.loss_fp32.value_or(opts_.engine == Engine::kMegatron)};
+  }
   /// Why the export's engine cannot run the sp pin with tensor parallelism ("" when it can, or nothing is pinned).
   std::string sequence_parallel_conflict() const;
   /// torchtitan's ZeRO-2 (FSDP2, reshard_after_forward "never"): the weights are gathered at every micro-batch's

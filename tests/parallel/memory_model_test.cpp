@@ -1,7 +1,10 @@
 // Memory figures on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include "search/parallel/cluster_spec.h"
 #include "search/parallel/memory_model.h"
+#include "search/parallel/model_spec.h"
+#include "search/parallel/planner.h"
 
 namespace tuner::parallel {
 namespace {
@@ -90,6 +93,31 @@ TEST(MemoryModel, MicroBatchesInFlightPerSchedule) {
   EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::k1F1B, 4, 0, 2, 1), 2);  // fewer micro-batches than stages
   // Interleaved, v = 2: 4 * (1 + 3 / 8) = 5.5.
   EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::kInterleaved, 4, 0, 16, 2), 5.5);
+}
+
+}  // namespace
+}  // namespace tuner::parallel
+
+namespace tuner::parallel {
+namespace {
+
+// The loss keeps the softmax of its logits for backward: Megatron-LM's vocab-parallel cross-entropy in fp32 (4 bytes
+// per logit of this rank's vocabulary share), where the model's dtype (2) was counted; only the last stage holds it.
+TEST(MemoryModel, MegatronsLossKeepsItsSoftmaxInFp32OnTheLastStage) {
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kMegatron;
+  o.pins = parse_pins("tp=4,pp=2,dp=1,mbs=2,recompute=none,zero=1");
+  const ModelGraph m = parse_model_spec("llama3-8b");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  const Plan fp32 = Planner(m, c, o).plan();
+  o.loss_fp32 = false;
+  const Plan bf16 = Planner(m, c, o).plan();
+  ASSERT_EQ(fp32.stages.size(), 2u);
+  const double logits_per_rank = 2.0 * 8192 * 128256 / 4;  // mbs x seq x vocab / tp
+  EXPECT_NEAR(fp32.stages[1].memory.activations - bf16.stages[1].memory.activations, 2 * logits_per_rank,
+              0.01 * logits_per_rank);
+  EXPECT_DOUBLE_EQ(fp32.stages[0].memory.activations, bf16.stages[0].memory.activations);
 }
 
 }  // namespace
