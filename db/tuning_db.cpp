@@ -681,8 +681,13 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
 }
 
 std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
+  // The version of the latest session (by start, then id) of each name: a user kernel tuned again at an earlier text
+  // is current again (the newest templates row was the one first recorded last). A version no session used (none
+  // such is written today) counts by its row.
   sql::Statement stmt(impl_->conn,
-                      "SELECT name, hash FROM templates t WHERE id = (SELECT max(id) FROM templates u WHERE u.name = t.name) "
+                      "SELECT name, hash FROM templates t WHERE id = ("
+                      "  SELECT u.id FROM templates u LEFT JOIN sessions s ON s.template_id = u.id WHERE u.name = t.name "
+                      "  GROUP BY u.id ORDER BY max(s.started_at) DESC NULLS LAST, max(s.id) DESC, u.id DESC LIMIT 1) "
                       "ORDER BY name");
   std::vector<TemplateVersion> out;
   while (stmt.step()) out.push_back({stmt.column_text(0), stmt.column_text(1)});

@@ -293,7 +293,8 @@ class TuningDb {
   std::vector<ResultRow> best_per_workload(const QueryFilter& f) const;
   /// Sessions, newest first.
   std::vector<SessionRow> sessions(const QueryFilter& f) const;
-  /// Each template name's newest version (the last one recorded), by name.
+  /// Each template name's newest version, by name: the version of its latest session (a user kernel's text tuned
+  /// last), else the last one recorded.
   std::vector<TemplateVersion> latest_template_versions() const;
   /// The shapes recorded for this op, newest first (none: the op is not recorded; ops of user kernels are known
   /// only to their records, whose shapes name their sizes).

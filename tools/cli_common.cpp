@@ -292,9 +292,10 @@ std::string older_versions_note(const db::TuningDb& db, const RecordFilter& f, b
   for (const auto& r : run_history(db, any))  // only what the version filter left out
     n += !current.count(r.template_hash) && (!ok_only || r.trial.status == "ok");
   if (n == 0) return "";
-  return std::to_string(n) + " record" + (n == 1 ? " of an older template version matches" :
-                                                   "s of older template versions match") +
-         " (the kernel changed since it was measured); --all-versions shows them";
+  return std::to_string(n) + " record" + (n == 1 ? " of another template version matches" :
+                                                   "s of other template versions match") +
+         " (the kernel changed since it was measured; a user kernel's current text is the one tuned last); "
+         "--all-versions shows them";
 }
 
 std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilter& f) {

@@ -356,7 +356,7 @@ TEST_F(RuntimeLib, ADeviceNameMustBeRecordedOrASimDeviceAndAGpuNameFindsItsRepla
                             "--device \"replay:NVIDIA H100 80GB HBM3\" --history --json";
   const CmdResult hidden = run(q_old);
   EXPECT_EQ(nlohmann::json::parse(hidden.out).size(), 0u);
-  EXPECT_NE(hidden.err.find("records of older template versions match"), std::string::npos) << hidden.err;
+  EXPECT_NE(hidden.err.find("records of other template versions match"), std::string::npos) << hidden.err;
   EXPECT_NE(hidden.err.find("--all-versions shows them"), std::string::npos) << hidden.err;
   const auto all = nlohmann::json::parse(run(q_old + " --all-versions").out);
   ASSERT_FALSE(all.empty());

@@ -244,6 +244,28 @@ TEST_F(UserKernelCli, ChangedKernelTextIsANewTemplateVersion) {
   EXPECT_EQ(run("query --db " + db() + " --op saxpy_nobody").code, 2);
 }
 
+// The current version of a user kernel is the text tuned last: tuning the first text again (at another size) after
+// an edited one made the new records "older" (the edited text's row was recorded later) and hid them.
+TEST_F(UserKernelCli, TheTextTunedLastIsTheCurrentVersion) {
+  ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
+  const std::string edited = (dir_ / "saxpy.cu").string();
+  std::ofstream(edited) << slurp(kExample + "saxpy.cu") << "\n// an edit\n";
+  ASSERT_EQ(run(tune(edited, kExample + "saxpy.json", "", 2)).code, 0);
+  const auto again = run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--shape N=4096 --json", 2));
+  ASSERT_EQ(again.code, 0) << again.err;
+  const std::string version = nlohmann::json::parse(again.out).at("template_version");
+  const auto q = run("query --db " + db() + " --op saxpy_user --history --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  std::set<std::string> shapes;
+  for (const auto& row : nlohmann::json::parse(q.out)) {
+    EXPECT_EQ(row["template_version"], version) << row.dump();
+    shapes.insert(row["shape"].get<std::string>());
+  }
+  EXPECT_EQ(shapes, (std::set<std::string>{"N=4096", "N=1048576"})) << "both sizes of the text tuned last";
+  const auto sessions = run("query --db " + db() + " --sessions");
+  EXPECT_NE(sessions.out.find("(older version)"), std::string::npos) << "the edited text's session: " << sessions.out;
+}
+
 TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
   ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
   const std::string before = slurp(db());
