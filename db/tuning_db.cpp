@@ -620,15 +620,16 @@ namespace {
 std::string config_means(const Where& where) {
   return std::string(
              "SELECT t.workload_id AS wid, d.name AS dname, d.simulated AS dsim, t.template_id AS tid, COUNT(*) AS n, "
-             "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id FROM trials t") +
+             "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id, MAX(t.finished_at) AS last_at FROM trials t") +
          kResultJoins + where.sql + " GROUP BY t.workload_id, d.name, d.simulated, t.template_id, t.config_json";
 }
 
 /// How configs rank: by mean time to 1e-9 ms (a sim device's estimates tie exactly, and a mean of three equal
 /// times can differ from the time in its last bit); at equal means the one measured more often (a re-measured
-/// finalist over a config seen once), then the one whose latest measurement came first. The runtime ranks the same way
-/// (runtime/tuned_records.cpp).
-constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_id";
+/// finalist over a config seen once), then the one whose latest measurement came first: by its time (trials imported
+/// or merged in another order than they were measured have ids in that order), then by id. The runtime ranks the
+/// same way (runtime/tuned_records.cpp).
+constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_at, c.last_id";
 
 }  // namespace
 
