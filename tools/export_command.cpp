@@ -135,6 +135,7 @@ int export_command(const std::vector<std::string>& args) {
     std::cout << "usage: tuner export --format jsonl|csv|best [--db tuning.db] [--out FILE] [filters]\n" << desc;
     return 0;
   }
+  refuse_empty_values("export", vm, {"op", "shape", "dtype", "device", "template", "out"});
   if (format != "jsonl" && format != "csv" && format != "best")
     throw UsageError("export: --format '" + format + "' is not a format; allowed: jsonl, csv, best");
   fo.all_versions = vm.count("all-versions") != 0;

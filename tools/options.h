@@ -83,4 +83,17 @@ inline bool parse_options(const std::string& command, const std::vector<std::str
   return vm.count("help") == 0;
 }
 
+/// Filters and paths given with an empty value (`--device "$DEV"` with DEV unset) are bad input: left out they mean
+/// "every device" or stdout, and an empty one silently meant the same. Each of `names` given as '' is refused.
+inline void refuse_empty_values(const std::string& command, const boost::program_options::variables_map& vm,
+                                std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (!vm.count(name) || vm[name].defaulted()) continue;
+    const auto* v = boost::any_cast<std::string>(&vm[name].value());
+    if (v && v->empty())
+      throw UsageError(command + ": --" + name + " '' is empty; allowed: a value, or leave --" + name +
+                       " out (see `tuner " + command + " --help`)");
+  }
+}
+
 }  // namespace tuner::cli

@@ -46,6 +46,7 @@ int query_command(const std::vector<std::string>& args) {
     std::cout << desc;
     return 0;
   }
+  refuse_empty_values("query", vm, {"op", "shape", "dtype", "device", "template"});
   const int modes =
       static_cast<int>(vm.count("best") + vm.count("history") + vm.count("sessions") + vm.count("plans"));
   if (modes > 1) throw UsageError("choose one of --best, --history, --sessions, --plans");

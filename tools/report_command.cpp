@@ -518,6 +518,7 @@ int report_command(const std::vector<std::string>& args) {
     std::cout << desc;
     return 0;
   }
+  refuse_empty_values("report", vm, {"op", "shape", "dtype", "device", "template", "plan", "svg-dir"});
   fo.all_versions = vm.count("all-versions") != 0;
   int64_t plan_id = 0;  // 0: none; -1: latest
   if (!plan_arg.empty()) {

@@ -270,6 +270,21 @@ TEST_F(Cli, AReplayDevicesTimesAreMeasurementsNotEstimates) {
   EXPECT_NE(st.out.find("a sim device's recorded estimates, replayed"), std::string::npos) << st.out;
 }
 
+// `--device "$DEV"` with DEV unset: an empty filter matched every record, exit 0, and `export --out ''` wrote to stdout.
+TEST_F(Cli, EmptyFiltersOfTheReadCommandsAreRefused) {
+  ASSERT_EQ(run(kSoftmax + "--db " + db()).code, 0);
+  const std::string before = read_all(db());
+  for (const std::string cmd : {"query --device ''", "query --op ''", "query --op softmax --shape ''",
+                                "export --format jsonl --out ''", "export --format csv --template ''",
+                                "report --out r.html --dtype ''"}) {
+    auto r = run(cmd + " --db " + db());
+    EXPECT_EQ(r.code, 2) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("'' is empty; allowed: a value, or leave --"), std::string::npos) << cmd << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << cmd;
+  }
+  EXPECT_EQ(read_all(db()), before);
+}
+
 TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
   // An empty --template was taken as auto; a trailing comma in plan --fix was ignored (tune --fix refused it).
   auto empty = run(kSoftmax + "--template '' --db " + db());
