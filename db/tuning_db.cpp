@@ -620,16 +620,17 @@ namespace {
 std::string config_means(const Where& where) {
   return std::string(
              "SELECT t.workload_id AS wid, d.name AS dname, d.simulated AS dsim, t.template_id AS tid, COUNT(*) AS n, "
-             "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id, MAX(t.finished_at) AS last_at FROM trials t") +
+             "AVG(t.time_ms) AS mean_ms, MAX(t.id) AS last_id FROM trials t") +
          kResultJoins + where.sql + " GROUP BY t.workload_id, d.name, d.simulated, t.template_id, t.config_json";
 }
 
 /// How configs rank: by mean time to 1e-9 ms (a sim device's estimates tie exactly, and a mean of three equal
 /// times can differ from the time in its last bit); at equal means the one measured more often (a re-measured
-/// finalist over a config seen once), then the one whose latest measurement came first: by its time (trials imported
-/// or merged in another order than they were measured have ids in that order), then by id. The runtime ranks the
-/// same way (runtime/tuned_records.cpp).
-constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_at, c.last_id";
+/// finalist over a config seen once), then the one whose latest measurement was stored first. Stored, not measured:
+/// several workers finish in the order the wall clock gives, and a seeded search must report the same best every
+/// time (records imported or merged in another order than they were measured rank in the order they came in). The
+/// runtime ranks the same way (runtime/tuned_records.cpp).
+constexpr const char* kBestOrder = "ROUND(c.mean_ms, 9), c.n DESC, c.last_id";
 
 }  // namespace
 
@@ -682,12 +683,15 @@ std::vector<ResultRow> TuningDb::best_per_workload(const QueryFilter& f) const {
 }
 
 std::vector<TemplateVersion> TuningDb::latest_template_versions() const {
-  // The version of the latest session (by start, then id) of each name: a user kernel tuned again at an earlier text
-  // is current again (the newest templates row was the one first recorded last). A version no session used (none
-  // such is written today) counts by its row.
+  // The version of the latest session (by start, then id) that tuned a kernel's text, of each name: a user kernel
+  // tuned again at an earlier text is current again (the newest templates row was the one first recorded last).
+  // Sessions on replay: devices do not count: they store a recording under the version it measured, an old text.
+  // A version no such session used counts by its row.
   sql::Statement stmt(impl_->conn,
                       "SELECT name, hash FROM templates t WHERE id = ("
-                      "  SELECT u.id FROM templates u LEFT JOIN sessions s ON s.template_id = u.id WHERE u.name = t.name "
+                      "  SELECT u.id FROM templates u LEFT JOIN (SELECT s.id, s.template_id, s.started_at FROM sessions s "
+                      "    JOIN devices d ON d.id = s.device_id WHERE d.name NOT LIKE 'replay:%') s "
+                      "  ON s.template_id = u.id WHERE u.name = t.name "
                       "  GROUP BY u.id ORDER BY max(s.started_at) DESC NULLS LAST, max(s.id) DESC, u.id DESC LIMIT 1) "
                       "ORDER BY name");
   std::vector<TemplateVersion> out;

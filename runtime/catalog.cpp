@@ -34,11 +34,11 @@ const std::vector<std::string>& builtin_ops() {
   return ops;
 }
 
-bool builtin_op(std::string_view op) {
+}  // namespace
+
+bool Catalog::builtin_op(std::string_view op) {
   return std::find(builtin_ops().begin(), builtin_ops().end(), op) != builtin_ops().end();
 }
-
-}  // namespace
 
 Catalog::Catalog(std::vector<std::unique_ptr<const templates::UserKernelTemplate>> user) : user_(std::move(user)) {
   for (const auto* t : templates::all_templates()) {

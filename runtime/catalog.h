@@ -28,6 +28,8 @@ class Catalog {
   const templates::KernelTemplate* find(const std::string& name) const;
   /// The template's current version hash (as records store it); empty when unknown.
   std::string version(const std::string& name) const;
+  /// Whether a built-in template implements this op (gemm, softmax, ...).
+  static bool builtin_op(std::string_view op);
   /// The user kernel whose op this is; nullptr for any other op.
   const templates::UserKernelTemplate* user_op(std::string_view op) const;
   /// A workload of a built-in op, or of a user kernel's op over its spec's sizes. Throws std::invalid_argument

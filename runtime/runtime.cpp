@@ -107,7 +107,9 @@ struct Runtime::Impl {
   std::mutex mu;  // guards everything below
   std::map<std::string, std::shared_ptr<const runtime::Choice>> choices;             // problem key ->
   std::map<std::pair<CUcontext, std::string>, Loaded> loaded;                      // (ctx, cubin key) ->
-  std::map<std::tuple<CUcontext, CUstream, size_t>, std::pair<CUdeviceptr, size_t>> workspaces;
+  /// (ctx, stream, template, buffer index) -> memory: a template's own, as a user kernel may leave its workspace in
+  /// any state its next launch reads (a built-in's split-K counters must be zero).
+  std::map<std::tuple<CUcontext, CUstream, std::string, size_t>, std::pair<CUdeviceptr, size_t>> workspaces;
   CUcontext primary = nullptr;  // retained when a launch found no current context
 
   Impl(const RuntimeOptions& o, runtime::Catalog c)
@@ -118,7 +120,7 @@ struct Runtime::Impl {
   std::shared_ptr<const runtime::Choice> choice_for(const Problem& p);
   CUcontext context();
   CUfunction function(CUcontext ctx, const runtime::Choice& c);
-  CUdeviceptr workspace(CUcontext ctx, CUstream stream, size_t index, size_t bytes);
+  CUdeviceptr workspace(CUcontext ctx, CUstream stream, const std::string& owner, size_t index, size_t bytes);
 };
 
 Runtime::Impl::~Impl() {
@@ -190,9 +192,12 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
     return "; " + std::to_string(it->second) + " record" + (it->second == 1 ? "" : "s") + " of " + p.op + " " +
            dtype + (it->second == 1 ? " was" : " were") + " left out as " + why;
   };
-  const std::string unknown =
-      left_out(tuned.unknown_by_op, "made by a template this runtime does not have (a kernel of your own: name its "
-                                    "files in RuntimeOptions::user_kernels)");
+  const std::string unknown = left_out(
+      tuned.unknown_by_op,
+      runtime::Catalog::builtin_op(p.op)
+          ? "made by a template this runtime does not have (another tuner build's: re-tune with this tuner)"
+          : "made by a template this runtime does not have (a kernel of your own: name its files in "
+            "RuntimeOptions::user_kernels)");
   try {
     w = catalog.parse(p.op, p.shape, dtype);
     if (!p.output_dtype.empty()) out = templates::dtype_from_string(p.output_dtype);
@@ -277,9 +282,10 @@ CUfunction Runtime::Impl::function(CUcontext ctx, const runtime::Choice& c) {
   return it->second.function;
 }
 
-CUdeviceptr Runtime::Impl::workspace(CUcontext ctx, CUstream stream, size_t index, size_t bytes) {
+CUdeviceptr Runtime::Impl::workspace(CUcontext ctx, CUstream stream, const std::string& owner, size_t index,
+                                     size_t bytes) {
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = workspaces[{ctx, stream, index}];
+  auto& slot = workspaces[{ctx, stream, owner, index}];
   if (slot.second >= bytes) return slot.first;
   const CudaDriver& d = cuda_driver();
   if (slot.first) {
@@ -388,7 +394,7 @@ Status Runtime::launch(const Problem& problem, const std::vector<const void*>& b
     CUcontext ctx = impl_->context();
     for (size_t i = 0; i < k.buffers.size(); ++i)
       if (k.buffers[i].workspace)
-        ptrs[i] = impl_->workspace(ctx, stream, i,
+        ptrs[i] = impl_->workspace(ctx, stream, c->tmpl->name(), i,
                                    static_cast<size_t>(k.buffers[i].elements) * templates::dtype_bytes(k.buffers[i].dtype));
     CUfunction fn = impl_->function(ctx, *c);
     std::vector<CUtensorMap> maps(k.tensor_maps.size());

@@ -50,7 +50,6 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
     int n = 0;
     double sum_ms = 0;
     int64_t last_id = 0;
-    std::string last_at;  ///< Its latest measurement's finished_at (ISO-8601: orders as text).
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Pooled> configs;
   for (const auto& r : store.history(f)) {
@@ -76,7 +75,6 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
     ++p.n;
     t.time_ms = p.sum_ms / p.n;
     p.last_id = std::max(p.last_id, r.trial.id);
-    p.last_at = std::max(p.last_at, r.trial.finished_at);
   }
   // Rank each group's configs and keep the best few.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Pooled*>> groups;
@@ -89,7 +87,6 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
       if (rounded(a->record.time_ms) != rounded(b->record.time_ms))
         return rounded(a->record.time_ms) < rounded(b->record.time_ms);
       if (a->n != b->n) return a->n > b->n;
-      if (a->last_at != b->last_at) return a->last_at < b->last_at;
       return a->last_id < b->last_id;
     });
     for (size_t i = 0; i < members.size() && i < kConfigsPerGroup; ++i) out.records.push_back(members[i]->record);

@@ -68,6 +68,8 @@ std::optional<db::ResultRow> best_writing(const std::vector<const db::ResultRow*
 
 }  // namespace
 
+std::string output_dtype_of(const db::ResultRow& r) { return OutputDtypes().of(r); }
+
 std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter& f) {
   OutputDtypes out;
   std::vector<BestConfig> result;

@@ -18,6 +18,10 @@ struct BestConfig {
   std::string output_dtype;  ///< "f16", "f32", ...; the workload's dtype when it cannot be told.
 };
 
+/// The dtype a recorded config writes its output in (the workload's when it cannot be told): `query --best` shows it
+/// where it differs from the workload's (an f16 GEMM config with OUT_F32).
+std::string output_dtype_of(const db::ResultRow& r);
+
 /// The best configs of the records `f` selects, in the order of run_best_per_workload.
 std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter& f);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tools/cli_common.h"
+#include "tools/best_configs.h"
 #include "tools/options.h"
 
 namespace tuner::cli {
@@ -171,11 +172,18 @@ int query_command(const std::vector<std::string>& args) {
     if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())
       std::cerr << "tuner: " << note << "\n";
   if (json) {
+    // A best record names the type its config writes (export --format best's output_dtype): an f16 GEMM's fastest
+    // config may write C in f32.
+    const auto best_json = [&](const db::ResultRow& r) {
+      nlohmann::ordered_json j = record_json(r, !history);
+      if (!history && r.trial.status == "ok") j["output_dtype"] = output_dtype_of(r);
+      return j;
+    };
     if (single) {
-      std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : record_json(rows.front())).dump(2) << "\n";
+      std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : best_json(rows.front())).dump(2) << "\n";
     } else {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& r : rows) out.push_back(record_json(r, !history));
+      for (const auto& r : rows) out.push_back(best_json(r));
       std::cout << out.dump(2) << "\n";
     }
     return rows.empty() && single ? 1 : 0;
@@ -190,7 +198,9 @@ int query_command(const std::vector<std::string>& args) {
     // mean), not its latest measurement; the trial is its latest.
     const double shown_ms = !history && ok && r.mean_time_ms > 0 ? r.mean_time_ms : t.time_ms;
     const double scale = ok && shown_ms > 0 ? t.time_ms / shown_ms : 1;
-    std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype,
+    const std::string writes = !history && ok ? output_dtype_of(r) : r.workload.dtype;
+    std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype +
+                                                              (writes != r.workload.dtype ? " (writes " + writes + ")" : ""),
                                     r.device_name, r.template_name + (fo.all_versions ? "@" + r.template_hash : ""),
                                     t.status,
                                     ok ? fixed(shown_ms, 4) + (t.estimate ? "*" : "") : "-",

@@ -5,7 +5,7 @@
 namespace tuner::cli {
 
 /// Bumped by hand with each release of the command-line program.
-inline constexpr const char* kProgramVersion = "0.4.0";
+inline constexpr const char* kProgramVersion = "0.5.0";
 
 }  // namespace tuner::cli
 

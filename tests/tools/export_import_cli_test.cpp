@@ -271,7 +271,7 @@ TEST_F(ExportImport, BestIsAVersionedDocumentOfWhatQueryBestShows) {
   ASSERT_EQ(e.code, 0) << e.err;
   const auto doc = Json::parse(slurp(file("best.json")));
   EXPECT_EQ(doc["format"], "tuner-best/1");
-  EXPECT_EQ(doc["producer"], "tuner 0.4.0");
+  EXPECT_EQ(doc["producer"], "tuner 0.5.0");
   const auto best = query_json(a_db(), "--best");
   ASSERT_EQ(doc["entries"].size(), best.size());
   ASSERT_EQ(best.size(), 1u);  // one workload, one device, one template
@@ -426,7 +426,7 @@ TEST_F(ExportImport, ImportRefusesATemplateTheRecordsDeviceCannotRun) {
 TEST_F(ExportImport, VersionNamesTheProgramTemplatesNvrtcAndDriver) {
   auto v = run("--version");
   ASSERT_EQ(v.code, 0) << v.err;
-  EXPECT_EQ(v.out.rfind("tuner 0.4.0\n", 0), 0u) << v.out;
+  EXPECT_EQ(v.out.rfind("tuner 0.5.0\n", 0), 0u) << v.out;
   EXPECT_NE(v.out.find("nvrtc: "), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("cuda driver: "), std::string::npos) << v.out;
   if (!std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libcuda.so.1")) {
@@ -437,7 +437,7 @@ TEST_F(ExportImport, VersionNamesTheProgramTemplatesNvrtcAndDriver) {
   auto j = run("version --json");
   ASSERT_EQ(j.code, 0) << j.err;
   const auto vj = Json::parse(j.out);
-  EXPECT_EQ(vj["version"], "0.4.0");
+  EXPECT_EQ(vj["version"], "0.5.0");
   EXPECT_FALSE(vj["nvrtc_version"].get<std::string>().empty());
   ASSERT_GE(vj["templates"].size(), 1u);
   for (const auto& t : vj["templates"]) {

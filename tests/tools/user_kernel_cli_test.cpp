@@ -266,6 +266,27 @@ TEST_F(UserKernelCli, TheTextTunedLastIsTheCurrentVersion) {
   EXPECT_NE(sessions.out.find("(older version)"), std::string::npos) << "the edited text's session: " << sessions.out;
 }
 
+// A replay of a recording of the first text stores its records under that text's version; it tunes no text, so the
+// edited text stays current (a replay made the old text current and hid what today's file measured).
+TEST_F(UserKernelCli, AReplayOfAnOldTextLeavesTheCurrentVersion) {
+  const std::string recording = (dir_ / "first.replay").string();
+  const auto a = run("tune --kernel " + kExample + "saxpy.cu --spec " + kExample + "saxpy.json --device sim:h100-sxm "
+                     "--trials all --quiet --replay-out " + recording + " --db " + db());
+  ASSERT_EQ(a.code, 0) << a.err;
+  const std::string edited = (dir_ / "saxpy.cu").string();
+  std::ofstream(edited) << slurp(kExample + "saxpy.cu") << "\n// an edit\n";
+  const auto b = run(tune(edited, kExample + "saxpy.json", "--json", 2));
+  ASSERT_EQ(b.code, 0) << b.err;
+  const std::string version = nlohmann::json::parse(b.out).at("template_version");
+  const std::string replay = "tune --kernel " + edited + " --spec " + kExample + "saxpy.json --device replay:" +
+                             recording + " --trials 4 --quiet --db " + db();
+  const auto r = run(replay);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto q = run("query --db " + db() + " --op saxpy_user --best --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  for (const auto& row : nlohmann::json::parse(q.out)) EXPECT_EQ(row["template_version"], version) << row.dump();
+}
+
 TEST_F(UserKernelCli, QueryChecksAUserOpsShapeAgainstItsRecordedSizes) {
   ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "", 2)).code, 0);
   const std::string before = slurp(db());

@@ -1,0 +1,32 @@
+// `query --best` names the type a best config writes its output in (`output_dtype` in JSON, "(writes f32)" in the
+// table) as `export --format best` does: an f16 GEMM's fastest config may write C in f32 (gemm_tc_mma's OUT_F32),
+// and a user reading only the query would deploy it for an f16 output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_fixture.h"
+
+namespace {
+
+using tuner_cli_test::Cli;
+
+TEST_F(Cli, QueryBestNamesTheOutputTypeExportBestGives) {
+  // OUT_F32 pinned to 1: every config writes f32.
+  ASSERT_EQ(run("tune --op gemm --dtype f16 --shape M=256,N=256,K=256 --device sim:h100-sxm --template gemm_tc_mma "
+                "--trials 4 --fix OUT_F32=1 --db " + db()).code, 0);
+  const auto q = run("query --best --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  const auto rows = nlohmann::json::parse(q.out);
+  ASSERT_EQ(rows.size(), 1u) << q.out;
+  EXPECT_EQ(rows[0].at("output_dtype"), "f32") << q.out;
+  const auto e = run("export --format best --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(nlohmann::json::parse(e.out).at("entries").at(0).at("output_dtype"), "f32");
+  const auto table = run("query --best --db " + db());
+  EXPECT_NE(table.out.find("f16 (writes f32)"), std::string::npos) << table.out;
+  const auto history = run("query --history --json --db " + db());
+  EXPECT_FALSE(nlohmann::json::parse(history.out).at(0).contains("output_dtype")) << "history rows are trials";
+}
+
+}  // namespace
