@@ -558,23 +558,27 @@ double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable&
   return s;
 }
 
-double Planner::stage_p2p_s(const Eval& e, const StageShape& shape, int stage) const {
+double Planner::stage_p2p_s(const Eval& e, const StageShape& shape, int stage,
+                            const std::vector<int64_t>* first_gpu) const {
   // Per micro-batch, b*s*h/tp (scatter-gather) per send: each of the rank's v chunks sends its activation forward
   // but the model's last chunk, and its input gradient backward but the model's first; so the first and the last
   // rank send 2v - 1 times (with v > 1 the last rank's other chunks feed rank 0's next ones), the others 2v.
   if (e.p <= 1) return 0;
   const double bytes = static_cast<double>(shape.micro_batch) * e.seq * model_.hidden * e.dsize / shape.tp;
-  if (e.v > 1 || shape.tp * shape.dp * e.c.cp != e.stage_size) {
+  const bool sizes_known = first_gpu && static_cast<int>(first_gpu->size()) == e.p + 1;
+  if (e.v > 1 || (shape.tp * shape.dp * e.c.cp != e.stage_size && !sizes_known)) {
     // Interleaved chunks pass every boundary, the last rank's back to the first: the slowest link sets the pace.
     const int sends = 2 * e.v - (stage == 0 ? 1 : 0) - (stage == e.p - 1 ? 1 : 0);
     return sends * p2p_s(cluster_, e.stage_cross_node, bytes);
   }
   // One chunk: the activation forward to the next stage, the gradient back to the previous, each across a node
-  // boundary or not. Boundary k (between stages k - 1 and k) pairs rank r with r + S for r in [(k-1)S, kS): it
-  // crosses when those ranks reach past a node.
+  // boundary or not. Boundary k (between stages k - 1 and k) pairs the ranks of stage k - 1 with those of stage k
+  // (r with r + S for r in [(k-1)S, kS) when every stage has S): it crosses when those ranks reach past a node.
   auto crosses = [&](int k) {
     const int64_t S = e.stage_size;
-    return ((k - 1) * S) / e.gpn != ((k + 1) * S - 1) / e.gpn;
+    const int64_t from = sizes_known ? (*first_gpu)[static_cast<size_t>(k - 1)] : (k - 1) * S;
+    const int64_t end = sizes_known ? (*first_gpu)[static_cast<size_t>(k + 1)] : (k + 1) * S;
+    return from / e.gpn != (end - 1) / e.gpn;
   };
   double s = 0;
   if (stage < e.p - 1) s += p2p_s(cluster_, crosses(stage + 1), bytes);
@@ -878,6 +882,11 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   plan.attention = opts_.cost.attention;
   plan.memory_capacity_bytes = e.usable;
   std::vector<double> stage_dp(p, 0), stage_opt(p, 0);
+  // Where each stage's GPUs start: its sends are priced per boundary whatever the stages' sizes.
+  std::vector<int64_t> first_gpu(static_cast<size_t>(p) + 1, 0);
+  for (int s = 0; s < p; ++s)
+    first_gpu[static_cast<size_t>(s) + 1] =
+        first_gpu[static_cast<size_t>(s)] + static_cast<int64_t>(tables[s]->shape.tp) * tables[s]->shape.dp * c.cp;
   for (int s = 0; s < p; ++s) {
     const LayerTable& t = *tables[s];
     const int i = starts[s], j = starts[s + 1];
@@ -887,7 +896,7 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     sp.gpus = t.shape.tp * t.shape.dp * c.cp;
     sp.mesh = tensor_mesh(cluster_, t.shape.tp);
     sp.memory_level = level[s];
-    const double p2p = stage_p2p_s(e, t.shape, s);
+    const double p2p = stage_p2p_s(e, t.shape, s, &first_gpu);
     // Entering the stage (a layout change or a resharding between shapes) replaces its first layer's own entry.
     const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i) - t.reshard[i] : 0.0;
     sp.time_per_micro_batch_s = t.time(i, j) + boundary + p2p;

@@ -246,7 +246,12 @@ class Planner {
   /// Per-layer costs of `shape` with the layer ILP's memory row (states + outputs per layer) capped at budget.
   bool fill_table(const Eval& e, const StageShape& shape, double budget, LayerTable& out);
   MemoryBreakdown stage_memory(const Eval& e, const LayerTable& t, int stage, int i, int j) const;
-  double stage_p2p_s(const Eval& e, const StageShape& shape, int stage) const;
+  /// A stage's pipeline sends per micro-batch. `first_gpu` (p + 1 entries: where each stage's GPUs start, the last the
+  /// total), when the stages' sizes are known, prices a one-chunk pipeline of unequal stages per boundary too; without
+  /// it (the stage DP, which does not know its neighbours' sizes) such a pipeline pays the network on every send
+  /// once any boundary crosses a node.
+  double stage_p2p_s(const Eval& e, const StageShape& shape, int stage,
+                     const std::vector<int64_t>* first_gpu = nullptr) const;
   /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
   double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
   /// The stages a plan may not choose: the one the export's engine computes itself (engine_fixed_partition,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/parallel/cluster_spec.h"
+#include "search/parallel/collective_cost.h"
 #include "search/parallel/model_spec.h"
 #include "search/parallel/plan_json.h"
 #include "search/parallel/planner.h"
@@ -147,6 +148,21 @@ TEST(UnequalStages, HeavyLayerGetsMoreGpusAndBeatsEveryUniformPlan) {
     if (plan.stages[s].gpus < plan.stages[s - 1].gpus) {
       EXPECT_GT(plan.stages[s].time.reshard_s, 0) << s;
     }
+  // Each stage's sends are priced at its own boundaries' links: a boundary whose two stages' GPUs stay inside a node
+  // is NVLink, the others the network (every send paid the network once any boundary crossed a node).
+  std::vector<int64_t> first_gpu = {0};
+  for (const StagePlan& s : plan.stages) first_gpu.push_back(first_gpu.back() + s.gpus);
+  const auto crosses = [&](size_t k) { return first_gpu[k - 1] / 8 != (first_gpu[k + 1] - 1) / 8; };
+  bool some_inside = false;
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const StagePlan& st = plan.stages[s];
+    const double bytes = static_cast<double>(st.shape.micro_batch) * 2048 * 4096 * 2 / st.shape.tp;
+    double want = 0;
+    if (s + 1 < plan.stages.size()) want += p2p_s(c, crosses(s + 1), bytes), some_inside |= !crosses(s + 1);
+    if (s > 0) want += p2p_s(c, crosses(s), bytes);
+    EXPECT_NEAR(st.time.pp_p2p_s, cfg.num_micro_batches * want, 1e-9 * cfg.num_micro_batches * want) << "stage " << s;
+  }
+  EXPECT_TRUE(some_inside) << "the case shows a boundary inside a node";
   // The JSON reports every stage's GPUs.
   const auto j = plan_to_json(plan, g, c, 256);
   int json_sum = 0;

@@ -406,7 +406,7 @@ TEST_F(PlanCli, HugeNumbersAreRefusedWithTheirLimits) {
                  "at most 1,048,576 GPUs in a cluster");
   std::ofstream(path("mem.json")) << R"({"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm", "memory_gb": 1e30,
       "intra_node": {"bandwidth_gbps": 450}})";
-  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("mem.json"), "memory_gb", "too large", "<= 100000");
+  EXPECT_REFUSED("--model gpt3-350m --cluster " + path("mem.json"), "memory_gb", "too large", "<= 160");
   EXPECT_REFUSED("--model gpt3-350m --cluster dgx-h100:268435456", "268435456", "1..131,072 nodes",
                  "1,048,576 GPUs");
   std::ofstream(path("moe.json")) << R"({"seq": 64, "layers": [{"ops": [{"name": "m", "type": "moe_ffn", "in": 64, "out": 64,
