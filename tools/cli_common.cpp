@@ -1,6 +1,7 @@
 #include "tools/cli_common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -308,8 +309,40 @@ std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilte
   return rows;
 }
 
+int natural_compare(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      // Without leading zeros a longer run of digits is the larger number (shapes never have them).
+      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      x.remove_prefix(std::min(x.find_first_not_of('0'), x.size()));
+      y.remove_prefix(std::min(y.find_first_not_of('0'), y.size()));
+      if (x.size() != y.size()) return x.size() < y.size() ? -1 : 1;
+      if (const int c = x.compare(y); c != 0) return c < 0 ? -1 : 1;
+      i = ie, j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j] ? -1 : 1;
+    ++i, ++j;
+  }
+  if (i == a.size() && j == b.size()) return 0;
+  return i == a.size() ? -1 : 1;
+}
+
 std::vector<db::ResultRow> run_best_per_workload(const db::TuningDb& db, const RecordFilter& f) {
-  auto rows = per_name(f, [&](const db::QueryFilter& q) { return db.best_per_workload(q); });
+  // In the workloads' order with their sizes compared as numbers (M=512 before M=2048, C=64 before C=128), then
+  // the limit: the database orders shapes as text.
+  RecordFilter all = f;
+  all.filter.limit = 0;
+  auto rows = per_name(all, [&](const db::QueryFilter& q) { return db.best_per_workload(q); });
+  std::stable_sort(rows.begin(), rows.end(), [](const db::ResultRow& a, const db::ResultRow& b) {
+    if (a.workload.op != b.workload.op) return a.workload.op < b.workload.op;
+    if (const int c = natural_compare(a.workload.shape, b.workload.shape); c != 0) return c < 0;
+    return a.workload.dtype < b.workload.dtype;
+  });
   if (f.filter.limit > 0 && rows.size() > static_cast<size_t>(f.filter.limit)) rows.resize(f.filter.limit);
   return rows;
 }

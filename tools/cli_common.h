@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,8 @@ std::vector<db::TemplateVersion> current_template_versions(const db::TuningDb& d
 /// replay:FILE (the recording's device) and cuda:N (compute capability and SM count of that GPU). A cuda:N
 /// without a GPU, or a name nothing recorded, is a UsageError that lists the recorded names.
 RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningDb& db);
+/// Compares two strings with their runs of digits as numbers ("M=512,.." before "M=2048,.."): -1, 0 or 1.
+int natural_compare(std::string_view a, std::string_view b);
 
 /// Runs f as history() (oldest first) or best_per_workload(), once per device name when it has several.
 std::vector<db::ResultRow> run_history(const db::TuningDb& db, const RecordFilter& f);

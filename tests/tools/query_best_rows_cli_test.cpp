@@ -1,4 +1,4 @@
-// `query --best` names the type a best config writes its output in (`output_dtype` in JSON, "(writes f32)" in the
+// `query --best` orders sizes as numbers and names the type a best config writes its output in (`output_dtype` in JSON, "(writes f32)" in the
 // table) as `export --format best` does: an f16 GEMM's fastest config may write C in f32 (gemm_tc_mma's OUT_F32),
 // and a user reading only the query would deploy it for an f16 output.
 #include <gtest/gtest.h>
@@ -27,6 +27,25 @@ TEST_F(Cli, QueryBestNamesTheOutputTypeExportBestGives) {
   EXPECT_NE(table.out.find("f16 (writes f32)"), std::string::npos) << table.out;
   const auto history = run("query --history --json --db " + db());
   EXPECT_FALSE(nlohmann::json::parse(history.out).at(0).contains("output_dtype")) << "history rows are trials";
+}
+
+// Sizes compare as numbers in `query --best` and `export --format best` (the database orders shapes as text:
+// cols=2048 came before cols=512).
+TEST_F(Cli, BestRowsOrderShapesBySizeNotText) {
+  for (const char* shape : {"rows=64,cols=2048", "rows=64,cols=512", "rows=64,cols=10000"})
+    ASSERT_EQ(run(std::string("tune --op softmax --shape ") + shape + " --device sim:h100-sxm --trials 2 --db " + db())
+                  .code,
+              0);
+  const auto q = run("query --best --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  std::vector<std::string> shapes;
+  for (const auto& row : nlohmann::json::parse(q.out)) shapes.push_back(row.at("shape"));
+  EXPECT_EQ(shapes, (std::vector<std::string>{"rows=64,cols=512", "rows=64,cols=2048", "rows=64,cols=10000"}));
+  const auto limited = run("query --best --json --limit 1 --db " + db());
+  EXPECT_EQ(nlohmann::json::parse(limited.out).at(0).at("shape"), "rows=64,cols=512") << "the limit after the order";
+  const auto e = run("export --format best --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(nlohmann::json::parse(e.out).at("entries").at(2).at("shape"), "rows=64,cols=10000");
 }
 
 }  // namespace
