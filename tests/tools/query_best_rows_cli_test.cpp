@@ -1,6 +1,7 @@
-// `query --best` orders sizes as numbers and names the type a best config writes its output in (`output_dtype` in JSON, "(writes f32)" in the
-// table) as `export --format best` does: an f16 GEMM's fastest config may write C in f32 (gemm_tc_mma's OUT_F32),
-// and a user reading only the query would deploy it for an f16 output.
+// `query --best`'s rows as a user reads them: the type a best config writes its output in (`output_dtype` in JSON,
+// "(writes f32)" in the table) as `export --format best` gives it (an f16 GEMM's fastest config may write C in f32,
+// gemm_tc_mma's OUT_F32, and a user reading only the query would deploy it for an f16 output), and shapes ordered
+// with their sizes as numbers.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
