@@ -265,7 +265,10 @@ sql::Connection open_read_only(const std::string& path) {
                   "database file", DbError::Kind::kBadPath);
   sql::Connection conn = open_read_only_connection(path);
   const int version = read_schema_version(conn);
-  if (version == 0) throw DbError("database '" + path + "' is not a tuner database (it is empty)", DbError::Kind::kCorrupt);
+  if (version == 0)
+    throw DbError("database '" + path + "' is not a tuner database (it has no tables: empty, or being created by "
+                  "another tuner this moment, then retry); allowed: a database `tuner tune` or `tuner import` made",
+                  DbError::Kind::kCorrupt);
   if (version > TuningDb::kSchemaVersion) throw newer_error(path, version);
   if (version < TuningDb::kSchemaVersion) {
     // An older file is read through an in-memory copy brought to this version: the file is not changed.

@@ -38,7 +38,7 @@ int query_command(const std::vector<std::string>& args) {
       ("history", "every trial, oldest first")
       ("sessions", "the tuning sessions, newest first")
       ("plans", "the parallel plans logged by `tuner plan`, newest first")
-      ("session", po::value(&session)->default_value(0), "only trials of this session id")
+      ("session", po::value(&session), "only trials of this session id")
       ("all-versions", "include records of older template versions")
       ("limit", po::value(&fo.limit)->default_value(0), "at most this many rows (0: all)")
       ("json", "one JSON document on stdout");
@@ -115,6 +115,16 @@ int query_command(const std::vector<std::string>& args) {
       if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
     }
     if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
+  if (rows.empty() && session > 0) {
+    // A session id that does not exist matches nothing, like a filter that excludes every trial: say which it is.
+    const auto all = db->sessions(db::QueryFilter{});
+    if (std::none_of(all.begin(), all.end(), [&](const db::SessionRow& s) { return s.id == session; }))
+      std::cerr << "tuner: there is no session " << session << " in '" << db_path << "'"
+                << (all.empty() ? std::string(" (it has none)")
+                                : " (its sessions are " + std::to_string(all.back().id) + " .. " +
+                                      std::to_string(all.front().id) + ": `tuner query --sessions` lists them)")
+                << "\n";
+  }
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& s : rows)
@@ -168,6 +178,16 @@ int query_command(const std::vector<std::string>& args) {
 
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
   if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
+  if (rows.empty() && session > 0) {
+    // A session id that does not exist matches nothing, like a filter that excludes every trial: say which it is.
+    const auto all = db->sessions(db::QueryFilter{});
+    if (std::none_of(all.begin(), all.end(), [&](const db::SessionRow& s) { return s.id == session; }))
+      std::cerr << "tuner: there is no session " << session << " in '" << db_path << "'"
+                << (all.empty() ? std::string(" (it has none)")
+                                : " (its sessions are " + std::to_string(all.back().id) + " .. " +
+                                      std::to_string(all.front().id) + ": `tuner query --sessions` lists them)")
+                << "\n";
+  }
   if (rows.empty())
     if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())
       std::cerr << "tuner: " << note << "\n";

@@ -49,4 +49,15 @@ TEST_F(Cli, BestRowsOrderShapesBySizeNotText) {
   EXPECT_EQ(nlohmann::json::parse(e.out).at("entries").at(2).at("shape"), "rows=64,cols=10000");
 }
 
+// A session id that does not exist matched nothing without a word, like a filter that excludes every trial.
+TEST_F(Cli, ASessionThatDoesNotExistIsNamed) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 2 --db " + db()).code, 0);
+  const auto none = run("query --session 99 --db " + db());
+  EXPECT_EQ(none.code, 0);
+  EXPECT_NE(none.err.find("there is no session 99"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("its sessions are 1 .. 1"), std::string::npos) << none.err;
+  const auto one = run("query --session 1 --db " + db());
+  EXPECT_EQ(one.err.find("there is no session"), std::string::npos) << one.err;
+}
+
 }  // namespace
