@@ -77,7 +77,9 @@ const templates::UserKernelTemplate* Catalog::user_op(std::string_view op) const
 }
 
 templates::Workload Catalog::parse(std::string_view op, std::string_view shape, std::string_view dtype) const {
-  if (const auto* u = user_op(op)) return templates::parse_workload_of(op, u->size_names(), shape, dtype);
+  // A user kernel's sizes go to 2^40, as its spec's and `tune --shape`'s do.
+  if (const auto* u = user_op(op))
+    return templates::parse_workload_of(op, u->size_names(), shape, dtype, int64_t{1} << 40);
   if (!builtin_op(op)) {
     std::string allowed;
     for (const auto& o : builtin_ops()) allowed += (allowed.empty() ? "" : ", ") + o;

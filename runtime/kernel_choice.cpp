@@ -98,10 +98,15 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
     double size = 1;
     for (const auto& [name, v] : tuned.dims)
       if (v > 0) size *= static_cast<double>(v);
-    const double per_size = r.time_ms > 0 ? r.time_ms / size : std::numeric_limits<double>::infinity();
+    // The time to 1e-9 ms (query's ROUND(mean, 9)) over the size: within one shape equal means tie exactly.
+    const double per_size = r.time_ms > 0 ? static_cast<double>(std::llround(r.time_ms * 1e9)) / size
+                                          : std::numeric_limits<double>::infinity();
     candidates.push_back({&r, *d, per_size});
   }
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+  // Stable, and one shape's times compared as query --best compares them (to 1e-9 ms): the records come ranked as
+  // query ranks them (tuned_records.cpp: the mean, then the count of measurements, then storage order), and a tie
+  // must keep that order, or a database and its best-configs export launch different configs.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.distance, a.time_per_size, a.record->shape, a.record->template_name) <
            std::tie(b.distance, b.time_per_size, b.record->shape, b.record->template_name);
   });

@@ -204,6 +204,11 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   } catch (const std::invalid_argument& e) {
     throw Failure(Status::kInvalidArgument, e.what() + unknown);
   }
+  // A user kernel has its spec's dtype only: another is a wrong question, not a missing record.
+  if (const auto* u = catalog.user_op(p.op); u && u->spec().dtype != w.dtype)
+    throw Failure(Status::kInvalidArgument, p.op + " is a kernel of your own whose spec's dtype is " +
+                                                templates::to_string(u->spec().dtype) + ", not " + dtype +
+                                                "; allowed: " + templates::to_string(u->spec().dtype));
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
   if (!c)

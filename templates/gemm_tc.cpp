@@ -4,6 +4,8 @@
 #include <cmath>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 namespace tuner::templates {
 
 namespace {
@@ -213,6 +215,19 @@ std::vector<search::Constraint> tc_warp_tile_constraints(const DeviceLimits& lim
          return (v["BM"] * v["BK"] / 8) % threads == 0 && (v["BK"] * v["BN"] / 8) % threads == 0;
        }},
   };
+}
+
+DType gemm_output_dtype(const Workload& w, const std::string& config_json) {
+  try {
+    const auto j = nlohmann::json::parse(config_json);
+    if (j.is_object() && j.value("OUT_F32", 0) == 1) return DType::kF32;
+  } catch (const nlohmann::json::exception&) {  // not a config: the workload's, as instantiate cannot say
+  }
+  return w.dtype;
+}
+
+DType GemmTcTemplate::output_dtype(const Workload& w, const std::string& config_json) const {
+  return gemm_output_dtype(w, config_json);
 }
 
 }  // namespace tuner::templates

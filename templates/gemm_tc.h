@@ -29,6 +29,8 @@ class GemmTcTemplate final : public KernelTemplate {
                                    const Workload& w) const override;
   KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                              const Workload& w) const override;
+  /// OUT_F32 = 1: C in fp32.
+  DType output_dtype(const Workload& w, const std::string& config_json) const override;
 
   static TcTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
   /// Max |out - ref| / max |ref| that passes for an operand dtype.
@@ -37,6 +39,9 @@ class GemmTcTemplate final : public KernelTemplate {
  private:
   bool batched_;
 };
+
+/// The dtype a tensor-core GEMM config writes C in: f32 with OUT_F32 = 1, else the workload's (both templates).
+DType gemm_output_dtype(const Workload& w, const std::string& config_json);
 
 /// A GEMM workload's dimensions (batch 1 for the `gemm` op), shared by the tensor-core GEMM templates.
 struct GemmDims {

@@ -323,4 +323,8 @@ KernelInstance GemmWgmmaTemplate::instantiate(const search::ConfigSpace& space, 
   return k;
 }
 
+DType GemmWgmmaTemplate::output_dtype(const Workload& w, const std::string& config_json) const {
+  return gemm_output_dtype(w, config_json);
+}
+
 }  // namespace tuner::templates

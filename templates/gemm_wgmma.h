@@ -36,6 +36,8 @@ class GemmWgmmaTemplate final : public KernelTemplate {
                                    const Workload& w) const override;
   KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                              const Workload& w) const override;
+  /// OUT_F32 = 1: C in fp32.
+  DType output_dtype(const Workload& w, const std::string& config_json) const override;
 
   static WgmmaTiling tiling(const search::ConfigSpace& space, const search::Config& c, DType d);
 

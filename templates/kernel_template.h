@@ -117,6 +117,13 @@ class KernelTemplate {
   /// The instance of a valid config of `space` (its profile equals profile(space, c, w)).
   virtual KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                                      const Workload& w) const = 0;
+  /// The dtype a recorded config (its knobs as JSON text) writes its output in, from the knobs alone (no space is
+  /// built: `query --best` asks it of every row): the workload's unless a knob says otherwise. Agrees with
+  /// instantiate()'s output buffer (tests/templates/output_dtype_test.cpp).
+  virtual DType output_dtype(const Workload& w, const std::string& config_json) const {
+    (void)config_json;
+    return w.dtype;
+  }
 };
 
 /// The NVRTC architecture an instance compiles for on a device: limits.arch, or its

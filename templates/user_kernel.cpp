@@ -175,6 +175,13 @@ std::string UserKernelTemplate::source_text() const {
   return spec_.kernel_text + "\n" + spec_.header_digests + "// spec: " + f.dump() + "\n";
 }
 
+DType UserKernelTemplate::output_dtype(const Workload& w, const std::string& config_json) const {
+  (void)config_json;
+  for (const auto& b : spec_.buffers)
+    if (b.role == "output") return b.dtype;
+  return w.dtype;
+}
+
 Workload UserKernelTemplate::workload() const { return Workload{spec_.name, spec_.sizes, spec_.dtype}; }
 
 std::optional<std::string> UserKernelTemplate::unsupported(const Workload& w) const {
@@ -327,7 +334,10 @@ LaunchGeometry UserKernelTemplate::launch_for(const UserLaunch& l, const ExprSco
   }
   if (spec_.shared_bytes) {
     const int64_t b = spec_.shared_bytes->eval(s);
-    g.dynamic_shared_bytes = b >= 0 && b <= (int64_t{1} << 30) ? static_cast<int>(b) : -1;
+    // Out of range either way is refused by the launch check, which names the value: clamped to its bounds' far
+    // side so that a negative value reads as one (it read "-1" for "0 - 8").
+    g.dynamic_shared_bytes = b < 0 ? static_cast<int>(std::max<int64_t>(b, INT32_MIN))
+                                   : static_cast<int>(std::min<int64_t>(b, int64_t{1} << 30 | 1));
   }
   return g;
 }

@@ -36,6 +36,8 @@ class UserKernelTemplate final : public KernelTemplate {
                                    const Workload& w) const override;
   KernelInstance instantiate(const search::ConfigSpace& space, const search::Config& c,
                              const Workload& w) const override;
+  /// The spec's first output buffer's dtype.
+  DType output_dtype(const Workload& w, const std::string& config_json) const override;
 
   /// The workload of the spec's sizes (op = name, dims = sizes, dtype).
   Workload workload() const;

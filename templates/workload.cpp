@@ -144,7 +144,8 @@ std::vector<std::string> shape_dimension_names(std::string_view shape) {
 
 namespace {
 
-Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view shape, std::string_view dtype) {
+Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view shape, std::string_view dtype,
+                    int64_t max_size = (int64_t{1} << 31) - 1) {
   const std::string expected = join(spec.required) + (spec.optional.empty() ? "" : "[,dilation=..]");
 
   std::map<std::string, int64_t> given;
@@ -165,14 +166,16 @@ Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view sh
     int64_t v = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (ec == std::errc::result_out_of_range && end == value.data() + value.size())
-      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most 2147483647)");
+      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most " +
+                                  std::to_string(max_size) + ")");
     if (ec != std::errc() || end != value.data() + value.size())
       throw std::invalid_argument("dimension " + name + "='" + value + "' is not an integer");
     bool may_be_zero = (name == "pad");
     if (v < 0 || (v == 0 && !may_be_zero))
       throw std::invalid_argument("dimension " + name + "=" + value + " must be " + (may_be_zero ? "non-negative" : "positive"));
-    if (v > (int64_t{1} << 31) - 1)
-      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most 2147483647)");
+    if (v > max_size)
+      throw std::invalid_argument("dimension " + name + "=" + value + " is too large (at most " +
+                                  std::to_string(max_size) + ")");
     if (!given.emplace(name, v).second)
       throw std::invalid_argument("dimension '" + name + "' given twice in '" + s + "'");
     if (comma == std::string::npos) break;
@@ -199,12 +202,14 @@ Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view sh
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype) {
   const OpDims* found = find_op(op);
   if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
-  return parse_dims(*found, op, shape, dtype);
+  // A registered op is a user kernel's: its sizes go to 2^40, as its spec's do.
+  const bool builtin = std::any_of(op_table().begin(), op_table().end(), [&](const OpDims& o) { return o.op == op; });
+  return parse_dims(*found, op, shape, dtype, builtin ? (int64_t{1} << 31) - 1 : int64_t{1} << 40);
 }
 
 Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,
-                           std::string_view dtype) {
-  return parse_dims(OpDims{std::string(op), dims, {}}, op, shape, dtype);
+                           std::string_view dtype, int64_t max_size) {
+  return parse_dims(OpDims{std::string(op), dims, {}}, op, shape, dtype, max_size);
 }
 
 }  // namespace tuner::templates

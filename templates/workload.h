@@ -60,8 +60,8 @@ double compulsory_bytes(const Workload& w);
 /// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).
 Workload parse_workload(std::string_view op, std::string_view shape, std::string_view dtype);
 /// The same for an op whose dimension names the caller knows (a user kernel's sizes, in its spec's order), whether
-/// or not it is registered.
+/// or not it is registered, with sizes up to max_size (a user kernel's spec allows 2^40).
 Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,
-                           std::string_view dtype);
+                           std::string_view dtype, int64_t max_size = (int64_t{1} << 31) - 1);
 
 }  // namespace tuner::templates

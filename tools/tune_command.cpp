@@ -384,9 +384,14 @@ int tune_command(const std::vector<std::string>& args) {
       if (const auto why = user ? user->launch_error(opt.workload) : std::nullopt)
         throw UsageError("--spec " + spec_path + ": the launch of " + tmpl->name() + " cannot be computed: " + *why +
                          "; allowed: launch expressions that evaluate for the knobs' values");
-      throw UsageError("--spec " + spec_path + ": no config of " + tmpl->name() + " meets the spec's constraints and " +
-                       device.spec + "'s limits (" + (user ? user->no_config_reason(opt.workload, device.limits) : "") +
-                       "); allowed: knob values that leave at least one launchable config");
+      // At sizes --shape gave, the sizes are the likelier culprit than the spec (R % TILE == 0 at R=3000).
+      throw UsageError((shape.empty() ? "--spec " + spec_path + ": no config of "
+                                      : "--shape " + shape + " (spec " + spec_path + "): no config of ") +
+                       tmpl->name() + " meets the spec's constraints and " + device.spec + "'s limits" +
+                       (shape.empty() ? "" : " at " + opt.workload.shape_string()) + " (" +
+                       (user ? user->no_config_reason(opt.workload, device.limits) : "") + "); allowed: " +
+                       (shape.empty() ? "knob values that leave at least one launchable config"
+                                      : "sizes at which some config meets them, or knob values that do"));
     }
     if (user_kernel && !device.replay) check_user_reference_compiles(*tmpl, space, opt.workload, device, kernel_path);
     // A replay device answers for the configs it recorded: the session's space is those.

@@ -136,8 +136,9 @@ class TUNER_API Runtime {
   /// Compiles (first time) and launches the chosen config on `stream` (nullptr: the default stream)
   /// in the calling thread's current CUDA context (else the device's primary context). `buffers` are
   /// the device pointers of choice.buffers, in order; workspaces the kernel needs are the runtime's (zeroed once,
-  /// as tuning checked: a kernel leaves its workspace as its next launch needs it). A user kernel's int scalar
-  /// arguments are its spec's formulas at the problem's sizes and the config's knobs.
+  /// as tuning checked: a kernel leaves its workspace as its next launch needs it). A user kernel's launch is its
+  /// spec's grid, block and shared-memory formulas at the problem's sizes and the config's knobs, and its int scalar
+  /// arguments its spec's formulas at the problem's sizes.
   /// Asynchronous like any launch: errors of the kernel itself show at the next synchronisation.
   Status launch(const Problem& problem, const std::vector<const void*>& buffers, CUstream_st* stream) noexcept;
 
