@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -66,15 +65,11 @@ Connection::Connection(const std::string& path, OpenMode mode) : path_(path) {
     throw DbError("cannot open database '" + path + "': " + reason, error_kind(rc));
   }
   sqlite3_extended_result_codes(raw, 1);
-  if (mode == OpenMode::kQueryOnly) {
-    check(sqlite3_exec(raw, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), "query_only");
-    // A -wal with content (a writer killed before it checkpointed) would be checkpointed into the file when this,
-    // the last connection, closes: `query` and `report` rewrote a database they only read. It stays a -wal; an empty
-    // one is removed on close as before.
-    std::error_code ec;
-    const auto wal = std::filesystem::file_size(path + "-wal", ec);
-    if (!ec && wal > 0) check(sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr), "no_ckpt_on_close");
-  }
+  // Query-only, the last connection to close still checkpoints a -wal a writer left (killed, or still reading when
+  // it ended) into the file: the contents stay the same, and the file alone then holds every commit. Leaving the
+  // -wal alone (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE) was tried: commits then stayed in the -wal until the next writer,
+  // and a copy of the file alone lost them.
+  if (mode == OpenMode::kQueryOnly) check(sqlite3_exec(raw, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), "query_only");
   // SQLite opens a write-protected file read-only without saying so; a writer must know now.
   if (!read_only_ && sqlite3_db_readonly(raw, "main") == 1)
     throw DbError("database '" + path + "' is read-only (the file is write-protected); allowed: a writable file",

@@ -687,37 +687,3 @@ TEST(TuningDbV3, PlansAreListedNewestFirst) {
 
 }  // namespace
 }  // namespace tuner::db
-
-namespace tuner::db {
-namespace {
-
-using namespace tuner::db::test;  // NOLINT: the fixture is this file's vocabulary
-
-// A writer killed before it checkpointed leaves its commits in the -wal: reading them must not write them into the
-// file (`query` and `report` only read; the last connection's close used to checkpoint).
-TEST(TuningDb, ReadingADatabaseWithAWalLeftBehindDoesNotRewriteIt) {
-  TempDir dir;
-  const std::string path = dir.file("live.db"), copy = dir.file("crashed.db");
-  Fixture fx(path);
-  std::vector<TrialRecord> batch{ok_trial("{\"c\":1}", 0.5), ok_trial("{\"c\":2}", 0.4)};
-  fx.db.add_trials(fx.session, batch);
-  // The files as a kill -9 leaves them: the writer is still open, its commits only in the -wal.
-  std::filesystem::copy_file(path, copy);
-  std::filesystem::copy_file(path + "-wal", copy + "-wal");
-  ASSERT_GT(std::filesystem::file_size(copy + "-wal"), 0u);
-  auto bytes = [](const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string before = bytes(copy);
-  {
-    const TuningDb reader = TuningDb::open_existing(copy);
-    EXPECT_EQ(reader.history({}).size(), 2u) << "the -wal's commits are read";
-  }
-  EXPECT_EQ(bytes(copy), before) << "the main file was rewritten by a read";
-  EXPECT_GT(std::filesystem::file_size(copy + "-wal"), 0u);
-  EXPECT_EQ(TuningDb::open_existing(copy).history({}).size(), 2u) << "and read again from the -wal";
-}
-
-}  // namespace
-}  // namespace tuner::db
