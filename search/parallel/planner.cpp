@@ -544,7 +544,8 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
   return mb;
 }
 
-double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const {
+double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l,
+                        std::optional<bool> cross_node) const {
   const double sample = static_cast<double>(e.seq) * model_.hidden * e.dsize;
   double s = layer_entry_s(cluster_, prev, cur, l, sample);
   // Stages of unequal GPU counts: the sender's p2p (stage_p2p_s) moves its share of the pipeline micro-batch per
@@ -552,8 +553,8 @@ double Planner::entry_s(const Eval& e, const LayerTable& prev, const LayerTable&
   const int from = prev.shape.tp * prev.shape.dp, to = cur.shape.tp * cur.shape.dp;
   if (to < from && e.p > 1) {
     const double pipeline_seqs = static_cast<double>(prev.shape.micro_batch) * prev.shape.dp;
-    s += 2 * e.v * (p2p_s(cluster_, e.stage_cross_node, pipeline_seqs * sample / to) -
-                    p2p_s(cluster_, e.stage_cross_node, pipeline_seqs * sample / from));
+    const bool cross = cross_node.value_or(e.stage_cross_node);
+    s += 2 * e.v * (p2p_s(cluster_, cross, pipeline_seqs * sample / to) - p2p_s(cluster_, cross, pipeline_seqs * sample / from));
   }
   return s;
 }
@@ -898,7 +899,8 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     sp.memory_level = level[s];
     const double p2p = stage_p2p_s(e, t.shape, s, &first_gpu);
     // Entering the stage (a layout change or a resharding between shapes) replaces its first layer's own entry.
-    const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i) - t.reshard[i] : 0.0;
+    const bool cross = s > 0 && first_gpu[static_cast<size_t>(s) - 1] / e.gpn != (first_gpu[static_cast<size_t>(s) + 1] - 1) / e.gpn;
+    const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i, e.v > 1 ? e.stage_cross_node : cross) - t.reshard[i] : 0.0;
     sp.time_per_micro_batch_s = t.time(i, j) + boundary + p2p;
     sp.params_per_device = t.params_of(i, j);
     sp.memory = stage_memory(e, t, s, i, j);
@@ -939,8 +941,8 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
   // A tied embedding over a pipeline: the first and the last stage each hold a copy, and after the backward the two
   // copies' gradients are all-reduced between them (Megatron-LM's embedding group, DeepSpeed's tied modules), exposed.
   if (tied_.tied() && p > 1) {
-    // The last stage starts (p - 1) stages of tp x cp x dp GPUs in: on another node once that reaches a node.
-    const int64_t last_start = static_cast<int64_t>(p - 1) * c.tp * c.cp * c.dp;
+    // The last stage starts where the stages before it end: on another node once that reaches a node.
+    const int64_t last_start = first_gpu[static_cast<size_t>(p) - 1];
     const double s = all_reduce_s(cluster_, CommGroup{2, last_start >= e.gpn ? 1 : 2},
                                   tables[0]->tied_params * e.bytes.gradient_reduce);
     stage_dp[0] += s;

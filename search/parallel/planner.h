@@ -253,7 +253,10 @@ class Planner {
   double stage_p2p_s(const Eval& e, const StageShape& shape, int stage,
                      const std::vector<int64_t>* first_gpu = nullptr) const;
   /// Entering layer l (run from `cur`) after layer l - 1 (run from `prev`), per micro-batch: layer_entry_s.
-  double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l) const;
+  /// `cross_node`: whether the boundary's sends cross a node (known once the stages' sizes are; else whether any
+  /// boundary of the pipeline does).
+  double entry_s(const Eval& e, const LayerTable& prev, const LayerTable& cur, int l,
+                 std::optional<bool> cross_node = std::nullopt) const;
   /// The stages a plan may not choose: the one the export's engine computes itself (engine_fixed_partition,
   /// cached per pp and method: DeepSpeed's "parameters", or with `uniform` its "uniform"), else with
   /// `uniform` the even split; empty when the stage DP chooses.
