@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "templates/launch_check.h"
+
 
 namespace tuner::runtime {
 
@@ -58,7 +60,15 @@ std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const temp
     const search::ConfigSpace space = tmpl->space(w, limits);
     const search::Config config = space.from_json(nlohmann::json::parse(c.record->config_json));
     if (auto why = space.violation(config)) {
-      *last_reason = "config of " + c.record->shape + " is invalid here: " + *why;
+      // The rule it breaks names no value ("block and grid within the device's limits"); its launch at the asked
+      // shape does, where it can be computed ("grid y 100000 > 65535").
+      std::string detail = *why;
+      try {
+        if (auto launch = templates::launch_problem(tmpl->instantiate(space, config, w).launch, 0, 0, limits))
+          detail = *launch;
+      } catch (const std::exception&) {
+      }
+      *last_reason = "config of " + c.record->shape + " is invalid here: " + detail;
       return std::nullopt;
     }
     Choice out{c.record, tmpl, config, tmpl->instantiate(space, config, w), c.distance == 0};

@@ -209,6 +209,9 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
     throw Failure(Status::kInvalidArgument, p.op + " is a kernel of your own whose spec's dtype is " +
                                                 templates::to_string(u->spec().dtype) + ", not " + dtype +
                                                 "; allowed: " + templates::to_string(u->spec().dtype));
+  // Nor can it take every size its spec parses (an int argument past 2^31, a buffer past 2^36 elements).
+  if (const auto* u = catalog.user_op(p.op))
+    if (auto why = u->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
   if (!c)
