@@ -67,6 +67,17 @@ int query_command(const std::vector<std::string>& args) {
   auto& f = rf.filter;
   if (session > 0) f.session_id = session;
   const bool json = vm.count("json") != 0;
+  // A session id that does not exist matches nothing, like a filter that excludes every trial: say which it is.
+  const auto note_missing_session = [&] {
+    if (session <= 0) return;
+    const auto all = db->sessions(db::QueryFilter{});
+    if (std::none_of(all.begin(), all.end(), [&](const db::SessionRow& s) { return s.id == session; }))
+      std::cerr << "tuner: there is no session " << session << " in '" << db_path << "'"
+                << (all.empty() ? std::string(" (it has none)")
+                                : " (its sessions are " + std::to_string(all.back().id) + " .. " +
+                                      std::to_string(all.front().id) + ": `tuner query --sessions` lists them)")
+                << "\n";
+  };
 
   if (vm.count("plans")) {
     auto rows = db->plans(fo.limit);
@@ -115,16 +126,7 @@ int query_command(const std::vector<std::string>& args) {
       if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
     }
     if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
-  if (rows.empty() && session > 0) {
-    // A session id that does not exist matches nothing, like a filter that excludes every trial: say which it is.
-    const auto all = db->sessions(db::QueryFilter{});
-    if (std::none_of(all.begin(), all.end(), [&](const db::SessionRow& s) { return s.id == session; }))
-      std::cerr << "tuner: there is no session " << session << " in '" << db_path << "'"
-                << (all.empty() ? std::string(" (it has none)")
-                                : " (its sessions are " + std::to_string(all.back().id) + " .. " +
-                                      std::to_string(all.front().id) + ": `tuner query --sessions` lists them)")
-                << "\n";
-  }
+    if (rows.empty()) note_missing_session();
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const auto& s : rows)
@@ -178,16 +180,7 @@ int query_command(const std::vector<std::string>& args) {
 
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
   if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
-  if (rows.empty() && session > 0) {
-    // A session id that does not exist matches nothing, like a filter that excludes every trial: say which it is.
-    const auto all = db->sessions(db::QueryFilter{});
-    if (std::none_of(all.begin(), all.end(), [&](const db::SessionRow& s) { return s.id == session; }))
-      std::cerr << "tuner: there is no session " << session << " in '" << db_path << "'"
-                << (all.empty() ? std::string(" (it has none)")
-                                : " (its sessions are " + std::to_string(all.back().id) + " .. " +
-                                      std::to_string(all.front().id) + ": `tuner query --sessions` lists them)")
-                << "\n";
-  }
+  if (rows.empty()) note_missing_session();
   if (rows.empty())
     if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())
       std::cerr << "tuner: " << note << "\n";
