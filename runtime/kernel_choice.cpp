@@ -65,7 +65,7 @@ std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const temp
       std::string detail = *why;
       try {
         if (auto launch = templates::launch_problem(tmpl->instantiate(space, config, w).launch, 0, 0, limits))
-          detail = *launch;
+          detail += " (its launch here: " + *launch + ")";
       } catch (const std::exception&) {
       }
       *last_reason = "config of " + c.record->shape + " is invalid here: " + detail;
@@ -109,8 +109,9 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
     for (const auto& [name, v] : tuned.dims)
       if (v > 0) size *= static_cast<double>(v);
     // The time to 1e-9 ms (query's ROUND(mean, 9)) over the size: within one shape equal means tie exactly.
-    const double per_size = r.time_ms > 0 ? static_cast<double>(std::llround(r.time_ms * 1e9)) / size
-                                          : std::numeric_limits<double>::infinity();
+    // (nearbyint in double: llround of a time past 9.2e9 ms or an infinite one is unspecified, LLONG_MIN here.)
+    const double per_size = r.time_ms > 0 && std::isfinite(r.time_ms) ? std::nearbyint(r.time_ms * 1e9) / size
+                                                                        : std::numeric_limits<double>::infinity();
     candidates.push_back({&r, *d, per_size});
   }
   // Stable, and one shape's times compared as query --best compares them (to 1e-9 ms): the records come ranked as

@@ -82,7 +82,7 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
     groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value);
   for (auto& [key, members] : groups) {
     // To 1e-9 ms, as the query's ROUND(mean, 9): equal estimates whose means differ in their last bit tie.
-    const auto rounded = [](double ms) { return std::llround(ms * 1e9); };
+    const auto rounded = [](double ms) { return std::nearbyint(ms * 1e9); };  // (llround overflows past 9.2e9 ms)
     std::sort(members.begin(), members.end(), [&](const Pooled* a, const Pooled* b) {
       if (rounded(a->record.time_ms) != rounded(b->record.time_ms))
         return rounded(a->record.time_ms) < rounded(b->record.time_ms);

@@ -17,14 +17,16 @@ class OutputDtypes {
  public:
   // From the config's knobs (KernelTemplate::output_dtype): building each workload's space to instantiate the config
   // took 5-43 ms a row, 20 s for `query --best` of 800 rows.
-  std::string of(const db::ResultRow& r) {
+  std::string of(const db::ResultRow& r) { return known(r).value_or(r.workload.dtype); }
+  /// nullopt for a template this process does not have: a user kernel's (its spec is not here) or another build's.
+  std::optional<std::string> known(const db::ResultRow& r) {
     try {
       const auto w = templates::parse_workload(r.workload.op, r.workload.shape, r.workload.dtype);
       for (const auto* t : templates::all_templates())
         if (t->name() == r.template_name) return templates::to_string(t->output_dtype(w, r.trial.config_json));
-    } catch (const std::exception&) {  // a workload this build cannot parse: assume the workload's
+    } catch (const std::exception&) {  // a workload this build cannot parse
     }
-    return r.workload.dtype;
+    return std::nullopt;
   }
 };
 
@@ -55,7 +57,7 @@ std::optional<db::ResultRow> best_writing(const std::vector<const db::ResultRow*
 
 }  // namespace
 
-std::string output_dtype_of(const db::ResultRow& r) { return OutputDtypes().of(r); }
+std::optional<std::string> output_dtype_of(const db::ResultRow& r) { return OutputDtypes().known(r); }
 
 std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter& f) {
   OutputDtypes out;

@@ -5,6 +5,7 @@
 // its output dtype, found by instantiating the config for the recorded device's limits.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,9 @@ struct BestConfig {
   std::string output_dtype;  ///< "f16", "f32", ...; the workload's dtype when it cannot be told.
 };
 
-/// The dtype a recorded config writes its output in (the workload's when it cannot be told): `query --best` shows it
-/// where it differs from the workload's (an f16 GEMM config with OUT_F32).
-std::string output_dtype_of(const db::ResultRow& r);
+/// The dtype a recorded config writes its output in, for a built-in template (an f16 GEMM config with OUT_F32
+/// writes f32); nullopt for a template this process does not have (a user kernel's: its spec is not here).
+std::optional<std::string> output_dtype_of(const db::ResultRow& r);
 
 /// The best configs of the records `f` selects, in the order of run_best_per_workload.
 std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter& f);

@@ -189,7 +189,8 @@ int query_command(const std::vector<std::string>& args) {
     // config may write C in f32.
     const auto best_json = [&](const db::ResultRow& r) {
       nlohmann::ordered_json j = record_json(r, !history);
-      if (!history && r.trial.status == "ok") j["output_dtype"] = output_dtype_of(r);
+      if (!history && r.trial.status == "ok")
+        if (const auto out = output_dtype_of(r)) j["output_dtype"] = *out;
       return j;
     };
     if (single) {
@@ -211,7 +212,7 @@ int query_command(const std::vector<std::string>& args) {
     // mean), not its latest measurement; the trial is its latest.
     const double shown_ms = !history && ok && r.mean_time_ms > 0 ? r.mean_time_ms : t.time_ms;
     const double scale = ok && shown_ms > 0 ? t.time_ms / shown_ms : 1;
-    const std::string writes = !history && ok ? output_dtype_of(r) : r.workload.dtype;
+    const std::string writes = !history && ok ? output_dtype_of(r).value_or(r.workload.dtype) : r.workload.dtype;
     std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype +
                                                               (writes != r.workload.dtype ? " (writes " + writes + ")" : ""),
                                     r.device_name, r.template_name + (fo.all_versions ? "@" + r.template_hash : ""),

@@ -687,3 +687,29 @@ TEST(TuningDbV3, PlansAreListedNewestFirst) {
 
 }  // namespace
 }  // namespace tuner::db
+
+namespace tuner::db {
+namespace {
+
+using namespace tuner::db::test;  // NOLINT: the fixture is this file's vocabulary
+
+// A writer killed before it checkpointed leaves its commits in the -wal: a reader finds them there, and once it
+// closes, the file alone holds them (the last connection folds the -wal in; the contents do not change).
+TEST(TuningDb, CommitsAKilledWriterLeftInTheWalAreReadAndFoldedIn) {
+  TempDir dir;
+  const std::string path = dir.file("live.db"), copy = dir.file("crashed.db");
+  Fixture fx(path);
+  std::vector<TrialRecord> batch{ok_trial("{\"c\":1}", 0.5), ok_trial("{\"c\":2}", 0.4)};
+  fx.db.add_trials(fx.session, batch);
+  // The files as a kill -9 leaves them: the writer is still open, its commits only in the -wal.
+  std::filesystem::copy_file(path, copy);
+  std::filesystem::copy_file(path + "-wal", copy + "-wal");
+  ASSERT_GT(std::filesystem::file_size(copy + "-wal"), 0u);
+  EXPECT_EQ(TuningDb::open_existing(copy).history({}).size(), 2u) << "the -wal's commits are read";
+  const std::string alone = dir.file("alone.db");
+  std::filesystem::copy_file(copy, alone);
+  EXPECT_EQ(TuningDb::open_existing(alone).history({}).size(), 2u) << "the file alone holds them after the read";
+}
+
+}  // namespace
+}  // namespace tuner::db
