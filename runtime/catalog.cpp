@@ -11,12 +11,15 @@ namespace tuner::runtime {
 
 namespace {
 
+/// Tuner's own templates, not one a process registered (a user kernel of `tuner tune --kernel`'s).
+bool builtin(const templates::KernelTemplate* t) { return !dynamic_cast<const templates::UserKernelTemplate*>(t); }
+
 /// The built-in templates' versions: hashed once per process (their kernel files are compiled in).
 const std::map<std::string, std::string, std::less<>>& builtin_versions() {
   static const std::map<std::string, std::string, std::less<>> versions = [] {
     std::map<std::string, std::string, std::less<>> v;
     for (const auto* t : templates::all_templates())
-      if (!dynamic_cast<const templates::UserKernelTemplate*>(t)) v[t->name()] = template_hash(*t);
+      if (builtin(t)) v[t->name()] = template_hash(*t);
     return v;
   }();
   return versions;
@@ -27,7 +30,7 @@ const std::vector<std::string>& builtin_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v;
     for (const auto* t : templates::all_templates())
-      if (!dynamic_cast<const templates::UserKernelTemplate*>(t) && std::find(v.begin(), v.end(), t->op()) == v.end())
+      if (builtin(t) && std::find(v.begin(), v.end(), t->op()) == v.end())
         v.push_back(t->op());
     return v;
   }();
@@ -42,7 +45,7 @@ bool Catalog::builtin_op(std::string_view op) {
 
 Catalog::Catalog(std::vector<std::unique_ptr<const templates::UserKernelTemplate>> user) : user_(std::move(user)) {
   for (const auto* t : templates::all_templates()) {
-    if (dynamic_cast<const templates::UserKernelTemplate*>(t)) continue;  // a process's own registrations: not ours
+    if (!builtin(t)) continue;  // a process's own registrations: not ours
     by_name_.emplace(t->name(), Entry{t, builtin_versions().at(t->name())});
   }
   for (const auto& u : user_) {
@@ -52,9 +55,8 @@ Catalog::Catalog(std::vector<std::unique_ptr<const templates::UserKernelTemplate
                                   "allowed: a name of no built-in op or template");
     if (by_name_.count(name))
       throw std::invalid_argument("user kernel '" + name + "' (" + u->spec().path + ") is named like " +
-                                  (dynamic_cast<const templates::UserKernelTemplate*>(by_name_.at(name).tmpl)
-                                       ? "another user kernel of the options"
-                                       : "a built-in template") +
+                                  (builtin(by_name_.at(name).tmpl) ? "a built-in template"
+                                                                   : "another user kernel of the options") +
                                   "; allowed: one user kernel per name, none named like a built-in template");
     by_name_.emplace(name, Entry{u.get(), template_hash(*u)});
   }
@@ -79,7 +81,7 @@ const templates::UserKernelTemplate* Catalog::user_op(std::string_view op) const
 templates::Workload Catalog::parse(std::string_view op, std::string_view shape, std::string_view dtype) const {
   // A user kernel's sizes go to 2^40, as its spec's and `tune --shape`'s do.
   if (const auto* u = user_op(op))
-    return templates::parse_workload_of(op, u->size_names(), shape, dtype, int64_t{1} << 40);
+    return templates::parse_workload_of(op, u->size_names(), shape, dtype, templates::kMaxUserSize);
   if (!builtin_op(op)) {
     std::string allowed;
     for (const auto& o : builtin_ops()) allowed += (allowed.empty() ? "" : ", ") + o;

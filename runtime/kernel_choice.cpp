@@ -10,7 +10,6 @@
 
 #include "templates/launch_check.h"
 
-
 namespace tuner::runtime {
 
 bool DeviceMatch::accepts(const TunedRecord& r) const {

@@ -204,22 +204,22 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   } catch (const std::invalid_argument& e) {
     throw Failure(Status::kInvalidArgument, e.what() + unknown);
   }
-  // A user kernel has its spec's dtype only: another is a wrong question, not a missing record.
-  if (const auto* u = catalog.user_op(p.op); u && u->spec().dtype != w.dtype)
+  const templates::UserKernelTemplate* user = catalog.user_op(p.op);
+  // A user kernel has its spec's dtype only: another is a wrong question, not a missing record. Nor can it take
+  // every size its spec parses (an int argument past 2^31, a buffer past 2^36 elements).
+  if (user && user->spec().dtype != w.dtype)
     throw Failure(Status::kInvalidArgument, p.op + " is a kernel of your own whose spec's dtype is " +
-                                                templates::to_string(u->spec().dtype) + ", not " + dtype +
-                                                "; allowed: " + templates::to_string(u->spec().dtype));
-  // Nor can it take every size its spec parses (an int argument past 2^31, a buffer past 2^36 elements).
-  if (const auto* u = catalog.user_op(p.op))
-    if (auto why = u->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
+                                                templates::to_string(user->spec().dtype) + ", not " + dtype +
+                                                "; allowed: " + templates::to_string(user->spec().dtype));
+  if (user)
+    if (auto why = user->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
   if (!c)
     throw Failure(Status::kNotFound,
                   why + unknown +
                       left_out(tuned.stale_by_op,
-                               catalog.user_op(p.op)
-                                   ? "made from other texts of the kernel file, its headers or its spec than this "
+                               user ? "made from other texts of the kernel file, its headers or its spec than this "
                                      "runtime read (re-tune it, or open the runtime with the files it was tuned with)"
                                    : "another template version than this runtime builds (re-tune with this tuner)"));
   auto shared = std::make_shared<const runtime::Choice>(std::move(*c));

@@ -95,7 +95,7 @@ void read_sizes(const SpecReader& r, const json& j, const std::string& shape, Us
   if (!sizes.is_object() || sizes.empty()) r.fail("sizes", "allowed: an object of size names and positive integers, e.g. {\"N\": 4096}");
   for (const auto& [name, value] : sizes.items()) {
     r.identifier(json(name), "sizes." + name);
-    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > (int64_t{1} << 40))
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > kMaxUserSize)
       r.fail("sizes." + name, value.dump().substr(0, 40) + " is not a size; allowed: an integer 1 .. 2^40");
     s.sizes.emplace_back(name, value.get<int64_t>());
   }
@@ -114,7 +114,7 @@ void read_sizes(const SpecReader& r, const json& j, const std::string& shape, Us
                         std::all_of(item.begin() + eq + 1, item.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
                         item.size() - eq - 1 <= 13;
     if (number) v = std::stoll(item.substr(eq + 1));
-    if (it == s.sizes.end() || !number || v < 1 || v > (int64_t{1} << 40))
+    if (it == s.sizes.end() || !number || v < 1 || v > kMaxUserSize)
       throw SpecError("--shape '" + item + "': allowed: NAME=VALUE with NAME a size of the spec (" +
                       [&] { std::string l; for (auto& p : s.sizes) l += (l.empty() ? "" : ", ") + p.first; return l; }() +
                       ") and VALUE 1 .. 2^40");

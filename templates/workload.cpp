@@ -145,7 +145,7 @@ std::vector<std::string> shape_dimension_names(std::string_view shape) {
 namespace {
 
 Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view shape, std::string_view dtype,
-                    int64_t max_size = (int64_t{1} << 31) - 1) {
+                    int64_t max_size = kMaxDimension) {
   const std::string expected = join(spec.required) + (spec.optional.empty() ? "" : "[,dilation=..]");
 
   std::map<std::string, int64_t> given;
@@ -204,7 +204,7 @@ Workload parse_workload(std::string_view op, std::string_view shape, std::string
   if (!found) throw std::invalid_argument("unknown op '" + std::string(op) + "'; allowed: " + known_ops());
   // A registered op is a user kernel's: its sizes go to 2^40, as its spec's do.
   const bool builtin = std::any_of(op_table().begin(), op_table().end(), [&](const OpDims& o) { return o.op == op; });
-  return parse_dims(*found, op, shape, dtype, builtin ? (int64_t{1} << 31) - 1 : int64_t{1} << 40);
+  return parse_dims(*found, op, shape, dtype, builtin ? kMaxDimension : kMaxUserSize);
 }
 
 Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,

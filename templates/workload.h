@@ -16,6 +16,11 @@ namespace tuner::templates {
 
 enum class DType { kF32, kF16, kBF16 };
 
+/// The largest size of a built-in op's dimension (its kernels take sizes as int).
+inline constexpr int64_t kMaxDimension = (int64_t{1} << 31) - 1;
+/// The largest size of a user kernel's spec (its formulas are int64; an int argument is checked on its own).
+inline constexpr int64_t kMaxUserSize = int64_t{1} << 40;
+
 std::string to_string(DType d);
 /// "f32" | "f16" | "bf16"; throws std::invalid_argument otherwise.
 DType dtype_from_string(std::string_view s);
@@ -62,6 +67,6 @@ Workload parse_workload(std::string_view op, std::string_view shape, std::string
 /// The same for an op whose dimension names the caller knows (a user kernel's sizes, in its spec's order), whether
 /// or not it is registered, with sizes up to max_size (a user kernel's spec allows 2^40).
 Workload parse_workload_of(std::string_view op, const std::vector<std::string>& dims, std::string_view shape,
-                           std::string_view dtype, int64_t max_size = (int64_t{1} << 31) - 1);
+                           std::string_view dtype, int64_t max_size = kMaxDimension);
 
 }  // namespace tuner::templates

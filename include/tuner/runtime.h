@@ -4,7 +4,8 @@
 // A Runtime reads tuned records (a tuning database, or a "best configs" file written by
 // `tuner export --format best`) of the built-in templates and of your own kernels (user_kernels), picks
 // the best config of a workload for the GPU it runs on, compiles it once with NVRTC through tuner's
-// on-disk compile cache, and launches it on your device pointers and stream. Lookups also work without a GPU when a recorded device is named.
+// on-disk compile cache, and launches it on your device pointers and stream. Lookups also work without
+// a GPU when a recorded device is named.
 //
 // Error handling: no function of this API throws. Every call returns a Status; on failure the
 // calling thread's last_error() holds one line saying what failed and why (the reasons of the

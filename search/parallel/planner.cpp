@@ -23,6 +23,12 @@ namespace tuner::parallel {
 
 namespace {
 
+/// Whether pipeline boundary k (between stages k - 1 and k, GPUs starting at first_gpu[k - 1], first_gpu[k] and
+/// first_gpu[k + 1]) crosses a node: the ranks of its two stages reach past one.
+bool boundary_crosses(const std::vector<int64_t>& first_gpu, int k, int64_t gpn) {
+  return first_gpu[static_cast<size_t>(k) - 1] / gpn != (first_gpu[static_cast<size_t>(k) + 1] - 1) / gpn;
+}
+
 int parse_pin_int(const std::string& key, const std::string& v, int lo, int hi) {
   int out = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -576,10 +582,9 @@ double Planner::stage_p2p_s(const Eval& e, const StageShape& shape, int stage,
   // boundary or not. Boundary k (between stages k - 1 and k) pairs the ranks of stage k - 1 with those of stage k
   // (r with r + S for r in [(k-1)S, kS) when every stage has S): it crosses when those ranks reach past a node.
   auto crosses = [&](int k) {
+    if (sizes_known) return boundary_crosses(*first_gpu, k, e.gpn);
     const int64_t S = e.stage_size;
-    const int64_t from = sizes_known ? (*first_gpu)[static_cast<size_t>(k - 1)] : (k - 1) * S;
-    const int64_t end = sizes_known ? (*first_gpu)[static_cast<size_t>(k + 1)] : (k + 1) * S;
-    return from / e.gpn != (end - 1) / e.gpn;
+    return ((k - 1) * S) / e.gpn != ((k + 1) * S - 1) / e.gpn;
   };
   double s = 0;
   if (stage < e.p - 1) s += p2p_s(cluster_, crosses(stage + 1), bytes);
@@ -899,8 +904,10 @@ Plan Planner::assemble(const Eval& e, const std::vector<const LayerTable*>& tabl
     sp.memory_level = level[s];
     const double p2p = stage_p2p_s(e, t.shape, s, &first_gpu);
     // Entering the stage (a layout change or a resharding between shapes) replaces its first layer's own entry.
-    const bool cross = s > 0 && first_gpu[static_cast<size_t>(s) - 1] / e.gpn != (first_gpu[static_cast<size_t>(s) + 1] - 1) / e.gpn;
-    const double boundary = s > 0 ? entry_s(e, *tables[s - 1], t, i, e.v > 1 ? e.stage_cross_node : cross) - t.reshard[i] : 0.0;
+    const double boundary =
+        s > 0 ? entry_s(e, *tables[s - 1], t, i, e.v > 1 ? e.stage_cross_node : boundary_crosses(first_gpu, s, e.gpn)) -
+                    t.reshard[i]
+              : 0.0;
     sp.time_per_micro_batch_s = t.time(i, j) + boundary + p2p;
     sp.params_per_device = t.params_of(i, j);
     sp.memory = stage_memory(e, t, s, i, j);
