@@ -1,9 +1,19 @@
 #include "search/config_space.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace tuner::search {
+namespace {
+
+uint64_t name_head(std::string_view name) {
+  uint64_t h = 0;
+  std::memcpy(&h, name.data(), std::min<size_t>(name.size(), sizeof h));
+  return h;
+}
+
+}  // namespace
 
 int64_t ConfigView::operator[](std::string_view knob) const {
   const size_t i = space_.knob_index(knob);
@@ -17,25 +27,37 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
   for (const auto& k : knobs_) {
     if (k.values.empty()) throw std::invalid_argument("knob " + k.name + " has no values");
     product_size_ *= k.values.size();
+    name_heads_.push_back(name_head(k.name));
   }
   // stride[i]: product indices between consecutive values of knob i (the last knob varies fastest).
   std::vector<uint64_t> stride(knobs_.size() + 1, 1);
   for (size_t i = knobs_.size(); i-- > 0;) stride[i] = stride[i + 1] * knobs_[i].values.size();
+  // A constraint that read knobs 0..last only gives the same answer on every config that shares c's
+  // values of those knobs: the contiguous run of product indices up to the returned one. A failure
+  // skips the run; a pass is not asked again within it.
+  const auto run_end = [&](uint64_t p, uint64_t read) {
+    int last = -1;
+    for (size_t i = 0; i < knobs_.size(); ++i)
+      if (i >= 64 || (read >> i) & 1) last = static_cast<int>(i);
+    const uint64_t run = stride[static_cast<size_t>(last + 1)];
+    return (p / run + 1) * run;
+  };
+  std::vector<uint64_t> holds_until(constraints_.size(), 0);
+  Config c;
   for (uint64_t p = 0; p < product_size_;) {
-    const Config c = from_product_index(p);
+    fill_from_product_index(p, c);
     uint64_t next = p + 1;
     bool ok = true;
-    for (const auto& con : constraints_) {
+    for (size_t k = 0; k < constraints_.size(); ++k) {
+      if (p < holds_until[k]) continue;
       uint64_t read = 0;
-      if (con.holds(ConfigView(*this, c, &read))) continue;
+      const bool holds = constraints_[k].holds(ConfigView(*this, c, &read));
+      if (holds) {
+        holds_until[k] = run_end(p, read);
+        continue;
+      }
       ok = false;
-      // The constraint read knobs 0..last only: every config that shares c's values of those knobs
-      // (a contiguous run of product indices) fails it too.
-      int last = -1;
-      for (size_t i = 0; i < knobs_.size(); ++i)
-        if (i >= 64 || (read >> i) & 1) last = static_cast<int>(i);
-      const uint64_t run = stride[static_cast<size_t>(last + 1)];
-      next = (p / run + 1) * run;
+      next = run_end(p, read);
       break;
     }
     if (ok) valid_.push_back(p);
@@ -44,8 +66,11 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
 }
 
 size_t ConfigSpace::knob_index(std::string_view name) const {
+  const uint64_t head = name_head(name);
   for (size_t i = 0; i < knobs_.size(); ++i)
-    if (knobs_[i].name == name) return i;
+    if (name_heads_[i] == head && knobs_[i].name.size() == name.size() &&
+        (name.size() <= sizeof head || knobs_[i].name == name))
+      return i;
   throw std::out_of_range("unknown knob '" + std::string(name) + "'");
 }
 
@@ -78,13 +103,18 @@ uint64_t ConfigSpace::product_index(const Config& c) const {
 }
 
 Config ConfigSpace::from_product_index(uint64_t p) const {
-  Config c(knobs_.size());
+  Config c;
+  fill_from_product_index(p, c);
+  return c;
+}
+
+void ConfigSpace::fill_from_product_index(uint64_t p, Config& c) const {
+  c.resize(knobs_.size());
   for (size_t i = knobs_.size(); i-- > 0;) {
     const auto& v = knobs_[i].values;
     c[i] = v[p % v.size()];
     p /= v.size();
   }
-  return c;
 }
 
 Config ConfigSpace::at(uint64_t index) const {

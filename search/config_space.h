@@ -116,8 +116,13 @@ class ConfigSpace {
  private:
   uint64_t product_index(const Config& c) const;
   Config from_product_index(uint64_t p) const;
+  /// from_product_index into `c`, reusing its storage.
+  void fill_from_product_index(uint64_t p, Config& c) const;
 
   std::vector<Knob> knobs_;
+  /// Each knob name's first 8 bytes (zero-padded), so knob_index, called for every knob a constraint
+  /// reads on every config the constructor visits, compares one integer per knob instead of calling memcmp.
+  std::vector<uint64_t> name_heads_;
   std::vector<Constraint> constraints_;
   uint64_t product_size_ = 0;
   std::vector<uint64_t> valid_;  ///< Product indices of the valid configs, ascending.
