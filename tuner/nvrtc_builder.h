@@ -33,10 +33,10 @@ struct CompileRequest {
   /// Extra NVRTC options, e.g. "-lineinfo", "-maxrregcount=64". The builder
   /// always adds --gpu-architecture=<arch>, -std=c++17, -I<CUDA>/include and
   /// --ptxas-options=-v.
-  std::vector<std::string> options;
+  std::vector<std::string> options = {};
   /// Named headers besides tuner's kernel files, (name, text): the source includes them by these names (a user
   /// kernel's own headers, by absolute path), and NVRTC reads these texts, not the disk. Part of the cache key.
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 /// Outcome of one compile. Failures are data: status says which.

@@ -61,7 +61,7 @@ class UserKernelRuntime : public ::testing::Test {
 };
 
 TEST_F(UserKernelRuntime, LookupGivesTheConfigQueryCallsBestWithItsLaunchAndBuffers) {
-  for (const std::string source : {db(), (dir_ / "best.json").string()}) {
+  for (const std::string& source : {db(), (dir_ / "best.json").string()}) {
     std::unique_ptr<tuner::Runtime> rt;
     ASSERT_EQ(open_with(source, {{kernel(), spec()}}, &rt), tuner::Status::kOk) << tuner::last_error();
     EXPECT_EQ(rt->records(), source == db() ? 24 : 3)
