@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -136,11 +137,13 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
 
 int64_t product(const std::array<unsigned, 3>& v) { return int64_t{v[0]} * v[1] * v[2]; }
 
-/// A formula's value as a launch dimension (1 .. 2^31-1), or 0 when it is out of that range.
+/// A formula's value as a launch dimension: 0 when below 1, else the value up to 2^32-1 (past it, 2^32-1), for the
+/// launch check to compare with the device's limit and name (a grid of 3e9 read as "grid x is 0").
 unsigned dim_value(const std::optional<Expr>& e, const ExprScope& scope) {
   if (!e) return 1;
   const int64_t v = e->eval(scope);
-  return v >= 1 && v <= 2147483647 ? static_cast<unsigned>(v) : 0;
+  if (v < 1) return 0;
+  return static_cast<unsigned>(std::min<int64_t>(v, std::numeric_limits<unsigned>::max()));
 }
 
 }  // namespace
@@ -229,7 +232,7 @@ std::string UserKernelTemplate::no_config_reason(const Workload& w, const Device
       try {
         const LaunchGeometry g = launch_for(spec_.launch, s);
         for (int d = 0; d < 3 && launch_problem.empty(); ++d) {
-          if (g.grid[d] == 0) launch_problem = "grid[" + std::to_string(d) + "] is outside 1 .. 2^31-1";
+          if (g.grid[d] == 0) launch_problem = "grid[" + std::to_string(d) + "] is below 1";
           else if (g.grid[d] > limits.max_grid[d])
             launch_problem = "grid[" + std::to_string(d) + "] " + std::to_string(g.grid[d]) + " exceeds the device's " +
                              std::to_string(limits.max_grid[d]);

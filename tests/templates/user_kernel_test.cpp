@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "costmodel/gpu_spec.h"
+#include "templates/launch_check.h"
 #include "tuner/device_registry.h"
 #include "tuner/nvrtc_builder.h"
 
@@ -57,6 +58,24 @@ TEST(UserKernel, SpaceInstanceAndReferenceFollowTheSpec) {
   EXPECT_EQ(k.profile.ilp, 8);
   EXPECT_EQ(k.profile.blocks, 3);
   EXPECT_DOUBLE_EQ(k.tolerance, 1e-6);
+}
+
+TEST(UserKernel, AGridPastTheDevicesLimitIsNamedWithItsValue) {
+  // A grid formula past 2^31 - 1 read as "grid x is 0" in the runtime's passed-over reason.
+  std::string spec = read(kDir + "saxpy.json");
+  const std::string grid = "ceil_div(N, BLOCK * ITEMS)";
+  spec.replace(spec.find(grid), grid.size(), "N * 600000");
+  const UserKernelTemplate t(parse_user_kernel_spec("s.json", spec, kDir + "saxpy.cu", read(kDir + "saxpy.cu"), "N=5000"));
+  const auto limits = limits_of(*costmodel::find_gpu_spec("h100-sxm"));
+  const search::ConfigSpace space = t.space(t.workload(), limits);
+  EXPECT_EQ(space.size(), 0u) << "no config launches";
+  const KernelInstance k = t.instantiate(space, {256, 1}, t.workload());
+  EXPECT_EQ(k.launch.grid[0], 3000000000u);
+  EXPECT_EQ(launch_problem(k.launch, 32, 0, limits).value_or(""), "grid x = 3000000000 > 2147483647");
+  spec.replace(spec.find("N * 600000"), 10, "N * 6000000");  // past 2^32 - 1: named at that bound
+  const UserKernelTemplate u(parse_user_kernel_spec("s.json", spec, kDir + "saxpy.cu", read(kDir + "saxpy.cu"), "N=5000"));
+  EXPECT_EQ(launch_problem(u.instantiate(space, {256, 1}, u.workload()).launch, 32, 0, limits).value_or(""),
+            "grid x = 4294967295 > 2147483647");
 }
 
 TEST(UserKernel, VersionFollowsTheKernelText) {
