@@ -69,7 +69,7 @@ std::vector<BestConfig> best_configs(const db::TuningDb& db, const RecordFilter&
       for (const auto& r : history) groups[group_of(r)].push_back(&r);
     }
     if (auto own = best_writing(groups[group_of(best)], best.workload.dtype))
-      result.push_back({*own, best.workload.dtype});
+      result.push_back({*own, best.workload.dtype, true});
   }
   return result;
 }

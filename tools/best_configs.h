@@ -17,6 +17,9 @@ namespace tuner::cli {
 struct BestConfig {
   db::ResultRow row;         ///< With mean_time_ms and measurements of the config.
   std::string output_dtype;  ///< "f16", "f32", ...; the workload's dtype when it cannot be told.
+  /// The best config writing the workload's own type, right after a best that writes another (same workload,
+  /// device and template).
+  bool own_dtype_alternative = false;
 };
 
 /// The dtype a recorded config writes its output in, for a built-in template (an f16 GEMM config with OUT_F32

@@ -89,7 +89,9 @@ std::string best_document(const std::vector<BestConfig>& best,
   doc["format"] = kBestFormat;
   doc["producer"] = std::string("tuner ") + kProgramVersion;
   doc["entries"] = nlohmann::ordered_json::array();
-  for (const auto& [r, output_dtype] : best) {
+  for (const auto& b : best) {
+    const db::ResultRow& r = b.row;
+    const std::string& output_dtype = b.output_dtype;
     const auto& t = r.trial;
     doc["entries"].push_back({{"op", r.workload.op},
                               {"shape", r.workload.shape},

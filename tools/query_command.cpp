@@ -156,6 +156,9 @@ int query_command(const std::vector<std::string>& args) {
   }
 
   std::vector<db::ResultRow> rows;
+  // alternative[i]: rows[i] is the best config writing the workload's own type, after a best (rows[i - 1]) that
+  // writes another (best_configs.h).
+  std::vector<bool> alternative;
   const bool history = vm.count("history") != 0;
   // One workload on one device with --best: the one best record, ranked across templates.
   const bool single = !history && !f.op.empty() && !f.shape.empty() && rf.single_device;
@@ -175,8 +178,23 @@ int query_command(const std::vector<std::string>& args) {
     }
     if (auto b = run_best(*db, rf)) rows.push_back(*b);
   } else {
-    rows = run_best_per_workload(*db, rf);
+    for (auto& b : best_configs(*db, rf)) {
+      rows.push_back(std::move(b.row));
+      alternative.push_back(b.own_dtype_alternative);
+    }
   }
+  if (single && !rows.empty() && output_dtype_of(rows.front()).value_or(rows.front().workload.dtype) !=
+                                     rows.front().workload.dtype) {
+    // The fastest writes another type than the workload's (OUT_F32): the best that writes its own, as export adds.
+    for (auto& b : best_configs(*db, rf))
+      if (b.own_dtype_alternative && b.row.template_name == rows.front().template_name &&
+          b.row.device_name == rows.front().device_name && b.row.workload.dtype == rows.front().workload.dtype) {
+        rows.push_back(std::move(b.row));
+        alternative = {false, true};
+        break;
+      }
+  }
+  alternative.resize(rows.size(), false);
 
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
   if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
@@ -193,11 +211,18 @@ int query_command(const std::vector<std::string>& args) {
         if (const auto out = output_dtype_of(r)) j["output_dtype"] = *out;
       return j;
     };
+    // The alternative goes inside its best's object: one object per workload, device and template, as before.
+    const auto with_alternative = [&](size_t i) {
+      nlohmann::ordered_json j = best_json(rows[i]);
+      if (i + 1 < rows.size() && alternative[i + 1]) j["best_writing_own_dtype"] = best_json(rows[i + 1]);
+      return j;
+    };
     if (single) {
-      std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : best_json(rows.front())).dump(2) << "\n";
+      std::cout << (rows.empty() ? nlohmann::ordered_json(nullptr) : with_alternative(0)).dump(2) << "\n";
     } else {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const auto& r : rows) out.push_back(best_json(r));
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (!alternative[i]) out.push_back(with_alternative(i));
       std::cout << out.dump(2) << "\n";
     }
     return rows.empty() && single ? 1 : 0;
@@ -205,7 +230,8 @@ int query_command(const std::vector<std::string>& args) {
   std::vector<std::vector<std::string>> table;
   bool any_gbps = false;
   for (const auto& r : rows) any_gbps = any_gbps || bytes_moved(r) > 0;
-  for (const auto& r : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const db::ResultRow& r = rows[i];
     const auto& t = r.trial;
     const bool ok = t.status == "ok";
     // A best row shows what it is ranked by: the mean of the config's measurements (and GFLOP/s and GB/s at that
@@ -214,7 +240,9 @@ int query_command(const std::vector<std::string>& args) {
     const double scale = ok && shown_ms > 0 ? t.time_ms / shown_ms : 1;
     const std::string writes = !history && ok ? output_dtype_of(r).value_or(r.workload.dtype) : r.workload.dtype;
     std::vector<std::string> row = {std::to_string(t.id), r.workload.op + " " + r.workload.shape + " " + r.workload.dtype +
-                                                              (writes != r.workload.dtype ? " (writes " + writes + ")" : ""),
+                                                              (writes != r.workload.dtype ? " (writes " + writes + ")"
+                                                               : alternative[i] ? " (best writing " + writes + ")"
+                                                                                : ""),
                                     r.device_name, r.template_name + (fo.all_versions ? "@" + r.template_hash : ""),
                                     t.status,
                                     ok ? fixed(shown_ms, 4) + (t.estimate ? "*" : "") : "-",

@@ -30,6 +30,41 @@ TEST_F(Cli, QueryBestNamesTheOutputTypeExportBestGives) {
   EXPECT_FALSE(nlohmann::json::parse(history.out).at(0).contains("output_dtype")) << "history rows are trials";
 }
 
+// Where the best config writes f32 for an f16 workload, `query --best` also shows the best config writing f16, as
+// `export --format best` adds it for deployment (the query hid it): a row "(best writing f16)" in the table, and
+// inside its best's JSON object as best_writing_own_dtype (one object per workload, device and template still).
+TEST_F(Cli, QueryBestShowsTheBestWritingTheWorkloadsOwnType) {
+  const std::string tune = "tune --op gemm --dtype f16 --shape M=256,N=256,K=256 --device sim:h100-sxm "
+                           "--template gemm_tc_mma --db " + db();
+  ASSERT_EQ(run(tune + " --trials 4 --fix OUT_F32=1").code, 0);
+  ASSERT_EQ(run(tune + " --trials 2 --fix OUT_F32=0,STAGES=2,SPLIT_K=1").code, 0);
+  const auto e = run("export --format best --db " + db());
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto entries = nlohmann::json::parse(e.out).at("entries");
+  ASSERT_EQ(entries.size(), 2u) << "the best writes f32 on the sim (the case needs it)\n" << e.out;
+  ASSERT_EQ(entries[0].at("output_dtype"), "f32");
+  const auto q = run("query --best --json --db " + db());
+  ASSERT_EQ(q.code, 0) << q.err;
+  const auto rows = nlohmann::json::parse(q.out);
+  ASSERT_EQ(rows.size(), 1u) << q.out;
+  EXPECT_EQ(rows[0].at("config"), entries[0].at("config"));
+  ASSERT_TRUE(rows[0].contains("best_writing_own_dtype")) << q.out;
+  const auto& own = rows[0].at("best_writing_own_dtype");
+  EXPECT_EQ(own.at("output_dtype"), "f16");
+  EXPECT_EQ(own.at("config"), entries[1].at("config"));
+  EXPECT_EQ(own.at("config").at("OUT_F32"), 0);
+  EXPECT_DOUBLE_EQ(own.at("mean_time_ms").get<double>(), entries[1].at("mean_time_ms").get<double>());
+  // One workload on one device: the same pair.
+  const auto single = run("query --best --json --op gemm --shape M=256,N=256,K=256 --device sim:h100-sxm --db " + db());
+  ASSERT_EQ(single.code, 0) << single.err;
+  EXPECT_EQ(nlohmann::json::parse(single.out).at("best_writing_own_dtype").at("config"), entries[1].at("config"));
+  const auto table = run("query --best --db " + db());
+  const size_t best = table.out.find("f16 (writes f32)"), alternative = table.out.find("f16 (best writing f16)");
+  ASSERT_NE(best, std::string::npos) << table.out;
+  ASSERT_NE(alternative, std::string::npos) << table.out;
+  EXPECT_LT(best, alternative) << table.out;
+}
+
 // Sizes compare as numbers in `query --best` and `export --format best` (the database orders shapes as text:
 // cols=2048 came before cols=512).
 TEST_F(Cli, BestRowsOrderShapesBySizeNotText) {
