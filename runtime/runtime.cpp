@@ -328,7 +328,7 @@ Status Runtime::open(const RuntimeOptions& options, std::unique_ptr<Runtime>* ou
                                       (f.kernel.empty() ? "kernel" : "spec") +
                                       " file; allowed: the .cu file and the spec `tuner tune --kernel --spec` tuned");
         try {
-          user.push_back(templates::load_user_kernel(f.kernel, f.spec, ""));
+          user.push_back(templates::load_user_kernel(f.kernel, f.spec, "", "kernel", "spec"));
         } catch (const std::invalid_argument& e) {  // its files as `tuner tune --kernel --spec` reads them
           throw std::invalid_argument("RuntimeOptions::user_kernels[" + std::to_string(i) + "]: " + e.what());
         }

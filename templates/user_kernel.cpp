@@ -42,7 +42,7 @@ std::string quoted_include(const std::string& line, size_t* at = nullptr) {
 
 /// The header a line includes when it is `#include "x"` and x is a file beside `file` (as a C compiler looks first).
 std::optional<std::filesystem::path> local_include(const std::string& line, const std::filesystem::path& file,
-                                                   std::string* name, size_t* at = nullptr) {
+                                                   const std::string& label, std::string* name, size_t* at = nullptr) {
   *name = quoted_include(line, at);
   std::error_code ec;
   const std::filesystem::path header = file.parent_path() / *name;
@@ -54,7 +54,7 @@ std::optional<std::filesystem::path> local_include(const std::string& line, cons
     const bool own = std::any_of(kernel_files().begin(), kernel_files().end(),
                                  [&](const EmbeddedKernelFile& f) { return *name == f.name; });
     if (!own && !std::filesystem::path(*name).is_absolute() && std::filesystem::is_regular_file(*name, ec))
-      throw SpecError("--kernel's file '" + file.string() + "' includes \"" + *name + "\", which is not beside it (in '" +
+      throw SpecError(label + "'s file '" + file.string() + "' includes \"" + *name + "\", which is not beside it (in '" +
                       (file.parent_path().empty() ? std::string(".") : file.parent_path().string()) +
                       "') but in the working directory; allowed: a header beside the including file, or a CUDA "
                       "toolkit header");
@@ -78,17 +78,17 @@ std::string digest(const std::string& text) {
 /// the old cubins were measured). Includes in comments or dead #if branches are listed too, which costs nothing.
 std::string with_absolute_includes(const std::string& text, const std::filesystem::path& file);
 
-void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& prefix, int depth,
-                     std::set<std::string>& seen, std::string& out,
+void collect_headers(const std::filesystem::path& file, const std::string& text, const std::string& label,
+                     const std::string& prefix, int depth, std::set<std::string>& seen, std::string& out,
                      std::vector<std::pair<std::string, std::string>>& headers) {
   if (depth >= 64)  // (`seen` stops cycles: this is a chain of 64 distinct headers)
-    throw SpecError("--kernel's headers nest more than 64 deep at '" + file.string() +
+    throw SpecError(label + "'s headers nest more than 64 deep at '" + file.string() +
                     "'; allowed: at most 64 levels of headers beside the kernel");
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::string name;
-    const auto header = local_include(line, file, &name);
+    const auto header = local_include(line, file, label, &name);
     if (!header) {
       // One of tuner's kernel files (not beside it): its text is NVRTC's named header, in neither the version nor
       // the key otherwise; a tuner whose file changed compiles anew.
@@ -101,11 +101,11 @@ void collect_headers(const std::filesystem::path& file, const std::string& text,
     std::error_code ec;
     const std::filesystem::path real = std::filesystem::weakly_canonical(*header, ec);
     if (!seen.insert(real.string()).second) continue;
-    const std::string body = read_file(header->string(), "--kernel's #include \"" + name + "\"");
+    const std::string body = read_file(header->string(), label + "'s #include \"" + name + "\"");
     const std::string rel = (std::filesystem::path(prefix) / name).lexically_normal().generic_string();
     out += "// header " + rel + " " + digest(body) + "\n";  // (of the text as written: no absolute path)
     headers.emplace_back(real.string(), with_absolute_includes(body, real));
-    collect_headers(real, body, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out,
+    collect_headers(real, body, label, std::filesystem::path(rel).parent_path().generic_string(), depth + 1, seen, out,
                     headers);
   }
 }
@@ -122,7 +122,7 @@ std::string with_absolute_includes(const std::string& text, const std::filesyste
   while (std::getline(in, line)) {
     std::string name;
     size_t at = 0;
-    if (const auto header = local_include(line, file, &name, &at)) {
+    if (const auto header = local_include(line, file, "the kernel", &name, &at)) {
       std::error_code ec;
       const std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(*header, ec), ec).string();
       if (!ec && abs.find('"') == std::string::npos) {
@@ -402,14 +402,15 @@ KernelInstance UserKernelTemplate::instantiate(const search::ConfigSpace& space,
 }
 
 std::unique_ptr<UserKernelTemplate> load_user_kernel(const std::string& kernel_path, const std::string& spec_path,
-                                                    const std::string& shape) {
-  const std::string kernel = read_file(kernel_path, "--kernel");
-  const std::string spec = read_file(spec_path, "--spec");
+                                                    const std::string& shape, const std::string& kernel_label,
+                                                    const std::string& spec_label) {
+  const std::string kernel = read_file(kernel_path, kernel_label);
+  const std::string spec = read_file(spec_path, spec_label);
   // The headers first: a kernel may be defined in one of them (the spec's kernel names are looked up in all).
   std::set<std::string> seen;
   std::string digests, header_texts;
   std::vector<std::pair<std::string, std::string>> headers;
-  collect_headers(kernel_path, kernel, "", 0, seen, digests, headers);
+  collect_headers(kernel_path, kernel, kernel_label, "", 0, seen, digests, headers);
   for (const auto& [name, text] : headers) header_texts += text + "\n";
   UserKernelSpec parsed = parse_user_kernel_spec(spec_path, spec, kernel_path, kernel, shape, header_texts);
   parsed.header_digests = digests;

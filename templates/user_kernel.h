@@ -68,9 +68,11 @@ class UserKernelTemplate final : public KernelTemplate {
 
 /// Reads the kernel file, the headers beside it it includes, and the spec (sizes overridden by `shape`,
 /// "N=4096,..." or empty), and builds the template, registered nowhere (the runtime library keeps its own).
-/// Throws SpecError with one line on a bad or unreadable file.
+/// Throws SpecError with one line on a bad or unreadable file, naming the files as `kernel_label` and `spec_label`
+/// (the CLI's flags; the runtime library names its options' fields).
 std::unique_ptr<UserKernelTemplate> load_user_kernel(const std::string& kernel_path, const std::string& spec_path,
-                                                    const std::string& shape);
+                                                    const std::string& shape, const std::string& kernel_label = "--kernel",
+                                                    const std::string& spec_label = "--spec");
 /// load_user_kernel, then registers the template (registry.h) and its op's sizes (workload.h) for the rest of
 /// the process, as `tuner tune --kernel` does. Throws SpecError with one line on a bad or unreadable file.
 const UserKernelTemplate& register_user_kernel(const std::string& kernel_path, const std::string& spec_path,

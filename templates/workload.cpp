@@ -151,7 +151,7 @@ Workload parse_dims(const OpDims& spec, std::string_view op, std::string_view sh
   std::map<std::string, int64_t> given;
   size_t pos = 0;
   const std::string s(shape);
-  if (s.empty()) throw std::invalid_argument("empty --shape; " + std::string(op) + " expects " + expected);
+  if (s.empty()) throw std::invalid_argument("empty shape; " + std::string(op) + " expects " + expected);
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);

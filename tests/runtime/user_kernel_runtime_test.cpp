@@ -144,6 +144,11 @@ TEST_F(UserKernelRuntime, BadFilesAndNameClashesAreInvalidArguments) {
   EXPECT_EQ(open_with(db(), {{(dir_ / "missing.cu").string(), spec()}}, &rt), tuner::Status::kInvalidArgument);
   EXPECT_NE(tuner::last_error().find("user_kernels[0]"), std::string::npos) << tuner::last_error();
   EXPECT_NE(tuner::last_error().find("missing.cu"), std::string::npos) << tuner::last_error();
+  // In the library's words, not the CLI's flags ("--kernel '...': cannot read the file").
+  EXPECT_NE(tuner::last_error().find("user_kernels[0]: kernel '"), std::string::npos) << tuner::last_error();
+  EXPECT_EQ(tuner::last_error().find("--"), std::string::npos) << tuner::last_error();
+  EXPECT_EQ(open_with(db(), {{kernel(), (dir_ / "missing.json").string()}}, &rt), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("user_kernels[0]: spec '"), std::string::npos) << tuner::last_error();
   EXPECT_EQ(open_with(db(), {{kernel(), ""}}, &rt), tuner::Status::kInvalidArgument);
   EXPECT_NE(tuner::last_error().find("no spec file"), std::string::npos) << tuner::last_error();
   EXPECT_EQ(open_with(db(), {{kernel(), spec()}, {kernel(), spec()}}, &rt), tuner::Status::kInvalidArgument);
