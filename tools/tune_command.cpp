@@ -395,7 +395,8 @@ int tune_command(const std::vector<std::string>& args) {
     }
     if (user_kernel && !device.replay) check_user_reference_compiles(*tmpl, space, opt.workload, device, kernel_path);
     // A replay device answers for the configs it recorded: the session's space is those.
-    if (!opt.fixed_knobs.empty() && device.replay) space = recorded_space(space, *device.replay);
+    // (Also without --fix: `--trials all` is the recorded configs, not the template's whole space.)
+    if (device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {
       try {
         space = search::with_knobs_fixed(space, opt.fixed_knobs);
@@ -528,10 +529,27 @@ int tune_command(const std::vector<std::string>& args) {
     ReplayData data = replay_from_rows(db->history(session_records()), device.replay ? device.replay->device : device.identity,
                                        device.gpu.key, sum.space_size);
     if (device.replay) data.template_version = device.replay->template_version;
-    write_replay(data, replay_out);
-    if (!json)
-      std::cout << "replay data: " << data.records.size() << " of " << sum.space_size << " configs written to "
-                << replay_out << "\n";
+    std::error_code ec;
+    if (data.records.empty()) {
+      // Interrupted before a measurement: an empty recording cannot be replayed, and a file already there (a named
+      // --replay-out) stays as it was.
+      std::cerr << "tuner: nothing was measured: no replay data written"
+                << (std::filesystem::exists(replay_out, ec) ? " ('" + replay_out + "' is left as it was)" : "") << "\n";
+      replay_out.clear();
+    } else {
+      if (sum.interrupted && std::filesystem::exists(replay_out, ec)) {
+        // A part of the space never replaces a recording already there (it may be a whole one): beside it instead.
+        const std::filesystem::path p(replay_out);
+        const std::string stem = (p.parent_path() / p.stem()).string() + "-partial";
+        replay_out = stem + p.extension().string();
+        for (int n = 2; std::filesystem::exists(replay_out, ec); ++n)
+          replay_out = stem + "-" + std::to_string(n) + p.extension().string();
+      }
+      write_replay(data, replay_out);
+      if (!json)
+        std::cout << "replay data: " << data.records.size() << " of " << sum.space_size << " configs written to "
+                  << replay_out << (sum.interrupted ? " (interrupted: a part of the space)" : "") << "\n";
+    }
   }
 
   if (json) {

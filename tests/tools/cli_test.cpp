@@ -133,6 +133,8 @@ TEST_F(Cli, RecordsReplayDataAndTunesAgainstIt) {
                    " --replay-out " + (dir_ / "whole.replay.json").string());
   ASSERT_EQ(whole.code, 0) << whole.err;
   EXPECT_EQ(nlohmann::json::parse(whole.out)["stop_reason"], "space exhausted") << whole.out;
+  // Its budget is the recorded configs, not the template's whole space (120,144 configs).
+  EXPECT_EQ(nlohmann::json::parse(whole.out)["budget"], 12) << whole.out;
 
   // Re-recorded from the replay device, the file keeps the GPU and the template version that measured the
   // times: replaying it names the device once ("replay:replay:..." before).
@@ -386,8 +388,10 @@ TEST_F(Cli, ACtrlCDuringACommitsLockWaitStillStoresTheBatch) {
 // Results that never reached standard output (a full disk) exited 0.
 TEST_F(Cli, ResultsThatCannotBeWrittenAreAFailure) {
   const std::string err = (dir_ / "full.err").string();
-  const int status = std::system((std::string(TUNER_BIN) + " tune --op softmax --shape rows=64,cols=64 --device "
-                                  "sim:h100-sxm --trials 2 --json --db " + db() + " >/dev/full 2>" + err).c_str());
+  std::string command = TUNER_BIN;
+  command += " tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 2 --json --db " + db();
+  command += " >/dev/full 2>" + err;
+  const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(slurp(err).find("writing to standard output failed"), std::string::npos) << slurp(err);
