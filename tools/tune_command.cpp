@@ -15,6 +15,7 @@
 #include "search/strategy.h"
 #include "templates/registry.h"
 #include "templates/user_kernel.h"
+#include "tools/best_configs.h"
 #include "tools/cli_common.h"
 #include "tools/options.h"
 #include "tuner/compile_cache.h"
@@ -57,6 +58,12 @@ std::vector<std::pair<uint64_t, InjectedFault>> parse_faults(const std::string& 
 
 /// A user kernel file that does not compile at all is bad input, found before a session is stored: its
 /// reference kernel is compiled from the whole file (through the compile cache the session then hits).
+/// ", writes f32" where a best config writes its output in another type than the workload's (OUT_F32).
+std::string writes_note(const db::ResultRow& r) {
+  const std::string out = output_dtype_of(r).value_or(r.workload.dtype);
+  return out == r.workload.dtype ? "" : ", writes " + out;
+}
+
 void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
                                    const templates::Workload& w, const DeviceTarget& device, const std::string& path) {
   const auto inst = tmpl.instantiate(space, space.at(0), w);
@@ -595,6 +602,10 @@ int tune_command(const std::vector<std::string>& args) {
         sum.expected_improvement >= 0 ? nlohmann::json(sum.expected_improvement) : nlohmann::json(nullptr);
     j["stop_reason"] = sum.stop_reason;
     j["best"] = sum.best ? record_json(*sum.best) : nlohmann::ordered_json(nullptr);
+    // The type the best config writes its output in, as query --best and export --format best name it (an f16
+    // GEMM's fastest config may write C in f32).
+    if (sum.best)
+      if (const auto out = output_dtype_of(*sum.best)) j["best"]["output_dtype"] = *out;
     if (!sessions.empty()) j["templates"] = template_sessions_json(sessions);
     std::cout << j.dump(2) << "\n";
   } else {
@@ -638,7 +649,7 @@ int tune_command(const std::vector<std::string>& args) {
       const double bandwidth = gbps(*sum.best);
       std::cout << "  best: " << fixed(t.time_ms, 4) << " ms, " << fixed(t.gflops, 1) << " GFLOP/s"
                 << (bandwidth > 0 ? ", " + fixed(bandwidth, 1) + " GB/s" : "") << (t.estimate ? " (estimate)" : "")
-                << "  " << t.config_json << "\n";
+                << writes_note(*sum.best) << "  " << t.config_json << "\n";
     } else {
       // Say why: every trial failed the same way, as often (a user kernel not declared extern "C" fails to compile
       // in every config), and the reason was only in `query --history --json`.

@@ -14,8 +14,10 @@ using tuner_cli_test::Cli;
 
 TEST_F(Cli, QueryBestNamesTheOutputTypeExportBestGives) {
   // OUT_F32 pinned to 1: every config writes f32.
-  ASSERT_EQ(run("tune --op gemm --dtype f16 --shape M=256,N=256,K=256 --device sim:h100-sxm --template gemm_tc_mma "
-                "--trials 4 --fix OUT_F32=1 --db " + db()).code, 0);
+  const auto tune = run("tune --op gemm --dtype f16 --shape M=256,N=256,K=256 --device sim:h100-sxm --template "
+                        "gemm_tc_mma --trials 4 --fix OUT_F32=1 --json --db " + db());
+  ASSERT_EQ(tune.code, 0) << tune.err;
+  EXPECT_EQ(nlohmann::json::parse(tune.out).at("best").at("output_dtype"), "f32") << "tune --json says it too";
   const auto q = run("query --best --json --db " + db());
   ASSERT_EQ(q.code, 0) << q.err;
   const auto rows = nlohmann::json::parse(q.out);
