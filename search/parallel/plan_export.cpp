@@ -245,7 +245,9 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   if (model.vocab <= 0)
     warn(warnings, "Megatron-LM's GPTModel always has an embedding and an output layer, which this graph lacks: the "
                    "export gives them a 128-token vocabulary (2 x 128 x hidden parameters the plan did not cost)");
-  arg("--vocab-size", std::to_string(model.vocab > 0 ? model.vocab : 128));
+  // Megatron's NullTokenizer adds an end-of-document id past --vocab-size (its vocab_size is the value + 1): one less
+  // builds the model's own vocabulary (Llama 3's 128,256 rows, not 128,257 padded to tp).
+  arg("--vocab-size", std::to_string((model.vocab > 0 ? model.vocab : 128) - 1));
   arg("--make-vocab-size-divisible-by", "1");
   arg("--mock-data");
   arg("--train-iters", "100");

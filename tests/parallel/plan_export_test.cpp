@@ -265,13 +265,13 @@ TEST(PlanExport, MegatronGivesAGraphWithoutAnEmbeddingASmallVocabulary) {
   const Plan plan = Planner(m, parse_cluster_spec("dgx-h100:1"), o).plan();
   std::vector<std::string> warnings;
   const auto args = parse_args(export_megatron(plan, m, 64, &warnings));
-  EXPECT_EQ(args.at("--vocab-size"), "128");
+  EXPECT_EQ(args.at("--vocab-size"), "127") << "NullTokenizer adds one id: 128 rows";
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
                           [](const std::string& x) { return x.find("always has an embedding") != std::string::npos; }));
   // A model with a vocabulary keeps it, with no such warning.
   Fixture f("tp=2,pp=1");
   warnings.clear();
-  EXPECT_EQ(parse_args(export_megatron(f.plan, f.model, 64, &warnings)).at("--vocab-size"), "32000");
+  EXPECT_EQ(parse_args(export_megatron(f.plan, f.model, 64, &warnings)).at("--vocab-size"), "31999");
   for (const auto& x : warnings) EXPECT_EQ(x.find("always has an embedding"), std::string::npos) << x;
 }
 
@@ -503,7 +503,9 @@ TEST(PlanExport, MegatronArgumentsAreMegatronsAndNameEveryPresetsModel) {
     EXPECT_EQ(a["--hidden-size"], std::to_string(m.hidden));
     EXPECT_EQ(a["--num-attention-heads"], std::to_string(m.heads));
     EXPECT_EQ(a["--ffn-hidden-size"], std::to_string(m.ffn));
-    EXPECT_EQ(a["--vocab-size"], std::to_string(m.vocab));
+    // Megatron's NullTokenizer builds --vocab-size + 1 rows (its end-of-document id), with divisor 1 padded only to tp.
+    EXPECT_EQ(std::stoll(a["--vocab-size"]) + 1, m.vocab);
+    EXPECT_EQ(a["--make-vocab-size-divisible-by"], "1");
     EXPECT_EQ(a.count("--num-query-groups") ? std::stoi(a["--num-query-groups"]) : m.heads,
               m.kv_heads > 0 ? m.kv_heads : m.heads);
     EXPECT_EQ(a.count("--swiglu") == 1, m.swiglu);
