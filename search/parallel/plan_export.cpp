@@ -286,6 +286,12 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
     j["pipeline"] = {{"stages", c.pp},
                      {"partition", method},
                      {"activation_checkpoint_interval", c.recompute == Recompute::kFull ? 1 : 0}};
+    // The config's pipeline section is read for its defaults only: the engine takes the stages, their split and the
+    // checkpoint interval from the PipelineModule the model code builds.
+    warn(warnings, "DeepSpeed takes the pipeline from the model code, not this config: build the model as "
+                   "deepspeed.pipe.PipelineModule(layers, num_stages=" + std::to_string(c.pp) + ", partition_method='" +
+                       method + "'" +
+                       (c.recompute == Recompute::kFull ? ", activation_checkpoint_interval=1" : "") + ")");
   }
   if (c.schedule != Schedule::k1F1B && c.pp > 1)
     warn(warnings, "DeepSpeed's pipeline engine runs 1F1B only; the plan's " + to_string(c.schedule) +

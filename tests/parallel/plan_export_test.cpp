@@ -606,6 +606,11 @@ TEST(PlanExport, PlansForDeepSpeedRunOnTheSplitItComputes) {
   const auto j = nlohmann::json::parse(export_deepspeed(plan, m, o.global_batch, &warnings));
   EXPECT_EQ(j["pipeline"]["partition"], plan.partition);
   for (const auto& w : warnings) EXPECT_EQ(w.find("splits the layers itself"), std::string::npos) << w;
+  // The split is the model code's (PipelineModule), which the export names; the config's section is not read for it.
+  const std::string module = "PipelineModule(layers, num_stages=4, partition_method='" + plan.partition + "'";
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                          [&](const std::string& w) { return w.find(module) != std::string::npos; }))
+      << module;
   // A plan not made for DeepSpeed says, when exported to it, that DeepSpeed will split otherwise.
   warnings.clear();
   export_deepspeed(generic, m, o.global_batch, &warnings);
