@@ -276,6 +276,17 @@ double UserKernelTemplate::buffer_bytes(const Workload& w) const {
   return bytes;
 }
 
+double UserKernelTemplate::output_bytes(const Workload& w) const {
+  double bytes = 0;
+  try {
+    for (const auto& b : spec_.buffers)
+      if (b.role == "output") bytes += static_cast<double>(b.elements.eval(scope({}, w))) * dtype_bytes(b.dtype);
+  } catch (const ExprError&) {
+    return 0;
+  }
+  return bytes;
+}
+
 ExprScope UserKernelTemplate::scope(const ExprScope& knobs, const Workload& w) const {
   ExprScope s = knobs;
   for (const auto& [name, value] : w.dims) s[name] = value;

@@ -55,6 +55,8 @@ class UserKernelTemplate final : public KernelTemplate {
   /// Bytes of all the spec's buffers at w's sizes (what compulsory_bytes is for a built-in op); 0 when a buffer's
   /// formula does not evaluate (unsupported() says why).
   double buffer_bytes(const Workload& w) const;
+  /// Bytes of the spec's output buffers alone (the worker keeps a reference copy of each).
+  double output_bytes(const Workload& w) const;
 
  private:
   /// Knob values and sizes: what the formulas read.

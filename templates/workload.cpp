@@ -129,6 +129,20 @@ double compulsory_bytes(const Workload& w) {
   return 0;
 }
 
+double output_elements(const Workload& w) {
+  auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
+  if (w.op == "gemm") return d("M") * d("N");
+  if (w.op == "batched_gemm") return d("B") * d("M") * d("N");
+  if (w.op == "softmax" || w.op == "layernorm") return d("rows") * d("cols");
+  if (w.op == "conv2d") {
+    const double dil = d("dilation");
+    const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;
+    const double q = std::floor((d("W") + 2 * d("pad") - dil * (d("S") - 1) - 1) / d("stride")) + 1;
+    return d("N") * p * q * d("K");
+  }
+  return 0;
+}
+
 std::vector<std::string> shape_dimension_names(std::string_view shape) {
   std::vector<std::string> out;
   size_t pos = 0;

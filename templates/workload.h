@@ -60,6 +60,8 @@ inline bool is_row_op(std::string_view op) { return op == "softmax" || op == "la
 /// + output (as the templates' profiles count their compulsory DRAM bytes). The least a kernel
 /// moves (the roofline's bytes) and the least device memory it needs. 0 for an op without a formula (a user kernel's).
 double compulsory_bytes(const Workload& w);
+/// Elements of a built-in op's result (C, the output rows, the output image); 0 for another op.
+double output_elements(const Workload& w);
 
 /// Parses op, "M=..,N=..,K=.." and dtype into a workload; throws std::invalid_argument naming the
 /// bad value (unknown op, malformed item, unknown or missing or repeated dimension, non-positive size).

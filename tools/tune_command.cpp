@@ -360,14 +360,20 @@ int tune_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
   if (auto why = tmpl->unsupported(opt.workload)) throw UsageError(*why);
-  // Operands and result that do not fit in the device's memory cannot run there (a sim device estimated them).
+  // What the worker holds cannot exceed the device's memory (a sim device estimated it): the operands and result,
+  // a copy of the reference's result to check against, and the L2 flush buffer (twice the L2). (A config writing an
+  // f16 GEMM's C in f32, OUT_F32, needs twice the result's bytes more; where that does not fit, it fails alone.)
   const auto* user = dynamic_cast<const templates::UserKernelTemplate*>(tmpl);
-  const double needs = user ? user->buffer_bytes(opt.workload) : templates::compulsory_bytes(opt.workload);
+  const double buffers = user ? user->buffer_bytes(opt.workload) : templates::compulsory_bytes(opt.workload);
+  const double result = user ? user->output_bytes(opt.workload)
+                             : templates::output_elements(opt.workload) * templates::dtype_bytes(opt.workload.dtype);
+  const double needs = buffers + result + 2 * static_cast<double>(device.gpu.l2_bytes);
   if (device.identity.memory_bytes > 0 && needs > static_cast<double>(device.identity.memory_bytes))
-    throw UsageError(opt.workload.to_string() + " needs " + fixed(needs / 1e9, 1) + " GB for its " +
-                     (user ? "buffers" : "operands and result") + "; " +
-                     device.spec + " has " + fixed(static_cast<double>(device.identity.memory_bytes) / 1e9, 1) +
-                     " GB; allowed: a shape whose " + (user ? "buffers" : "operands and result") + " fit");
+    throw UsageError(opt.workload.to_string() + " needs " + fixed(needs / 1e9, 1) + " GB on the GPU (its " +
+                     (user ? "buffers" : "operands and result") + " " + fixed(buffers / 1e9, 1) +
+                     " GB, a reference copy of the result and the L2 flush buffer); " + device.spec + " has " +
+                     fixed(static_cast<double>(device.identity.memory_bytes) / 1e9, 1) + " GB; allowed: a shape whose " +
+                     (user ? "buffers" : "operands and result") + " fit with those");
   opt.template_name = tmpl->name();
   if (vm.count("fix") && !vm["fix"].defaulted()) {
     if (fix_text.empty()) throw UsageError("--fix '' names no knob; allowed: a comma-separated list such as BM=128,STAGES=4");

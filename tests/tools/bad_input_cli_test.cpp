@@ -311,13 +311,20 @@ TEST_F(Cli, EmptyTemplatesAndEmptyPinItemsAreRefused) {
 }
 
 TEST_F(Cli, AShapeWhoseOperandsDoNotFitTheDevicesMemoryIsBadInput) {
-  // The sim estimated a 400 GB softmax and a 100 GB batched GEMM on an 80 GB H100 (exit 0).
+  // The sim estimated a 400 GB softmax and a 100 GB batched GEMM on an 80 GB H100 (exit 0). An 80 GB softmax was
+  // let through, though the worker also holds a reference copy of the result (40 GB) and the L2 flush buffer.
   for (const std::string shape : {"--op softmax --shape rows=100000,cols=500000",
-                                  "--op batched_gemm --shape B=1000,M=4096,N=4096,K=4096 --dtype f16"}) {
+                                  "--op batched_gemm --shape B=1000,M=4096,N=4096,K=4096 --dtype f16",
+                                  "--op softmax --shape rows=100000,cols=100000"}) {
     auto r = run("tune " + shape + " --device sim:h100-sxm --trials 2 --db " + db());
     EXPECT_EQ(r.code, 2) << shape;
-    EXPECT_NE(r.err.find("GB for its operands and result; sim:h100-sxm has 80.0 GB"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("GB on the GPU (its operands and result "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("a reference copy of the result and the L2 flush buffer); sim:h100-sxm has 80.0 GB"),
+              std::string::npos)
+        << r.err;
   }
+  const auto last = run("tune --op softmax --shape rows=100000,cols=100000 --device sim:h100-sxm --trials 2 --db " + db());
+  EXPECT_NE(last.err.find("needs 120.1 GB on the GPU (its operands and result 80.0 GB"), std::string::npos) << last.err;
   EXPECT_FALSE(std::filesystem::exists(db()));
 }
 
