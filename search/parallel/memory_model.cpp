@@ -103,6 +103,12 @@ MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBy
   if (zero == 2 && bytes.zero2_gathered > 0) m.weights = bytes.weights * params / d + bytes.zero2_gathered * params;
   m.gradients = bytes.gradients * params / (zero >= 2 ? d : 1);
   m.optimizer = bytes.optimizer * params / (zero >= 1 ? d : 1);
+  // FSDP2 in a pipeline: the gradients accumulate whole until the last micro-batch's reduce-scatter, and at ZeRO-3
+  // the weights gathered by the first micro-batch stay whole until then (the ZeRO-2 case counts them above).
+  if (zero >= 2 && bytes.accumulated_gradients > 0) {
+    m.gradients += bytes.accumulated_gradients * params;
+    if (zero >= 3) m.weights += bytes.zero2_gathered * params;
+  }
   return m;
 }
 

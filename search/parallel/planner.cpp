@@ -78,6 +78,17 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
   // share) cannot overlap, and what the backward cannot hide stays exposed.
   const double bucket_share = 1.0 / std::max(layers, 1);
   double exposed = 0;
+  if (fsdp_syncs_once_per_step(c)) {
+    // FSDP2 in a pipeline: the accumulated gradients are reduce-scattered once, during the last micro-batch's
+    // backward, and the weights gathered once, at the first micro-batch's forward (about half a backward long),
+    // each hidden by its pass but for the last bucket (one layer's share).
+    const double sync = rs(dense_bytes, expert_bytes);
+    const double w_scale = dtype_bytes(model_.dtype) / state_bytes(opts_.engine).gradient_reduce;
+    const double gather = all_gather_s(cluster_, dp_group, dense_bytes * w_scale) +
+                          (expert_bytes > 0 ? all_gather_s(cluster_, expert_dp_group, expert_bytes * w_scale) : 0);
+    return overlapped_comm_s(costs_->params(), sync, std::min(last_bwd, sync * (1 - bucket_share))) +
+           overlapped_comm_s(costs_->params(), gather, std::min(last_bwd / 2, gather * (1 - bucket_share)));
+  }
   if (c.zero <= 1) {
     const double sync =
         c.zero == 0 ? all_reduce_s(cluster_, dp_group, dense_bytes) +
@@ -442,6 +453,7 @@ Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
   e.bytes = state_bytes(opts_.engine);
   // FSDP2's gathered compute copy is in the model's dtype (mixed_precision_param; an f32 model's is fp32).
   if (e.bytes.zero2_gathered > 0) e.bytes.zero2_gathered = dtype_bytes(model_.dtype);
+  if (fsdp_syncs_once_per_step(c)) e.bytes.accumulated_gradients = e.bytes.gradient_reduce;
   e.usable = static_cast<double>(cluster_.memory_per_gpu_bytes) - opts_.memory_reserve_bytes;
   e.seq = model_.seq / c.cp;
   // Ranks in Megatron's order (tp, cp, dp inner; pp outermost): a stage is tp x cp x dp consecutive ranks. Some
@@ -490,10 +502,16 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
     const double e_rs = experts ? reduce_scatter_s(cluster_, edp_group, expert * e.bytes.gradient_reduce) : 0;
     const double e_ag = experts ? all_gather_s(cluster_, edp_group, e_bytes) : 0;
     double zc = 0;
-    if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, dense * e.bytes.gradient_reduce) + e_rs;
-    if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + e_ag);
-    // FSDP2 at ZeRO-2 frees the gathered weights after each backward: every micro-batch's forward gathers again.
-    if (fsdp_gathers_every_forward(c)) zc += all_gather_s(cluster_, dp_group, w_bytes) + e_ag;
+    if (fsdp_syncs_once_per_step(c)) {
+      // In a pipeline, FSDP2 reduce-scatters once a step (dp_exposed_s); at ZeRO-3 the forward still reshards, so
+      // every backward gathers again (the first forward's gather is the step's, dp_exposed_s).
+      if (c.zero >= 3) zc += all_gather_s(cluster_, dp_group, w_bytes) + e_ag;
+    } else {
+      if (c.zero >= 2) zc += reduce_scatter_s(cluster_, dp_group, dense * e.bytes.gradient_reduce) + e_rs;
+      if (c.zero >= 3) zc += 2 * (all_gather_s(cluster_, dp_group, w_bytes) + e_ag);
+      // FSDP2 at ZeRO-2 frees the gathered weights after each backward: every micro-batch's forward gathers again.
+      if (fsdp_gathers_every_forward(c)) zc += all_gather_s(cluster_, dp_group, w_bytes) + e_ag;
+    }
     // A layer of another kind than its predecessor may read its input in another layout.
     if (l > 0) out.reshard[l] = entry_s(e, out, out, l);
     out.comp[l] = x.compute_s, out.mem[l] = x.memory_bound_s, out.comm[l] = x.comm_s, out.rec[l] = recompute;
@@ -542,7 +560,7 @@ MemoryBreakdown Planner::stage_memory(const Eval& e, const LayerTable& t, int st
   if (e.c.recompute == Recompute::kFull) mb.activations += t.max_full_of(i, j);
   // ZeRO-3 gathers each layer's weights before it runs and prefetches the next (FSDP, DeepSpeed's prefetch
   // bucket): two layers' whole weights, and the running layer's whole gradient before its reduce-scatter.
-  if (e.c.zero >= 3) {
+  if (e.c.zero >= 3 && !fsdp_syncs_once_per_step(e.c)) {  // (in a pipeline they stay whole: model_state_bytes)
     const double layer = t.max_params_of(i, j) * e.dsize;
     mb.weights += 2 * layer;
     mb.gradients += layer;
@@ -1025,7 +1043,11 @@ struct Planner::Search {
 int Planner::max_tensor_parallel() const { return opts_.max_tp > 0 ? opts_.max_tp : cluster_.gpus_per_node; }
 
 bool Planner::fsdp_gathers_every_forward(const ParallelConfig& c) const {
-  return opts_.engine == Engine::kTorchtitan && c.zero == 2;
+  return opts_.engine == Engine::kTorchtitan && c.zero == 2 && c.pp == 1;
+}
+
+bool Planner::fsdp_syncs_once_per_step(const ParallelConfig& c) const {
+  return opts_.engine == Engine::kTorchtitan && c.zero >= 2 && c.pp > 1;
 }
 
 std::string Planner::sequence_parallel_conflict() const {

@@ -56,6 +56,41 @@ TEST(TimeBreakdown, TorchtitanZeroTwoGathersTheWeightsEveryForward) {
   EXPECT_LT(tt.stages[0].time.dp_comm_s, generic.stages[0].time.dp_comm_s);  // no gather after the step
 }
 
+// Under a pipeline schedule torchtitan's FSDP2 syncs once a step: PyTorch's pipelining turns gradient sync and
+// resharding after backward off for every micro-batch but the last (the planner charged a reduce-scatter and a gather
+// per micro-batch: 21 s of 30 s for Llama 3 405B at pp 64, and it then chose pp 2 at 18% MFU). The gradients
+// accumulate whole in fp32 meanwhile (4 bytes per parameter of the stage), which it did not count.
+TEST(TimeBreakdown, TorchtitanFsdpInAPipelineSyncsOnceAStepAndHoldsWholeGradients) {
+  const ModelGraph m = parse_model_spec("gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.engine = Engine::kTorchtitan;
+  o.pins = parse_pins("tp=1,pp=2,dp=8,mbs=1,zero=2,recompute=full,schedule=1f1b");
+  const Plan piped = Planner(m, c, o).plan();
+  expect_terms_add_up(piped);
+  ASSERT_EQ(piped.config.pp, 2);
+  ASSERT_EQ(piped.config.num_micro_batches, 8);
+  for (const StagePlan& s : piped.stages) {
+    EXPECT_EQ(s.time.zero_comm_s, 0) << "nothing per micro-batch at ZeRO-2";
+    EXPECT_GT(s.time.dp_comm_s, 0) << "the step's reduce-scatter and gather";
+    // fp32 sharded gradients (4 / 8 bytes) plus the whole fp32 accumulation (4 bytes) per parameter.
+    EXPECT_NEAR(s.memory.gradients, s.params_per_device * (4.0 / 8 + 4), 1e-6 * s.memory.gradients);
+  }
+  // ZeRO-3 in a pipeline: each backward gathers again (the forward resharded), the gradients still once a step,
+  // and the gathered weights stay whole: 4 / 8 + 2 bytes per parameter.
+  o.pins = parse_pins("tp=1,pp=2,dp=8,mbs=1,zero=3,recompute=full,schedule=1f1b");
+  const Plan z3 = Planner(m, c, o).plan();
+  expect_terms_add_up(z3);
+  for (const StagePlan& s : z3.stages) {
+    EXPECT_GT(s.time.zero_comm_s, 0);
+    EXPECT_NEAR(s.memory.weights, s.params_per_device * (4.0 / 8 + 2), 1e-6 * s.memory.weights);
+  }
+  // Without a pipeline nothing changes: ZeRO-2 gathers at every micro-batch's forward.
+  o.pins = parse_pins("tp=1,pp=1,dp=16,mbs=1,zero=2,recompute=full");
+  EXPECT_GT(Planner(m, c, o).plan().stages[0].time.zero_comm_s, 0);
+}
+
 TEST(TimeBreakdown, StageTermsAddUpToTheIterationTime) {
   // A pipeline with data parallelism, ZeRO-1 and selective recomputation; an interleaved one; ZeRO-3.
   const Plan a = plan_of("gpt3-13b", "dgx-h100:4", 256, "tp=4,pp=4,dp=2,mbs=1,recompute=selective,zero=1");
