@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "search/config_space.h"
 #include "search/strategy.h"
@@ -411,15 +412,33 @@ int tune_command(const std::vector<std::string>& args) {
     // (Also without --fix: `--trials all` is the recorded configs, not the template's whole space.)
     if (device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {
+      const search::ConfigSpace whole = space;
       try {
         space = search::with_knobs_fixed(space, opt.fixed_knobs);
       } catch (const std::invalid_argument& e) {
         throw UsageError("--fix " + fix_text + ": " + e.what());
       }
-      if (space.size() == 0)
+      if (space.size() == 0) {
+        // Name what this workload's configs do take of each pinned knob (SPLIT_K is 1 only at some shapes): "a value
+        // that meets the constraints" left the user to guess.
+        std::vector<std::set<int64_t>> taken(opt.fixed_knobs.size());
+        std::vector<size_t> index;
+        for (const auto& [name, value] : opt.fixed_knobs) index.push_back(whole.knob_index(name));
+        for (uint64_t i = 0; i < whole.size(); ++i) {
+          const search::Config c = whole.at(i);
+          for (size_t k = 0; k < index.size(); ++k) taken[k].insert(c[index[k]]);
+        }
+        std::string allowed;
+        for (size_t k = 0; k < index.size(); ++k) {
+          std::string values;
+          for (int64_t v : taken[k]) values += (values.empty() ? "" : ", ") + std::to_string(v);
+          allowed += (allowed.empty() ? "" : "; ") + opt.fixed_knobs[k].first + " in {" + values + "}";
+        }
         throw UsageError("--fix " + fix_text + ": no config of " + tmpl->name() +
                          (device.replay ? " recorded in '" + device.replay->path + "'" : std::string(" for this workload and device")) +
-                         " has these values together; allowed: values that meet its constraints (README: what can be tuned)");
+                         " has these values together; allowed: " + allowed +
+                         " (each alone; together, values that meet its constraints: README, what can be tuned)");
+      }
     }
     space_size = space.size();
   }

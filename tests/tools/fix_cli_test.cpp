@@ -104,11 +104,14 @@ TEST_F(Cli, BadFixesAreBadInputAndTouchNothing) {
                "--template conv2d_igemm_wgmma --device sim:h100-sxm --trials 5 --fix PINGPONG=1,CONSUMERS=1 --db " + db());
   EXPECT_EQ(e.code, 2) << e.err;
   EXPECT_NE(e.err.find("no config of conv2d_igemm_wgmma"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("allowed: PINGPONG in {0, 1}; CONSUMERS in {1, 2}"), std::string::npos) << e.err;
   // On a replay device the space is what the file recorded: the H200 decode recording predates BN 32.
   auto rp = run("tune --op gemm --shape M=64,N=4096,K=4096 --dtype f16 --device replay:" + std::string(TUNER_SOURCE_DIR) +
                 "/data/replay/gemm_f16_M64_N4096_K4096_wgmma_h200_2026-11-25.json --fix BN=32 --trials 5 --db " + db());
   EXPECT_EQ(rp.code, 2) << rp.err;
   EXPECT_NE(rp.err.find("recorded in"), std::string::npos) << rp.err;
+  // It names the values the recorded configs take ("values that meet its constraints" left the user to guess).
+  EXPECT_NE(rp.err.find("allowed: BN in {64, 128, 192, 256}"), std::string::npos) << rp.err;
   EXPECT_FALSE(std::filesystem::exists(db())) << "bad input is refused before the database is opened";
   // Several templates run the workload: --fix needs one named.
   auto a = run("tune --op gemm --shape M=256,N=256,K=256 --dtype f16 --device sim:h100-sxm --trials 5 --fix BM=64 --db " + db());

@@ -104,6 +104,38 @@ TEST_F(Cli, ThreeTunersOnOneDatabaseShareTheBudgetAndNeverMeasureAConfigTwice) {
   }
 }
 
+// A second tuner that finds the whole budget claimed by one still measuring ended with "budget of N trials reached",
+// 0 measured and no best: as if there were nothing to do. It names the process measuring them.
+TEST_F(Cli, ATunerThatFindsTheBudgetClaimedNamesTheProcessMeasuringIt) {
+  const std::string first_out = (dir_ / "first").string();
+  const pid_t first = spawn(replay_tune(db(), "--trials 4 --batch 4 --strategy random --sim-delay-ms 3000 --quiet --json"),
+                            first_out);
+  ASSERT_GT(first, 0);
+  bool claimed = false;
+  for (int i = 0; i < 500 && !claimed; ++i) {
+    usleep(10 * 1000);
+    if (!std::filesystem::exists(db())) continue;
+    try {
+      auto store = tuner::db::TuningDb::open_existing(db());
+      const auto sessions = store.sessions({});
+      claimed = !sessions.empty() && store.budget_left(sessions.front().id, 4) == 0;
+    } catch (const std::exception&) {  // still being created
+    }
+  }
+  ASSERT_TRUE(claimed) << "the first tuner never claimed its budget";
+  const auto second = run(replay_tune(db(), "--trials 4 --strategy random --json"));
+  kill(first, SIGTERM);
+  int status = 0;
+  waitpid(first, &status, 0);
+  ASSERT_EQ(second.code, 0) << second.err;
+  const auto j = nlohmann::json::parse(second.out);
+  EXPECT_EQ(j["measured"], 0);
+  EXPECT_NE(j["stop_reason"].get<std::string>().find("budget of 4 trials reached: 4 of its trials are being measured by "
+                                                     "process " + std::to_string(first)),
+            std::string::npos)
+      << j["stop_reason"];
+}
+
 TEST_F(Cli, AWriterHeldOffLongerThanTheBusyTimeoutWaitsAndStoresEverything) {
   ASSERT_EQ(run(replay_tune(db(), "--trials 4 --strategy random")).code, 0);
   // 6.5 s: longer than SQLite's 5 s busy timeout, shorter than the default --db-timeout of 60 s.

@@ -197,6 +197,23 @@ TEST_F(Report, PlanReportDrawsOneBoxPerStageMicroBatchAndPass) {
   EXPECT_EQ(html2.find("lab<A&B>"), std::string::npos);
 }
 
+// A box per stage, micro-batch and pass drew millions of boxes for a huge global batch (minutes, then no report): the
+// timeline shows the first micro-batches and says how many of how many.
+TEST_F(Report, APlanOfManyMicroBatchesDrawsTheFirstFewAndSaysSo) {
+  auto p = run("plan --model gpt:layers=8,hidden=1024,heads=16 --cluster dgx-h100:1 --fix pp=2,tp=1,dp=4,mbs=1 "
+               "--global-batch 4096 --db " + db() + " --json");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto plan = nlohmann::json::parse(p.out);
+  ASSERT_EQ(plan["num_micro_batches"], 1024);
+  auto r = run("report --db " + db() + " --plan latest --out " + path("m.html"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = slurp(path("m.html"));
+  EXPECT_EQ(count(html, "class=\"pass-fwd\""), 2u * 32);
+  EXPECT_EQ(count(html, "class=\"pass-bwd\""), 2u * 32);
+  EXPECT_NE(html.find("Pipeline, the first 32 of 1024 micro-batches of an iteration"), std::string::npos);
+  EXPECT_NE(html.find("ms drawn for the first 32 of 1024 micro-batches"), std::string::npos);
+}
+
 TEST_F(Report, BadInputExitsTwoWithOneLine) {
   tune_two_sessions();
   const std::string out = " --out " + path("x.html");
