@@ -475,19 +475,19 @@ int64_t TuningDb::budget_left(int64_t session_id, int64_t budget) const {
   return budget - trials_and_claims(conn, st.device_id, st.workload_id, st.template_id);
 }
 
-int64_t TuningDb::claims_of_others(int64_t session_id, std::vector<int64_t>* pids) const {
+int64_t TuningDb::claims_of_others(int64_t session_id, std::vector<std::pair<std::string, int64_t>>* processes) const {
   auto& conn = impl_->conn;
   const SessionTarget st = session_target(conn, session_id);
   sql::Statement s(conn,
-                   "SELECT s.pid, count(*) FROM claims c JOIN sessions s ON s.id = c.session_id WHERE c.device_id = ?1 "
-                   "AND c.workload_id = ?2 AND c.template_id = ?3 AND c.session_id != ?4 AND c.config_json NOT LIKE ?5 "
-                   "GROUP BY s.pid ORDER BY s.pid");
+                   "SELECT s.host, s.pid, count(*) FROM claims c JOIN sessions s ON s.id = c.session_id WHERE "
+                   "c.device_id = ?1 AND c.workload_id = ?2 AND c.template_id = ?3 AND c.session_id != ?4 AND "
+                   "c.config_json NOT LIKE ?5 GROUP BY s.host, s.pid ORDER BY s.host, s.pid");
   s.bind(1, st.device_id).bind(2, st.workload_id).bind(3, st.template_id).bind(4, session_id)
       .bind(5, std::string(kRemeasureClaim) + "%");
   int64_t n = 0;
   while (s.step()) {
-    if (pids) pids->push_back(s.column_int64(0));
-    n += s.column_int64(1);
+    if (processes) processes->emplace_back(s.column_text(0), s.column_int64(1));
+    n += s.column_int64(2);
   }
   return n;
 }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tuner::db {
@@ -275,8 +276,9 @@ class TuningDb {
   /// template: how many configs may still be claimed.
   int64_t budget_left(int64_t session_id, int64_t budget) const;
   /// The live search claims other sessions hold on this session's device, workload and template (configs they are
-  /// measuring now, counted in the budget), and those sessions' process ids, ascending.
-  int64_t claims_of_others(int64_t session_id, std::vector<int64_t>* pids = nullptr) const;
+  /// measuring now, counted in the budget), and those sessions' processes as (host, pid), ascending.
+  int64_t claims_of_others(int64_t session_id,
+                           std::vector<std::pair<std::string, int64_t>>* processes = nullptr) const;
 
   /// Appends a batch of trials to a session in one transaction (all or nothing); fills ids; releases the
   /// session's claims of the stored configs.

@@ -186,7 +186,9 @@ int query_command(const std::vector<std::string>& args) {
   if (single && !rows.empty() && output_dtype_of(rows.front()).value_or(rows.front().workload.dtype) !=
                                      rows.front().workload.dtype) {
     // The fastest writes another type than the workload's (OUT_F32): the best that writes its own, as export adds.
-    for (auto& b : best_configs(*db, rf))
+    RecordFilter all = rf;  // (the limit keeps rows of the answer, not of this lookup)
+    all.filter.limit = 0;
+    for (auto& b : best_configs(*db, all))
       if (b.own_dtype_alternative && b.row.template_name == rows.front().template_name &&
           b.row.device_name == rows.front().device_name && b.row.workload.dtype == rows.front().workload.dtype) {
         rows.push_back(std::move(b.row));

@@ -443,22 +443,24 @@ PlanSection plan_section(const db::PlanRecord& rec) {
     double makespan = 0;
     for (const auto& b : boxes) makespan = std::max(makespan, b.end_s);
     const double predicted = j.contains("time_breakdown") ? number_or(j["time_breakdown"], "pipeline_s", 0) : 0;
-    const std::string of_drawn = drawn < m ? " for the first " + std::to_string(drawn) + " of " + std::to_string(m) +
-                                                 " micro-batches"
-                                           : "";
-    row("pipeline time", fixed(makespan * 1e3, 2) + " ms drawn" + of_drawn +
-                             (predicted > 0 ? ", " + fixed(predicted * 1e3, 2) + " ms predicted by the planner" : ""));
+    if (drawn < m)
+      row("pipeline time", fixed(predicted * 1e3, 2) + " ms predicted by the planner for " + std::to_string(m) +
+                               " micro-batches; drawn: an iteration of " + std::to_string(drawn) + " (" +
+                               fixed(makespan * 1e3, 2) + " ms)");
+    else
+      row("pipeline time", fixed(makespan * 1e3, 2) + " ms drawn" +
+                               (predicted > 0 ? ", " + fixed(predicted * 1e3, 2) + " ms predicted by the planner" : ""));
     svg::Axis x{0, makespan * 1e3, false, "time in the iteration, ms"};
     x.nice();
     svg::Axis y{0, static_cast<double>(stages), false, "pipeline stage"};
     for (int s = stages - 1; s >= 0; --s) y.categories.push_back("stage " + std::to_string(s));
     const double height = std::max(240.0, 130.0 + 34.0 * stages);
     svg::Chart c(kWidthPx, height,
-                 (drawn < m ? "Pipeline, the first " + std::to_string(drawn) + " of " + std::to_string(m) +
-                                  " micro-batches of an iteration: "
+                 (drawn < m ? "Pipeline of an iteration of " + std::to_string(drawn) + " micro-batches (the plan has " +
+                                  std::to_string(m) + "): "
                             : std::string("Pipeline of one iteration: ")) +
                      schedule + ", " + std::to_string(stages) + " stage" + (stages == 1 ? "" : "s") + ", " +
-                     std::to_string(m) + " micro-batches",
+                     std::to_string(drawn) + " micro-batches",
                  x, y);
     c.draw_frame();
     for (const auto& b : boxes) {

@@ -57,13 +57,14 @@ std::vector<std::pair<uint64_t, InjectedFault>> parse_faults(const std::string& 
   return out;
 }
 
-/// A user kernel file that does not compile at all is bad input, found before a session is stored: its
-/// reference kernel is compiled from the whole file (through the compile cache the session then hits).
 /// ", writes f32" where a best config writes its output in another type than the workload's (OUT_F32).
 std::string writes_note(const db::ResultRow& r) {
   const std::string out = output_dtype_of(r).value_or(r.workload.dtype);
   return out == r.workload.dtype ? "" : ", writes " + out;
 }
+
+/// A user kernel file that does not compile at all is bad input, found before a session is stored: its
+/// reference kernel is compiled from the whole file (through the compile cache the session then hits).
 
 void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
                                    const templates::Workload& w, const DeviceTarget& device, const std::string& path) {
@@ -418,6 +419,11 @@ int tune_command(const std::vector<std::string>& args) {
       } catch (const std::invalid_argument& e) {
         throw UsageError("--fix " + fix_text + ": " + e.what());
       }
+      if (space.size() == 0 && whole.size() == 0)
+        throw UsageError("--fix " + fix_text + ": " + tmpl->name() + " has no config" +
+                         (device.replay ? " recorded in '" + device.replay->path + "' that this build's space holds"
+                                        : std::string(" for this workload and device")) +
+                         " to fix; allowed: a workload or recording with configs");
       if (space.size() == 0) {
         // Name what this workload's configs do take of each pinned knob (SPLIT_K is 1 only at some shapes): "a value
         // that meets the constraints" left the user to guess.
@@ -571,11 +577,17 @@ int tune_command(const std::vector<std::string>& args) {
     } else {
       if (sum.interrupted && std::filesystem::exists(replay_out, ec)) {
         // A part of the space never replaces a recording already there (it may be a whole one): beside it instead.
+        // Before the extension, .replay.json counted as one: x.replay.json -> x-partial.replay.json.
         const std::filesystem::path p(replay_out);
-        const std::string stem = (p.parent_path() / p.stem()).string() + "-partial";
-        replay_out = stem + p.extension().string();
-        for (int n = 2; std::filesystem::exists(replay_out, ec); ++n)
-          replay_out = stem + "-" + std::to_string(n) + p.extension().string();
+        std::string ext = p.extension().string();
+        std::string base = (p.parent_path() / p.stem()).string();
+        if (ext == ".json" && base.size() > 7 && base.compare(base.size() - 7, 7, ".replay") == 0) {
+          base.resize(base.size() - 7);
+          ext = ".replay.json";
+        }
+        const std::string stem = base + "-partial";
+        replay_out = stem + ext;
+        for (int n = 2; std::filesystem::exists(replay_out, ec); ++n) replay_out = stem + "-" + std::to_string(n) + ext;
       }
       write_replay(data, replay_out);
       if (!json)

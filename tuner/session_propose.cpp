@@ -36,12 +36,13 @@ std::vector<search::Config> propose(Session& s) {
                               : "budget of " + std::to_string(s.opt.trials) + " trials reached";
       // Trials of the budget that other processes sharing the database are measuring now: say so, or a second run
       // that found everything claimed reads as one that had nothing to do.
-      std::vector<int64_t> pids;
-      if (const int64_t others = s.db.claims_of_others(s.sum.session_id, &pids); others > 0) {
+      std::vector<std::pair<std::string, int64_t>> processes;
+      if (const int64_t others = s.db.claims_of_others(s.sum.session_id, &processes); others > 0) {
         std::string list;
-        for (int64_t pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
-        s.sum.stop_reason += ": " + std::to_string(others) + " of its trials are being measured by " +
-                             (pids.size() > 1 ? "processes " : "process ") + list +
+        for (const auto& [host, pid] : processes)
+          list += (list.empty() ? "" : ", ") + std::to_string(pid) + (host.empty() ? "" : " on " + host);
+        s.sum.stop_reason += ": " + std::to_string(others) + " trials of the budget are being measured by " +
+                             (processes.size() > 1 ? "processes " : "process ") + list +
                              " sharing the database (`tuner query` shows their results once stored)";
       }
       break;

@@ -93,15 +93,25 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
     m << "rounds to 0 bytes; allowed: a number > 0 and <= " << 2 * c.gpu.memory_gb;
     f.fail("memory_gb", m.str());
   }
-  if (!doc.contains("intra_node")) f.fail("intra_node", "missing; expected {\"bandwidth_gbps\": .., \"latency_us\": ..}");
-  c.intra = link_from_json(f, doc["intra_node"], "intra_node");
+  // A node of one GPU has no link inside it: intra_node is then optional (and unused), like inter_node on one node.
+  if (doc.contains("intra_node")) {
+    c.intra = link_from_json(f, doc["intra_node"], "intra_node");
+  } else if (c.gpus_per_node > 1) {
+    f.fail("intra_node", "missing; nodes of several GPUs need {\"bandwidth_gbps\": .., \"latency_us\": .. (optional, "
+                         "default 5)}");
+  }
   if (doc.contains("inter_node")) {
     c.inter = link_from_json(f, doc["inter_node"], "inter_node");
   } else if (c.nodes > 1) {
-    f.fail("inter_node", "missing; a cluster of several nodes needs {\"bandwidth_gbps\": .., \"latency_us\": ..}");
+    f.fail("inter_node", "missing; a cluster of several nodes needs {\"bandwidth_gbps\": .., \"latency_us\": .. "
+                         "(optional, default 5)}");
   } else {
     c.inter = c.intra;
   }
+  if (!doc.contains("intra_node")) c.intra = c.inter;
+  // One GPU alone communicates with nothing: its links are never priced, but must be valid.
+  if (c.nodes == 1 && c.gpus_per_node == 1 && !doc.contains("intra_node") && !doc.contains("inter_node"))
+    c.intra = c.inter = LinkSpec{1, 5};
   check_cluster(c);
   return c;
 }

@@ -82,8 +82,8 @@ struct StateBytes {
   /// compute copy ZeRO-2 keeps gathered from forward to backward (reshard_after_forward "never": bf16); 0 where
   /// ZeRO-2 keeps the weights above whole instead.
   double zero2_gathered = 0;
-  /// FSDP2 under a pipeline schedule (torchtitan, pp > 1; PyTorch's pipelining turns gradient sync and resharding
-  /// after backward off for every micro-batch but the last): bytes per parameter of the gradients accumulated whole
+  /// FSDP2 under a pipeline schedule (torchtitan, pp > 1; PyTorch's pipelining keeps gradient sync and resharding
+  /// after backward off through the micro-batches, reducing after the last): bytes per parameter of the gradients accumulated whole
   /// in the reduce dtype across the micro-batches (FSDPParam's unsharded_accumulated_grad); the gathered weights then
   /// stay whole for the step at ZeRO-3 too. 0 elsewhere.
   double accumulated_gradients = 0;

@@ -79,15 +79,15 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
   const double bucket_share = 1.0 / std::max(layers, 1);
   double exposed = 0;
   if (fsdp_syncs_once_per_step(c)) {
-    // FSDP2 in a pipeline: the accumulated gradients are reduce-scattered once, during the last micro-batch's
-    // backward, and the weights gathered once, at the first micro-batch's forward (about half a backward long),
-    // each hidden by its pass but for the last bucket (one layer's share).
+    // FSDP2 in a pipeline: the accumulated gradients are reduce-scattered once, after the schedule's last backward
+    // (PyTorch's pipelining keeps sync off through every micro-batch and reduces them in a step of its own:
+    // exposed), and the weights gathered once, at the first micro-batch's forward (about half a backward long),
+    // hidden by that pass but for the first layer's share.
     const double sync = rs(dense_bytes, expert_bytes);
     const double w_scale = dtype_bytes(model_.dtype) / state_bytes(opts_.engine).gradient_reduce;
     const double gather = all_gather_s(cluster_, dp_group, dense_bytes * w_scale) +
                           (expert_bytes > 0 ? all_gather_s(cluster_, expert_dp_group, expert_bytes * w_scale) : 0);
-    return overlapped_comm_s(costs_->params(), sync, std::min(last_bwd, sync * (1 - bucket_share))) +
-           overlapped_comm_s(costs_->params(), gather, std::min(last_bwd / 2, gather * (1 - bucket_share)));
+    return sync + overlapped_comm_s(costs_->params(), gather, std::min(last_bwd / 2, gather * (1 - bucket_share)));
   }
   if (c.zero <= 1) {
     const double sync =

@@ -314,10 +314,11 @@ class Planner {
   /// torchtitan's ZeRO-2 (FSDP2, reshard_after_forward "never"): the weights are gathered at every micro-batch's
   /// forward and freed after its backward, instead of once after the optimizer step.
   bool fsdp_gathers_every_forward(const ParallelConfig& c) const;
-  /// torchtitan's FSDP2 (ZeRO-2/3) under a pipeline schedule: PyTorch's pipelining syncs gradients and reshards
-  /// only at the last micro-batch's backward, so the weights are gathered once a step (and, at ZeRO-3, again at
-  /// each backward after the forward resharded them) and the gradients, accumulated whole in fp32, are
-  /// reduce-scattered once a step (dp_exposed_s), not at every micro-batch.
+  /// torchtitan's FSDP2 (ZeRO-2/3) under a pipeline schedule: PyTorch's pipelining keeps gradient sync and
+  /// resharding after backward off through the micro-batches and reduces after the last one, so the weights are
+  /// gathered once a step (and, at ZeRO-3, again at each backward after the forward resharded them) and the
+  /// gradients, accumulated whole in fp32, are reduce-scattered once a step, exposed (dp_exposed_s), not at every
+  /// micro-batch.
   bool fsdp_syncs_once_per_step(const ParallelConfig& c) const;
   /// The gcd of every attention op's query and key/value heads (0: no attention), which tp must divide, and those
   /// counts for messages ("32, 8").

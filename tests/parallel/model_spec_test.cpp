@@ -281,6 +281,7 @@ TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
       {[](nlohmann::json& j) { j["nodes"] = "2"; }, "nodes: \"2\" is not an integer"},
       {[](nlohmann::json& j) { j["inter_node"]["latency_us"] = -1; }, "inter_node.latency_us: -1 is too small"},
       {[](nlohmann::json& j) { j["intra_node"] = 450; }, "intra_node: expected"},
+      {[](nlohmann::json& j) { j.erase("intra_node"); }, "intra_node: missing; nodes of several GPUs need"},
   };
   for (const auto& c : cases) {
     nlohmann::json doc = base;
@@ -288,6 +289,11 @@ TEST(ClusterSpec, JsonFieldsAreTypedAndBounded) {
     const std::string e = error_of([&] { cluster_from_json(doc, "c.json"); });
     EXPECT_NE(e.find(c.expect), std::string::npos) << e;
   }
+  // Nodes of one GPU have no link inside them: intra_node may be left out (it asked for one, latency too).
+  nlohmann::json singles = {{"nodes", 4}, {"gpus_per_node", 1}, {"gpu", "h100-sxm"}, {"inter_node", {{"bandwidth_gbps", 50}}}};
+  EXPECT_EQ(cluster_from_json(singles, "c.json").total_gpus(), 4);
+  nlohmann::json lone = {{"nodes", 1}, {"gpus_per_node", 1}, {"gpu", "h100-sxm"}};
+  EXPECT_EQ(cluster_from_json(lone, "c.json").total_gpus(), 1);
   nlohmann::json gh200 = base;
   gh200["memory_gb"] = 144;  // a variant of the type with more memory
   EXPECT_EQ(cluster_from_json(gh200, "c.json").memory_per_gpu_bytes, 144000000000);

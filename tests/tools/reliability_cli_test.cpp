@@ -130,8 +130,8 @@ TEST_F(Cli, ATunerThatFindsTheBudgetClaimedNamesTheProcessMeasuringIt) {
   ASSERT_EQ(second.code, 0) << second.err;
   const auto j = nlohmann::json::parse(second.out);
   EXPECT_EQ(j["measured"], 0);
-  EXPECT_NE(j["stop_reason"].get<std::string>().find("budget of 4 trials reached: 4 of its trials are being measured by "
-                                                     "process " + std::to_string(first)),
+  EXPECT_NE(j["stop_reason"].get<std::string>().find("budget of 4 trials reached: 4 trials of the budget are being "
+                                                     "measured by process " + std::to_string(first) + " on "),
             std::string::npos)
       << j["stop_reason"];
 }
