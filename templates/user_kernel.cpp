@@ -265,22 +265,12 @@ std::string UserKernelTemplate::no_config_reason(const Workload& w, const Device
   return "no two constraints hold together";
 }
 
-double UserKernelTemplate::buffer_bytes(const Workload& w) const {
+double UserKernelTemplate::bytes_of(const Workload& w, bool outputs_only) const {
   double bytes = 0;
   try {
     for (const auto& b : spec_.buffers)
-      bytes += static_cast<double>(b.elements.eval(scope({}, w))) * dtype_bytes(b.dtype);
-  } catch (const ExprError&) {
-    return 0;
-  }
-  return bytes;
-}
-
-double UserKernelTemplate::output_bytes(const Workload& w) const {
-  double bytes = 0;
-  try {
-    for (const auto& b : spec_.buffers)
-      if (b.role == "output") bytes += static_cast<double>(b.elements.eval(scope({}, w))) * dtype_bytes(b.dtype);
+      if (!outputs_only || b.role == "output")
+        bytes += static_cast<double>(b.elements.eval(scope({}, w))) * dtype_bytes(b.dtype);
   } catch (const ExprError&) {
     return 0;
   }

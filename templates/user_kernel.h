@@ -54,11 +54,13 @@ class UserKernelTemplate final : public KernelTemplate {
   std::string no_config_reason(const Workload& w, const DeviceLimits& limits) const;
   /// Bytes of all the spec's buffers at w's sizes (what compulsory_bytes is for a built-in op); 0 when a buffer's
   /// formula does not evaluate (unsupported() says why).
-  double buffer_bytes(const Workload& w) const;
+  double buffer_bytes(const Workload& w) const { return bytes_of(w, false); }
   /// Bytes of the spec's output buffers alone (the worker keeps a reference copy of each).
-  double output_bytes(const Workload& w) const;
+  double output_bytes(const Workload& w) const { return bytes_of(w, true); }
 
  private:
+  /// Bytes of the spec's buffers (its output buffers alone) at w's sizes; 0 when a formula does not evaluate.
+  double bytes_of(const Workload& w, bool outputs_only) const;
   /// Knob values and sizes: what the formulas read.
   ExprScope scope(const ExprScope& knobs, const Workload& w) const;
   std::string source_for(const ExprScope& knobs) const;

@@ -94,10 +94,11 @@ void print_progress(const TuneProgress& p) {
   const std::string expects =
       p.expected_improvement >= 0 ? "  next batch expects +" + fixed(100 * p.expected_improvement, 1) + "%" : "";
   char line[512];
-  std::snprintf(line, sizeof line, "  %s%strials %lld/%lld  best %s  errors %lld  elapsed %.0f s  left ~%.0f s%s",
+  // Time before errors and the strategy's estimate: what a narrow terminal cuts off is the least needed.
+  std::snprintf(line, sizeof line, "  %s%strials %lld/%lld  best %s  elapsed %.0f s  left ~%.0f s  errors %lld%s",
                 p.label.c_str(), p.label.empty() ? "" : ": ", static_cast<long long>(p.done),
-                static_cast<long long>(p.budget), best.c_str(), static_cast<long long>(p.errors_now), p.elapsed_s,
-                p.eta_s, expects.c_str());
+                static_cast<long long>(p.budget), best.c_str(), p.elapsed_s, p.eta_s,
+                static_cast<long long>(p.errors_now), expects.c_str());
   // One terminal row: a line that wraps leaves its first rows behind at every \r (107 columns on an 80-column
   // terminal did).
   std::string text = line;
