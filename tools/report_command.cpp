@@ -444,9 +444,10 @@ PlanSection plan_section(const db::PlanRecord& rec) {
     for (const auto& b : boxes) makespan = std::max(makespan, b.end_s);
     const double predicted = j.contains("time_breakdown") ? number_or(j["time_breakdown"], "pipeline_s", 0) : 0;
     if (drawn < m)
-      row("pipeline time", fixed(predicted * 1e3, 2) + " ms predicted by the planner for " + std::to_string(m) +
-                               " micro-batches; drawn: an iteration of " + std::to_string(drawn) + " (" +
-                               fixed(makespan * 1e3, 2) + " ms)");
+      row("pipeline time", (predicted > 0 ? fixed(predicted * 1e3, 2) + " ms predicted by the planner for " +
+                                                std::to_string(m) + " micro-batches; drawn: "
+                                          : std::string("drawn: ")) +
+                               "an iteration of " + std::to_string(drawn) + " (" + fixed(makespan * 1e3, 2) + " ms)");
     else
       row("pipeline time", fixed(makespan * 1e3, 2) + " ms drawn" +
                                (predicted > 0 ? ", " + fixed(predicted * 1e3, 2) + " ms predicted by the planner" : ""));
@@ -459,8 +460,8 @@ PlanSection plan_section(const db::PlanRecord& rec) {
                  (drawn < m ? "Pipeline of an iteration of " + std::to_string(drawn) + " micro-batches (the plan has " +
                                   std::to_string(m) + "): "
                             : std::string("Pipeline of one iteration: ")) +
-                     schedule + ", " + std::to_string(stages) + " stage" + (stages == 1 ? "" : "s") + ", " +
-                     std::to_string(drawn) + " micro-batches",
+                     schedule + ", " + std::to_string(stages) + " stage" + (stages == 1 ? "" : "s") +
+                     (drawn < m ? "" : ", " + std::to_string(m) + " micro-batches"),
                  x, y);
     c.draw_frame();
     for (const auto& b : boxes) {

@@ -65,7 +65,6 @@ std::string writes_note(const db::ResultRow& r) {
 
 /// A user kernel file that does not compile at all is bad input, found before a session is stored: its
 /// reference kernel is compiled from the whole file (through the compile cache the session then hits).
-
 void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
                                    const templates::Workload& w, const DeviceTarget& device, const std::string& path) {
   const auto inst = tmpl.instantiate(space, space.at(0), w);

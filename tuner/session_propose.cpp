@@ -41,7 +41,8 @@ std::vector<search::Config> propose(Session& s) {
         std::string list;
         for (const auto& [host, pid] : processes)
           list += (list.empty() ? "" : ", ") + std::to_string(pid) + (host.empty() ? "" : " on " + host);
-        s.sum.stop_reason += ": " + std::to_string(others) + " trials of the budget are being measured by " +
+        s.sum.stop_reason += ": " + std::to_string(others) +
+                             (others == 1 ? " trial of the budget is" : " trials of the budget are") + " being measured by " +
                              (processes.size() > 1 ? "processes " : "process ") + list +
                              " sharing the database (`tuner query` shows their results once stored)";
       }

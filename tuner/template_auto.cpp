@@ -44,21 +44,23 @@ class AutoRun {
     if (base_.on_progress) {  // the whole run's count, budget, best and time, named by the template in work
       // (The best was the template's own, and the time restarted with each template's session.)
       double best_ms = 0, best_gflops = 0, elapsed = 0;
-      int64_t measured = 0;
+      int64_t measured = 0, errors = 0;
       for (const auto& done : sessions_) {
         elapsed += done.wall_s;
         measured += done.measured_now;
+        errors += done.errors_now;
         if (done.best && done.best->trial.time_ms > 0 && (best_ms == 0 || done.best->trial.time_ms < best_ms))
           best_ms = done.best->trial.time_ms, best_gflops = done.best->trial.gflops;
       }
-      opt.on_progress = [this, name, others = used(name), best_ms, best_gflops, elapsed,
-                         measured](const TuneProgress& p) {
+      opt.on_progress = [this, name, others = used(name), best_ms, best_gflops, elapsed, measured,
+                         errors](const TuneProgress& p) {
         TuneProgress whole = p;
         whole.done += others;
         whole.budget = base_.trials;
         whole.label = name;
         if (best_ms > 0 && (p.best_ms <= 0 || best_ms < p.best_ms)) whole.best_ms = best_ms, whole.best_gflops = best_gflops;
         whole.elapsed_s = elapsed + p.elapsed_s;
+        whole.errors_now = errors + p.errors_now;
         const int64_t run_measured = measured + p.measured_now;
         whole.eta_s = run_measured > 0 ? whole.elapsed_s / static_cast<double>(run_measured) *
                                              static_cast<double>(std::max<int64_t>(whole.budget - whole.done, 0))
