@@ -113,22 +113,6 @@ std::vector<std::string> op_dimensions(std::string_view op) {
   return out;
 }
 
-double compulsory_bytes(const Workload& w) {
-  const double e = dtype_bytes(w.dtype);
-  auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
-  if (w.op == "gemm") return (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
-  if (w.op == "batched_gemm") return d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N")) * e;
-  if (w.op == "softmax") return 2 * d("rows") * d("cols") * e;
-  if (w.op == "layernorm") return (2 * d("rows") * d("cols") + 2 * d("cols")) * e;  // gamma and beta: a row each
-  if (w.op == "conv2d") {
-    const double dil = d("dilation");
-    const double p = std::floor((d("H") + 2 * d("pad") - dil * (d("R") - 1) - 1) / d("stride")) + 1;
-    const double q = std::floor((d("W") + 2 * d("pad") - dil * (d("S") - 1) - 1) / d("stride")) + 1;
-    return (d("N") * d("H") * d("W") * d("C") + d("K") * d("R") * d("S") * d("C") + d("N") * p * q * d("K")) * e;
-  }
-  return 0;
-}
-
 double output_elements(const Workload& w) {
   auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
   if (w.op == "gemm") return d("M") * d("N");
@@ -141,6 +125,19 @@ double output_elements(const Workload& w) {
     return d("N") * p * q * d("K");
   }
   return 0;
+}
+
+double compulsory_bytes(const Workload& w) {
+  auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
+  // The operands read, then the result written (output_elements).
+  double inputs = 0;
+  if (w.op == "gemm") inputs = d("M") * d("K") + d("K") * d("N");
+  else if (w.op == "batched_gemm") inputs = d("B") * (d("M") * d("K") + d("K") * d("N"));
+  else if (w.op == "softmax") inputs = d("rows") * d("cols");
+  else if (w.op == "layernorm") inputs = d("rows") * d("cols") + 2 * d("cols");  // gamma and beta: a row each
+  else if (w.op == "conv2d") inputs = d("N") * d("H") * d("W") * d("C") + d("K") * d("R") * d("S") * d("C");
+  else return 0;
+  return (inputs + output_elements(w)) * dtype_bytes(w.dtype);
 }
 
 std::vector<std::string> shape_dimension_names(std::string_view shape) {

@@ -57,6 +57,14 @@ std::vector<std::pair<uint64_t, InjectedFault>> parse_faults(const std::string& 
   return out;
 }
 
+/// stem + ext, else stem-2 + ext, stem-3 + ext, ...: the first name no file has (a recording is never replaced).
+std::string unused_name(const std::string& stem, const std::string& ext) {
+  std::error_code ec;
+  std::string name = stem + ext;
+  for (int n = 2; std::filesystem::exists(name, ec); ++n) name = stem + "-" + std::to_string(n) + ext;
+  return name;
+}
+
 /// ", writes f32" where a best config writes its output in another type than the workload's (OUT_F32).
 std::string writes_note(const db::ResultRow& r) {
   const std::string out = output_dtype_of(r).value_or(r.workload.dtype);
@@ -413,18 +421,20 @@ int tune_command(const std::vector<std::string>& args) {
     // (Also without --fix: `--trials all` is the recorded configs, not the template's whole space.)
     if (device.replay) space = recorded_space(space, *device.replay);
     if (!opt.fixed_knobs.empty()) {
-      const search::ConfigSpace whole = space;
-      try {
-        space = search::with_knobs_fixed(space, opt.fixed_knobs);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError("--fix " + fix_text + ": " + e.what());
-      }
-      if (space.size() == 0 && whole.size() == 0)
+      search::ConfigSpace fixed = [&] {
+        try {
+          return search::with_knobs_fixed(space, opt.fixed_knobs);
+        } catch (const std::invalid_argument& e) {
+          throw UsageError("--fix " + fix_text + ": " + e.what());
+        }
+      }();
+      const search::ConfigSpace& whole = space;  // (the messages below name what it takes)
+      if (fixed.size() == 0 && whole.size() == 0)
         throw UsageError("--fix " + fix_text + ": " + tmpl->name() + " has no config" +
                          (device.replay ? " recorded in '" + device.replay->path + "' that this build's space holds"
                                         : std::string(" for this workload and device")) +
                          " to fix; allowed: a workload or recording with configs");
-      if (space.size() == 0) {
+      if (fixed.size() == 0) {
         // Name what this workload's configs do take of each pinned knob (SPLIT_K is 1 only at some shapes): "a value
         // that meets the constraints" left the user to guess.
         std::vector<std::set<int64_t>> taken(opt.fixed_knobs.size());
@@ -445,6 +455,7 @@ int tune_command(const std::vector<std::string>& args) {
                          " has these values together; allowed: " + allowed +
                          " (each alone; together, values that meet its constraints: README, what can be tuned)");
       }
+      space = std::move(fixed);
     }
     space_size = space.size();
   }
@@ -460,9 +471,7 @@ int tune_command(const std::vector<std::string>& args) {
                          (device.replay ? device.identity.name : device.spec);
       for (char& ch : stem)
         if (ch == ':' || ch == ',' || ch == '=' || ch == '/' || ch == ' ') ch = '_';
-      std::error_code ec;
-      replay_out = stem + ".replay.json";
-      for (int n = 2; std::filesystem::exists(replay_out, ec); ++n) replay_out = stem + "-" + std::to_string(n) + ".replay.json";
+      replay_out = unused_name(stem, ".replay.json");
     }
   }
   if (!replay_out.empty()) {
@@ -585,9 +594,7 @@ int tune_command(const std::vector<std::string>& args) {
           base.resize(base.size() - 7);
           ext = ".replay.json";
         }
-        const std::string stem = base + "-partial";
-        replay_out = stem + ext;
-        for (int n = 2; std::filesystem::exists(replay_out, ec); ++n) replay_out = stem + "-" + std::to_string(n) + ext;
+        replay_out = unused_name(base + "-partial", ext);
       }
       write_replay(data, replay_out);
       if (!json)

@@ -93,25 +93,19 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
     m << "rounds to 0 bytes; allowed: a number > 0 and <= " << 2 * c.gpu.memory_gb;
     f.fail("memory_gb", m.str());
   }
-  // A node of one GPU has no link inside it: intra_node is then optional (and unused), like inter_node on one node.
-  if (doc.contains("intra_node")) {
-    c.intra = link_from_json(f, doc["intra_node"], "intra_node");
-  } else if (c.gpus_per_node > 1) {
+  // A link nothing crosses may be left out: inside a node of one GPU, between the nodes of a cluster of one. It takes
+  // the other link's figures (one GPU alone prices neither, but both must be valid).
+  const bool has_intra = doc.contains("intra_node"), has_inter = doc.contains("inter_node");
+  if (has_intra) c.intra = link_from_json(f, doc["intra_node"], "intra_node");
+  else if (c.gpus_per_node > 1)
     f.fail("intra_node", "missing; nodes of several GPUs need {\"bandwidth_gbps\": .., \"latency_us\": .. (optional, "
                          "default 5)}");
-  }
-  if (doc.contains("inter_node")) {
-    c.inter = link_from_json(f, doc["inter_node"], "inter_node");
-  } else if (c.nodes > 1) {
+  if (has_inter) c.inter = link_from_json(f, doc["inter_node"], "inter_node");
+  else if (c.nodes > 1)
     f.fail("inter_node", "missing; a cluster of several nodes needs {\"bandwidth_gbps\": .., \"latency_us\": .. "
                          "(optional, default 5)}");
-  } else {
-    c.inter = c.intra;
-  }
-  if (!doc.contains("intra_node")) c.intra = c.inter;
-  // One GPU alone communicates with nothing: its links are never priced, but must be valid.
-  if (c.nodes == 1 && c.gpus_per_node == 1 && !doc.contains("intra_node") && !doc.contains("inter_node"))
-    c.intra = c.inter = LinkSpec{1, 5};
+  if (!has_intra) c.intra = has_inter ? c.inter : LinkSpec{1, 5};
+  if (!has_inter) c.inter = c.intra;
   check_cluster(c);
   return c;
 }
