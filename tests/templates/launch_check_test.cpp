@@ -95,6 +95,9 @@ TEST_P(EverySpaceConfig, LaunchesWithinTheLimitsOfSm80AndSm90) {
       // launch is gemm_f32's): enumerating gemm_f32's 100,000-config space again here costs 20 s of CI.
       if (t->name() == "conv2d_gemm_simt") continue;
       for (bool reduced : {true, false}) {
+        // batched_gemm_f32_simt launches gemm_f32_simt's configs with the batch in grid z (B <= 65535, its
+        // unsupported() says): its full space is gemm_f32's, checked by the gemm f32 case of the same shape.
+        if (!reduced && t->name() == "batched_gemm_f32_simt") continue;
         const search::ConfigSpace space = reduced ? t->reduced_space(w, limits) : t->space(w, limits);
         for (const auto& c : space.enumerate()) {
           const KernelInstance k = t->instantiate(space, c, w);

@@ -125,10 +125,10 @@ TEST(TemplateAuto, ProgressShowsTheRunsBestAndTimeAcrossTemplates) {
   std::filesystem::create_directories(dir);
   tuner::TuneOptions o;
   o.workload = tuner::templates::parse_workload("gemm", "M=512,N=512,K=512", "f16");
-  o.trials = 16;
+  o.trials = 8;
   o.strategy = "random";
   o.seed = 3;
-  o.batch_size = 4;
+  o.batch_size = 2;
   o.remeasure_top = 0;
   o.transfer = false;
   o.worker_executable = TUNER_BIN;

@@ -305,13 +305,13 @@ TEST_F(TuningSession, EachConfigGetsTheReferenceOfItsOwnOutputType) {
     w << "#!/bin/sh\ntee -a '" << log.string() << "' | exec '" << TUNER_BIN << "' \"$@\"\n";
   }
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
-  auto o = options(16, 5);
+  auto o = options(6, 5);
   o.workload = templates::parse_workload("gemm", "M=200,N=136,K=300", "f16");
   o.worker_executable = wrapper.string();
   db::TuningDb db(db_path("ref.db"));
   auto sum = run_tuning(o, resolve_device("sim:h100-sxm"), db);
   ASSERT_EQ(sum.template_name, "gemm_tc_mma");
-  ASSERT_EQ(sum.measured_now, 16);
+  ASSERT_EQ(sum.measured_now, 6);
 
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);
