@@ -295,6 +295,7 @@ ChartOut roofline_chart(const std::vector<db::ResultRow>& rows, const std::vecto
 /// One (stage, micro-batch, pass) box of the pipeline timeline.
 struct PassBox {
   int stage = 0, micro_batch = 0;
+  int chunk = 0;  ///< The stage's model chunk (interleaved schedules; 0 otherwise).
   bool backward = false;
   double start_s = 0, end_s = 0;
 };
@@ -302,26 +303,43 @@ struct PassBox {
 /// Simulates one iteration of a pipeline: stage s runs its passes in schedule order, a forward waits for
 /// the previous stage's forward of the same micro-batch, a backward for the next stage's backward.
 /// GPipe: all forwards, then all backwards. 1F1B: p-s-1 warm-up forwards, then one forward one backward,
-/// then the remaining backwards.
+/// then the remaining backwards. Interleaved (v > 1 chunks a stage, m a multiple of p): Megatron-LM's order, in
+/// which chunk c of stage s is virtual stage c*p + s; a stage runs (p-s-1)*2 + (v-1)*p warm-up forwards, its
+/// forwards take p micro-batches through chunk 0, then the same p through chunk 1 and so on (backwards the chunks
+/// in reverse), and each chunk's pass takes the stage's time over v.
 std::vector<PassBox> simulate_pipeline(const std::vector<double>& fwd_s, const std::vector<double>& bwd_s, int m,
-                                       bool gpipe) {
+                                       bool gpipe, int v = 1) {
   const int p = static_cast<int>(fwd_s.size());
-  std::vector<std::vector<std::pair<int, bool>>> order(p);  // (micro-batch, backward)
+  if (v < 1 || gpipe || m % p != 0) v = 1;
+  struct Pass {
+    int micro_batch, chunk;
+    bool backward;
+  };
+  // The k-th forward (or backward) of a stage: its micro-batch and chunk.
+  auto nth = [&](int k, bool back) {
+    const int group = k % (p * v);
+    const int chunk = v == 1 ? 0 : back ? v - 1 - group / p : group / p;
+    const int mb = v == 1 ? k : (k / (p * v)) * p + group % p;
+    return Pass{mb, chunk, back};
+  };
+  const int passes = m * v;
+  std::vector<std::vector<Pass>> order(p);
   for (int s = 0; s < p; ++s) {
     if (gpipe) {
-      for (int i = 0; i < m; ++i) order[s].push_back({i, false});
-      for (int i = 0; i < m; ++i) order[s].push_back({i, true});
+      for (int i = 0; i < m; ++i) order[s].push_back({i, 0, false});
+      for (int i = 0; i < m; ++i) order[s].push_back({i, 0, true});
       continue;
     }
-    const int warm = std::min(p - s - 1, m);
-    for (int i = 0; i < warm; ++i) order[s].push_back({i, false});
-    for (int i = 0; i < m - warm; ++i) {
-      order[s].push_back({warm + i, false});
-      order[s].push_back({i, true});
+    const int warm = std::min(v == 1 ? p - s - 1 : (p - s - 1) * 2 + (v - 1) * p, passes);
+    for (int k = 0; k < warm; ++k) order[s].push_back(nth(k, false));
+    for (int k = 0; k < passes - warm; ++k) {
+      order[s].push_back(nth(warm + k, false));
+      order[s].push_back(nth(k, true));
     }
-    for (int i = m - warm; i < m; ++i) order[s].push_back({i, true});
+    for (int k = passes - warm; k < passes; ++k) order[s].push_back(nth(k, true));
   }
-  std::vector<std::vector<double>> fwd_end(p, std::vector<double>(m, -1)), bwd_end(p, std::vector<double>(m, -1));
+  // End times by virtual stage (chunk * p + stage) and micro-batch; -1 until run.
+  std::vector<std::vector<double>> fwd_end(p * v, std::vector<double>(m, -1)), bwd_end(p * v, std::vector<double>(m, -1));
   std::vector<size_t> next(p, 0);
   std::vector<double> free_at(p, 0);
   std::vector<PassBox> out;
@@ -329,21 +347,22 @@ std::vector<PassBox> simulate_pipeline(const std::vector<double>& fwd_s, const s
     progress = false;
     for (int s = 0; s < p; ++s) {
       while (next[s] < order[s].size()) {
-        const auto [i, back] = order[s][next[s]];
+        const Pass pass = order[s][next[s]];
+        const int i = pass.micro_batch, vs = pass.chunk * p + s;
         double ready = free_at[s];
-        if (!back && s > 0) {
-          if (fwd_end[s - 1][i] < 0) break;
-          ready = std::max(ready, fwd_end[s - 1][i]);
+        if (!pass.backward && vs > 0) {
+          if (fwd_end[vs - 1][i] < 0) break;
+          ready = std::max(ready, fwd_end[vs - 1][i]);
         }
-        if (back) {
-          const double dep = s + 1 < p ? bwd_end[s + 1][i] : fwd_end[s][i];
+        if (pass.backward) {
+          const double dep = vs + 1 < p * v ? bwd_end[vs + 1][i] : fwd_end[vs][i];
           if (dep < 0) break;
           ready = std::max(ready, dep);
         }
-        const double end = ready + (back ? bwd_s[s] : fwd_s[s]);
-        (back ? bwd_end : fwd_end)[s][i] = end;
+        const double end = ready + (pass.backward ? bwd_s[s] : fwd_s[s]) / v;
+        (pass.backward ? bwd_end : fwd_end)[vs][i] = end;
         free_at[s] = end;
-        out.push_back({s, i, back, ready, end});
+        out.push_back({s, i, pass.chunk, pass.backward, ready, end});
         ++next[s];
         progress = true;
       }
@@ -381,10 +400,7 @@ PlanSection plan_section(const db::PlanRecord& rec) {
   if (schedule.empty()) {
     missing.push_back("the schedule: drawn as 1F1B");
     schedule = "1f1b";
-  } else if (schedule == "interleaved") {
-    missing.push_back("the placement of interleaved model chunks: drawn as 1F1B over whole stages (v=" +
-                      std::to_string(j.value("virtual_stages", 1)) + ")");
-  } else if (schedule != "gpipe" && schedule != "1f1b") {
+  } else if (schedule != "gpipe" && schedule != "1f1b" && schedule != "interleaved") {
     missing.push_back("a schedule this report knows ('" + schedule + "'): drawn as 1F1B");
   }
   std::vector<double> fwd, bwd;
@@ -436,10 +452,18 @@ PlanSection plan_section(const db::PlanRecord& rec) {
   if (!fwd.empty()) {
     const bool gpipe = schedule == "gpipe";
     const int stages = static_cast<int>(fwd.size());
+    // Interleaved: v chunks a stage, in Megatron-LM's order, which needs the micro-batches in groups of p.
+    int v = schedule == "interleaved" ? static_cast<int>(number_or(j, "virtual_stages", 1)) : 1;
+    if (v > 1 && m % stages != 0) {
+      missing.push_back("an interleaved schedule over a micro-batch count that is a multiple of the stages (" +
+                        std::to_string(m) + " over " + std::to_string(stages) + "): drawn as 1F1B over whole stages");
+      v = 1;
+    }
     // A box per stage, micro-batch and pass: past a few times the stages, more micro-batches only repeat the steady
     // state (a global batch of 16,777,213 sequences on one GPU drew millions of boxes and ran for minutes).
-    const int drawn = std::min(m, std::max(32, 4 * stages));
-    const auto boxes = simulate_pipeline(fwd, bwd, drawn, gpipe);
+    int drawn = std::min(m, std::max(32, 4 * stages));
+    if (v > 1) drawn -= drawn % stages;  // whole groups of p
+    const auto boxes = simulate_pipeline(fwd, bwd, drawn, gpipe, v);
     double makespan = 0;
     for (const auto& b : boxes) makespan = std::max(makespan, b.end_s);
     const double predicted = j.contains("time_breakdown") ? number_or(j["time_breakdown"], "pipeline_s", 0) : 0;
@@ -460,7 +484,7 @@ PlanSection plan_section(const db::PlanRecord& rec) {
                  (drawn < m ? "Pipeline of an iteration of " + std::to_string(drawn) + " micro-batches (the plan has " +
                                   std::to_string(m) + "): "
                             : std::string("Pipeline of one iteration: ")) +
-                     schedule + ", " + std::to_string(stages) + " stage" + (stages == 1 ? "" : "s") +
+                     schedule + (v > 1 ? " (" + std::to_string(v) + " chunks a stage)" : std::string()) + ", " + std::to_string(stages) + " stage" + (stages == 1 ? "" : "s") +
                      (drawn < m ? "" : ", " + std::to_string(m) + " micro-batches"),
                  x, y);
     c.draw_frame();
@@ -471,7 +495,7 @@ PlanSection plan_section(const db::PlanRecord& rec) {
       const std::string fill = b.backward ? "#ff7f0e" : "#1f77b4";
       c.doc().rect(x0, y0, x1 - x0, y1 - y0, fill, b.backward ? "pass-bwd" : "pass-fwd",
                    "stage " + std::to_string(b.stage) + (b.backward ? " backward" : " forward") + " micro-batch " +
-                       std::to_string(b.micro_batch) + ": " + fixed(b.start_s * 1e3, 3) + "-" +
+                       std::to_string(b.micro_batch) + (v > 1 ? " chunk " + std::to_string(b.chunk) : "") + ": " + fixed(b.start_s * 1e3, 3) + "-" +
                        fixed(b.end_s * 1e3, 3) + " ms",
                    x1 - x0 >= 4 ? "#ffffff" : "");  // a white edge only where boxes are wide enough
       if (x1 - x0 >= 16)

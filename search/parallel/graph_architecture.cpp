@@ -125,9 +125,53 @@ std::string values(std::set<int64_t> v) {
   return out;
 }
 
+/// The norm and the biases of layer `l`'s linears, into g: RMSNorm when every norm of the layer is one; no linear
+/// biases when none has one, or only the QKV projection's (the linear the attention op reads, through RoPE-like
+/// elementwise ops and a Q/K norm), which is Megatron-LM's --add-qkv-bias; any other mix is named in bias_differs.
+void read_recipe(const Layer& l, ModelGraph& g) {
+  int norms = 0, rms = 0;
+  std::set<std::string> qkv;
+  for (const auto& op : l.ops) {
+    if (op.type == OpType::kLayerNorm) ++norms, rms += op.rms;
+    if (op.type != OpType::kAttention) continue;
+    for (const auto& in : op.inputs) {
+      const Operator* p = through_elementwise(l, in);
+      if (p && p->type == OpType::kLayerNorm && p->inputs.size() == 1) p = through_elementwise(l, p->inputs.front());
+      if (p && p->type == OpType::kLinear) qkv.insert(p->name);
+    }
+  }
+  g.rmsnorm = norms > 0 && rms == norms;
+  std::vector<std::string> biased;
+  int linears = 0;
+  bool only_qkv = true;
+  for (const auto& op : l.ops)
+    if (op.type == OpType::kLinear) {
+      ++linears;
+      if (!op.bias) continue;
+      biased.push_back(op.name);
+      only_qkv = only_qkv && qkv.count(op.name) > 0;
+    }
+  g.linear_bias = true, g.qkv_bias = false, g.bias_differs.clear();
+  if (biased.empty() && linears > 0) {
+    g.linear_bias = false;
+  } else if (!biased.empty() && only_qkv && static_cast<int>(biased.size()) < linears) {
+    g.linear_bias = false, g.qkv_bias = true;
+  } else if (static_cast<int>(biased.size()) < linears) {
+    g.bias_differs = std::to_string(biased.size()) + " of the " + std::to_string(linears) + " linears of layer '" +
+                     l.name + "' have biases (";
+    for (size_t i = 0; i < biased.size(); ++i) g.bias_differs += (i ? ", " : "") + biased[i];
+    g.bias_differs += ")";
+  }
+}
+
 }  // namespace
 
 void read_architecture(ModelGraph& g) {
+  for (const auto& l : g.layers)
+    if (l.kind == LayerKind::kTransformer) {
+      read_recipe(l, g);
+      break;
+    }
   std::vector<Shape> shapes;
   for (const auto& l : g.layers)
     if (l.kind == LayerKind::kTransformer) shapes.push_back(shape_of(l));

@@ -59,8 +59,20 @@ std::string to_string(Engine e) {
   return "?";
 }
 
-StateBytes state_bytes(Engine e) {
+StateBytes state_bytes(Engine e, const std::string& dtype) {
   StateBytes b;
+  if (dtype == "f32") {
+    b.weights = b.gradients = b.gradient_reduce = 4;
+    b.optimizer = 8;  // Adam's moments; the weights are the master copy
+    if (e == Engine::kTorchtitan) b.zero2_gathered = 4;
+    return b;
+  }
+  if (e == Engine::kMegatron && dtype == "f16") {
+    // --fp16 without --accumulate-allreduce-grads-in-fp32: fp16 gradients, reduced in fp16; the optimizer keeps fp32
+    // master weights, Adam's moments and an fp32 copy of the gradients (the distributed-optimizer table: 20 bytes).
+    b.optimizer = 16;
+    return b;
+  }
   if (e == Engine::kMegatron) {
     // Gradients accumulate and are reduced in fp32 main-grad buffers (Megatron's distributed-optimizer table:
     // bf16 params with fp32 grads take 18 bytes, 6 + 12/d with the distributed optimizer).

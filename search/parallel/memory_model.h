@@ -88,7 +88,11 @@ struct StateBytes {
   /// stay whole for the step at ZeRO-3 too. 0 elsewhere.
   double accumulated_gradients = 0;
 };
-StateBytes state_bytes(Engine e);
+/// The bytes of `e`'s states for a model trained in `dtype` ("bf16", "f16" or "f32"): an f32 model trains in fp32
+/// throughout (4 + 4 + 8: no master copy; Megatron-LM's table: 16, 8 + 8/d distributed); Megatron-LM's --fp16 keeps
+/// fp16 gradients and an fp32 copy of them in the optimizer (2 + 2 + 16; 4 + 16/d distributed); torchtitan has no
+/// fp16 mixed precision (its export trains an f16 model in bf16).
+StateBytes state_bytes(Engine e, const std::string& dtype = "bf16");
 /// The ZeRO stages the engine can run ("0, 1" for Megatron-LM).
 std::vector<int> engine_zero_stages(Engine e);
 /// Pipeline schedules the engine runs when pp > 1 (Megatron-LM: 1F1B and interleaved; DeepSpeed's pipeline engine:

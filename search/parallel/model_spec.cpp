@@ -351,7 +351,7 @@ Operator op_from_json(const SpecFields& f, const nlohmann::json& jo, const std::
     static const std::map<std::string, std::vector<OpType>> only_on = {
         {"heads", {OpType::kAttention}},   {"kv_heads", {OpType::kAttention}}, {"causal", {OpType::kAttention}},
         {"experts", {OpType::kMoeFfn}},    {"top_k", {OpType::kMoeFfn}},       {"ffn", {OpType::kMoeFfn}},
-        {"gated", {OpType::kMoeFfn}}};
+        {"gated", {OpType::kMoeFfn}},      {"bias", {OpType::kLinear}},        {"rms", {OpType::kLayerNorm}}};
     for (const auto& [key, types] : only_on)
       if (jo.contains(key) && std::find(types.begin(), types.end(), op.type) == types.end()) {
         std::string allowed = "name, type, in, out, inputs, dtype";
@@ -374,6 +374,8 @@ Operator op_from_json(const SpecFields& f, const nlohmann::json& jo, const std::
   op.ffn = f.integer(jo, op_path, "ffn", 0, kMaxFeatures, 0);
   op.gated = f.boolean(jo, op_path, "gated", false);
   op.causal = f.boolean(jo, op_path, "causal", true);
+  op.bias = f.boolean(jo, op_path, "bias", true);
+  op.rms = f.boolean(jo, op_path, "rms", false);
   if (jo.contains("inputs")) {
     const std::string in_path = SpecFields::at(op_path, "inputs");
     if (!jo["inputs"].is_array()) f.fail(in_path, json_excerpt(jo["inputs"]) + " is not an array of op names");
@@ -393,7 +395,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   const SpecFields f("model '" + name + "'");
   if (!doc.is_object() || !doc.contains("layers") || !doc["layers"].is_array())
     f.fail("", "expected an object with a \"layers\" array");
-  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "tied_embeddings", "layers"});
+  f.only_keys(doc, "", {"name", "seq", "dtype", "vocab", "tied_embeddings", "rope_base", "layers"});
   ModelGraph g;
   g.name = f.string(doc, "", "name", name);
   // Required: a silent default would size every activation, and the plan, for some other length.
@@ -434,7 +436,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
       const std::string op_path = SpecFields::at(SpecFields::at(path, "ops"), oi);
       f.require_object(jo, op_path, "an operator object");
       f.only_keys(jo, op_path, {"name", "type", "in", "out", "inputs", "heads", "kv_heads", "experts", "top_k", "ffn",
-                                "gated", "causal", "dtype"});
+                                "gated", "causal", "dtype", "bias", "rms"});
       l.ops.push_back(op_from_json(f, jo, op_path, g.dtype));
     }
     const int64_t repeat = f.integer(jl, path, "repeat", 1, kMaxLayers, 1);
@@ -480,6 +482,14 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   for (const auto& l : g.layers)
     for (const auto& op : l.ops)
       if (op.type == OpType::kEmbedding && &op != token_embedding) g.position_embedding = true;
+  // Rotary positions have no op of their own: the graph states them by their base.
+  if (doc.contains("rope_base")) {
+    g.rope_base = f.number(doc, "", "rope_base", 0, true, 1e12, std::nullopt);
+    g.rope = true;
+    if (g.position_embedding)
+      f.fail("rope_base", "is given, but the graph also has a learned position embedding (an embedding besides the "
+                          "token embedding); allowed: one of the two");
+  }
   // Separate head weights unless the graph says they are the embedding's (as GPT-2/3 and MPT tie them).
   g.untied_embeddings = !f.boolean(doc, "", "tied_embeddings", false);
   if (!g.untied_embeddings && !tied_embedding(g).tied())

@@ -47,7 +47,8 @@ std::string Layer::signature() const {
     s += ";" + op.name + ":" + to_string(op.type) + ":" + std::to_string(op.in_features) + ":" +
          std::to_string(op.out_features) + ":" + std::to_string(op.heads) + ":" + std::to_string(op.kv_heads) + ":" +
          std::to_string(op.experts) + ":" + std::to_string(op.top_k) + ":" + std::to_string(op.ffn) + ":" +
-         (op.gated ? "g" : "") + (op.causal ? "c" : "") + ":" + std::to_string(op.dropout);
+         (op.gated ? "g" : "") + (op.causal ? "c" : "") + (op.bias ? "b" : "") + (op.rms ? "r" : "") + ":" +
+         std::to_string(op.dropout);
     for (const auto& in : op.inputs) s += "<" + in;
   }
   return s;
@@ -57,7 +58,7 @@ int64_t op_params(const Operator& op) {
   switch (op.type) {
     case OpType::kLinear:
     case OpType::kEmbedding: return op.in_features * op.out_features;
-    case OpType::kLayerNorm: return 2 * op.in_features;
+    case OpType::kLayerNorm: return (op.rms ? 1 : 2) * op.in_features;
     case OpType::kMoeFfn:
       return static_cast<int64_t>(op.experts) * (op.gated ? 3 : 2) * op.in_features * op.ffn +
              op.in_features * op.experts;
@@ -172,7 +173,7 @@ long double op_params_wide(const Operator& op) {
   switch (op.type) {
     case OpType::kLinear:
     case OpType::kEmbedding: return in * out;
-    case OpType::kLayerNorm: return 2 * in;
+    case OpType::kLayerNorm: return (op.rms ? 1 : 2) * in;
     case OpType::kMoeFfn: return static_cast<long double>(op.experts) * (op.gated ? 3 : 2) * in * op.ffn + in * op.experts;
     default: return 0;
   }

@@ -63,6 +63,8 @@ struct Operator {
   int64_t ffn = 0;                  ///< MoE: hidden width of each expert.
   bool gated = false;               ///< MoE experts: SwiGLU (3 matrices) instead of 2.
   double dropout = 0;               ///< Dropout probability applied by this op (attention scores; elementwise: its output).
+  bool bias = true;                 ///< Linear: adds a bias (JSON "bias"; the engines' exports read it, params do not count it).
+  bool rms = false;                 ///< Layernorm: RMSNorm, a scale and no shift (JSON "rms").
 };
 
 /// What a layer is, for the memory model (transformer layers use the published activation formula).
@@ -111,6 +113,11 @@ struct ModelGraph {
   double rope_base = 10000;         ///< Rotary base (theta).
   bool rmsnorm = false;             ///< RMSNorm (else LayerNorm).
   bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).
+  /// Of linear layers without biases, the QKV projection still has one (Qwen; JSON graphs): --add-qkv-bias.
+  bool qkv_bias = false;
+  /// Which of a JSON graph's linears have biases where no engine flag says it (some, not only the QKV projection's):
+  /// the exports warn; empty otherwise.
+  std::string bias_differs;
   /// LM head weights separate from the input embedding. Presets and family forms say (GPT ties, Llama does not); a
   /// JSON graph is untied unless it says "tied_embeddings": true.
   bool untied_embeddings = false;

@@ -154,6 +154,10 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     if (model.rope) arg("--rotary-base", std::to_string(std::llround(model.rope_base)));
     arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
     if (!model.linear_bias) arg("--disable-bias-linear");
+    if (model.qkv_bias) arg("--add-qkv-bias");
+    if (!model.bias_differs.empty())
+      warn(warnings, model.bias_differs + "; Megatron-LM gives every linear a bias or none (or only the QKV "
+                     "projection, --add-qkv-bias): exported with biases");
     if (model.qk_norm) arg("--qk-layernorm");
     if (model.untied_embeddings) arg("--untie-embeddings-and-output-weights");
     arg("--attention-dropout", number(model.dropout));
@@ -329,7 +333,7 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
   if (model.name == "llama3-8b") return {"llama3", "8B"};
   if (model.name == "llama3-70b") return {"llama3", "70B"};
   if (model.name == "llama3-405b") return {"llama3", "405B"};
-  const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias;
+  const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias && !model.qkv_bias;
   if (llama && model.experts == 0) {
     warn(warnings, "torchtitan has no llama3 flavor '" + model.name + "': add one to llama3_configs with dim=" +
                        std::to_string(model.hidden) + ", n_layers=" + std::to_string(transformer_blocks(model)) +
@@ -345,7 +349,9 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
                                      ? std::string(model.rope ? "rotary" : model.position_embedding ? "learned" : "no") +
                                            " positions, " + (model.rmsnorm ? "RMSNorm" : "LayerNorm") + ", " +
                                            (model.swiglu ? "SwiGLU" : "GeLU") + " MLP" +
-                                           (model.linear_bias ? ", biased linears" : "")
+                                           (model.linear_bias  ? ", biased linears"
+                                            : model.qkv_bias ? ", a biased QKV projection"
+                                                             : "")
                                      : "not a transformer") +
                      "): [model] name is '" + model.name + "', a TrainSpec to register with this flavor; its llama3 "
                      "would train another architecture of this size");
@@ -445,6 +451,9 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   out += "global_batch_size = " + std::to_string(global_batch) + "\n";
   out += "seq_len = " + std::to_string(model.seq) + "\n";
   out += "mixed_precision_param = \"" + std::string(model.dtype == "f32" ? "float32" : "bfloat16") + "\"\n";
+  if (model.dtype == "f16")
+    warn(warnings, "torchtitan's mixed_precision_param takes bfloat16 or float32, not float16: the f16 model trains in "
+                   "bfloat16");
   out += "mixed_precision_reduce = \"float32\"\n";
   out += "\n[activation_checkpoint]\n";
   out += "mode = \"" + to_string(c.recompute) + "\"\n";

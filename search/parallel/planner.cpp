@@ -84,7 +84,7 @@ double Planner::dp_exposed_s(const ParallelConfig& c, CommGroup dp_group, double
     // exposed), and the weights gathered once, at the first micro-batch's forward (about half a backward long),
     // hidden by that pass but for the first layer's share.
     const double sync = rs(dense_bytes, expert_bytes);
-    const double w_scale = dtype_bytes(model_.dtype) / state_bytes(opts_.engine).gradient_reduce;
+    const double w_scale = dtype_bytes(model_.dtype) / state_bytes(opts_.engine, model_.dtype).gradient_reduce;
     const double gather = all_gather_s(cluster_, dp_group, dense_bytes * w_scale) +
                           (expert_bytes > 0 ? all_gather_s(cluster_, expert_dp_group, expert_bytes * w_scale) : 0);
     return sync + overlapped_comm_s(costs_->params(), gather, std::min(last_bwd / 2, gather * (1 - bucket_share)));
@@ -450,7 +450,7 @@ Planner::Eval Planner::make_eval(const ParallelConfig& c) const {
   e.L = static_cast<int>(model_.layers.size());
   e.m = c.num_micro_batches, e.p = c.pp, e.v = c.virtual_stages;
   e.dsize = dtype_bytes(model_.dtype);
-  e.bytes = state_bytes(opts_.engine);
+  e.bytes = state_bytes(opts_.engine, model_.dtype);
   // FSDP2's gathered compute copy is in the model's dtype (mixed_precision_param; an f32 model's is fp32).
   if (e.bytes.zero2_gathered > 0) e.bytes.zero2_gathered = dtype_bytes(model_.dtype);
   if (fsdp_syncs_once_per_step(c)) e.bytes.accumulated_gradients = e.bytes.gradient_reduce;
@@ -531,6 +531,9 @@ bool Planner::fill_table(const Eval& e, const StageShape& shape, double budget, 
                                                 x.sequence_parallel, c.recompute, flash, widths);
       out.full_act[l] = transformer_activation_bytes(e.seq, shape.micro_batch, layer.hidden, layer.heads, shape.tp,
                                                      x.sequence_parallel, Recompute::kNone, flash, widths);
+      // The formula counts 2-byte tensors (and 1-byte dropout masks): an f32 model's take twice the bytes (its masks
+      // counted twice too, 2 of 34 sbh: over by at most 6%).
+      out.act[l] *= e.dsize / 2.0, out.full_act[l] *= e.dsize / 2.0;
     } else {
       out.full_act[l] = x.activation_bytes;
       const double input = boundary_bytes / (x.sequence_parallel ? shape.tp : 1);
@@ -1004,7 +1007,9 @@ void Planner::finish_totals(const Eval& e, Plan& plan, const std::vector<double>
   plan.model_flops_per_iteration = 3 * model_flops_ * opts_.global_batch;
   plan.tokens_per_s = static_cast<double>(opts_.global_batch) * model_.seq / plan.iteration_time_s;
   plan.tflops_per_gpu = plan.model_flops_per_iteration / plan.iteration_time_s / e.N / 1e12;
-  plan.mfu = plan.tflops_per_gpu * 1e12 / costs_->peak_flops(model_.dtype);
+  // Against the dense bf16 peak whatever the model's dtype (the README's convention): an f32 model's MFU shows what
+  // training in fp32 leaves on the table, not its share of the fp32 peak.
+  plan.mfu = plan.tflops_per_gpu * 1e12 / costs_->peak_flops("bf16");
   plan.mfu_causal = plan.mfu * model_flops_causal_ / model_flops_;
 }
 

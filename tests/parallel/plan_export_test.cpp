@@ -419,6 +419,97 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
   }
 }
 
+// A JSON graph says what no op shows: linears without biases ("bias": false), RMSNorm ("rms": true) and rotary
+// positions ("rope_base"). A Llama-like graph exported LayerNorm, biases and no positions to Megatron-LM, and
+// torchtitan named it a biased LayerNorm model (a user test, stop 43).
+TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
+  // bias: which linears have one ("all", "none", "qkv" or "proj"); rms: every norm is RMSNorm.
+  auto graph = [](const std::string& bias, bool rms, bool rope) {
+    nlohmann::json block = json_block(2816, true);
+    for (auto& op : block["ops"]) {
+      if (op["type"] == "linear" && bias != "all") op["bias"] = op["name"] == bias;
+      if (op["type"] == "layernorm" && rms) op["rms"] = true;
+    }
+    nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
+    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "e"},
+                             {"ops", {{{"name", "e"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}}}}});
+    doc["layers"].push_back(block);
+    doc["layers"].push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
+                             {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000},
+                                       {"inputs", {"input"}}, {"bias", false}}}}});
+    if (rope) doc["rope_base"] = 500000;
+    return model_from_json(doc, "llama-like.json");
+  };
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=2,pp=1");
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  auto megatron = [&](const ModelGraph& m, std::vector<std::string>* warnings) {
+    return parse_args(export_megatron(Planner(m, cluster, o).plan(), m, 64, warnings));
+  };
+  std::vector<std::string> warnings;
+  const ModelGraph llama = graph("none", true, true);
+  auto args = megatron(llama, &warnings);
+  EXPECT_TRUE(args.count("--disable-bias-linear"));
+  EXPECT_FALSE(args.count("--add-qkv-bias"));
+  EXPECT_EQ(args.at("--normalization"), "RMSNorm");
+  EXPECT_EQ(args.at("--position-embedding-type"), "rope");
+  EXPECT_EQ(args.at("--rotary-base"), "500000");
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  // torchtitan: a llama3 flavor to add, not another architecture.
+  warnings.clear();
+  auto t = parse_toml(export_torchtitan(Planner(llama, cluster, o).plan(), llama, 64, &warnings));
+  EXPECT_EQ(t["model.name"], "llama3");
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("add one to llama3_configs") != std::string::npos;
+  }));
+  // RMSNorm has a scale and no shift: h parameters a norm, not 2h (two blocks of norms 1024, 1024 and 1536 wide).
+  EXPECT_EQ(model_params(graph("none", false, true)) - model_params(llama), 2 * (1024 + 1024 + 1536));
+
+  // Only the QKV projection biased (Qwen), reached through the Q/K norm: Megatron-LM's --add-qkv-bias.
+  warnings.clear();
+  args = megatron(graph("qkv", true, true), &warnings);
+  EXPECT_TRUE(args.count("--disable-bias-linear"));
+  EXPECT_TRUE(args.count("--add-qkv-bias"));
+  // Every linear but the head's biased: as before, biases on.
+  args = megatron(graph("all", false, false), &warnings);
+  EXPECT_FALSE(args.count("--disable-bias-linear"));
+  EXPECT_EQ(args.at("--normalization"), "LayerNorm");
+  // Another mix no flag states: biases on, said.
+  warnings.clear();
+  args = megatron(graph("proj", false, true), &warnings);
+  EXPECT_FALSE(args.count("--disable-bias-linear"));
+  EXPECT_FALSE(args.count("--add-qkv-bias"));
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("1 of the 4 linears of layer 'block' have biases (proj)") != std::string::npos;
+  })) << (warnings.empty() ? "" : warnings.front());
+
+  // Bad input: a key on the wrong op, a base that is not positive, rotary and learned positions both.
+  nlohmann::json bad = {{"seq", 8}, {"layers", {{{"name", "l"}, {"ops", {{{"name", "n"}, {"type", "layernorm"},
+                                                                          {"in", 8}, {"out", 8}, {"bias", false}}}}}}}};
+  try {
+    model_from_json(bad, "bad.json");
+    ADD_FAILURE() << "a bias on a layernorm was taken";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("allowed keys for layernorm: name, type, in, out, inputs, dtype, rms"),
+              std::string::npos)
+        << e.what();
+  }
+  bad["layers"][0]["ops"][0].erase("bias");
+  bad["rope_base"] = 0;
+  EXPECT_THROW(model_from_json(bad, "bad.json"), SpecError);
+  bad["rope_base"] = 10000;
+  bad["layers"][0]["ops"] = {{{"name", "wte"}, {"type", "embedding"}, {"in", 100}, {"out", 8}},
+                             {{"name", "wpe"}, {"type", "embedding"}, {"in", 8}, {"out", 8}},
+                             {{"name", "add"}, {"type", "elementwise"}, {"in", 8}, {"out", 8}, {"inputs", {"wte", "wpe"}}}};
+  try {
+    model_from_json(bad, "bad.json");
+    ADD_FAILURE() << "rotary and learned positions both were taken";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("also has a learned position embedding"), std::string::npos) << e.what();
+  }
+}
+
 // ---- Each export against the arguments/keys its engine accepts, written down from the engine's source. ----
 
 /// Megatron-LM arguments (megatron/training/arguments.py, core_r0.12 era) the export may emit, each with whether
@@ -439,7 +530,7 @@ const std::map<std::string, std::vector<std::string>>& megatron_accepted() {
       {"--moe-layer-freq", {"<str>"}} /* moe_freq_type: an int or a list expression such as "[0]*3+[1]*29" */,
       {"--moe-grouped-gemm", {}}, {"--kv-channels", {"<int>"}}, {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex", "alltoall_seq"}},
       {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
-      {"--rotary-base", {"<int>"}} /* type=int: "1e+06" is refused */, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}},
+      {"--rotary-base", {"<int>"}} /* type=int: "1e+06" is refused */, {"--normalization", {"LayerNorm", "RMSNorm"}}, {"--disable-bias-linear", {}}, {"--add-qkv-bias", {}},
       {"--untie-embeddings-and-output-weights", {}}, {"--attention-dropout", {"<num>"}},
       {"--hidden-dropout", {"<num>"}}, {"--attention-backend", {"flash", "fused", "unfused", "local", "auto"}},
       {"--seq-length", {"<int>"}}, {"--max-position-embeddings", {"<int>"}}, {"--bf16", {}}, {"--fp16", {}},
