@@ -85,6 +85,31 @@ TEST(MemoryModel, ZeroStagesShardTheModelStates) {
   EXPECT_DOUBLE_EQ(model_state_bytes(1e9, 0, 8, tt).weights, 4e9);
 }
 
+// The bytes a parameter follow the model's dtype (an f32 model was counted at bf16's 2-byte weights and gradients):
+// Megatron-LM's distributed-optimizer table (fp16 20 and 4 + 16/d, bf16 18 and 6 + 12/d, fp32 16 and 8 + 8/d).
+TEST(MemoryModel, StateBytesFollowTheModelsDtype) {
+  const double d = 8;
+  auto per_param = [&](Engine e, const char* dtype, int zero) {
+    return model_state_bytes(1, zero, static_cast<int>(d), state_bytes(e, dtype)).total();
+  };
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "f16", 0), 20);
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "f16", 1), 4 + 16 / d);
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "bf16", 0), 18);
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "bf16", 1), 6 + 12 / d);
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "f32", 0), 16);
+  EXPECT_DOUBLE_EQ(per_param(Engine::kMegatron, "f32", 1), 8 + 8 / d);
+  EXPECT_DOUBLE_EQ(state_bytes(Engine::kMegatron, "f16").gradient_reduce, 2);
+  // No engine and DeepSpeed: fp32 throughout, reduced in fp32.
+  for (Engine e : {Engine::kGeneric, Engine::kDeepSpeed}) {
+    EXPECT_DOUBLE_EQ(per_param(e, "f32", 0), 16);
+    EXPECT_DOUBLE_EQ(per_param(e, "f32", 3), 16 / d);
+    EXPECT_DOUBLE_EQ(state_bytes(e, "f32").gradient_reduce, 4);
+    EXPECT_DOUBLE_EQ(per_param(e, "f16", 0), 16);
+  }
+  // torchtitan in float32: the gathered compute copy at ZeRO-2 is fp32 too.
+  EXPECT_DOUBLE_EQ(model_state_bytes(1, 2, 8, state_bytes(Engine::kTorchtitan, "f32")).weights, 4 / d + 4);
+}
+
 TEST(MemoryModel, MicroBatchesInFlightPerSchedule) {
   // p = 4, m = 16.
   EXPECT_DOUBLE_EQ(in_flight_micro_batches(Schedule::kGpipe, 4, 0, 16, 1), 16);

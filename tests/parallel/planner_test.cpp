@@ -105,6 +105,29 @@ TEST(Planner, DegreesMultiplyToTheClusterAndFitInMemory) {
   EXPECT_EQ(plan.stages.back().end_layer, static_cast<int>(small_gpt().layers.size()));
 }
 
+// An f32 model was planned with bf16's 2-byte weights, gradients and activations (an f32 plan accepted at 46 GB would
+// take about 65), and its MFU was a share of the fp32 peak (82%): its states are fp32, its transformer activations
+// twice the bytes, and its MFU against the bf16 peak, as the README says.
+TEST(Planner, AnF32ModelsStatesAndActivationsAreFp32AndItsMfuIsAgainstTheBf16Peak) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:1");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=1,pp=1,dp=8,mbs=1,zero=0,recompute=none");
+  ModelGraph bf16 = small_gpt(), f32 = small_gpt();
+  f32.dtype = "f32";
+  const Plan a = Planner(bf16, c, o).plan(), b = Planner(f32, c, o).plan();
+  const MemoryBreakdown& ma = a.stages.front().memory;
+  const MemoryBreakdown& mb = b.stages.front().memory;
+  EXPECT_DOUBLE_EQ(mb.weights, 2 * ma.weights);      // 4 bytes, not 2
+  EXPECT_DOUBLE_EQ(mb.gradients, 2 * ma.gradients);  // 4, not 2
+  EXPECT_DOUBLE_EQ(mb.optimizer, ma.optimizer * 8 / 12);  // Adam's moments, no master copy
+  EXPECT_GT(mb.activations, 1.9 * ma.activations);
+  EXPECT_LE(mb.activations, 2 * ma.activations);
+  // Same model FLOPs; the fp32 plan is slower and its MFU is its share of the same bf16 peak.
+  EXPECT_GT(b.iteration_time_s, 2 * a.iteration_time_s);
+  EXPECT_NEAR(b.mfu / a.mfu, a.iteration_time_s / b.iteration_time_s, 1e-9);
+}
+
 TEST(Planner, ATiedHeadIsStoredOnceOnAStageWithTheEmbeddingAndCopiedAcrossAPipeline) {
   // GPT ties the LM head to the embedding: one stage holding both keeps one copy (the head counted again had
   // added 2 GB of weights, gradients and Adam states to gpt3-1.3b); a pipeline keeps a copy on each end, as
