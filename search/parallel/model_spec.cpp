@@ -505,7 +505,13 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
 }
 
 ModelGraph parse_model_spec(const std::string& text) {
-  if (text.empty()) throw SpecError("empty model spec");
+  auto allowed = [] {
+    std::string names;
+    for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    return "allowed: " + names +
+           ", gpt:layers=..,hidden=..,heads=.., llama:.., moe:..,experts=..,top_k=.., mlp:.., or a .json file";
+  };
+  if (text.empty()) throw SpecError("--model is empty; " + allowed());
   auto presets = transformer_presets();
   if (auto it = presets.find(text); it != presets.end()) return build_transformer(it->second);
   if (text == "mlp") return build_mlp("mlp", 16, 8192, 32768, 2048);
@@ -522,10 +528,7 @@ ModelGraph parse_model_spec(const std::string& text) {
     if (!doc.contains("name")) g.name = fs::path(text).filename().string();
     return g;
   }
-  std::string names;
-  for (const auto& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
-  throw SpecError("unknown model '" + text + "'; allowed: " + names +
-                  ", gpt:layers=..,hidden=..,heads=.., llama:.., moe:..,experts=..,top_k=.., mlp:.., or a .json file");
+  throw SpecError("unknown model '" + text + "'; " + allowed());
 }
 
 }  // namespace tuner::parallel

@@ -224,6 +224,24 @@ std::vector<int> uniform_partition(const ModelGraph& g, int stages) {
 
 Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOptions opts)
     : model_(model), cluster_(cluster), opts_(std::move(opts)) {
+  // tp, pp and dp pinned leave cp one value, the GPUs they do not use: pinned so (the search did not consider that
+  // cp at short sequences and said "no configuration was tried").
+  if (PlanPins& pin = opts_.pins; !pin.cp && pin.tp && pin.pp && pin.dp) {
+    const int64_t used = static_cast<int64_t>(*pin.tp) * *pin.pp * *pin.dp, n = cluster_.total_gpus();
+    if (used > 0 && n % used == 0 && n / used > 1) {
+      const int cp = static_cast<int>(n / used);
+      std::string why;
+      if (!engine_runs_context_parallel(opts_.engine)) why = to_string(opts_.engine) + " has no context parallelism";
+      else if (model_.seq % cp != 0) why = "it does not divide the sequence of " + std::to_string(model_.seq) + " tokens";
+      else if (opts_.attention && *opts_.attention != AttentionKernel::kFlash)
+        why = "context parallelism runs flash attention and --attention unfused was given";
+      if (!why.empty())
+        throw SpecError("--fix tp x pp x dp = " + std::to_string(used) + " GPUs of the " + std::to_string(n) + " of " +
+                        cluster_.name + " leaves cp=" + std::to_string(cp) + ", but " + why +
+                        "; allowed: tp x cp x pp x dp = " + std::to_string(n));
+      pin.cp = cp;
+    }
+  }
   opts_.cost.attention = opts_.attention ? *opts_.attention
                                          : (model_.flash_attention ? AttentionKernel::kFlash : AttentionKernel::kUnfused);
   // Context parallelism runs only with fused attention (Megatron-LM's and Transformer Engine's ring attention, and
@@ -1110,7 +1128,7 @@ Planner::Search Planner::search_space() const {
                     allowed([&](int d) { return d <= layers; }));
   if (pin.pp && *pin.pp > layers)
     throw SpecError("--fix pp=" + std::to_string(*pin.pp) + " exceeds the " + std::to_string(layers) +
-                    " layers to split; allowed: pp <= " + std::to_string(layers));
+                    " layers to split" + allowed([&](int d) { return d <= layers; }));
   const auto dp_ok = [&](int d) { return opts_.global_batch % d == 0; };
   if (pin.dp && N % *pin.dp != 0)
     throw SpecError("--fix dp=" + std::to_string(*pin.dp) + " does not divide the " + std::to_string(N) + " GPUs" +

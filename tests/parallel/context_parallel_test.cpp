@@ -100,6 +100,37 @@ TEST(ContextParallel, ShortSequencesKeepCpOneAndBadPinsAreRefused) {
   EXPECT_THROW(parse_pins("cp=0"), SpecError);
 }
 
+// tp, pp and dp pinned with cp free leave cp the GPUs they do not use: planned so, or refused naming that cp and why
+// (it was "no configuration was tried" wherever the search did not consider that cp).
+TEST(ContextParallel, TpPpAndDpPinnedLeaveCpTheRestOfTheGpus) {
+  const ModelGraph m = parse_model_spec("llama3-8b");
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  const Plan p = Planner(m, c, options(1024, "tp=2,pp=2,dp=2")).plan();
+  EXPECT_EQ(p.config.cp, 2);
+  EXPECT_EQ(p.config.tp * p.config.cp * p.config.pp * p.config.dp, 16);
+  PlannerOptions o = options(1024, "tp=2,pp=2,dp=2");
+  o.attention = AttentionKernel::kUnfused;
+  try {
+    (void)Planner(m, c, o).plan();
+    ADD_FAILURE() << "cp=2 planned with unfused attention";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("--fix tp x pp x dp = 8 GPUs of the 16 of dgx-h100:2 leaves cp=2, but "
+                                         "context parallelism runs flash attention"),
+              std::string::npos)
+        << e.what();
+  }
+  const ModelGraph odd = parse_model_spec("gpt:layers=8,hidden=1024,heads=16,seq=1001,vocab=32000");
+  try {
+    (void)Planner(odd, c, options(64, "tp=1,pp=1,dp=8")).plan();
+    ADD_FAILURE() << "cp=2 planned for 1001 tokens";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves cp=2, but it does not divide the sequence of 1001 tokens; allowed: "
+                                         "tp x cp x pp x dp = 16"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   // 16 sequences of 8,192 tokens on 128 GPUs: 1 sequence per tensor group of 8, so without splitting sequences
   // only tp 8 x dp 16 uses every GPU. cp is searched (the sequence is short of long_sequence) and wins.
