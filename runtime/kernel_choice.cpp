@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -47,16 +48,21 @@ struct Candidate {
   double time_per_size;
 };
 
+/// Each template's space at the asked workload, built once per lookup (a database's every config is a candidate).
+using Spaces = std::map<const templates::KernelTemplate*, search::ConfigSpace>;
+
 /// The candidate's config instantiated for `w` when it is valid there and writes the wanted output type.
 std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const templates::DeviceLimits& limits,
-                          const templates::Workload& w, std::optional<templates::DType> out_dtype,
+                          const templates::Workload& w, std::optional<templates::DType> out_dtype, Spaces& spaces,
                           std::string* last_reason) {
   const templates::KernelTemplate* tmpl = catalog.find(c.record->template_name);
   if (!tmpl) return std::nullopt;
   if (auto why = tmpl->unsupported(w)) return *last_reason = *why, std::nullopt;
   if (auto why = tmpl->unsupported_on(limits)) return *last_reason = *why, std::nullopt;
   try {
-    const search::ConfigSpace space = tmpl->space(w, limits);
+    auto it = spaces.find(tmpl);
+    if (it == spaces.end()) it = spaces.emplace(tmpl, tmpl->space(w, limits)).first;
+    const search::ConfigSpace& space = it->second;
     const search::Config config = space.from_json(nlohmann::json::parse(c.record->config_json));
     if (auto why = space.violation(config)) {
       // The rule it breaks names no value ("block and grid within the device's limits"); its launch at the asked
@@ -121,14 +127,22 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
            std::tie(b.distance, b.time_per_size, b.record->shape, b.record->template_name);
   });
   std::string reason;
+  Spaces spaces;
   for (const auto& c : candidates)
-    if (auto choice = fit(c, catalog, limits, w, output_dtype, &reason)) return choice;
+    if (auto choice = fit(c, catalog, limits, w, output_dtype, spaces, &reason)) return choice;
   if (why) {
     *why = "no tuned config for " + w.to_string() + " on " + device.name;
+    const auto exact = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.distance == 0; });
+    const auto others = static_cast<int64_t>(candidates.size()) - exact;
     if (candidates.empty())
       *why += nearest ? " (no record of this op and dtype on this device)" : " (this exact shape was not tuned)";
     else
-      *why += " (" + std::to_string(candidates.size()) + " records of other shapes; last reason: " + reason + ")";
+      *why += " (" + (exact > 0 ? std::to_string(exact) + " record" + (exact == 1 ? "" : "s") + " of this shape" : "") +
+              (exact > 0 && others > 0 ? " and " : "") +
+              (others > 0 ? std::to_string(others) + (exact > 0 ? "" : others == 1 ? " record" : " records") +
+                                " of other shapes"
+                          : "") +
+              ", none usable here; last reason: " + reason + ")";
   }
   return std::nullopt;
 }

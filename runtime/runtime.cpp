@@ -18,6 +18,7 @@
 #include "runtime/kernel_choice.h"
 #include "runtime/tuned_records.h"
 #include "templates/launch_check.h"
+#include "templates/registry.h"
 #include "templates/workload.h"
 #include "tuner/compile_cache.h"
 #include "tuner/cuda_driver.h"
@@ -174,6 +175,34 @@ void Runtime::Impl::find_device() {
   limits = limits_of(info);
 }
 
+/// A built-in op's question no tuning can answer is a wrong question, not a missing record: an output type none of
+/// its templates writes (an f16 GEMM's C in bf16, a softmax's in f32), or a shape past every template's limits (a
+/// GEMM's C past 2^31 elements). Throws kInvalidArgument naming what is allowed.
+static void check_builtin_problem(const templates::Workload& w, std::optional<templates::DType> out) {
+  std::vector<const templates::KernelTemplate*> ts;
+  for (const auto* t : templates::all_templates()) {
+    const auto dtypes = t->dtypes();
+    if (t->op() == w.op && std::find(dtypes.begin(), dtypes.end(), w.dtype) != dtypes.end()) ts.push_back(t);
+  }
+  if (ts.empty()) return;  // the parse named the op; no template of this dtype is the records' question
+  std::string reasons;
+  bool supported = false;
+  for (const auto* t : ts) {
+    if (auto why = t->unsupported(w)) reasons += (reasons.empty() ? "" : "; ") + t->name() + ": " + *why;
+    else supported = true;
+  }
+  if (!supported) throw Failure(Status::kInvalidArgument, w.to_string() + " is past what its kernels take (" + reasons + ")");
+  if (!out || *out == w.dtype) return;
+  // A template writing another type says so through a knob (OUT_F32 on the f16/bf16 GEMMs' and convolutions').
+  std::set<std::string> writes = {templates::to_string(w.dtype)};
+  for (const auto* t : ts) writes.insert(templates::to_string(t->output_dtype(w, R"({"OUT_F32":1})")));
+  if (writes.count(templates::to_string(*out))) return;
+  std::string list;
+  for (const auto& d : writes) list += (list.empty() ? "" : ", ") + d;
+  throw Failure(Status::kInvalidArgument, "no kernel of " + w.op + " " + templates::to_string(w.dtype) + " writes " +
+                                              templates::to_string(*out) + "; allowed output dtypes: " + list);
+}
+
 std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& p) {
   const std::string key = p.op + " " + p.shape + " " + std::to_string(static_cast<int>(p.dtype)) + " " + p.output_dtype;
   {
@@ -213,6 +242,7 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
                                                 "; allowed: " + templates::to_string(user->spec().dtype));
   if (user)
     if (auto why = user->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
+  if (!user) check_builtin_problem(w, out);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
   if (!c)

@@ -34,10 +34,6 @@ bool usable(const Catalog& catalog, const std::string& name, const std::string& 
   return true;
 }
 
-/// Configs kept per (workload, device, template): the best few, so that a caller whose output type
-/// differs from the best config's (an f16 GEMM writing f16 where the fastest wrote f32) still finds one.
-constexpr size_t kConfigsPerGroup = 8;
-
 TunedRecords from_database(const std::string& path, const Catalog& catalog) {
   db::TuningDb store = db::TuningDb::open_existing(path);
   db::QueryFilter f;
@@ -76,7 +72,10 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
     t.time_ms = p.sum_ms / p.n;
     p.last_id = std::max(p.last_id, r.trial.id);
   }
-  // Rank each group's configs and keep the best few.
+  // Rank each group's configs and keep them all: a caller whose output type differs from the best config's (an f16
+  // GEMM writing f16 where the fastest wrote f32), or a nearer shape where the best few are invalid (a softmax tuned
+  // at 32,768 columns asked at 1,000), falls back down the ranking. It kept the best 8, and a lookup at a shape those
+  // 8 could not run found nothing where 20 of the 32 measured configs could.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Pooled*>> groups;
   for (const auto& [key, value] : configs)
     groups[{std::get<0>(key), std::get<1>(key), std::get<2>(key)}].push_back(&value);
@@ -89,7 +88,7 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
       if (a->n != b->n) return a->n > b->n;
       return a->last_id < b->last_id;
     });
-    for (size_t i = 0; i < members.size() && i < kConfigsPerGroup; ++i) out.records.push_back(members[i]->record);
+    for (const Pooled* m : members) out.records.push_back(m->record);
   }
   return out;
 }

@@ -1,5 +1,5 @@
-// tuned_records.h: what the runtime library knows of past tuning: the best config per workload,
-// device and template, read from a tuning database (read-only) or from a "best configs" file
+// tuned_records.h: what the runtime library knows of past tuning: the measured configs per workload,
+// device and template, ranked as `query --best` ranks them, read from a tuning database (read-only) or from a "best configs" file
 // (tuner-best/1, `tuner export --format best`). Records of templates the Runtime's catalog does not have, or
 // of other versions of them (whose configs may mean something else), are left out and counted.
 #pragma once

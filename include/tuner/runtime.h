@@ -128,7 +128,7 @@ class TUNER_API Runtime {
   /// The device configs are looked up for: the recorded name (named device) or the GPU's name.
   const std::string& device() const noexcept;
   /// Usable configs of this runtime's device read from the source (current template versions): from a database
-  /// the best 8 per workload, device and template; from a best-configs file its entries. Records of other devices
+  /// every measured config (ranked per workload, device and template); from a best-configs file its entries. Records of other devices
   /// in the source are not counted (they are never looked up).
   int64_t records() const noexcept;
 

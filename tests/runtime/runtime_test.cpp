@@ -4,6 +4,7 @@
 // Launching needs a GPU: without one, launches must fail cleanly with kNoDevice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -307,6 +308,42 @@ TEST_F(RuntimeLib, BadInputGetsAStatusAndOneLineNeverAnException) {
   EXPECT_EQ(ok->launch({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, {&x, &x}, nullptr),
             tuner::Status::kInvalidArgument);
   EXPECT_STREQ(tuner::status_name(tuner::Status::kNotFound), "not_found");
+}
+
+// A nearest-shape lookup fell back only through a group's best 8 configs: a softmax tuned at 32,768 columns found
+// nothing at 1,000 although 20 of its 32 measured configs run there (a user test, stop 43). It falls back through
+// every measured config (here at 100 columns, where the first config that runs is past the best 8); and a question no kernel can answer (an output type none writes, a shape past every
+// kernel's limits) is invalid_argument naming what is allowed, not not_found.
+TEST_F(RuntimeLib, TheNearestShapeFallsBackThroughEveryMeasuredConfigAndWrongQuestionsAreInvalid) {
+  const std::string db2 = (dir_ / "softmax.db").string();
+  ASSERT_EQ(run("tune --op softmax --dtype f16 --shape rows=4096,cols=32768 --device replay:" + std::string(TUNER_SOURCE_DIR) +
+                "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json --trials 32 --strategy random "
+                "--seed 1 --db " + db2).code, 0);
+  auto rt = open(db2, true, "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(rt);
+  EXPECT_EQ(rt->records(), 32);
+  const tuner::KernelChoice c = lookup_ok(*rt, {"softmax", "rows=4096,cols=100", tuner::DType::kF16, ""});
+  // The chosen config's place in the ranking query gives.
+  CmdResult h = run("query --db " + db2 + " --op softmax --history --json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  std::vector<std::pair<double, nlohmann::json>> ranked;
+  for (const auto& t : nlohmann::json::parse(h.out)) ranked.push_back({t.at("time_ms").get<double>(), t.at("config")});
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t place = ranked.size();
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (ranked[i].second == nlohmann::json::parse(c.config)) place = i;
+  EXPECT_GE(place, 8u) << c.config << ": the best 8 would have served";
+  EXPECT_LT(place, ranked.size());
+
+  tuner::KernelChoice x;
+  auto ok = open(db());
+  EXPECT_EQ(ok->lookup({"gemm", "M=1024,N=1024,K=1024", tuner::DType::kF16, "bf16"}, &x), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("no kernel of gemm f16 writes bf16; allowed output dtypes: f16, f32"),
+            std::string::npos) << tuner::last_error();
+  EXPECT_EQ(ok->lookup({"softmax", "rows=4096,cols=4096", tuner::DType::kF16, "f32"}, &x), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("allowed output dtypes: f16"), std::string::npos) << tuner::last_error();
+  EXPECT_EQ(ok->lookup({"gemm", "M=100000,N=100000,K=8", tuner::DType::kF32, ""}, &x), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("is past what its kernels take"), std::string::npos) << tuner::last_error();
 }
 
 TEST_F(RuntimeLib, ADeviceNameMustBeRecordedOrASimDeviceAndAGpuNameFindsItsReplayedRecords) {
