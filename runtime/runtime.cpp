@@ -157,10 +157,22 @@ void Runtime::Impl::find_device() {
       for (const auto& t : tuned.records) names.insert(t.device_name);
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "'" : ", '") + n + "'";
+      const std::string allowed = "; allowed: a recorded device (" +
+                                  (list.empty() ? std::string("none recorded") : list) +
+                                  "), a recorded GPU's name for its replayed records, or sim:<gpu>";
+      // Records of older template versions are records: "has no records" sent users looking for a wrong name.
+      int64_t stale = 0;
+      for (const auto& [name, n] : tuned.stale_by_device)
+        if (name == match.name || name == "replay:" + match.name) stale += n;
+      if (stale > 0)
+        throw Failure(Status::kInvalidArgument,
+                      "RuntimeOptions::device_name '" + match.name + "' has " + std::to_string(stale) + " record" +
+                          (stale == 1 ? "" : "s") + " in '" + options.source +
+                          "', all of other versions of their templates than this runtime builds (re-tune with this "
+                          "tuner; `tuner query --all-versions` shows them)" + allowed);
       throw Failure(Status::kInvalidArgument,
-                    "RuntimeOptions::device_name '" + match.name + "' has no records in '" + options.source +
-                        "'; allowed: a recorded device (" + (list.empty() ? std::string("none recorded") : list) +
-                        "), a recorded GPU's name for its replayed records, or sim:<gpu>");
+                    "RuntimeOptions::device_name '" + match.name + "' has no records in '" + options.source + "'" +
+                        allowed);
     }
     limits = r == tuned.records.end() ? limits_of_recorded(match.name, 0, 0, 0)
                                       : limits_of_recorded(match.name, r->cc_major, r->cc_minor, r->sm_count);

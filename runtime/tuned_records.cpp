@@ -20,7 +20,7 @@ namespace {
 
 /// Whether a record of (template, version) is one the catalog launches; counts it in `out` when not.
 bool usable(const Catalog& catalog, const std::string& name, const std::string& version, const std::string& op,
-            const std::string& dtype, TunedRecords& out) {
+            const std::string& dtype, const std::string& device, TunedRecords& out) {
   if (!catalog.find(name)) {
     ++out.stale;
     ++out.unknown_by_op[op + " " + dtype];
@@ -29,6 +29,7 @@ bool usable(const Catalog& catalog, const std::string& name, const std::string& 
   if (catalog.version(name) != version) {
     ++out.stale;
     ++out.stale_by_op[op + " " + dtype];
+    ++out.stale_by_device[device];
     return false;
   }
   return true;
@@ -49,7 +50,8 @@ TunedRecords from_database(const std::string& path, const Catalog& catalog) {
   };
   std::map<std::tuple<std::string, std::string, std::string, std::string>, Pooled> configs;
   for (const auto& r : store.history(f)) {
-    if (!usable(catalog, r.template_name, r.template_hash, r.workload.op, r.workload.dtype, out)) continue;
+    if (!usable(catalog, r.template_name, r.template_hash, r.workload.op, r.workload.dtype, r.device_name, out))
+      continue;
     const std::string workload = r.workload.op + " " + r.workload.shape + " " + r.workload.dtype;
     auto [it, fresh] = configs.try_emplace({workload, r.device_name, r.template_name, r.trial.config_json});
     Pooled& p = it->second;
@@ -132,7 +134,8 @@ TunedRecords from_best_file(const std::string& path, const std::string& text, co
     for (; i < doc.at("entries").size(); ++i) {
       const auto& e = doc["entries"][i];
       if (!usable(catalog, e.at("template").get<std::string>(), e.at("template_version").get<std::string>(),
-                  e.at("op").get<std::string>(), e.at("dtype").get<std::string>(), out))
+                  e.at("op").get<std::string>(), e.at("dtype").get<std::string>(),
+                  e.at("device").at("name").get<std::string>(), out))
         continue;
       out.records.push_back(from_best_entry(e));
     }

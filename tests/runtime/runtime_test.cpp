@@ -269,6 +269,18 @@ TEST_F(RuntimeLib, RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed) {
   EXPECT_NE(tuner::last_error().find("of gemm f32 were left out as another template version than this runtime builds"),
             std::string::npos)
       << tuner::last_error();
+  // A GPU whose records are all of older versions has records: opening for it says so (it said "has no records").
+  for (auto& e : doc["entries"]) e["device"]["name"] = "replay:NVIDIA H200";
+  std::ofstream(stale) << doc.dump();
+  tuner::RuntimeOptions o;
+  o.source = stale;
+  o.device_name = "NVIDIA H200";
+  std::unique_ptr<tuner::Runtime> h200;
+  EXPECT_EQ(tuner::Runtime::open(o, &h200), tuner::Status::kInvalidArgument);
+  EXPECT_NE(tuner::last_error().find("'NVIDIA H200' has " + std::to_string(doc["entries"].size()) + " records in '" +
+                                     stale + "', all of other versions of their templates"),
+            std::string::npos)
+      << tuner::last_error();
 }
 
 TEST_F(RuntimeLib, BadInputGetsAStatusAndOneLineNeverAnException) {

@@ -64,8 +64,8 @@ TEST_F(UserKernelRuntime, LookupGivesTheConfigQueryCallsBestWithItsLaunchAndBuff
   for (const std::string& source : {db(), (dir_ / "best.json").string()}) {
     std::unique_ptr<tuner::Runtime> rt;
     ASSERT_EQ(open_with(source, {{kernel(), spec()}}, &rt), tuner::Status::kOk) << tuner::last_error();
-    EXPECT_EQ(rt->records(), source == db() ? 24 : 3)
-        << source << ": from the database the best 8 configs of each of the three shapes, from the file the best";
+    EXPECT_EQ(rt->records(), source == db() ? 36 : 3)
+        << source << ": from the database the 12 measured configs of each of the three shapes, from the file the best";
     for (const std::string shape : {"N=1048576", "N=4096", "N=65536"}) {
       ASSERT_EQ(tuner_cli("query --db " + db() + " --op saxpy_user --shape " + shape + " --best --json"), 0);
       nlohmann::json best = nlohmann::json::parse(tuner_cli_test::slurp((dir_ / "out").string()));
