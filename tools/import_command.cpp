@@ -90,6 +90,12 @@ class LineReader {
   const Json& j_;
 };
 
+/// A line of a kernel of your own (`tune --kernel`): its template is its source file and spec, which the file does
+/// not carry, so it is left out, counted by op; a file of nothing else is refused.
+struct UserKernelLine {
+  std::string op;
+};
+
 ImportRecord read_record(const LineReader& in) {
   const Json& j = in.json();
   if (!j.is_object()) in.refuse("format", "is missing: the line is not a JSON object");
@@ -113,8 +119,7 @@ ImportRecord read_record(const LineReader& in) {
     const std::string named = in.str(j, "template");
     const auto& all = templates::all_templates();
     if (std::none_of(all.begin(), all.end(), [&](const auto* t) { return t->name() == named; }))
-      in.refuse("op", "is '" + r.workload.op + "', a user kernel's (`tune --kernel`): its records are not imported, "
-                      "as its source is not in the file; allowed: records of built-in ops (export them with --op)");
+      throw UserKernelLine{r.workload.op};
     in.refuse("op/shape/dtype", std::string("is not a workload: ") + e.what());
   }
 
@@ -301,9 +306,12 @@ std::string read_text(const std::string& file) {
   return text.str();
 }
 
-std::vector<ImportRecord> read_file(const std::string& file, const std::string& whole_text) {
+/// The file's records, every line checked; lines of kernels of your own are counted by op in `user_kernels`.
+std::vector<ImportRecord> read_file(const std::string& file, const std::string& whole_text,
+                                    std::map<std::string, int64_t>& user_kernels) {
   std::istringstream in(whole_text);
   std::vector<ImportRecord> records;
+  size_t first_user_line = 0;
   std::string text;
   size_t line = 0;
   while (std::getline(in, text)) {
@@ -333,8 +341,18 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
       throw UsageError("import: " + file + ":" + std::to_string(line) + ": not a JSON line (at byte " +
                        std::to_string(e.byte) + "); allowed: one " + kRecordsFormat + " record per line");
     }
-    records.push_back(read_record(LineReader(file, line, j)));
+    try {
+      records.push_back(read_record(LineReader(file, line, j)));
+    } catch (const UserKernelLine& u) {
+      ++user_kernels[u.op];
+      if (first_user_line == 0) first_user_line = line;
+    }
   }
+  if (records.empty() && !user_kernels.empty())
+    throw UsageError("import: " + file + ":" + std::to_string(first_user_line) + ": field 'op' is '" +
+                     user_kernels.begin()->first + "', a user kernel's (`tune --kernel`), as every record of the file "
+                     "is: its records are not imported, as its source is not in the file; allowed: records of built-in "
+                     "ops");
   return records;
 }
 
@@ -412,7 +430,14 @@ int import_command(const std::vector<std::string>& args) {
 
   const std::string text = read_text(file);
   if (file == "-") file = "stdin";  // how messages and the import sessions name it
-  auto records = read_file(file, text);  // every line checked before anything is written
+  std::map<std::string, int64_t> user_kernels;
+  auto records = read_file(file, text, user_kernels);  // every line checked before anything is written
+  int64_t user_skipped = 0;
+  std::string user_ops;
+  for (const auto& [op, n] : user_kernels) user_skipped += n, user_ops += (user_ops.empty() ? "" : ", ") + op;
+  if (user_skipped > 0)
+    std::cerr << "import: left out " << user_skipped << " record" << (user_skipped == 1 ? "" : "s")
+              << " of kernels of your own (" << user_ops << "): their source is not in the file\n";
   db::MergeReport report;
   int64_t repeated_in_file = 0;
   try {
@@ -455,6 +480,7 @@ int import_command(const std::vector<std::string>& args) {
     j["skipped"] = report.duplicates;
     j["already_here"] = report.duplicates - repeated_in_file;
     j["repeated_in_file"] = repeated_in_file;
+    j["user_kernel_records_left_out"] = user_skipped;
     j["sessions_added"] = report.sessions_added;
     j["groups"] = Json::array();
     for (const auto& g : report.groups)

@@ -405,7 +405,7 @@ TEST_F(UserKernelCli, BadDtype) {
              "buffers[0].dtype: 'f64' is not a dtype; allowed: f32, f16, bf16");
 }
 
-TEST_F(UserKernelCli, ItsExportedRecordsAreRefusedByImportWithTheReason) {
+TEST_F(UserKernelCli, ItsExportedRecordsAreLeftOutByImportAndCounted) {
   ASSERT_EQ(run(tune(kExample + "saxpy.cu", kExample + "saxpy.json", "--json")).code, 0);
   const auto e = run("export --format jsonl --db " + db());
   ASSERT_EQ(e.code, 0) << e.err;
@@ -415,6 +415,21 @@ TEST_F(UserKernelCli, ItsExportedRecordsAreRefusedByImportWithTheReason) {
   EXPECT_EQ(i.code, 2);
   EXPECT_NE(i.err.find("a user kernel's (`tune --kernel`)"), std::string::npos) << i.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "i.db"));
+  // Beside a built-in op's records (the README's export | import of a whole database), they are left out and
+  // counted, and the rest comes in (the whole file was refused, so a database with one user kernel could not move).
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 2 --remeasure 0 --db " + db()).code, 0);
+  const auto both = run("export --format jsonl --db " + db());
+  ASSERT_EQ(both.code, 0) << both.err;
+  std::ofstream(file) << both.out;
+  const auto m = run("import " + file.string() + " --json --db " + (dir_ / "i.db").string());
+  ASSERT_EQ(m.code, 0) << m.err;
+  const auto j = nlohmann::json::parse(m.out);
+  EXPECT_EQ(j.at("added").get<int>(), 2);
+  EXPECT_GT(j.at("user_kernel_records_left_out").get<int>(), 0);
+  EXPECT_NE(m.err.find("import: left out " + std::to_string(j.at("user_kernel_records_left_out").get<int>()) +
+                       " records of kernels of your own (saxpy_user): their source is not in the file"),
+            std::string::npos)
+      << m.err;
 }
 
 TEST_F(UserKernelCli, ABuiltInOpsNameIsTaken) {
