@@ -220,6 +220,11 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
       warn(warnings, "Megatron-LM requires sequence parallelism with MoE and tp > 1; the plan did not use it");
     if (c.ep > 1 && model.dtype == "f16")
       warn(warnings, "Megatron-LM runs expert parallelism in bf16 only; ep=" + std::to_string(c.ep) + " with fp16 fails");
+    // megatron.core's GroupedMLP (--moe-grouped-gemm without Transformer Engine) asserts on linear biases.
+    if (model.linear_bias && model.transformer_layers > 0)
+      warn(warnings, "the graph's experts have linear biases, which --moe-grouped-gemm takes only through Transformer "
+                     "Engine (megatron.core's GroupedMLP refuses them): if the model has none, say \"bias\": false on "
+                     "its linears");
   }
   arg("--micro-batch-size", std::to_string(c.micro_batch));
   arg("--global-batch-size", std::to_string(global_batch));
