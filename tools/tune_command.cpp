@@ -75,6 +75,17 @@ std::string writes_note(const db::ResultRow& r) {
 /// reference kernel is compiled from the whole file (through the compile cache the session then hits).
 void check_user_reference_compiles(const templates::KernelTemplate& tmpl, const search::ConfigSpace& space,
                                    const templates::Workload& w, const DeviceTarget& device, const std::string& path) {
+  // The kernel itself at reference.config is the reference: a config its own constraints refuse (a block past the
+  // device's, an unrolling the sizes do not divide) would judge every trial against whatever it computes.
+  if (const auto* user = dynamic_cast<const templates::UserKernelTemplate*>(&tmpl);
+      user && user->spec().reference_kernel.empty()) {
+    nlohmann::json ref = nlohmann::json::object();
+    for (const auto& [k, v] : user->spec().reference_config) ref[k] = v;
+    if (const auto why = space.violation(space.from_json(ref)))
+      throw UsageError("--spec: reference.config " + ref.dump() + " breaks '" + *why + "' at " + w.shape_string() +
+                       "; allowed: a config the spec's constraints and " + device.spec + "'s limits take, e.g. " +
+                       space.to_json_string(space.at(0)));
+  }
   const auto inst = tmpl.instantiate(space, space.at(0), w);
   CompileCache cache(CompileCache::default_dir());
   NvrtcBuilder builder(&cache);

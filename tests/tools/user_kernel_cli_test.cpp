@@ -400,6 +400,15 @@ TEST_F(UserKernelCli, UnknownKnobInAConstraint) {
              "constraints[0]: unknown name 'ITEM' in 'BLOCK * ITEM <= 4096'; allowed: BLOCK, ITEMS, N");
 }
 
+// The kernel at reference.config is the reference: one its own constraints refuse judged every trial against
+// whatever it computed.
+TEST_F(UserKernelCli, AReferenceConfigTheConstraintsRefuseIsBadInput) {
+  expect_bad(spec_with(R"x("reference": {"kernel": "saxpy_reference", "grid": ["ceil_div(N, 256)"], "block": [256]})x",
+                       R"x("reference": {"config": {"BLOCK": 1024, "ITEMS": 8}})x"),
+             R"x(--spec: reference.config {"BLOCK":1024,"ITEMS":8} breaks 'BLOCK * ITEMS <= 4096' at N=1048576; )x"
+             R"x(allowed: a config the spec's constraints and sim:h100-sxm's limits take, e.g. {")x");
+}
+
 TEST_F(UserKernelCli, BadDtype) {
   expect_bad(spec_with("{\"name\": \"x\", \"dtype\": \"f32\"", "{\"name\": \"x\", \"dtype\": \"f64\""),
              "buffers[0].dtype: 'f64' is not a dtype; allowed: f32, f16, bf16");
