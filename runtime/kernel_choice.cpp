@@ -13,8 +13,12 @@
 
 namespace tuner::runtime {
 
+bool DeviceMatch::names(const std::string& device_name) const {
+  return device_name == name || device_name == "replay:" + name;
+}
+
 bool DeviceMatch::accepts(const TunedRecord& r) const {
-  if (r.device_name == name || r.device_name == "replay:" + name) return true;
+  if (names(r.device_name)) return true;
   return match_identity && !r.device_simulated && r.cc_major == cc_major && r.cc_minor == cc_minor &&
          r.sm_count == sm_count;
 }
@@ -54,7 +58,7 @@ using Spaces = std::map<const templates::KernelTemplate*, search::ConfigSpace>;
 /// The candidate's config instantiated for `w` when it is valid there and writes the wanted output type.
 std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const templates::DeviceLimits& limits,
                           const templates::Workload& w, std::optional<templates::DType> out_dtype, Spaces& spaces,
-                          std::string* last_reason) {
+                          bool explain, std::string* last_reason) {
   const templates::KernelTemplate* tmpl = catalog.find(c.record->template_name);
   if (!tmpl) return std::nullopt;
   if (auto why = tmpl->unsupported(w)) return *last_reason = *why, std::nullopt;
@@ -67,10 +71,12 @@ std::optional<Choice> fit(const Candidate& c, const Catalog& catalog, const temp
     if (auto why = space.violation(config)) {
       // The rule it breaks names no value ("block and grid within the device's limits"); its launch at the asked
       // shape does, where it can be computed ("grid y 100000 > 65535").
+      // (Instantiated for the message only: a lookup where nothing fits tries every record.)
       std::string detail = *why;
       try {
-        if (auto launch = templates::launch_problem(tmpl->instantiate(space, config, w).launch, 0, 0, limits))
-          detail += " (its launch here: " + *launch + ")";
+        if (explain)
+          if (auto launch = templates::launch_problem(tmpl->instantiate(space, config, w).launch, 0, 0, limits))
+            detail += " (its launch here: " + *launch + ")";
       } catch (const std::exception&) {
       }
       *last_reason = "config of " + c.record->shape + " is invalid here: " + detail;
@@ -129,8 +135,9 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
   std::string reason;
   Spaces spaces;
   for (const auto& c : candidates)
-    if (auto choice = fit(c, catalog, limits, w, output_dtype, spaces, &reason)) return choice;
+    if (auto choice = fit(c, catalog, limits, w, output_dtype, spaces, false, &reason)) return choice;
   if (why) {
+    if (!candidates.empty()) (void)fit(candidates.back(), catalog, limits, w, output_dtype, spaces, true, &reason);
     *why = "no tuned config for " + w.to_string() + " on " + device.name;
     const auto exact = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.distance == 0; });
     const auto others = static_cast<int64_t>(candidates.size()) - exact;

@@ -21,6 +21,8 @@ struct DeviceMatch {
   bool match_identity = false;  ///< Also accept real-GPU records of the same cc and SM count.
   int cc_major = 0, cc_minor = 0, sm_count = 0;
   bool accepts(const TunedRecord& r) const;
+  /// Whether records stored under `device_name` are this device's by name: its own, or replayed from its recordings.
+  bool names(const std::string& device_name) const;
 };
 
 struct Choice {

@@ -107,6 +107,8 @@ struct Runtime::Impl {
 
   std::mutex mu;  // guards everything below
   std::map<std::string, std::shared_ptr<const runtime::Choice>> choices;             // problem key ->
+  /// problem key -> the not_found message: the records do not change, and a lookup where nothing fits tries them all.
+  std::map<std::string, std::string> not_found;
   std::map<std::pair<CUcontext, std::string>, Loaded> loaded;                      // (ctx, cubin key) ->
   /// (ctx, stream, template, buffer index) -> memory: a template's own, as a user kernel may leave its workspace in
   /// any state its next launch reads (a built-in's split-K counters must be zero).
@@ -163,7 +165,7 @@ void Runtime::Impl::find_device() {
       // Records of older template versions are records: "has no records" sent users looking for a wrong name.
       int64_t stale = 0;
       for (const auto& [name, n] : tuned.stale_by_device)
-        if (name == match.name || name == "replay:" + match.name) stale += n;
+        if (match.names(name)) stale += n;
       if (stale > 0)
         throw Failure(Status::kInvalidArgument,
                       "RuntimeOptions::device_name '" + match.name + "' has " + std::to_string(stale) + " record" +
@@ -190,13 +192,10 @@ void Runtime::Impl::find_device() {
 /// A built-in op's question no tuning can answer is a wrong question, not a missing record: an output type none of
 /// its templates writes (an f16 GEMM's C in bf16, a softmax's in f32), or a shape past every template's limits (a
 /// GEMM's C past 2^31 elements). Throws kInvalidArgument naming what is allowed.
-static void check_builtin_problem(const templates::Workload& w, std::optional<templates::DType> out) {
-  std::vector<const templates::KernelTemplate*> ts;
-  for (const auto* t : templates::all_templates()) {
-    const auto dtypes = t->dtypes();
-    if (t->op() == w.op && std::find(dtypes.begin(), dtypes.end(), w.dtype) != dtypes.end()) ts.push_back(t);
-  }
-  if (ts.empty()) return;  // the parse named the op; no template of this dtype is the records' question
+static void check_builtin_problem(const templates::Workload& w, std::optional<templates::DType> out,
+                                  const templates::DeviceLimits& limits) {
+  const std::vector<const templates::KernelTemplate*> ts = templates::templates_for(w.op, w.dtype, limits);
+  if (ts.empty()) return;  // none runs on this device: not_found says what the records hold
   std::string reasons;
   bool supported = false;
   for (const auto* t : ts) {
@@ -205,7 +204,7 @@ static void check_builtin_problem(const templates::Workload& w, std::optional<te
   }
   if (!supported) throw Failure(Status::kInvalidArgument, w.to_string() + " is past what its kernels take (" + reasons + ")");
   if (!out || *out == w.dtype) return;
-  // A template writing another type says so through a knob (OUT_F32 on the f16/bf16 GEMMs' and convolutions').
+  // A template writing another type says so through a knob (OUT_F32 on the f16/bf16 GEMMs').
   std::set<std::string> writes = {templates::to_string(w.dtype)};
   for (const auto* t : ts) writes.insert(templates::to_string(t->output_dtype(w, R"({"OUT_F32":1})")));
   if (writes.count(templates::to_string(*out))) return;
@@ -221,6 +220,7 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
     std::lock_guard<std::mutex> lock(mu);
     auto it = choices.find(key);
     if (it != choices.end()) return it->second;
+    if (auto nf = not_found.find(key); nf != not_found.end()) throw Failure(Status::kNotFound, nf->second);
   }
   templates::Workload w;
   std::optional<templates::DType> out;
@@ -254,16 +254,20 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
                                                 "; allowed: " + templates::to_string(user->spec().dtype));
   if (user)
     if (auto why = user->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
-  if (!user) check_builtin_problem(w, out);
+  if (!user) check_builtin_problem(w, out, limits);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);
-  if (!c)
-    throw Failure(Status::kNotFound,
-                  why + unknown +
-                      left_out(tuned.stale_by_op,
-                               user ? "made from other texts of the kernel file, its headers or its spec than this "
-                                     "runtime read (re-tune it, or open the runtime with the files it was tuned with)"
-                                   : "another template version than this runtime builds (re-tune with this tuner)"));
+  if (!c) {
+    const std::string message =
+        why + unknown +
+        left_out(tuned.stale_by_op,
+                 user ? "made from other texts of the kernel file, its headers or its spec than this "
+                        "runtime read (re-tune it, or open the runtime with the files it was tuned with)"
+                      : "another template version than this runtime builds (re-tune with this tuner)");
+    std::lock_guard<std::mutex> lock(mu);
+    not_found.emplace(key, message);
+    throw Failure(Status::kNotFound, message);
+  }
   auto shared = std::make_shared<const runtime::Choice>(std::move(*c));
   std::lock_guard<std::mutex> lock(mu);
   return choices.emplace(key, shared).first->second;

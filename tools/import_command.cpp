@@ -116,9 +116,10 @@ ImportRecord read_record(const LineReader& in) {
   } catch (const std::invalid_argument& e) {
     // A user kernel's records (`tune --kernel`) name its own op: its template is its source file and spec, which
     // this file does not carry, so they cannot be imported; say so, and how to export without them.
+    // An op no built-in template implements (a malformed gemm line is refused below, whatever its template).
     const std::string named = in.str(j, "template");
     const auto& all = templates::all_templates();
-    if (std::none_of(all.begin(), all.end(), [&](const auto* t) { return t->name() == named; }))
+    if (std::none_of(all.begin(), all.end(), [&](const auto* t) { return t->name() == named || t->op() == r.workload.op; }))
       throw UserKernelLine{r.workload.op};
     in.refuse("op/shape/dtype", std::string("is not a workload: ") + e.what());
   }
@@ -312,6 +313,7 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
   std::istringstream in(whole_text);
   std::vector<ImportRecord> records;
   size_t first_user_line = 0;
+  std::string first_user_op;
   std::string text;
   size_t line = 0;
   while (std::getline(in, text)) {
@@ -345,12 +347,12 @@ std::vector<ImportRecord> read_file(const std::string& file, const std::string& 
       records.push_back(read_record(LineReader(file, line, j)));
     } catch (const UserKernelLine& u) {
       ++user_kernels[u.op];
-      if (first_user_line == 0) first_user_line = line;
+      if (first_user_line == 0) first_user_line = line, first_user_op = u.op;
     }
   }
   if (records.empty() && !user_kernels.empty())
     throw UsageError("import: " + file + ":" + std::to_string(first_user_line) + ": field 'op' is '" +
-                     user_kernels.begin()->first + "', a user kernel's (`tune --kernel`), as every record of the file "
+                     first_user_op + "', a user kernel's (`tune --kernel`), as every record of the file "
                      "is: its records are not imported, as its source is not in the file; allowed: records of built-in "
                      "ops");
   return records;

@@ -453,7 +453,12 @@ PlanSection plan_section(const db::PlanRecord& rec) {
     const bool gpipe = schedule == "gpipe";
     const int stages = static_cast<int>(fwd.size());
     // Interleaved: v chunks a stage, in Megatron-LM's order, which needs the micro-batches in groups of p.
-    int v = schedule == "interleaved" ? static_cast<int>(number_or(j, "virtual_stages", 1)) : 1;
+    // v as the planner pins it (2..64; a hand-edited plan's 100,000 drew for a minute, 3e9 overflowed).
+    const double v_given = schedule == "interleaved" ? number_or(j, "virtual_stages", 1) : 1;
+    int v = v_given >= 2 && v_given <= 64 && v_given == std::floor(v_given) ? static_cast<int>(v_given) : 1;
+    if (schedule == "interleaved" && v == 1)
+      missing.push_back("a number of model chunks a stage from 2 to 64 (virtual_stages): drawn as 1F1B over whole "
+                        "stages");
     if (v > 1 && m % stages != 0) {
       missing.push_back("an interleaved schedule over a micro-batch count that is a multiple of the stages (" +
                         std::to_string(m) + " over " + std::to_string(stages) + "): drawn as 1F1B over whole stages");

@@ -273,12 +273,19 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   block.ops.push_back(make_op("add2", OpType::kElementwise, h, h, {"add1", mlp_out}));
   block.ops.back().dropout = c.dropout;
   block.output = "add2";
+  // The recipe on the ops, as a JSON graph states it: RMSNorm's scale alone (h parameters, not 2h: Llama 3 8B's
+  // 8,030,261,248), linears with biases or not.
+  for (auto& op : block.ops) {
+    if (op.type == OpType::kLayerNorm) op.rms = c.rmsnorm;
+    if (op.type == OpType::kLinear) op.bias = c.linear_bias;
+  }
   for (int i = 0; i < c.layers; ++i) g.layers.push_back(block);
 
   Layer head;
   head.name = "head";
   head.kind = LayerKind::kHead;
   head.ops.push_back(make_op("ln_f", OpType::kLayerNorm, h, h, {"input"}));
+  head.ops.back().rms = c.rmsnorm;
   head.ops.push_back(make_op("lm_head", OpType::kLinear, h, c.vocab, {"ln_f"}));
   head.ops.push_back(make_op("loss", OpType::kCrossEntropy, c.vocab, 1, {"lm_head"}));
   g.layers.push_back(head);
@@ -484,7 +491,7 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
       if (op.type == OpType::kEmbedding && &op != token_embedding) g.position_embedding = true;
   // Rotary positions have no op of their own: the graph states them by their base.
   if (doc.contains("rope_base")) {
-    g.rope_base = f.number(doc, "", "rope_base", 0, true, 1e12, std::nullopt);
+    g.rope_base = f.number(doc, "", "rope_base", 1, false, 1e12, std::nullopt);  // Megatron-LM takes an int
     g.rope = true;
     if (g.position_embedding)
       f.fail("rope_base", "is given, but the graph also has a learned position embedding (an embedding besides the "

@@ -148,7 +148,7 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     }
     if (!model.rope && !model.position_embedding)
       warn(warnings, "the graph has no position embedding (an embedding besides the token embedding): exported as "
-                     "--position-embedding-type none; for rotary positions, which a graph cannot state, say rope");
+                     "--position-embedding-type none; for rotary positions give the graph \"rope_base\"");
     arg("--position-embedding-type", model.rope ? "rope" : model.position_embedding ? "learned_absolute" : "none");
     // Megatron-LM parses --rotary-base as an int: "%g" wrote 1e+06 for Mixtral's base, which argparse refuses.
     if (model.rope) arg("--rotary-base", std::to_string(std::llround(model.rope_base)));

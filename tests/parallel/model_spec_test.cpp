@@ -35,6 +35,8 @@ TEST(ModelSpec, PresetsHaveTheirPublishedSizes) {
   EXPECT_NEAR(model_params(parse_model_spec("llama2-70b")) / 1e9, 69.0, 0.3);
   // Llama 3 8B: 8.03e9 with untied 128256 vocabulary.
   EXPECT_NEAR(model_params(parse_model_spec("llama3-8b")) / 1e9, 8.03, 0.02);
+  // Exactly the released model's count: RMSNorm has a scale and no shift (2h a norm gave 8,030,527,488).
+  EXPECT_EQ(model_params(parse_model_spec("llama3-8b")), 8030261248);
   EXPECT_NEAR(model_params(parse_model_spec("llama3-405b")) / 1e9, 405.9, 1.0);
   EXPECT_EQ(parse_model_spec("llama3-70b").seq, 8192);
   // GPT-3 XL: 24 x 12 x 2048^2 + 50257 x 2048 (tied head) = 1.31e9 ("1.3B"; the head counted again made 1.41e9).

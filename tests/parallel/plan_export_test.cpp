@@ -419,6 +419,31 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
   }
 }
 
+// A JSON MoE graph's linears have biases unless it says otherwise; megatron.core's GroupedMLP (--moe-grouped-gemm
+// without Transformer Engine) refuses them: the export says so, and not for a graph whose linears have none.
+TEST(PlanExport, AMoeGraphWithLinearBiasesWarnsAboutTheGroupedGemm) {
+  auto moe = [](bool bias) {
+    nlohmann::json block = json_block(1024, false, 4);
+    if (!bias)
+      for (auto& op : block["ops"])
+        if (op["type"] == "linear") op["bias"] = false;
+    return model_from_json({{"seq", 1024}, {"layers", {block}}}, "moe.json");
+  };
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=2,pp=1");
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  auto warned = [&](const ModelGraph& m) {
+    std::vector<std::string> warnings;
+    const auto args = parse_args(export_megatron(Planner(m, cluster, o).plan(), m, 64, &warnings));
+    EXPECT_TRUE(args.count("--moe-grouped-gemm"));
+    return std::any_of(warnings.begin(), warnings.end(),
+                       [](const std::string& w) { return w.find("GroupedMLP refuses them") != std::string::npos; });
+  };
+  EXPECT_TRUE(warned(moe(true)));
+  EXPECT_FALSE(warned(moe(false)));
+}
+
 // A JSON graph says what no op shows: linears without biases ("bias": false), RMSNorm ("rms": true) and rotary
 // positions ("rope_base"). A Llama-like graph exported LayerNorm, biases and no positions to Megatron-LM, and
 // torchtitan named it a biased LayerNorm model (a user test, stop 43).
