@@ -495,6 +495,32 @@ TEST(Planner, InterleavingTriesThreeChunksWhereTheBlocksSplitIntoThem) {
   EXPECT_NE(time[3], time[2]);
 }
 
+// Interleaving pinned without v tries every v that splits the blocks at the pinned pp (7 x 3 of 126 blocks at pp 6
+// was not in the default list), and where none does, says so and which pp would (it showed an "infeasible" config
+// of v 4 the user never asked for; Meta's 405B layout, 126 layers over pp 16).
+TEST(Planner, InterleavingPinnedWithoutVTriesEveryVThatSplitsTheBlocks) {
+  const ModelGraph g = parse_model_spec("gpt:layers=14,hidden=1024,heads=16,seq=1024,vocab=32000");
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("pp=2,schedule=interleaved");
+  const Plan two = Planner(g, parse_cluster_spec("dgx-h100:1"), o).plan();  // 14 = 2 x 7: only v = 7
+  EXPECT_EQ(two.config.schedule, Schedule::kInterleaved);
+  EXPECT_EQ(two.config.virtual_stages, 7);
+  const ModelGraph big = parse_model_spec("llama3-405b");
+  o.global_batch = 2048;
+  o.pins = parse_pins("tp=8,pp=16,dp=128,cp=1,schedule=interleaved");
+  try {
+    (void)Planner(big, parse_cluster_spec("dgx-h100:2048"), o).plan();
+    ADD_FAILURE() << "126 layers planned over pp 16 interleaved";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("the 126 layers do not split into pp x v chunks for any v >= 2 at the pinned "
+                                         "pp=16"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("allowed: schedule=1f1b or gpipe, or pp = 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Planner, UniformPartitionKeepsEmbeddingAndHeadAtTheEnds) {
   const ModelGraph g = small_gpt();  // embedding, 8 blocks, head
   EXPECT_EQ(uniform_partition(g, 2), (std::vector<int>{0, 5, 10}));
