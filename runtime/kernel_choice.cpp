@@ -105,6 +105,7 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
                              std::optional<templates::DType> output_dtype, bool nearest, std::string* why) {
   const std::string dtype = templates::to_string(w.dtype);
   std::vector<Candidate> candidates;
+  int64_t other_geometry = 0;  // records of the op and dtype here whose fixed dimensions differ (conv2d's R, S, ...)
   for (const auto& r : records) {
     if (r.op != w.op || r.dtype != dtype || !device.accepts(r)) continue;
     templates::Workload tuned;
@@ -114,6 +115,7 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
       continue;
     }
     auto d = shape_distance(w, tuned);
+    if (!d) ++other_geometry;
     if (!d || (!nearest && *d != 0)) continue;
     // Dimensions that can be 0 (conv2d's pad) are left out: within one shape the key must order as the time does.
     double size = 1;
@@ -141,7 +143,11 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
     *why = "no tuned config for " + w.to_string() + " on " + device.name;
     const auto exact = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.distance == 0; });
     const auto others = static_cast<int64_t>(candidates.size()) - exact;
-    if (candidates.empty())
+    if (candidates.empty() && nearest && other_geometry > 0)
+      *why += " (" + std::to_string(other_geometry) + " record" + (other_geometry == 1 ? "" : "s") +
+              " of this op and dtype on this device, none with the asked R, S, stride, pad and dilation, which must be "
+              "equal)";
+    else if (candidates.empty())
       *why += nearest ? " (no record of this op and dtype on this device)" : " (this exact shape was not tuned)";
     else
       *why += " (" + (exact > 0 ? std::to_string(exact) + " record" + (exact == 1 ? "" : "s") + " of this shape" : "") +

@@ -227,11 +227,16 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
   const std::string dtype = templates::to_string(dtype_of(p.dtype));
   // Records left out when read (another template version, a template this runtime does not have) are named, or a
   // database that query shows the record in reads as "no record" here.
-  const auto left_out = [&](const std::map<std::string, int64_t>& counts, const std::string& why) {
+  // Only this device's: another GPU's old records are no reason to re-tune this one.
+  const auto left_out = [&](const std::map<std::string, std::map<std::string, int64_t>>& counts, const std::string& why) {
     const auto it = counts.find(p.op + " " + dtype);
-    if (it == counts.end()) return std::string();
-    return "; " + std::to_string(it->second) + " record" + (it->second == 1 ? "" : "s") + " of " + p.op + " " +
-           dtype + (it->second == 1 ? " was" : " were") + " left out as " + why;
+    int64_t n = 0;
+    if (it != counts.end())
+      for (const auto& [device, count] : it->second)
+        if (match.names(device)) n += count;
+    if (n == 0) return std::string();
+    return "; " + std::to_string(n) + " record" + (n == 1 ? "" : "s") + " of " + p.op + " " + dtype + " on this device" +
+           (n == 1 ? " was" : " were") + " left out as " + why;
   };
   const std::string unknown = left_out(
       tuned.unknown_by_op,
@@ -254,6 +259,14 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
                                                 "; allowed: " + templates::to_string(user->spec().dtype));
   if (user)
     if (auto why = user->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
+  // A user kernel's output buffers have its spec's types: another is a wrong question too.
+  if (user && out)
+    for (const auto& b : user->spec().buffers)
+      if (b.role == "output" && b.dtype != *out)
+        throw Failure(Status::kInvalidArgument, p.op + " writes its output '" + b.name + "' in " +
+                                                    templates::to_string(b.dtype) + " (its spec's), not " +
+                                                    templates::to_string(*out) +
+                                                    "; allowed output dtype: " + templates::to_string(b.dtype));
   if (!user) check_builtin_problem(w, out, limits);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);

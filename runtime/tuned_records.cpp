@@ -23,12 +23,12 @@ bool usable(const Catalog& catalog, const std::string& name, const std::string& 
             const std::string& dtype, const std::string& device, TunedRecords& out) {
   if (!catalog.find(name)) {
     ++out.stale;
-    ++out.unknown_by_op[op + " " + dtype];
+    ++out.unknown_by_op[op + " " + dtype][device];
     return false;
   }
   if (catalog.version(name) != version) {
     ++out.stale;
-    ++out.stale_by_op[op + " " + dtype];
+    ++out.stale_by_op[op + " " + dtype][device];
     ++out.stale_by_device[device];
     return false;
   }

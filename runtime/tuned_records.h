@@ -27,9 +27,10 @@ struct TunedRecord {
 struct TunedRecords {
   std::vector<TunedRecord> records;
   int64_t stale = 0;  ///< Left out: unknown template or another version of one.
-  /// Per "op dtype" (what a lookup's not-found message counts): records of another version of a template the
-  /// catalog has, and records of templates it does not have (a user kernel the options do not name).
-  std::map<std::string, int64_t> stale_by_op, unknown_by_op;
+  /// Per "op dtype" and device name (what a lookup's not-found message counts, of its own device's): records of
+  /// another version of a template the catalog has, and records of templates it does not have (a user kernel the
+  /// options do not name).
+  std::map<std::string, std::map<std::string, int64_t>> stale_by_op, unknown_by_op;
   /// Per device name, the records of another version of a template the catalog has (a device whose records are all
   /// of older versions has records, none usable: re-tune).
   std::map<std::string, int64_t> stale_by_device;

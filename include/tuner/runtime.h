@@ -20,9 +20,12 @@
 // Nearest-shape rule (when no record has the exact shape): among the records of the same op and
 // dtype on the same device, made with the current version of their template, candidates are ranked
 // by the distance sum over dimensions of |ln(asked / tuned)| (for conv2d, R, S, stride, pad and
-// dilation must match exactly), ties broken by the faster recorded time, then by the shape string;
-// the first candidate whose config is valid for the asked shape on this device is chosen (a config
-// tuned for one shape can break a divisibility or size constraint of another).
+// dilation must match exactly), ties broken by the less recorded time per unit of the tuned shape's
+// size (the product of its dimensions: a smaller problem's shorter time says nothing about its
+// config), then by the shape string and the template's name; the first candidate whose config is
+// valid for the asked shape on this device, and writes the output type asked for, is chosen, down
+// every measured config of a database (a config tuned for one shape can break a divisibility or
+// size constraint of another).
 //
 // Layouts (all row-major, as the tuner measured them): gemm A[M,K]·B[K,N] -> C[M,N];
 // batched_gemm B such products, each operand contiguous per batch; softmax and layernorm rows of

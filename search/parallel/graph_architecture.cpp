@@ -19,6 +19,9 @@ struct Shape {
   bool qk_norm = false;
   int64_t hidden = 0;
   bool parallel_block = false;  ///< its MLP does not read its attention: the two run side by side (GPT-J, PaLM)
+  int norms = 0, rms_norms = 0;  ///< Its norms, and how many are RMSNorm.
+  std::string biases;           ///< Its linears with biases, by name.
+  bool unbiased = false;        ///< Some linear of it has none.
 };
 
 const Operator* find_op(const Layer& l, const std::string& name) {
@@ -88,6 +91,9 @@ Shape shape_of(const Layer& l) {
   const Operator* mlp = nullptr;  // the MoE op or the dense MLP's down projection
   const Operator* attention = nullptr;
   for (const auto& op : l.ops) {
+    if (op.type == OpType::kLayerNorm) ++s.norms, s.rms_norms += op.rms;
+    if (op.type == OpType::kLinear && op.bias) s.biases += (s.biases.empty() ? "" : ",") + op.name;
+    if (op.type == OpType::kLinear && !op.bias) s.unbiased = true;
     if (op.type == OpType::kAttention) {
       attention = &op;
       s.heads = op.heads;
@@ -209,8 +215,14 @@ void read_architecture(ModelGraph& g) {
       i = j;
     }
   }
-  std::set<int64_t> hidden, heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk, parallel;
+  std::set<int64_t> hidden, heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk, parallel, rms;
+  std::set<std::string> biases;
+  bool mixed_norms = false;
   for (const Shape& s : shapes) {
+    // Biases on every linear or none compare alike between dense and MoE layers (whose linears differ).
+    rms.insert(s.norms > 0 && s.rms_norms == s.norms);
+    biases.insert(s.biases.empty() ? "none" : !s.unbiased ? "all" : s.biases);
+    mixed_norms = mixed_norms || (s.rms_norms > 0 && s.rms_norms < s.norms);
     hidden.insert(s.hidden), parallel.insert(s.parallel_block);
     heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width);
     (s.experts > 0 ? moe_ffn : dense_ffn).insert(s.ffn);
@@ -229,6 +241,9 @@ void read_architecture(ModelGraph& g) {
   if (moe_ffn.size() > 1) differ.push_back("expert widths " + values(moe_ffn));
   if (gated.size() > 1) differ.push_back("gated and plain MLPs");
   if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
+  if (mixed_norms) differ.push_back("RMSNorm and LayerNorm within a layer");
+  else if (rms.size() > 1) differ.push_back("RMSNorm in some layers only");
+  if (biases.size() > 1) differ.push_back("biases on other linears in some layers");
   g.layers_differ.clear();
   for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];
   // The dense MLP's width unread (its first dense layer's; a graph may open with MoE layers), or the first MoE's.

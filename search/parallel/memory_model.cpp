@@ -107,6 +107,8 @@ std::vector<Schedule> engine_schedules(Engine e) {
 
 bool engine_runs_context_parallel(Engine e) { return e != Engine::kDeepSpeed; }
 
+int engine_cp_chunks(Engine e) { return e == Engine::kMegatron || e == Engine::kTorchtitan ? 2 : 1; }
+
 MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes) {
   MemoryBreakdown m;
   const double d = std::max(dp, 1);

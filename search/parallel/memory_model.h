@@ -100,6 +100,10 @@ std::vector<int> engine_zero_stages(Engine e);
 std::vector<Schedule> engine_schedules(Engine e);
 /// Whether the engine runs context parallelism (DeepSpeed does not: its Ulysses sequence parallelism is another scheme).
 bool engine_runs_context_parallel(Engine e);
+/// Chunks a context-parallel rank holds of each sequence: 2 where the engine balances the causal mask by giving each
+/// rank a chunk from each end (Megatron-LM; torchtitan through PyTorch's round-robin sharding, which asserts the
+/// sequence divides by 2 x cp), else 1. The sequence must divide by cp times this.
+int engine_cp_chunks(Engine e);
 
 /// Weights, gradients and optimizer states of `params` local parameters under ZeRO `zero` over `dp` replicas.
 MemoryBreakdown model_state_bytes(double params, int zero, int dp, const StateBytes& bytes = {});

@@ -287,6 +287,7 @@ ModelGraph build_transformer(const TransformerConfig& c) {
   head.ops.push_back(make_op("ln_f", OpType::kLayerNorm, h, h, {"input"}));
   head.ops.back().rms = c.rmsnorm;
   head.ops.push_back(make_op("lm_head", OpType::kLinear, h, c.vocab, {"ln_f"}));
+  head.ops.back().bias = false;  // GPT's and Llama's output layers have none
   head.ops.push_back(make_op("loss", OpType::kCrossEntropy, c.vocab, 1, {"lm_head"}));
   g.layers.push_back(head);
   validate(g);
@@ -488,7 +489,8 @@ ModelGraph model_from_json(const nlohmann::json& doc, const std::string& name) {
   g.position_embedding = false;
   for (const auto& l : g.layers)
     for (const auto& op : l.ops)
-      if (op.type == OpType::kEmbedding && &op != token_embedding) g.position_embedding = true;
+      if (op.type == OpType::kEmbedding && &op != token_embedding)
+        g.position_embedding = true, g.position_rows = std::max(g.position_rows, op.in_features);
   // Rotary positions have no op of their own: the graph states them by their base.
   if (doc.contains("rope_base")) {
     g.rope_base = f.number(doc, "", "rope_base", 1, false, 1e12, std::nullopt);  // Megatron-LM takes an int

@@ -56,7 +56,7 @@ std::string Layer::signature() const {
 
 int64_t op_params(const Operator& op) {
   switch (op.type) {
-    case OpType::kLinear:
+    case OpType::kLinear: return op.in_features * op.out_features + (op.bias ? op.out_features : 0);
     case OpType::kEmbedding: return op.in_features * op.out_features;
     case OpType::kLayerNorm: return (op.rms ? 1 : 2) * op.in_features;
     case OpType::kMoeFfn:
@@ -138,7 +138,7 @@ TiedEmbedding tied_embedding(const ModelGraph& g) {
   t.embedding_op = e.op->name;
   t.head = head;
   t.head_op = op->name;
-  t.params = op_params(*op);
+  t.params = op->in_features * op->out_features;  // the weights (a bias of the head's is its own)
   return t;
 }
 
@@ -171,7 +171,7 @@ void check_range(const std::string& where, const char* what, int64_t v, int64_t 
 long double op_params_wide(const Operator& op) {
   const long double in = op.in_features, out = op.out_features;
   switch (op.type) {
-    case OpType::kLinear:
+    case OpType::kLinear: return in * out + (op.bias ? out : 0);
     case OpType::kEmbedding: return in * out;
     case OpType::kLayerNorm: return (op.rms ? 1 : 2) * in;
     case OpType::kMoeFfn: return static_cast<long double>(op.experts) * (op.gated ? 3 : 2) * in * op.ffn + in * op.experts;

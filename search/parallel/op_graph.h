@@ -110,6 +110,7 @@ struct ModelGraph {
   /// Without rope: a learned position embedding (the GPT presets; a JSON graph with an embedding besides its token
   /// embedding). False: the graph states no position encoding.
   bool position_embedding = true;
+  int64_t position_rows = 0;        ///< A JSON graph's learned position embedding's rows (0: the sequence's).
   double rope_base = 10000;         ///< Rotary base (theta).
   bool rmsnorm = false;             ///< RMSNorm (else LayerNorm).
   bool linear_bias = true;          ///< Linear layers carry biases (GPT) or not (Llama).

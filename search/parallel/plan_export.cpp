@@ -152,6 +152,9 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     arg("--position-embedding-type", model.rope ? "rope" : model.position_embedding ? "learned_absolute" : "none");
     // Megatron-LM parses --rotary-base as an int: "%g" wrote 1e+06 for Mixtral's base, which argparse refuses.
     if (model.rope) arg("--rotary-base", std::to_string(std::llround(model.rope_base)));
+    if (model.rope && model.rope_base != std::floor(model.rope_base))
+      warn(warnings, "Megatron-LM's --rotary-base is an integer: the graph's rope_base " + number(model.rope_base) +
+                     " is exported as " + std::to_string(std::llround(model.rope_base)));
     arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
     if (!model.linear_bias) arg("--disable-bias-linear");
     if (model.qkv_bias) arg("--add-qkv-bias");
@@ -244,7 +247,8 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
   }
   out += megatron_model_args(plan, model, warnings);
   arg("--seq-length", std::to_string(model.seq));
-  arg("--max-position-embeddings", std::to_string(model.seq));
+  // The learned position table the graph has (Megatron builds max-position-embeddings rows; at least the sequence).
+  arg("--max-position-embeddings", std::to_string(std::max(model.seq, model.position_rows)));
   if (model.dtype == "bf16") arg("--bf16");
   if (model.dtype == "f16") arg("--fp16");
   // Enough to launch as it is (a throughput run on mock data); a real run replaces this block.
@@ -338,7 +342,10 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
   if (model.name == "llama3-8b") return {"llama3", "8B"};
   if (model.name == "llama3-70b") return {"llama3", "70B"};
   if (model.name == "llama3-405b") return {"llama3", "405B"};
-  const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias && !model.qkv_bias;
+  // llama3's recipe whole: a Q/K norm, heads wider than dim / n_heads (its head_dim) or a tied output layer would be
+  // another architecture under its name.
+  const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias && !model.qkv_bias &&
+                     !model.qk_norm && model.head_dim == 0 && model.untied_embeddings;
   if (llama && model.experts == 0) {
     warn(warnings, "torchtitan has no llama3 flavor '" + model.name + "': add one to llama3_configs with dim=" +
                        std::to_string(model.hidden) + ", n_layers=" + std::to_string(transformer_blocks(model)) +
@@ -356,7 +363,12 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
                                            (model.swiglu ? "SwiGLU" : "GeLU") + " MLP" +
                                            (model.linear_bias  ? ", biased linears"
                                             : model.qkv_bias ? ", a biased QKV projection"
-                                                             : "")
+                                                             : "") +
+                                           (model.qk_norm ? ", a Q/K norm" : "") +
+                                           (model.head_dim > 0 ? ", heads " + std::to_string(model.head_dim) +
+                                                                     " wide (not dim / n_heads)"
+                                                               : "") +
+                                           (model.untied_embeddings ? "" : ", the output layer tied to the embedding")
                                      : "not a transformer") +
                      "): [model] name is '" + model.name + "', a TrainSpec to register with this flavor; its llama3 "
                      "would train another architecture of this size");

@@ -224,6 +224,12 @@ std::vector<int> uniform_partition(const ModelGraph& g, int stages) {
 
 Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOptions opts)
     : model_(model), cluster_(cluster), opts_(std::move(opts)) {
+  // Flash attention kernels (FlashAttention, cuDNN's fused attention) run fp16/bf16 only: an f32 model's attention is
+  // unfused, so it has no context parallelism either (its ring attention is a flash kernel).
+  const bool fp32 = model_.dtype == "f32";
+  if (fp32 && opts_.attention && *opts_.attention == AttentionKernel::kFlash)
+    throw SpecError("--attention flash: model '" + model_.name +
+                    "' is f32, and flash attention kernels run fp16/bf16 only; allowed: unfused, auto");
   // tp, pp and dp pinned leave cp one value, the GPUs they do not use: pinned so (the search did not consider that
   // cp at short sequences and said "no configuration was tried").
   if (PlanPins& pin = opts_.pins; !pin.cp && pin.tp && pin.pp && pin.dp) {
@@ -233,6 +239,11 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
       std::string why;
       if (!engine_runs_context_parallel(opts_.engine)) why = to_string(opts_.engine) + " has no context parallelism";
       else if (model_.seq % cp != 0) why = "it does not divide the sequence of " + std::to_string(model_.seq) + " tokens";
+      else if (const int k = engine_cp_chunks(opts_.engine); k > 1 && model_.seq % (k * cp) != 0)
+        why = to_string(opts_.engine) + " splits each sequence into 2 x cp = " + std::to_string(k * cp) +
+              " chunks, which do not divide " + std::to_string(model_.seq) + " tokens";
+      else if (fp32)
+        why = "context parallelism runs flash attention, which an f32 model cannot (fp16/bf16 kernels only)";
       else if (opts_.attention && *opts_.attention != AttentionKernel::kFlash)
         why = "context parallelism runs flash attention and --attention unfused was given";
       if (!why.empty())
@@ -242,8 +253,9 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
       pin.cp = cp;
     }
   }
-  opts_.cost.attention = opts_.attention ? *opts_.attention
-                                         : (model_.flash_attention ? AttentionKernel::kFlash : AttentionKernel::kUnfused);
+  opts_.cost.attention = opts_.attention                  ? *opts_.attention
+                         : model_.flash_attention && !fp32 ? AttentionKernel::kFlash
+                                                           : AttentionKernel::kUnfused;
   // Context parallelism runs only with fused attention (Megatron-LM's and Transformer Engine's ring attention, and
   // torchtitan's, are flash kernels). Where the search considers cp > 1 (long sequences, a batch too small for
   // the cluster, a pinned cp) the recipe's unfused attention becomes flash for every configuration, cp = 1 too, so
@@ -253,7 +265,7 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
     for (int c : context_parallel_degrees())  // a degree the search could use
       cp_considered = cp_considered || (c > 1 && model_.seq % c == 0 && cluster_.total_gpus() % c == 0);
   cp_considered = cp_considered && engine_runs_context_parallel(opts_.engine);
-  if (!opts_.attention && cp_considered) opts_.cost.attention = AttentionKernel::kFlash;
+  if (!opts_.attention && cp_considered && !fp32) opts_.cost.attention = AttentionKernel::kFlash;
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
   for (size_t l = 0; l < model_.layers.size(); ++l) {
     const std::string sig = model_.layers[l].signature();
@@ -401,11 +413,11 @@ std::string Planner::check_config(ParallelConfig& c, bool& uniform) const {
   const std::vector<int> stages = engine_zero_stages(opts_.engine);
   if (std::find(stages.begin(), stages.end(), c.zero) == stages.end())
     return "zero=" + std::to_string(c.zero) + " is not a ZeRO stage " + to_string(opts_.engine) + " runs";
-  // Megatron-LM's context parallelism splits each sequence into 2 x cp chunks (load balance under the causal mask).
-  // Checked first: sequence parallelism's check below would blame tp for cp's chunks.
-  if (opts_.engine == Engine::kMegatron && c.cp > 1 && model_.seq % (2 * c.cp) != 0)
-    return "megatron splits each sequence into 2 x cp = " + std::to_string(2 * c.cp) + " chunks, which do not divide " +
-           std::to_string(model_.seq) + " tokens";
+  // Megatron-LM's and torchtitan's context parallelism split each sequence into 2 x cp chunks (load balance under
+  // the causal mask). Checked first: sequence parallelism's check below would blame tp for cp's chunks.
+  if (const int k = engine_cp_chunks(opts_.engine); k > 1 && c.cp > 1 && model_.seq % (k * c.cp) != 0)
+    return to_string(opts_.engine) + " splits each sequence into 2 x cp = " + std::to_string(k * c.cp) +
+           " chunks, which do not divide " + std::to_string(model_.seq) + " tokens";
   // Sequence parallelism splits tokens over the tensor group: the engines split each sequence (Megatron-LM's
   // [s, b, h] along s, torchtitan's Shard(1)), so the sequence (each cp rank's share) must divide by tp; the ILP's
   // token split without an engine, the micro-batch's tokens.
@@ -1145,7 +1157,8 @@ Planner::Search Planner::search_space() const {
     if (N % product != 0 || (pin.tp && pin.cp && pin.pp && pin.dp && product != N))
       throw SpecError("--fix " + named + " = " + std::to_string(product) + " GPUs, which " +
                       (N % product != 0 ? "does not divide" : "is not") + " the " + std::to_string(N) +
-                      " GPUs of " + cluster_.name);
+                      " GPUs of " + cluster_.name + "; allowed: degrees whose product " +
+                      (pin.tp && pin.cp && pin.pp && pin.dp ? "is " : "divides ") + std::to_string(N));
   }
   check_ep_pin();
   if (pin.micro_batch && opts_.global_batch % *pin.micro_batch != 0) {
@@ -1243,14 +1256,15 @@ Planner::Search Planner::search_space() const {
   if (pin.cp && *pin.cp > 1 && !engine_runs_context_parallel(opts_.engine))
     throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " cannot run on " + to_string(opts_.engine) +
                     " (no context parallelism); allowed: 1");
-  if (pin.cp && *pin.cp > 1 && opts_.engine == Engine::kMegatron && model_.seq % (2 * *pin.cp) != 0)
-    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + ": megatron splits each sequence into 2 x cp = " +
-                    std::to_string(2 * *pin.cp) + " chunks, which do not divide " + std::to_string(model_.seq) +
-                    " tokens" + allowed([&](int d) { return d == 1 || model_.seq % (2 * d) == 0; }));
+  if (const int k = engine_cp_chunks(opts_.engine); pin.cp && *pin.cp > 1 && k > 1 && model_.seq % (k * *pin.cp) != 0)
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + ": " + to_string(opts_.engine) +
+                    " splits each sequence into 2 x cp = " + std::to_string(k * *pin.cp) +
+                    " chunks, which do not divide " + std::to_string(model_.seq) + " tokens" +
+                    allowed([&](int d) { return d == 1 || model_.seq % (k * d) == 0; }));
   if (pin.cp && *pin.cp > 1 && opts_.cost.attention != AttentionKernel::kFlash)
-    throw SpecError("--fix cp=" + std::to_string(*pin.cp) +
-                    " needs flash attention (ring attention is a fused kernel) but --attention unfused was given; "
-                    "allowed: cp=1, or --attention flash");
+    throw SpecError("--fix cp=" + std::to_string(*pin.cp) + " needs flash attention (ring attention is a fused kernel) but " +
+                    (model_.dtype == "f32" ? "model '" + model_.name + "' is f32 (flash kernels run fp16/bf16 only); allowed: cp=1"
+                                           : std::string("--attention unfused was given; allowed: cp=1, or --attention flash")));
   // An sp pin the engine's tensor parallelism cannot run leaves it tp = 1 (pinned tp > 1: bad input).
   if (const std::string why = sequence_parallel_conflict(); !why.empty()) {
     if (pin.tp && *pin.tp > 1)

@@ -131,6 +131,49 @@ TEST(ContextParallel, TpPpAndDpPinnedLeaveCpTheRestOfTheGpus) {
   }
 }
 
+// torchtitan shards each sequence round-robin into 2 x cp chunks, as Megatron-LM does (PyTorch asserts the sequence
+// divides by 2 x cp): 1002 tokens at cp 2 exported a job that fails at start-up. And an f32 model runs unfused
+// attention (flash kernels are fp16/bf16), so no cp: a pin or an implied cp says why, and --attention flash is bad input.
+TEST(ContextParallel, TorchtitansChunksAndAnF32ModelsAttentionLimitCp) {
+  const ClusterSpec c = parse_cluster_spec("dgx-h100:2");
+  const ModelGraph m = parse_model_spec("llama:layers=4,hidden=1024,heads=16,seq=1002");
+  PlannerOptions o = options(64, "cp=2");
+  o.engine = Engine::kTorchtitan;
+  try {
+    (void)Planner(m, c, o).plan();
+    ADD_FAILURE() << "cp=2 planned for torchtitan at 1002 tokens";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("torchtitan splits each sequence into 2 x cp = 4 chunks, which do not divide "
+                                         "1002 tokens"),
+              std::string::npos)
+        << e.what();
+  }
+  o.pins = parse_pins("tp=2,pp=2,dp=2");  // cp 2 implied
+  try {
+    (void)Planner(m, c, o).plan();
+    ADD_FAILURE() << "an implied cp=2 planned for torchtitan at 1002 tokens";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves cp=2, but torchtitan splits each sequence into 2 x cp = 4 chunks"),
+              std::string::npos)
+        << e.what();
+  }
+  ModelGraph f32 = parse_model_spec("llama:layers=4,hidden=1024,heads=16,seq=32768");
+  f32.dtype = "f32";
+  const Plan p = Planner(f32, c, options(64, "")).plan();  // a long sequence: cp would be searched in bf16
+  EXPECT_EQ(p.attention, AttentionKernel::kUnfused);
+  EXPECT_EQ(p.config.cp, 1);
+  PlannerOptions flash = options(64, "");
+  flash.attention = AttentionKernel::kFlash;
+  EXPECT_THROW(Planner(f32, c, flash), SpecError);
+  try {
+    (void)Planner(f32, c, options(64, "cp=2")).plan();
+    ADD_FAILURE() << "cp=2 planned for an f32 model";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is f32 (flash kernels run fp16/bf16 only); allowed: cp=1"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ContextParallel, ABatchTooSmallForTheClusterSearchesCpAtAnyLength) {
   // 16 sequences of 8,192 tokens on 128 GPUs: 1 sequence per tensor group of 8, so without splitting sequences
   // only tp 8 x dp 16 uses every GPU. cp is searched (the sequence is short of long_sequence) and wins.

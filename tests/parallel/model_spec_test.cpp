@@ -54,10 +54,11 @@ TEST(ModelSpec, AJsonGraphTiesItsHeadOnlyWhenItSaysSo) {
       {"name": "head", "kind": "head", "output": "lm", "ops": [{"name": "lm", "type": "linear", "in": 64, "out": 1000, "inputs": ["input"]}]}]})");
   const ModelGraph untied = model_from_json(doc, "t.json");
   EXPECT_TRUE(untied.untied_embeddings);
-  EXPECT_EQ(model_params(untied), 2 * 1000 * 64 + 64 * 64);
+  // Linears have biases unless the graph says "bias": false (fc's 64, the head's 1000, which is not tied).
+  EXPECT_EQ(model_params(untied), 2 * 1000 * 64 + 64 * 64 + 64 + 1000);
   doc["tied_embeddings"] = true;
   const ModelGraph tied = model_from_json(doc, "t.json");
-  EXPECT_EQ(model_params(tied), 1000 * 64 + 64 * 64);
+  EXPECT_EQ(model_params(tied), 1000 * 64 + 64 * 64 + 64 + 1000);
   EXPECT_EQ(tied_embedding(tied).embedding, 0);
   EXPECT_EQ(tied_embedding(tied).head, 2);
   doc["tied_embeddings"] = "yes";
@@ -84,7 +85,7 @@ TEST(ModelSpec, TheTokenEmbeddingIsTheOneTheHeadMapsBackToNotTheLargest) {
   const ModelGraph g = model_from_json(doc, "char.json");
   EXPECT_EQ(g.vocab, 65);
   EXPECT_EQ(tied_embedding(g).embedding_op, "wte");
-  EXPECT_EQ(model_params(g), 65 * 384 + 256 * 384 + 384 * 384);
+  EXPECT_EQ(model_params(g), 65 * 384 + 256 * 384 + 384 * 384 + 384 + 65);
   doc["vocab"] = 65;
   EXPECT_EQ(model_from_json(doc, "char.json").vocab, 65);
   doc["vocab"] = 256;
@@ -110,10 +111,10 @@ TEST(ModelSpec, FamilyForms) {
   const ModelGraph g = parse_model_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=1000");
   EXPECT_EQ(g.layers.size(), 6u);  // embedding, 4 blocks, head
   EXPECT_EQ(g.seq, 512);
-  // 4 * (12 h^2 + 4 norms * h... ) : blocks 4 * (h*3h + h*h + h*4h + 4h*h + 4h) + 1000 * h (the embedding, which
-  // the head shares) + 2h.
+  // Blocks 4 * (h*3h + h*h + h*4h + 4h*h + two norms' 4h + the linears' biases 3h + h + 4h + h) + 1000 * h (the
+  // embedding, which the head shares; GPT's output layer has no bias) + the final norm's 2h.
   const int64_t h = 1024;
-  EXPECT_EQ(model_params(g), 4 * (12 * h * h + 4 * h) + 1000 * h + 2 * h);
+  EXPECT_EQ(model_params(g), 4 * (12 * h * h + 4 * h + 9 * h) + 1000 * h + 2 * h);
   EXPECT_TRUE(tied_embedding(g).tied());
   EXPECT_EQ(tied_embedding(g).params, 1000 * h);
   const ModelGraph l = parse_model_spec("llama:layers=2,hidden=512,heads=8,kv_heads=2,ffn=1024");
@@ -176,7 +177,7 @@ TEST(ModelSpec, JsonGraph) {
   const ModelGraph g = model_from_json(tiny_graph(), "tiny.json");
   EXPECT_EQ(g.layers.size(), 3u);
   EXPECT_EQ(g.hidden, 256);
-  EXPECT_EQ(model_params(g), 3 * 2 * 256 * 1024);
+  EXPECT_EQ(model_params(g), 3 * (2 * 256 * 1024 + 1024 + 256));  // weights and biases
   EXPECT_EQ(g.layers[0].signature(), g.layers[2].signature());
 }
 

@@ -449,8 +449,8 @@ TEST(PlanExport, AMoeGraphWithLinearBiasesWarnsAboutTheGroupedGemm) {
 // torchtitan named it a biased LayerNorm model (a user test, stop 43).
 TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   // bias: which linears have one ("all", "none", "qkv" or "proj"); rms: every norm is RMSNorm.
-  auto graph = [](const std::string& bias, bool rms, bool rope) {
-    nlohmann::json block = json_block(2816, true);
+  auto graph = [](const std::string& bias, bool rms, bool rope, bool qk_norm = false) {
+    nlohmann::json block = json_block(2816, qk_norm);
     for (auto& op : block["ops"]) {
       if (op["type"] == "linear" && bias != "all") op["bias"] = op["name"] == bias;
       if (op["type"] == "layernorm" && rms) op["rms"] = true;
@@ -488,12 +488,12 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
     return w.find("add one to llama3_configs") != std::string::npos;
   }));
-  // RMSNorm has a scale and no shift: h parameters a norm, not 2h (two blocks of norms 1024, 1024 and 1536 wide).
-  EXPECT_EQ(model_params(graph("none", false, true)) - model_params(llama), 2 * (1024 + 1024 + 1536));
+  // RMSNorm has a scale and no shift: h parameters a norm, not 2h (two blocks of norms 1024 and 1024 wide).
+  EXPECT_EQ(model_params(graph("none", false, true)) - model_params(llama), 2 * (1024 + 1024));
 
   // Only the QKV projection biased (Qwen), reached through the Q/K norm: Megatron-LM's --add-qkv-bias.
   warnings.clear();
-  args = megatron(graph("qkv", true, true), &warnings);
+  args = megatron(graph("qkv", true, true, true), &warnings);
   EXPECT_TRUE(args.count("--disable-bias-linear"));
   EXPECT_TRUE(args.count("--add-qkv-bias"));
   // Every linear but the head's biased: as before, biases on.
@@ -508,6 +508,38 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
     return w.find("1 of the 4 linears of layer 'block' have biases (proj)") != std::string::npos;
   })) << (warnings.empty() ? "" : warnings.front());
+
+  // torchtitan's llama3 has no Q/K norm, heads dim / n_heads wide and an untied output layer: a graph with a Q/K
+  // norm is another architecture under that name, said.
+  warnings.clear();
+  const ModelGraph qk = graph("none", true, true, true);
+  t = parse_toml(export_torchtitan(Planner(qk, cluster, o).plan(), qk, 64, &warnings));
+  EXPECT_NE(t["model.name"], "llama3");
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                          [](const std::string& w) { return w.find(", a Q/K norm") != std::string::npos; }));
+  // Megatron-LM's --rotary-base is an int: a fractional base is said.
+  {
+    nlohmann::json block = json_block(2816, false);
+    nlohmann::json doc = {{"seq", 1024}, {"rope_base", 10000.5}, {"layers", {block}}};
+    const ModelGraph frac = model_from_json(doc, "frac.json");
+    warnings.clear();
+    EXPECT_EQ(megatron(frac, &warnings).at("--rotary-base"), "10001");
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("--rotary-base is an integer: the graph's rope_base 10000.5") != std::string::npos;
+    }));
+    // Layers whose biases or norms differ from the first's are said (the export describes the first).
+    nlohmann::json other = json_block(2816, false);
+    for (auto& op : other["ops"])
+      if (op["type"] == "linear") op["bias"] = false;
+    nlohmann::json two = {{"seq", 1024}, {"layers", {block, other}}};
+    two["layers"][1]["name"] = "block2";
+    EXPECT_EQ(model_from_json(two, "two.json").layers_differ, "biases on other linears in some layers");
+    other = json_block(2816, false);
+    other["ops"][0]["rms"] = true;  // ln1 RMSNorm, ln2 LayerNorm
+    two["layers"][1] = other;
+    two["layers"][1]["name"] = "block2";
+    EXPECT_EQ(model_from_json(two, "two.json").layers_differ, "RMSNorm and LayerNorm within a layer");
+  }
 
   // Bad input: a key on the wrong op, a base that is not positive, rotary and learned positions both.
   nlohmann::json bad = {{"seq", 8}, {"layers", {{{"name", "l"}, {"ops", {{{"name", "n"}, {"type", "layernorm"},

@@ -247,6 +247,14 @@ TEST_F(RuntimeLib, AConvWithoutPaddingGetsItsBestConfig) {
   const auto best = nlohmann::json::parse(q.out);
   EXPECT_EQ(c.template_name, best.at("template"));
   EXPECT_EQ(nlohmann::json::parse(c.config), best.at("config"));
+  // Another stride: its records cannot stand in, and the message says there are some (it said there were none).
+  tuner::KernelChoice x;
+  EXPECT_EQ(rt->lookup({"conv2d", "N=2,H=14,W=14,C=32,K=32,R=1,S=1,stride=2,pad=0", tuner::DType::kF32, ""}, &x),
+            tuner::Status::kNotFound);
+  EXPECT_NE(tuner::last_error().find(" of this op and dtype on this device, none with the asked R, S, stride, pad and "
+                                     "dilation, which must be equal"),
+            std::string::npos)
+      << tuner::last_error();
 }
 
 TEST_F(RuntimeLib, RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed) {
@@ -266,9 +274,15 @@ TEST_F(RuntimeLib, RecordsOfOtherDevicesAndOldTemplateVersionsAreNotUsed) {
   EXPECT_EQ(old->records(), 0);
   EXPECT_EQ(old->lookup({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, &c), tuner::Status::kNotFound);
   // `tuner query --all-versions` shows them: the message says where they went.
-  EXPECT_NE(tuner::last_error().find("of gemm f32 were left out as another template version than this runtime builds"),
+  EXPECT_NE(tuner::last_error().find("of gemm f32 on this device were left out as another template version than this "
+                                     "runtime builds"),
             std::string::npos)
       << tuner::last_error();
+  // Another device's old records are no reason to re-tune this one: not counted (they were, for every device).
+  auto a100 = open(stale, true, "sim:a100-sxm4-80gb");
+  ASSERT_TRUE(a100);
+  EXPECT_EQ(a100->lookup({"gemm", "M=512,N=512,K=512", tuner::DType::kF32, ""}, &c), tuner::Status::kNotFound);
+  EXPECT_EQ(tuner::last_error().find("left out"), std::string::npos) << tuner::last_error();
   // A GPU whose records are all of older versions has records: opening for it says so (it said "has no records").
   for (auto& e : doc["entries"]) e["device"]["name"] = "replay:NVIDIA H200";
   std::ofstream(stale) << doc.dump();

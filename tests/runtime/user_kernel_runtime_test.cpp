@@ -83,6 +83,13 @@ TEST_F(UserKernelRuntime, LookupGivesTheConfigQueryCallsBestWithItsLaunchAndBuff
       EXPECT_EQ(c.block[0], cfg.at("BLOCK").get<unsigned>());
       EXPECT_EQ(c.buffers, (std::vector<std::string>{"x f32", "y f32", "out f32"}));
     }
+    // Its output's type is its spec's: asking another is a wrong question, not a missing record.
+    tuner::KernelChoice c;
+    EXPECT_EQ(rt->lookup({"saxpy_user", "N=4096", tuner::DType::kF32, "f16"}, &c), tuner::Status::kInvalidArgument);
+    EXPECT_NE(tuner::last_error().find("saxpy_user writes its output 'out' in f32 (its spec's), not f16; allowed "
+                                       "output dtype: f32"),
+              std::string::npos)
+        << tuner::last_error();
   }
 }
 
@@ -119,7 +126,7 @@ TEST_F(UserKernelRuntime, WithoutTheKernelItsRecordsAreCountedAndTheOptionNamed)
   const std::string e = tuner::last_error();
   EXPECT_NE(e.find("unknown op 'saxpy_user'"), std::string::npos) << e;
   EXPECT_NE(e.find("RuntimeOptions::user_kernels"), std::string::npos) << e;
-  EXPECT_NE(e.find(" records of saxpy_user f32 were left out"), std::string::npos) << e;
+  EXPECT_NE(e.find(" records of saxpy_user f32 on this device were left out"), std::string::npos) << e;
 }
 
 TEST_F(UserKernelRuntime, AnEditedKernelIsAnotherVersionAndTheOriginalStillServesBesideIt) {
