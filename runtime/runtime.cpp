@@ -259,14 +259,25 @@ std::shared_ptr<const runtime::Choice> Runtime::Impl::choice_for(const Problem& 
                                                 "; allowed: " + templates::to_string(user->spec().dtype));
   if (user)
     if (auto why = user->unsupported(w)) throw Failure(Status::kInvalidArgument, p.op + " " + p.shape + ": " + *why);
-  // A user kernel's output buffers have its spec's types: another is a wrong question too.
-  if (user && out)
+  // A user kernel's output buffers have its spec's types: another is a wrong question too (one of several outputs of
+  // different types cannot be asked for alone: the lookup takes the spec's types when none is given).
+  if (user && out) {
+    std::set<std::string> types;
+    std::string first;
     for (const auto& b : user->spec().buffers)
-      if (b.role == "output" && b.dtype != *out)
-        throw Failure(Status::kInvalidArgument, p.op + " writes its output '" + b.name + "' in " +
-                                                    templates::to_string(b.dtype) + " (its spec's), not " +
-                                                    templates::to_string(*out) +
-                                                    "; allowed output dtype: " + templates::to_string(b.dtype));
+      if (b.role == "output") {
+        types.insert(templates::to_string(b.dtype));
+        if (first.empty()) first = b.name;
+      }
+    if (types.size() > 1 || (types.size() == 1 && *types.begin() != templates::to_string(*out))) {
+      std::string list;
+      for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+      throw Failure(Status::kInvalidArgument,
+                    p.op + " writes its output" + (types.size() > 1 ? "s in " + list : " '" + first + "' in " + list) +
+                        " (its spec's), not " + templates::to_string(*out) + "; allowed output dtype: " +
+                        (types.size() > 1 ? "none given (the spec's types)" : list));
+    }
+  }
   if (!user) check_builtin_problem(w, out, limits);
   std::string why;
   auto c = runtime::choose(tuned.records, catalog, match, limits, w, out, options.nearest_shape, &why);

@@ -20,8 +20,9 @@ struct Shape {
   int64_t hidden = 0;
   bool parallel_block = false;  ///< its MLP does not read its attention: the two run side by side (GPT-J, PaLM)
   int norms = 0, rms_norms = 0;  ///< Its norms, and how many are RMSNorm.
-  std::string biases;           ///< Its linears with biases, by name.
+  std::string biases;           ///< Its linears with biases, by place among its linears ("0,2").
   bool unbiased = false;        ///< Some linear of it has none.
+  int linears = 0;
 };
 
 const Operator* find_op(const Layer& l, const std::string& name) {
@@ -92,8 +93,10 @@ Shape shape_of(const Layer& l) {
   const Operator* attention = nullptr;
   for (const auto& op : l.ops) {
     if (op.type == OpType::kLayerNorm) ++s.norms, s.rms_norms += op.rms;
-    if (op.type == OpType::kLinear && op.bias) s.biases += (s.biases.empty() ? "" : ",") + op.name;
+    // By place among the layer's linears: layers name their ops as they like (l0.qkv, l1.qkv).
+    if (op.type == OpType::kLinear && op.bias) s.biases += (s.biases.empty() ? "" : ",") + std::to_string(s.linears);
     if (op.type == OpType::kLinear && !op.bias) s.unbiased = true;
+    if (op.type == OpType::kLinear) ++s.linears;
     if (op.type == OpType::kAttention) {
       attention = &op;
       s.heads = op.heads;
@@ -147,6 +150,9 @@ void read_recipe(const Layer& l, ModelGraph& g) {
     }
   }
   g.rmsnorm = norms > 0 && rms == norms;
+  g.norms_differ = rms > 0 && rms < norms ? std::to_string(rms) + " of the " + std::to_string(norms) +
+                                                " norms of layer '" + l.name + "' are RMSNorm"
+                                          : std::string();
   std::vector<std::string> biased;
   int linears = 0;
   bool only_qkv = true;
@@ -215,14 +221,16 @@ void read_architecture(ModelGraph& g) {
       i = j;
     }
   }
-  std::set<int64_t> hidden, heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk, parallel, rms;
+  std::set<int64_t> hidden, heads, kv, width, dense_ffn, moe_ffn, experts, top_k, gated, qk, parallel;
   std::set<std::string> biases;
-  bool mixed_norms = false;
+  std::set<std::string> norm_kinds;
   for (const Shape& s : shapes) {
     // Biases on every linear or none compare alike between dense and MoE layers (whose linears differ).
-    rms.insert(s.norms > 0 && s.rms_norms == s.norms);
     biases.insert(s.biases.empty() ? "none" : !s.unbiased ? "all" : s.biases);
-    mixed_norms = mixed_norms || (s.rms_norms > 0 && s.rms_norms < s.norms);
+    // Which of its norms are RMSNorm (the first layer's own mix is norms_differ, which the exports name).
+    norm_kinds.insert(s.rms_norms == 0         ? std::string("LayerNorm")
+                      : s.rms_norms == s.norms ? std::string("RMSNorm")
+                                               : std::to_string(s.rms_norms) + "/" + std::to_string(s.norms));
     hidden.insert(s.hidden), parallel.insert(s.parallel_block);
     heads.insert(s.heads), kv.insert(s.kv_heads), width.insert(s.head_width);
     (s.experts > 0 ? moe_ffn : dense_ffn).insert(s.ffn);
@@ -241,8 +249,7 @@ void read_architecture(ModelGraph& g) {
   if (moe_ffn.size() > 1) differ.push_back("expert widths " + values(moe_ffn));
   if (gated.size() > 1) differ.push_back("gated and plain MLPs");
   if (qk.size() > 1) differ.push_back("a Q/K norm in some layers only");
-  if (mixed_norms) differ.push_back("RMSNorm and LayerNorm within a layer");
-  else if (rms.size() > 1) differ.push_back("RMSNorm in some layers only");
+  if (norm_kinds.size() > 1) differ.push_back("RMSNorm and LayerNorm in other places in some layers");
   if (biases.size() > 1) differ.push_back("biases on other linears in some layers");
   g.layers_differ.clear();
   for (size_t i = 0; i < differ.size(); ++i) g.layers_differ += (i == 0 ? "" : "; ") + differ[i];

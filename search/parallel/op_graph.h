@@ -119,6 +119,9 @@ struct ModelGraph {
   /// Which of a JSON graph's linears have biases where no engine flag says it (some, not only the QKV projection's):
   /// the exports warn; empty otherwise.
   std::string bias_differs;
+  /// A JSON graph's first transformer layer mixing RMSNorm and LayerNorm, which no engine flag says ("1 of the 2
+  /// norms of layer 'block' are RMSNorm"): the exports warn; empty otherwise.
+  std::string norms_differ;
   /// LM head weights separate from the input embedding. Presets and family forms say (GPT ties, Llama does not); a
   /// JSON graph is untied unless it says "tied_embeddings": true.
   bool untied_embeddings = false;

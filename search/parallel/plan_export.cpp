@@ -158,6 +158,8 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     arg("--normalization", model.rmsnorm ? "RMSNorm" : "LayerNorm");
     if (!model.linear_bias) arg("--disable-bias-linear");
     if (model.qkv_bias) arg("--add-qkv-bias");
+    if (!model.norms_differ.empty())
+      warn(warnings, model.norms_differ + "; Megatron-LM gives every norm one type: exported as LayerNorm");
     if (!model.bias_differs.empty())
       warn(warnings, model.bias_differs + "; Megatron-LM gives every linear a bias or none (or only the QKV "
                      "projection, --add-qkv-bias): exported with biases");
@@ -339,13 +341,15 @@ std::string export_deepspeed(const Plan& plan, const ModelGraph& model, int64_t 
 /// dimensions); any other (GPT's learned positions, LayerNorm and GeLU MLP; MoE) keeps its own name, which the user
 /// registers as a TrainSpec: naming it llama3 would train another architecture of the same size.
 std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, std::vector<std::string>* warnings) {
-  if (model.name == "llama3-8b") return {"llama3", "8B"};
-  if (model.name == "llama3-70b") return {"llama3", "70B"};
-  if (model.name == "llama3-405b") return {"llama3", "405B"};
   // llama3's recipe whole: a Q/K norm, heads wider than dim / n_heads (its head_dim) or a tied output layer would be
   // another architecture under its name.
   const bool llama = model.rope && model.rmsnorm && model.swiglu && !model.linear_bias && !model.qkv_bias &&
                      !model.qk_norm && model.head_dim == 0 && model.untied_embeddings;
+  // The presets' flavors (a JSON graph named so is one only with their recipe).
+  if (llama && model.name == "llama3-8b") return {"llama3", "8B"};
+  if (llama && model.name == "llama3-70b") return {"llama3", "70B"};
+  if (llama && model.name == "llama3-405b") return {"llama3", "405B"};
+
   if (llama && model.experts == 0) {
     warn(warnings, "torchtitan has no llama3 flavor '" + model.name + "': add one to llama3_configs with dim=" +
                        std::to_string(model.hidden) + ", n_layers=" + std::to_string(transformer_blocks(model)) +

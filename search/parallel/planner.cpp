@@ -263,7 +263,8 @@ Planner::Planner(const ModelGraph& model, const ClusterSpec& cluster, PlannerOpt
   bool cp_considered = opts_.pins.cp && *opts_.pins.cp > 1;
   if (!opts_.pins.cp && engine_runs_context_parallel(opts_.engine))
     for (int c : context_parallel_degrees())  // a degree the search could use
-      cp_considered = cp_considered || (c > 1 && model_.seq % c == 0 && cluster_.total_gpus() % c == 0);
+      cp_considered = cp_considered || (c > 1 && model_.seq % (engine_cp_chunks(opts_.engine) * c) == 0 &&
+                                        cluster_.total_gpus() % c == 0);
   cp_considered = cp_considered && engine_runs_context_parallel(opts_.engine);
   if (!opts_.attention && cp_considered && !fp32) opts_.cost.attention = AttentionKernel::kFlash;
   costs_ = std::make_unique<OpCostModel>(cluster_.gpu, opts_.cost, opts_.lookup);
@@ -1193,22 +1194,30 @@ Planner::Search Planner::search_space() const {
       for (int v = 2; v <= 64; ++v)
         if (splits(v) || std::count(opts_.virtual_stages.begin(), opts_.virtual_stages.end(), v))
           s.schedules.push_back({Schedule::kInterleaved, v});
-      if (splitting_vs().empty())
+      if (splitting_vs().empty() && engine_runs_schedule(Schedule::kInterleaved))
         throw SpecError("--fix schedule=interleaved: the " + std::to_string(blocks) +
                         " layers do not split into pp x v chunks for any v >= 2 " +
                         (pin.pp ? "at the pinned pp=" + std::to_string(*pin.pp)
                                 : "and pp >= 2 on the " + std::to_string(N) + " GPUs of " + cluster_.name) +
-                        " (the engines give each of a rank's v chunks as many layers); allowed: schedule=1f1b or "
-                        "gpipe" + (pin.pp ? ", or pp = " + [&] {
+                        " (the engines give each of a rank's v chunks as many layers); allowed: schedule=" + [&] {
+                          std::string names;
+                          for (Schedule sc : engine_schedules(opts_.engine))
+                            if (sc != Schedule::kInterleaved) names += (names.empty() ? "" : " or ") + to_string(sc);
+                          // A pp the other pins leave room for (their product divides the GPUs it leaves).
+                          const int64_t others = static_cast<int64_t>(pin.tp.value_or(1)) * pin.cp.value_or(1) *
+                                                 pin.dp.value_or(1);
+                          const bool all_others = pin.tp && pin.cp && pin.dp;
                           std::string pps;
-                          for (int pp : divisors(N))
-                            for (int v = 2; pp >= 2 && v <= 64; ++v)
+                          for (int pp : divisors(N)) {
+                            if (pp < 2 || (N / pp) % others != 0 || (all_others && N / pp != others)) continue;
+                            for (int v = 2; v <= 64; ++v)
                               if (blocks % (pp * v) == 0) {
                                 pps += (pps.empty() ? "" : ", ") + std::to_string(pp);
                                 break;
                               }
-                          return pps.empty() ? std::string("none") : pps;
-                        }() : std::string()));
+                          }
+                          return names + (pin.pp && !pps.empty() ? ", or pp = " + pps : std::string());
+                        }());
     }
   } else if (pin.schedule) {
     s.schedules.push_back({*pin.schedule, 1});
@@ -1355,7 +1364,7 @@ std::string Planner::batch_divisibility_error(const Search& space) const {
   std::string cp_hint;
   if (opts_.cost.attention == AttentionKernel::kFlash && engine_runs_context_parallel(opts_.engine))
     for (int cp : divisors(N)) {
-      if (cp <= best_cp || model_.seq % cp != 0) continue;
+      if (cp <= best_cp || model_.seq % (engine_cp_chunks(opts_.engine) * cp) != 0) continue;
       bool works = false;
       for (int tp : space.tps) {
         if (N % (tp * cp) != 0) continue;

@@ -517,6 +517,41 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   EXPECT_NE(t["model.name"], "llama3");
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
                           [](const std::string& w) { return w.find(", a Q/K norm") != std::string::npos; }));
+  // Nor a tied output layer, and a JSON graph named like a preset is its flavor only with the recipe.
+  {
+    nlohmann::json doc = {{"seq", 1024}, {"rope_base", 500000}, {"tied_embeddings", true}, {"name", "llama3-8b"},
+                          {"layers", nlohmann::json::array()}};
+    nlohmann::json block = json_block(2816, false);
+    for (auto& op : block["ops"]) {
+      if (op["type"] == "linear") op["bias"] = false;
+      if (op["type"] == "layernorm") op["rms"] = true;
+    }
+    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "e"},
+                             {"ops", {{{"name", "e"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}}}}});
+    doc["layers"].push_back(block);
+    doc["layers"].push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
+                             {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000},
+                                       {"inputs", {"input"}}, {"bias", false}}}}});
+    const ModelGraph tied = model_from_json(doc, "tied.json");
+    warnings.clear();
+    t = parse_toml(export_torchtitan(Planner(tied, cluster, o).plan(), tied, 64, &warnings));
+    EXPECT_EQ(t["model.name"], "llama3-8b") << "not llama3's 8B flavor: tied";
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("the output layer tied to the embedding") != std::string::npos;
+    }));
+  }
+  // Megatron-LM's --max-position-embeddings is the graph's learned table where it is longer than the sequence.
+  {
+    nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
+    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "add"},
+                             {"ops", {{{"name", "wte"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}},
+                                      {{"name", "wpe"}, {"type", "embedding"}, {"in", 2048}, {"out", 1024}},
+                                      {{"name", "add"}, {"type", "elementwise"}, {"in", 1024}, {"out", 1024},
+                                       {"inputs", {"wte", "wpe"}}}}}});
+    doc["layers"].push_back(json_block(2816, false));
+    const ModelGraph wpe = model_from_json(doc, "wpe.json");
+    EXPECT_EQ(megatron(wpe, &warnings).at("--max-position-embeddings"), "2048");
+  }
   // Megatron-LM's --rotary-base is an int: a fractional base is said.
   {
     nlohmann::json block = json_block(2816, false);
@@ -538,7 +573,13 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
     other["ops"][0]["rms"] = true;  // ln1 RMSNorm, ln2 LayerNorm
     two["layers"][1] = other;
     two["layers"][1]["name"] = "block2";
-    EXPECT_EQ(model_from_json(two, "two.json").layers_differ, "RMSNorm and LayerNorm within a layer");
+    const ModelGraph mix = model_from_json(two, "two.json");
+    EXPECT_EQ(mix.layers_differ, "RMSNorm and LayerNorm in other places in some layers");
+    EXPECT_EQ(mix.norms_differ, "");  // the first layer is all LayerNorm
+    two["layers"][0] = other;  // now the first mixes too
+    const ModelGraph first = model_from_json(two, "two.json");
+    EXPECT_EQ(first.norms_differ, "1 of the 2 norms of layer 'block' are RMSNorm");
+    EXPECT_EQ(first.layers_differ, "") << "the first layer's mix is its own warning";
   }
 
   // Bad input: a key on the wrong op, a base that is not positive, rotary and learned positions both.

@@ -517,7 +517,16 @@ TEST(Planner, InterleavingPinnedWithoutVTriesEveryVThatSplitsTheBlocks) {
                                          "pp=16"),
               std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("allowed: schedule=1f1b or gpipe, or pp = 2"), std::string::npos) << e.what();
+    // tp, cp and dp pinned leave pp 16 only: no other pp is offered.
+    EXPECT_NE(std::string(e.what()).find("allowed: schedule=gpipe or 1f1b"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("or pp ="), std::string::npos) << e.what();
+  }
+  o.pins = parse_pins("tp=8,pp=16,schedule=interleaved");
+  try {
+    (void)Planner(big, parse_cluster_spec("dgx-h100:2048"), o).plan();
+    ADD_FAILURE() << "126 layers planned over pp 16 interleaved";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("allowed: schedule=gpipe or 1f1b, or pp = 2"), std::string::npos) << e.what();
   }
 }
 
