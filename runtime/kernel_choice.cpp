@@ -141,20 +141,19 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
   if (why) {
     if (!candidates.empty()) (void)fit(candidates.back(), catalog, limits, w, output_dtype, spaces, true, &reason);
     *why = "no tuned config for " + w.to_string() + " on " + device.name;
-    const auto exact = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.distance == 0; });
-    const auto others = static_cast<int64_t>(candidates.size()) - exact;
+    const int64_t exact =
+        std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.distance == 0; });
+    const int64_t others = static_cast<int64_t>(candidates.size()) - exact;
+    const auto records = [](int64_t n) { return std::to_string(n) + (n == 1 ? " record" : " records"); };
     if (candidates.empty() && nearest && other_geometry > 0)
-      *why += " (" + std::to_string(other_geometry) + " record" + (other_geometry == 1 ? "" : "s") +
+      *why += " (" + records(other_geometry) +
               " of this op and dtype on this device, none with the asked R, S, stride, pad and dilation, which must be "
               "equal)";
     else if (candidates.empty())
       *why += nearest ? " (no record of this op and dtype on this device)" : " (this exact shape was not tuned)";
     else
-      *why += " (" + (exact > 0 ? std::to_string(exact) + " record" + (exact == 1 ? "" : "s") + " of this shape" : "") +
-              (exact > 0 && others > 0 ? " and " : "") +
-              (others > 0 ? std::to_string(others) + (exact > 0 ? "" : others == 1 ? " record" : " records") +
-                                " of other shapes"
-                          : "") +
+      *why += " (" + (exact > 0 ? records(exact) + " of this shape" : "") + (exact > 0 && others > 0 ? " and " : "") +
+              (others > 0 ? (exact > 0 ? std::to_string(others) : records(others)) + " of other shapes" : "") +
               ", none usable here; last reason: " + reason + ")";
   }
   return std::nullopt;

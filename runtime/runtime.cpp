@@ -164,8 +164,9 @@ void Runtime::Impl::find_device() {
                                   "), a recorded GPU's name for its replayed records, or sim:<gpu>";
       // Records of older template versions are records: "has no records" sent users looking for a wrong name.
       int64_t stale = 0;
-      for (const auto& [name, n] : tuned.stale_by_device)
-        if (match.names(name)) stale += n;
+      for (const auto& [op, by_device] : tuned.stale_by_op)
+        for (const auto& [name, n] : by_device)
+          if (match.names(name)) stale += n;
       if (stale > 0)
         throw Failure(Status::kInvalidArgument,
                       "RuntimeOptions::device_name '" + match.name + "' has " + std::to_string(stale) + " record" +

@@ -29,7 +29,6 @@ bool usable(const Catalog& catalog, const std::string& name, const std::string& 
   if (catalog.version(name) != version) {
     ++out.stale;
     ++out.stale_by_op[op + " " + dtype][device];
-    ++out.stale_by_device[device];
     return false;
   }
   return true;

@@ -31,9 +31,6 @@ struct TunedRecords {
   /// another version of a template the catalog has, and records of templates it does not have (a user kernel the
   /// options do not name).
   std::map<std::string, std::map<std::string, int64_t>> stale_by_op, unknown_by_op;
-  /// Per device name, the records of another version of a template the catalog has (a device whose records are all
-  /// of older versions has records, none usable: re-tune).
-  std::map<std::string, int64_t> stale_by_device;
 };
 
 /// Reads a database or a best-configs file (told apart by content: an SQLite file starts with

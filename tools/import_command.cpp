@@ -114,9 +114,8 @@ ImportRecord read_record(const LineReader& in) {
     if (templates::to_string(w.dtype) != r.workload.dtype)
       in.refuse("dtype", "is '" + r.workload.dtype + "'; allowed: f32, f16, bf16");
   } catch (const std::invalid_argument& e) {
-    // A user kernel's records (`tune --kernel`) name its own op: its template is its source file and spec, which
-    // this file does not carry, so they cannot be imported; say so, and how to export without them.
-    // An op no built-in template implements (a malformed gemm line is refused below, whatever its template).
+    // A user kernel's records (`tune --kernel`) name its own op, one no built-in template implements (a malformed
+    // gemm line is refused below, whatever its template): left out, as its source is not in the file.
     const std::string named = in.str(j, "template");
     const auto& all = templates::all_templates();
     if (std::none_of(all.begin(), all.end(), [&](const auto* t) { return t->name() == named || t->op() == r.workload.op; }))

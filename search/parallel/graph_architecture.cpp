@@ -20,9 +20,12 @@ struct Shape {
   int64_t hidden = 0;
   bool parallel_block = false;  ///< its MLP does not read its attention: the two run side by side (GPT-J, PaLM)
   int norms = 0, rms_norms = 0;  ///< Its norms, and how many are RMSNorm.
-  std::string biases;           ///< Its linears with biases, by place among its linears ("0,2").
-  bool unbiased = false;        ///< Some linear of it has none.
   int linears = 0;
+  std::vector<std::string> biased;  ///< Its linears with biases, by name.
+  std::string bias_places;          ///< The same by place among its linears ("0,2"): layers name ops as they like.
+  /// Its biased linears are all QKV projections (the linears the attention op reads, through RoPE-like elementwise
+  /// ops and a Q/K norm): Megatron-LM's --add-qkv-bias.
+  bool qkv_biases_only = true;
 };
 
 const Operator* find_op(const Layer& l, const std::string& name) {
@@ -93,9 +96,10 @@ Shape shape_of(const Layer& l) {
   const Operator* attention = nullptr;
   for (const auto& op : l.ops) {
     if (op.type == OpType::kLayerNorm) ++s.norms, s.rms_norms += op.rms;
-    // By place among the layer's linears: layers name their ops as they like (l0.qkv, l1.qkv).
-    if (op.type == OpType::kLinear && op.bias) s.biases += (s.biases.empty() ? "" : ",") + std::to_string(s.linears);
-    if (op.type == OpType::kLinear && !op.bias) s.unbiased = true;
+    if (op.type == OpType::kLinear && op.bias) {
+      s.biased.push_back(op.name);
+      s.bias_places += (s.bias_places.empty() ? "" : ",") + std::to_string(s.linears);
+    }
     if (op.type == OpType::kLinear) ++s.linears;
     if (op.type == OpType::kAttention) {
       attention = &op;
@@ -115,6 +119,14 @@ Shape shape_of(const Layer& l) {
       if (mlp_of(l, op, &ffn, &gated)) s.ffn = ffn, s.gated = gated, mlp = &op;
     }
   }
+  std::set<std::string> qkv;
+  if (attention)
+    for (const auto& in : attention->inputs) {
+      const Operator* p = through_elementwise(l, in);
+      if (p && p->type == OpType::kLayerNorm && p->inputs.size() == 1) p = through_elementwise(l, p->inputs.front());
+      if (p && p->type == OpType::kLinear) qkv.insert(p->name);
+    }
+  for (const auto& name : s.biased) s.qkv_biases_only = s.qkv_biases_only && qkv.count(name) > 0;
   // Neither reads the other (an MLP before attention is still a sequential block).
   s.parallel_block = attention && mlp &&
                      !reads(l, *mlp, [](const Operator& o) { return o.type == OpType::kAttention; }) &&
@@ -134,44 +146,23 @@ std::string values(std::set<int64_t> v) {
   return out;
 }
 
-/// The norm and the biases of layer `l`'s linears, into g: RMSNorm when every norm of the layer is one; no linear
-/// biases when none has one, or only the QKV projection's (the linear the attention op reads, through RoPE-like
-/// elementwise ops and a Q/K norm), which is Megatron-LM's --add-qkv-bias; any other mix is named in bias_differs.
-void read_recipe(const Layer& l, ModelGraph& g) {
-  int norms = 0, rms = 0;
-  std::set<std::string> qkv;
-  for (const auto& op : l.ops) {
-    if (op.type == OpType::kLayerNorm) ++norms, rms += op.rms;
-    if (op.type != OpType::kAttention) continue;
-    for (const auto& in : op.inputs) {
-      const Operator* p = through_elementwise(l, in);
-      if (p && p->type == OpType::kLayerNorm && p->inputs.size() == 1) p = through_elementwise(l, p->inputs.front());
-      if (p && p->type == OpType::kLinear) qkv.insert(p->name);
-    }
-  }
-  g.rmsnorm = norms > 0 && rms == norms;
-  g.norms_differ = rms > 0 && rms < norms ? std::to_string(rms) + " of the " + std::to_string(norms) +
-                                                " norms of layer '" + l.name + "' are RMSNorm"
-                                          : std::string();
-  std::vector<std::string> biased;
-  int linears = 0;
-  bool only_qkv = true;
-  for (const auto& op : l.ops)
-    if (op.type == OpType::kLinear) {
-      ++linears;
-      if (!op.bias) continue;
-      biased.push_back(op.name);
-      only_qkv = only_qkv && qkv.count(op.name) > 0;
-    }
-  g.linear_bias = true, g.qkv_bias = false, g.bias_differs.clear();
-  if (biased.empty() && linears > 0) {
-    g.linear_bias = false;
-  } else if (!biased.empty() && only_qkv && static_cast<int>(biased.size()) < linears) {
+/// The norm and the biases of the first transformer layer, `s`, into g: RMSNorm when every norm of it is one; no
+/// linear biases when none has one, or only the QKV projection's (Megatron-LM's --add-qkv-bias); any other mix is
+/// named in bias_differs, a mix of norms in norms_differ.
+void read_recipe(const Shape& s, const std::string& layer, ModelGraph& g) {
+  g.rmsnorm = s.norms > 0 && s.rms_norms == s.norms;
+  g.norms_differ = s.rms_norms > 0 && s.rms_norms < s.norms
+                       ? std::to_string(s.rms_norms) + " of the " + std::to_string(s.norms) + " norms of layer '" +
+                             layer + "' are RMSNorm"
+                       : std::string();
+  const int biased = static_cast<int>(s.biased.size());
+  g.linear_bias = biased > 0 || s.linears == 0, g.qkv_bias = false, g.bias_differs.clear();
+  if (biased > 0 && biased < s.linears && s.qkv_biases_only) {
     g.linear_bias = false, g.qkv_bias = true;
-  } else if (static_cast<int>(biased.size()) < linears) {
-    g.bias_differs = std::to_string(biased.size()) + " of the " + std::to_string(linears) + " linears of layer '" +
-                     l.name + "' have biases (";
-    for (size_t i = 0; i < biased.size(); ++i) g.bias_differs += (i ? ", " : "") + biased[i];
+  } else if (biased > 0 && biased < s.linears) {
+    g.bias_differs = std::to_string(biased) + " of the " + std::to_string(s.linears) + " linears of layer '" + layer +
+                     "' have biases (";
+    for (int i = 0; i < biased; ++i) g.bias_differs += (i ? ", " : "") + s.biased[i];
     g.bias_differs += ")";
   }
 }
@@ -179,16 +170,16 @@ void read_recipe(const Layer& l, ModelGraph& g) {
 }  // namespace
 
 void read_architecture(ModelGraph& g) {
+  std::vector<Shape> shapes;
+  const Layer* first_layer = nullptr;
   for (const auto& l : g.layers)
     if (l.kind == LayerKind::kTransformer) {
-      read_recipe(l, g);
-      break;
+      shapes.push_back(shape_of(l));
+      if (!first_layer) first_layer = &l;
     }
-  std::vector<Shape> shapes;
-  for (const auto& l : g.layers)
-    if (l.kind == LayerKind::kTransformer) shapes.push_back(shape_of(l));
   if (shapes.empty()) return;
   const Shape& first = shapes.front();
+  read_recipe(first, first_layer->name, g);
   g.heads = first.heads > 0 ? first.heads : g.heads;
   g.kv_heads = first.kv_heads < first.heads ? first.kv_heads : 0;
   g.head_dim = first.heads > 0 && first.head_width * first.heads != g.hidden ? first.head_width : 0;
@@ -226,7 +217,9 @@ void read_architecture(ModelGraph& g) {
   std::set<std::string> norm_kinds;
   for (const Shape& s : shapes) {
     // Biases on every linear or none compare alike between dense and MoE layers (whose linears differ).
-    biases.insert(s.biases.empty() ? "none" : !s.unbiased ? "all" : s.biases);
+    biases.insert(s.biased.empty()                                      ? "none"
+                  : static_cast<int>(s.biased.size()) == s.linears ? "all"
+                                                                   : s.bias_places);
     // Which of its norms are RMSNorm (the first layer's own mix is norms_differ, which the exports name).
     norm_kinds.insert(s.rms_norms == 0         ? std::string("LayerNorm")
                       : s.rms_norms == s.norms ? std::string("RMSNorm")

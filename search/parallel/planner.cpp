@@ -1192,32 +1192,29 @@ Planner::Search Planner::search_space() const {
     } else {
       // Every v that splits the blocks at the pinned pp (the default list misses some: 3 x 7 of 126 blocks at pp 6).
       for (int v = 2; v <= 64; ++v)
-        if (splits(v) || std::count(opts_.virtual_stages.begin(), opts_.virtual_stages.end(), v))
-          s.schedules.push_back({Schedule::kInterleaved, v});
-      if (splitting_vs().empty() && engine_runs_schedule(Schedule::kInterleaved))
+        if (splits(v)) s.schedules.push_back({Schedule::kInterleaved, v});
+      if (s.schedules.empty() && engine_runs_schedule(Schedule::kInterleaved)) {
+        std::string others_allowed;  // the engine's other schedules, and a pp the other pins leave room for
+        for (Schedule sc : engine_schedules(opts_.engine))
+          if (sc != Schedule::kInterleaved) others_allowed += (others_allowed.empty() ? "" : " or ") + to_string(sc);
+        const int64_t others = static_cast<int64_t>(pin.tp.value_or(1)) * pin.cp.value_or(1) * pin.dp.value_or(1);
+        std::string pps;
+        for (int pp : divisors(N)) {
+          if (pp < 2 || (N / pp) % others != 0 || (pin.tp && pin.cp && pin.dp && N / pp != others)) continue;
+          for (int v = 2; v <= 64; ++v)
+            if (blocks % (pp * v) == 0) {
+              pps += (pps.empty() ? "" : ", ") + std::to_string(pp);
+              break;
+            }
+        }
+        if (pin.pp && !pps.empty()) others_allowed += ", or pp = " + pps;
         throw SpecError("--fix schedule=interleaved: the " + std::to_string(blocks) +
                         " layers do not split into pp x v chunks for any v >= 2 " +
                         (pin.pp ? "at the pinned pp=" + std::to_string(*pin.pp)
                                 : "and pp >= 2 on the " + std::to_string(N) + " GPUs of " + cluster_.name) +
-                        " (the engines give each of a rank's v chunks as many layers); allowed: schedule=" + [&] {
-                          std::string names;
-                          for (Schedule sc : engine_schedules(opts_.engine))
-                            if (sc != Schedule::kInterleaved) names += (names.empty() ? "" : " or ") + to_string(sc);
-                          // A pp the other pins leave room for (their product divides the GPUs it leaves).
-                          const int64_t others = static_cast<int64_t>(pin.tp.value_or(1)) * pin.cp.value_or(1) *
-                                                 pin.dp.value_or(1);
-                          const bool all_others = pin.tp && pin.cp && pin.dp;
-                          std::string pps;
-                          for (int pp : divisors(N)) {
-                            if (pp < 2 || (N / pp) % others != 0 || (all_others && N / pp != others)) continue;
-                            for (int v = 2; v <= 64; ++v)
-                              if (blocks % (pp * v) == 0) {
-                                pps += (pps.empty() ? "" : ", ") + std::to_string(pp);
-                                break;
-                              }
-                          }
-                          return names + (pin.pp && !pps.empty() ? ", or pp = " + pps : std::string());
-                        }());
+                        " (the engines give each of a rank's v chunks as many layers); allowed: schedule=" +
+                        others_allowed);
+      }
     }
   } else if (pin.schedule) {
     s.schedules.push_back({*pin.schedule, 1});
