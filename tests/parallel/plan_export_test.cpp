@@ -449,7 +449,7 @@ TEST(PlanExport, AMoeGraphWithLinearBiasesWarnsAboutTheGroupedGemm) {
 // torchtitan named it a biased LayerNorm model (a user test, stop 43).
 TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   // bias: which linears have one ("all", "none", "qkv" or "proj"); rms: every norm is RMSNorm.
-  auto graph = [](const std::string& bias, bool rms, bool rope, bool qk_norm = false) {
+  auto graph_doc = [](const std::string& bias, bool rms, bool rope, bool qk_norm = false) {
     nlohmann::json block = json_block(2816, qk_norm);
     for (auto& op : block["ops"]) {
       if (op["type"] == "linear" && bias != "all") op["bias"] = op["name"] == bias;
@@ -463,7 +463,10 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
                              {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000},
                                        {"inputs", {"input"}}, {"bias", false}}}}});
     if (rope) doc["rope_base"] = 500000;
-    return model_from_json(doc, "llama-like.json");
+    return doc;
+  };
+  auto graph = [&](const std::string& bias, bool rms, bool rope, bool qk_norm = false) {
+    return model_from_json(graph_doc(bias, rms, rope, qk_norm), "llama-like.json");
   };
   PlannerOptions o;
   o.global_batch = 64;
@@ -519,19 +522,9 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
                           [](const std::string& w) { return w.find(", a Q/K norm") != std::string::npos; }));
   // Nor a tied output layer, and a JSON graph named like a preset is its flavor only with the recipe.
   {
-    nlohmann::json doc = {{"seq", 1024}, {"rope_base", 500000}, {"tied_embeddings", true}, {"name", "llama3-8b"},
-                          {"layers", nlohmann::json::array()}};
-    nlohmann::json block = json_block(2816, false);
-    for (auto& op : block["ops"]) {
-      if (op["type"] == "linear") op["bias"] = false;
-      if (op["type"] == "layernorm") op["rms"] = true;
-    }
-    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "e"},
-                             {"ops", {{{"name", "e"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}}}}});
-    doc["layers"].push_back(block);
-    doc["layers"].push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
-                             {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000},
-                                       {"inputs", {"input"}}, {"bias", false}}}}});
+    nlohmann::json doc = graph_doc("none", true, true);
+    doc["tied_embeddings"] = true;
+    doc["name"] = "llama3-8b";
     const ModelGraph tied = model_from_json(doc, "tied.json");
     warnings.clear();
     t = parse_toml(export_torchtitan(Planner(tied, cluster, o).plan(), tied, 64, &warnings));
