@@ -51,6 +51,7 @@ bench: build
 	$(BUILD)/bin/search_bench
 	$(BUILD)/bin/search_efficiency_bench
 	$(BUILD)/bin/sim_vs_replay_bench
+	$(BUILD)/bin/runtime_lookup_bench
 	$(BUILD)/bin/plan_bench
 
 clean:

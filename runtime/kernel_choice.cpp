@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -106,15 +107,14 @@ std::optional<Choice> choose(const std::vector<TunedRecord>& records, const Cata
   const std::string dtype = templates::to_string(w.dtype);
   std::vector<Candidate> candidates;
   int64_t other_geometry = 0;  // records of the op and dtype here whose fixed dimensions differ (conv2d's R, S, ...)
+  // Records of one workload share its parse, and so its distance.
+  std::unordered_map<const templates::Workload*, std::optional<double>> distances;
   for (const auto& r : records) {
-    if (r.op != w.op || r.dtype != dtype || !device.accepts(r)) continue;
-    templates::Workload tuned;
-    try {
-      tuned = catalog.parse(r.op, r.shape, r.dtype);
-    } catch (const std::exception&) {
-      continue;
-    }
-    auto d = shape_distance(w, tuned);
+    if (!r.workload || r.op != w.op || r.dtype != dtype || !device.accepts(r)) continue;
+    const templates::Workload& tuned = *r.workload;
+    auto [at, added] = distances.try_emplace(&tuned);
+    if (added) at->second = shape_distance(w, tuned);
+    const std::optional<double> d = at->second;
     if (!d) ++other_geometry;
     if (!d || (!nearest && *d != 0)) continue;
     // Dimensions that can be 0 (conv2d's pad) are left out: within one shape the key must order as the time does.

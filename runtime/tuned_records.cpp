@@ -144,9 +144,23 @@ TunedRecords from_best_file(const std::string& path, const std::string& text, co
   return out;
 }
 
-}  // namespace
+/// Fills each record's parsed workload, one per distinct op, shape and dtype.
+TunedRecords with_workloads(TunedRecords tuned, const Catalog& catalog) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::shared_ptr<const templates::Workload>> parsed;
+  for (auto& r : tuned.records) {
+    auto [it, added] = parsed.try_emplace({r.op, r.shape, r.dtype});
+    if (added) {
+      try {
+        it->second = std::make_shared<const templates::Workload>(catalog.parse(r.op, r.shape, r.dtype));
+      } catch (const std::exception&) {
+      }
+    }
+    r.workload = it->second;
+  }
+  return tuned;
+}
 
-TunedRecords read_tuned_records(const std::string& path, const Catalog& catalog) {
+TunedRecords read_records(const std::string& path, const Catalog& catalog) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw std::runtime_error("cannot read '" + path + "': it is a directory; allowed: a tuning database or a "
@@ -167,6 +181,12 @@ TunedRecords read_tuned_records(const std::string& path, const Catalog& catalog)
   std::ostringstream text;
   text << in.rdbuf();
   return from_best_file(path, text.str(), catalog);
+}
+
+}  // namespace
+
+TunedRecords read_tuned_records(const std::string& path, const Catalog& catalog) {
+  return with_workloads(read_records(path, catalog), catalog);
 }
 
 }  // namespace tuner::runtime

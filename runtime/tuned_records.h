@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct TunedRecord {
   std::string device_name;
   bool device_simulated = false;
   int cc_major = 0, cc_minor = 0, sm_count = 0;
+  /// op, shape and dtype parsed once when read (shared by the records of one workload); null when they do not parse.
+  /// A lookup compares the asked shape with every record's, so it must not parse 100k shape strings each time.
+  std::shared_ptr<const templates::Workload> workload;
 };
 
 struct TunedRecords {

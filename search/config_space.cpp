@@ -29,6 +29,14 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
     product_size_ *= k.values.size();
     name_heads_.push_back(name_head(k.name));
   }
+}
+
+const std::vector<uint64_t>& ConfigSpace::valid() const {
+  std::call_once(valid_->once, [&] { valid_->products = enumerate_valid(); });
+  return valid_->products;
+}
+
+std::vector<uint64_t> ConfigSpace::enumerate_valid() const {
   // stride[i]: product indices between consecutive values of knob i (the last knob varies fastest).
   std::vector<uint64_t> stride(knobs_.size() + 1, 1);
   for (size_t i = knobs_.size(); i-- > 0;) stride[i] = stride[i + 1] * knobs_[i].values.size();
@@ -42,6 +50,7 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
     const uint64_t run = stride[static_cast<size_t>(last + 1)];
     return (p / run + 1) * run;
   };
+  std::vector<uint64_t> valid;
   std::vector<uint64_t> holds_until(constraints_.size(), 0);
   Config c;
   for (uint64_t p = 0; p < product_size_;) {
@@ -60,9 +69,10 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
       next = run_end(p, read);
       break;
     }
-    if (ok) valid_.push_back(p);
+    if (ok) valid.push_back(p);
     p = next;
   }
+  return valid;
 }
 
 size_t ConfigSpace::knob_index(std::string_view name) const {
@@ -90,7 +100,12 @@ std::optional<std::string> ConfigSpace::violation(const Config& c) const {
   return std::nullopt;
 }
 
-bool ConfigSpace::is_valid(const Config& c) const { return in_range(c) && index_of(c).has_value(); }
+bool ConfigSpace::is_valid(const Config& c) const {
+  if (!in_range(c)) return false;
+  for (const auto& con : constraints_)
+    if (!con.holds(ConfigView(*this, c))) return false;
+  return true;
+}
 
 uint64_t ConfigSpace::product_index(const Config& c) const {
   uint64_t p = 0;
@@ -118,29 +133,33 @@ void ConfigSpace::fill_from_product_index(uint64_t p, Config& c) const {
 }
 
 Config ConfigSpace::at(uint64_t index) const {
-  if (index >= valid_.size()) throw std::out_of_range("config index " + std::to_string(index) + " >= space size " + std::to_string(valid_.size()));
-  return from_product_index(valid_[index]);
+  const auto& valid = this->valid();
+  if (index >= valid.size()) throw std::out_of_range("config index " + std::to_string(index) + " >= space size " + std::to_string(valid.size()));
+  return from_product_index(valid[index]);
 }
 
 std::optional<uint64_t> ConfigSpace::index_of(const Config& c) const {
   if (!in_range(c)) return std::nullopt;
+  const auto& valid = this->valid();
   uint64_t p = product_index(c);
-  auto it = std::lower_bound(valid_.begin(), valid_.end(), p);
-  if (it == valid_.end() || *it != p) return std::nullopt;
-  return static_cast<uint64_t>(it - valid_.begin());
+  auto it = std::lower_bound(valid.begin(), valid.end(), p);
+  if (it == valid.end() || *it != p) return std::nullopt;
+  return static_cast<uint64_t>(it - valid.begin());
 }
 
 std::vector<Config> ConfigSpace::enumerate() const {
   std::vector<Config> out;
-  out.reserve(valid_.size());
-  for (uint64_t p : valid_) out.push_back(from_product_index(p));
+  const auto& valid = this->valid();
+  out.reserve(valid.size());
+  for (uint64_t p : valid) out.push_back(from_product_index(p));
   return out;
 }
 
 Config ConfigSpace::sample(Rng& rng) const {
-  if (valid_.empty()) throw std::logic_error("sample() on an empty config space");
-  std::uniform_int_distribution<uint64_t> d(0, valid_.size() - 1);
-  return from_product_index(valid_[d(rng)]);
+  const auto& valid = this->valid();
+  if (valid.empty()) throw std::logic_error("sample() on an empty config space");
+  std::uniform_int_distribution<uint64_t> d(0, valid.size() - 1);
+  return from_product_index(valid[d(rng)]);
 }
 
 std::vector<Config> ConfigSpace::neighbours(const Config& c) const {

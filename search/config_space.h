@@ -5,12 +5,17 @@
 // immutable in use. The space gives enumeration of the valid configs, uniform
 // sampling, one-knob neighbours, a bijection between valid configs and the
 // indices 0..size()-1, and a stable JSON form ({"knob": value, ...} in knob
-// order). It knows nothing of CUDA or SQLite; device limits enter through the
+// order). The valid configs are enumerated on first need (size, at, index_of,
+// enumerate, sample, neighbours), once, thread-safely, and shared by copies:
+// checking one config (is_valid, violation, from_json) never enumerates, which
+// keeps the runtime's first lookup of a shape from walking a 387k-config space. It knows nothing of CUDA or SQLite; device limits enter through the
 // constraint predicates a template builds.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -87,11 +92,11 @@ class ConfigSpace {
   /// Size of the cartesian product of the knob values (valid or not).
   uint64_t product_size() const { return product_size_; }
   /// Number of valid configs.
-  uint64_t size() const { return valid_.size(); }
+  uint64_t size() const { return valid().size(); }
 
   /// True when every value is one of its knob's values.
   bool in_range(const Config& c) const;
-  /// True when in range and every constraint holds.
+  /// True when in range and every constraint holds (checks c alone: does not enumerate the space).
   bool is_valid(const Config& c) const;
   /// Name of the first constraint the config breaks (or "value out of range"); nullopt if valid.
   std::optional<std::string> violation(const Config& c) const;
@@ -118,6 +123,15 @@ class ConfigSpace {
   Config from_product_index(uint64_t p) const;
   /// from_product_index into `c`, reusing its storage.
   void fill_from_product_index(uint64_t p, Config& c) const;
+  /// The product indices of the valid configs, ascending; enumerated on the first call.
+  const std::vector<uint64_t>& valid() const;
+  std::vector<uint64_t> enumerate_valid() const;
+
+  /// Filled once (by the first caller of valid()) and shared by copies, which have the same knobs and constraints.
+  struct Valid {
+    std::once_flag once;
+    std::vector<uint64_t> products;
+  };
 
   std::vector<Knob> knobs_;
   /// Each knob name's first 8 bytes (zero-padded), so knob_index, called for every knob a constraint
@@ -125,7 +139,7 @@ class ConfigSpace {
   std::vector<uint64_t> name_heads_;
   std::vector<Constraint> constraints_;
   uint64_t product_size_ = 0;
-  std::vector<uint64_t> valid_;  ///< Product indices of the valid configs, ascending.
+  std::shared_ptr<Valid> valid_ = std::make_shared<Valid>();
 };
 
 /// `space` with each named knob narrowed to one value (`tune --fix`): the configs of the space that have

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
+#include <thread>
 
 namespace tuner::search {
 namespace {
@@ -55,6 +57,33 @@ TEST(ConfigSpace, SkippingFailedRunsKeepsExactlyTheValidConfigs) {
             }
     EXPECT_EQ(s.size(), expected) << cs[0].name;
   }
+}
+
+// Checking one config must not walk the space (the runtime checks a record's config at each new shape); the walk
+// happens once, on the first call that needs it, also when threads ask together, and copies share it.
+TEST(ConfigSpace, EnumeratesOnFirstNeedOnceAndSharesItWithCopies) {
+  std::atomic<int> calls{0};
+  ConfigSpace s({{"A", {1, 2, 4}, ""}, {"B", {1, 2, 4, 8}, ""}, {"C", {0, 1}, ""}},
+                {{"A * B <= 8", [&calls](const ConfigView& v) {
+                    ++calls;
+                    return v["A"] * v["B"] <= 8;
+                  }}});
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(s.is_valid({2, 4, 1}));
+  EXPECT_FALSE(s.is_valid({4, 4, 0}));
+  EXPECT_EQ(s.violation({4, 4, 0}).value_or(""), "A * B <= 8");
+  EXPECT_EQ(calls, 3);
+  const ConfigSpace copy = s;
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> sizes(4);
+  for (size_t i = 0; i < sizes.size(); ++i) threads.emplace_back([&, i] { sizes[i] = (i % 2 ? copy : s).size(); });
+  for (auto& t : threads) t.join();
+  for (uint64_t n : sizes) EXPECT_EQ(n, 18u);
+  const int walked = calls - 3;
+  EXPECT_GT(walked, 0);
+  EXPECT_EQ(copy.index_of({2, 4, 1}), s.index_of({2, 4, 1}));
+  EXPECT_EQ(copy.enumerate(), s.enumerate());
+  EXPECT_EQ(calls - 3, walked);  // neither the copy nor later calls walked again
 }
 
 TEST(ConfigSpace, IndexIsABijectionOverValidConfigs) {
