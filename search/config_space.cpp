@@ -32,6 +32,8 @@ ConfigSpace::ConfigSpace(std::vector<Knob> knobs, std::vector<Constraint> constr
 }
 
 const std::vector<uint64_t>& ConfigSpace::valid() const {
+  static const std::vector<uint64_t> none;
+  if (!valid_) return none;  // moved from: an empty space, as before enumeration was lazy
   std::call_once(valid_->once, [&] { valid_->products = enumerate_valid(); });
   return valid_->products;
 }

@@ -7,8 +7,10 @@
 // indices 0..size()-1, and a stable JSON form ({"knob": value, ...} in knob
 // order). The valid configs are enumerated on first need (size, at, index_of,
 // enumerate, sample, neighbours), once, thread-safely, and shared by copies:
-// checking one config (is_valid, violation, from_json) never enumerates, which
-// keeps the runtime's first lookup of a shape from walking a 387k-config space. It knows nothing of CUDA or SQLite; device limits enter through the
+// checking one config (is_valid, violation, from_json) never enumerates, so the
+// runtime's first lookup of a shape does not walk a 387k-config space. A
+// constraint must outlive the copies of its space (all capture by value, but a
+// user kernel's read its template) and may now first run at size() or index_of(). It knows nothing of CUDA or SQLite; device limits enter through the
 // constraint predicates a template builds.
 #pragma once
 
@@ -135,11 +137,11 @@ class ConfigSpace {
 
   std::vector<Knob> knobs_;
   /// Each knob name's first 8 bytes (zero-padded), so knob_index, called for every knob a constraint
-  /// reads on every config the constructor visits, compares one integer per knob instead of calling memcmp.
+  /// reads on every config the enumeration visits, compares one integer per knob instead of calling memcmp.
   std::vector<uint64_t> name_heads_;
   std::vector<Constraint> constraints_;
   uint64_t product_size_ = 0;
-  std::shared_ptr<Valid> valid_ = std::make_shared<Valid>();
+  std::shared_ptr<Valid> valid_ = std::make_shared<Valid>();  ///< Null once moved from: the space is empty.
 };
 
 /// `space` with each named knob narrowed to one value (`tune --fix`): the configs of the space that have

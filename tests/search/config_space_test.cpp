@@ -84,6 +84,11 @@ TEST(ConfigSpace, EnumeratesOnFirstNeedOnceAndSharesItWithCopies) {
   EXPECT_EQ(copy.index_of({2, 4, 1}), s.index_of({2, 4, 1}));
   EXPECT_EQ(copy.enumerate(), s.enumerate());
   EXPECT_EQ(calls - 3, walked);  // neither the copy nor later calls walked again
+  // Moved from, a space is empty (as when the enumeration was eager), not a crash.
+  ConfigSpace moved = std::move(s);
+  EXPECT_EQ(moved.size(), 18u);
+  EXPECT_EQ(s.size(), 0u);  // NOLINT(bugprone-use-after-move): what a moved-from space says is the point
+  EXPECT_TRUE(s.enumerate().empty());
 }
 
 TEST(ConfigSpace, IndexIsABijectionOverValidConfigs) {
