@@ -182,6 +182,10 @@ int plan_command(const std::vector<std::string>& args) {
   if (out_path.empty() && !vm["out"].defaulted()) throw UsageError("--out '' names no file; allowed: a file path");
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
   refuse_output_over_db("--out", out_path, db_path);
+  for (const auto& [flag, spec] : {std::pair{"--model", model_spec}, std::pair{"--cluster", cluster_spec}})
+    if (!out_path.empty() && same_file(out_path, spec))
+      throw UsageError("--out '" + out_path + "' is the " + flag + " file; writing the export there would replace "
+                       "the spec it was planned from; allowed: another file");
   if (format && out_path.empty() && vm.count("json"))
     throw UsageError("--json with --export " + export_name + " needs --out FILE: without it the export goes to stdout");
   const auto attention = par::attention_kernel_from_string(attention_name);

@@ -82,17 +82,12 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
                                 " GPUs in a cluster");
   const std::string gpu_key = f.string(doc, "", "gpu", std::nullopt, "a GPU type: " + costmodel::gpu_spec_keys());
   c.gpu = gpu_or_throw(gpu_key, "cluster '" + name + "': gpu");
-  // Bounded by twice the GPU's (below, with why): the message of 0 or of a string named kMaxMemoryGb.
-  const double mem_gb = f.number(doc, "", "memory_gb", 0, true, std::min(kMaxMemoryGb, 2 * c.gpu.memory_gb),
-                                 c.gpu.memory_gb);
+  // Bounded by twice the GPU's (below, with why), and above what the planner keeps free.
+  const double mem_gb = f.number(doc, "", "memory_gb", kMemoryReserveBytes / 1e9, true,
+                                 std::min(kMaxMemoryGb, 2 * c.gpu.memory_gb), c.gpu.memory_gb);
   // The GPU type sets the speeds; its memory can differ (H100 NVL 94 GB, GH200 144 GB), not by orders of
   // magnitude: a plan for 1000 GB on an H100 would fit models no H100 can hold.
   c.memory_per_gpu_bytes = static_cast<int64_t>(mem_gb * 1e9);
-  if (c.memory_per_gpu_bytes <= 0) {
-    std::ostringstream m;
-    m << "rounds to 0 bytes; allowed: a number > 0 and <= " << 2 * c.gpu.memory_gb;
-    f.fail("memory_gb", m.str());
-  }
   // A link nothing crosses may be left out: inside a node of one GPU, between the nodes of a cluster of one. It takes
   // the other link's figures (one GPU alone prices neither, but both must be valid).
   const bool has_intra = doc.contains("intra_node"), has_inter = doc.contains("inter_node");

@@ -18,6 +18,8 @@ namespace tuner::parallel {
 // What the planner accepts (larger values are refused with a message naming the limit).
 inline constexpr int64_t kMaxClusterGpus = 1 << 20;    ///< GPUs in a cluster: nodes x gpus_per_node <= 1,048,576.
 inline constexpr double kMaxMemoryGb = 100000;         ///< Memory per GPU in GB (1e9 bytes).
+/// Memory per GPU the planner keeps free by default (CUDA context, workspaces, fragmentation): a cluster must have more.
+inline constexpr double kMemoryReserveBytes = 2e9;
 inline constexpr double kMaxBandwidthGbps = 1000000;   ///< Link bandwidth in GB/s.
 inline constexpr double kMaxLatencyUs = 1000000;       ///< Link latency in microseconds.
 

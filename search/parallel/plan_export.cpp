@@ -120,6 +120,32 @@ std::string nonuniform_stages_warning(const Plan& plan, const std::string& engin
 
 namespace {
 
+/// The output layer: the last head layer's last linear (the LM head); null when the graph has none.
+const Operator* output_linear(const ModelGraph& g) {
+  for (auto l = g.layers.rbegin(); l != g.layers.rend(); ++l) {
+    if (l->kind != LayerKind::kHead) continue;
+    for (auto op = l->ops.rbegin(); op != l->ops.rend(); ++op)
+      if (op->type == OpType::kLinear) return &*op;
+  }
+  return nullptr;
+}
+
+/// An engine builds its output layer as the vocabulary's projection, without a bias: a graph's output layer of
+/// another width, or with a bias, is another model than the one exported.
+void output_layer_warnings(const ModelGraph& model, const std::string& engine, std::vector<std::string>* warnings) {
+  const Operator* out = output_linear(model);
+  if (!out || model.vocab <= 0) return;
+  if (out->out_features != model.vocab)
+    warn(warnings, "the graph's output layer '" + out->name + "' has " + std::to_string(out->out_features) +
+                       " outputs, not the token embedding's " + std::to_string(model.vocab) + " rows: " + engine +
+                       " builds its output layer over the vocabulary (" + std::to_string(model.vocab) + " x " +
+                       std::to_string(out->in_features) + " weights where the plan costed " +
+                       std::to_string(out->out_features) + " x " + std::to_string(out->in_features) + ")");
+  if (out->bias)
+    warn(warnings, engine + "'s output layer has no bias: the one of '" + out->name + "' (" +
+                       std::to_string(out->out_features) + " parameters) is left out");
+}
+
 /// Megatron-LM's model arguments (the transformer's shape and recipe).
 std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::vector<std::string>* warnings) {
   std::string out;
@@ -168,6 +194,7 @@ std::string megatron_model_args(const Plan& plan, const ModelGraph& model, std::
     arg("--attention-dropout", number(model.dropout));
     arg("--hidden-dropout", number(model.dropout));
     arg("--attention-backend", plan.attention == AttentionKernel::kFlash ? "flash" : "unfused");
+    output_layer_warnings(model, "Megatron-LM", warnings);
   } else {
     warn(warnings, "Megatron-LM trains transformers; this model's layers are not one, only the parallel arguments apply");
   }
@@ -262,8 +289,14 @@ std::string export_megatron(const Plan& plan, const ModelGraph& model, int64_t g
                    "export gives them a 128-token vocabulary (2 x 128 x hidden parameters the plan did not cost)");
   // Megatron's NullTokenizer adds an end-of-document id past --vocab-size (its vocab_size is the value + 1): one less
   // builds the model's own vocabulary (Llama 3's 128,256 rows, not 128,257 padded to tp).
-  arg("--vocab-size", std::to_string((model.vocab > 0 ? model.vocab : 128) - 1));
+  const int64_t vocab = model.vocab > 0 ? model.vocab : 128;
+  arg("--vocab-size", std::to_string(vocab - 1));
   arg("--make-vocab-size-divisible-by", "1");
+  // Its padding still rounds the rows up to a multiple of tp (the divisor times tp), so each rank's share is whole.
+  if (vocab % c.tp != 0)
+    warn(warnings, "Megatron-LM pads the vocabulary to a multiple of tp: " + std::to_string(vocab) + " rows become " +
+                       std::to_string((vocab + c.tp - 1) / c.tp * c.tp) + " at tp=" + std::to_string(c.tp) +
+                       ", weights the plan did not cost");
   arg("--mock-data");
   arg("--train-iters", "100");
   arg("--lr", "1e-4");
@@ -403,6 +436,8 @@ std::string export_torchtitan(const Plan& plan, const ModelGraph& model, int64_t
   const bool shard = c.zero >= 2;
   if (c.zero == 1) warn(warnings, "torchtitan has no ZeRO-1 (FSDP2 shards gradients too); plan with --export torchtitan");
   const auto [model_name, flavor] = torchtitan_model(model, warnings);
+  // (A model of its own kind is the user's TrainSpec, whose output layer is theirs.)
+  if (model_name == "llama3") output_layer_warnings(model, "torchtitan's llama3", warnings);
   std::string out;
   out += "# tuner plan: " + describe(c) + " (torchtitan v0.1.0 TOML job config)\n";
   out += "[model]\n";

@@ -1172,6 +1172,14 @@ Planner::Search Planner::search_space() const {
   if (pin.virtual_stages && *pin.virtual_stages == 1 && pin.schedule && *pin.schedule == Schedule::kInterleaved)
     throw SpecError("--fix schedule=interleaved,v=1: interleaving runs v >= 2 chunks per device; allowed: v=2..64, "
                     "or schedule=1f1b with v=1");
+  // Interleaving spreads a rank's chunks over a pipeline: a pinned pp of 1 has none to interleave.
+  const bool interleave_pinned = (pin.virtual_stages && *pin.virtual_stages > 1) ||
+                                 (pin.schedule && *pin.schedule == Schedule::kInterleaved);
+  if (interleave_pinned && pin.pp && *pin.pp < 2)
+    throw SpecError("--fix " + std::string(pin.virtual_stages ? "v=" + std::to_string(*pin.virtual_stages)
+                                                              : std::string("schedule=interleaved")) +
+                    " interleaves the stages of a pipeline, and pp=1 is none; allowed: pp >= 2 with it, or " +
+                    (pin.virtual_stages ? "v=1" : "schedule=1f1b"));
   s.mbss = pin.micro_batch ? std::vector<int>{*pin.micro_batch} : opts_.micro_batch_sizes;
   const int blocks = model_.transformer_layers > 0 ? model_.transformer_layers : static_cast<int>(model_.layers.size());
   // Whether some pp >= 2 (the pinned one, if any) has pp x v chunks that divide the blocks.

@@ -110,7 +110,7 @@ struct PlannerOptions {
   /// How attention cores run; unset: the model's recipe (ModelGraph::flash_attention: unfused for the GPT family).
   std::optional<AttentionKernel> attention;
   TunedLookup lookup;                     ///< Tuned kernel times; empty: analytic only.
-  double memory_reserve_bytes = 2e9;      ///< Kept free per GPU (CUDA context, workspaces, fragmentation).
+  double memory_reserve_bytes = kMemoryReserveBytes;  ///< Kept free per GPU (CUDA context, workspaces, fragmentation).
   std::vector<int> micro_batch_sizes = {1, 2, 4, 8};  ///< Tried unless pinned.
   std::vector<int> virtual_stages = {2, 3, 4};        ///< Interleaved chunks per device tried (where pp * v chunks divide the blocks).
   /// Context-parallel degrees tried when the sequence is at least long_sequence tokens (else cp = 1 unless pinned).

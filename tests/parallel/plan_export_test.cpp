@@ -314,7 +314,8 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
       layers.push_back(b);
     }
     layers.push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
-                      {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000}, {"inputs", {"input"}}}}}});
+                      {"ops", {{{"name", "lm"}, {"type", "linear"}, {"in", 1024}, {"out", 32000}, {"inputs", {"input"}},
+                                {"bias", false}}}}});  // as Megatron-LM's output layer (a biased one is said)
     return model_from_json({{"seq", 1024}, {"layers", layers}}, "g.json");
   };
   PlannerOptions o;
@@ -532,6 +533,37 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
     EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
       return w.find("the output layer tied to the embedding") != std::string::npos;
     }));
+  }
+  // The engines build their output layer over the vocabulary and without a bias: a graph's head of another width,
+  // or with a bias, is another model, said (a user test, stop 44: 64,000 outputs beside 128,256 rows, silently).
+  {
+    nlohmann::json doc = graph_doc("none", true, true);
+    auto& lm = doc["layers"][2]["ops"][0];
+    lm["out"] = 16000;
+    lm["bias"] = true;
+    const ModelGraph narrow = model_from_json(doc, "narrow-head.json");
+    auto said = [&](const std::vector<std::string>& ws, const std::string& what) {
+      return std::any_of(ws.begin(), ws.end(), [&](const std::string& w) { return w.find(what) != std::string::npos; });
+    };
+    warnings.clear();
+    megatron(narrow, &warnings);
+    EXPECT_TRUE(said(warnings, "output layer 'lm' has 16000 outputs, not the token embedding's 32000 rows: Megatron-LM"));
+    EXPECT_TRUE(said(warnings, "Megatron-LM's output layer has no bias: the one of 'lm' (16000 parameters)"));
+    warnings.clear();
+    export_torchtitan(Planner(narrow, cluster, o).plan(), narrow, 64, &warnings);
+    EXPECT_TRUE(said(warnings, "16000 outputs, not the token embedding's 32000 rows: torchtitan's llama3"));
+    // The Llama-like graph itself is neither; and a vocabulary tp does not divide is padded by Megatron-LM, said.
+    warnings.clear();
+    megatron(llama, &warnings);
+    EXPECT_FALSE(said(warnings, "output layer"));
+    EXPECT_FALSE(said(warnings, "pads the vocabulary"));
+    doc = graph_doc("none", true, true);
+    doc["layers"][0]["ops"][0]["in"] = 32001;
+    doc["layers"][2]["ops"][0]["out"] = 32001;
+    const ModelGraph odd = model_from_json(doc, "odd-vocab.json");
+    warnings.clear();
+    megatron(odd, &warnings);
+    EXPECT_TRUE(said(warnings, "Megatron-LM pads the vocabulary to a multiple of tp: 32001 rows become 32002 at tp=2"));
   }
   // Megatron-LM's --max-position-embeddings is the graph's learned table where it is longer than the sequence.
   {

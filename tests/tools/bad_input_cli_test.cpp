@@ -180,13 +180,29 @@ TEST_F(Cli, PlanRefusesJsonWithAnExportOnStdoutAndKeysGivenTwice) {
   auto product = run(plan + " --fix tp=2,dp=8");
   EXPECT_EQ(product.code, 2);
   EXPECT_NE(product.err.find("tp x dp = 16 GPUs, which does not divide the 8 GPUs"), std::string::npos) << product.err;
-  // A GPU smaller than the memory kept free per GPU is named with the reserve (was "-1.0 GB usable").
+  // Interleaving a pinned pp of 1 is named so (it said "1 x 2 does not divide 80", which it does).
+  auto v_pp1 = run(plan + " --fix v=2,pp=1");
+  EXPECT_EQ(v_pp1.code, 2);
+  EXPECT_NE(v_pp1.err.find("--fix v=2 interleaves the stages of a pipeline, and pp=1 is none"), std::string::npos)
+      << v_pp1.err;
+  // --out naming the model or cluster file it plans from is refused, the file unchanged.
+  const auto spec = dir_ / "spec-cluster.json";
+  const std::string spec_text = R"({"name": "one", "nodes": 1, "gpus_per_node": 1, "gpu": "h100-sxm"})";
+  std::ofstream(spec) << spec_text;
+  auto over = run("plan --model llama3-8b --cluster " + spec.string() + " --export megatron --out " + spec.string() +
+                  " --db " + db());
+  EXPECT_EQ(over.code, 2);
+  EXPECT_NE(over.err.find("is the --cluster file"), std::string::npos) << over.err;
+  EXPECT_EQ(read_all(spec), spec_text);
+  // A GPU smaller than the memory kept free per GPU is refused with the reserve as the bound (was "-1.0 GB usable",
+  // then "allowed: > 0" for 1 GB, which is no better).
   const auto cluster = dir_ / "c.json";
   std::ofstream(cluster) << R"({"name": "tiny", "nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm", "memory_gb": 1,
     "intra_node": {"bandwidth_gbps": 450, "latency_us": 3}, "inter_node": {"bandwidth_gbps": 50, "latency_us": 8}})";
   auto small = run("plan --model llama3-8b --cluster " + cluster.string() + " --db " + db());
   EXPECT_EQ(small.code, 2);
-  EXPECT_NE(small.err.find("1.0 GB per GPU leaves nothing after the 2.0 GB kept free"), std::string::npos) << small.err;
+  EXPECT_NE(small.err.find("memory_gb: 1 is too small; allowed: a number > 2 and <= 160"), std::string::npos)
+      << small.err;
   // pp is bounded by all layers, embedding and head included (a stage may hold one alone), not by the blocks:
   // 2 blocks plan over pp 4 with the pin as without it.
   auto four = run("plan --model gpt:layers=2,hidden=512,heads=8 --cluster dgx-a100:1 --global-batch 64 "
