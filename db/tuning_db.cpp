@@ -163,6 +163,33 @@ DbError newer_error(const std::string& path, int version) {
                  DbError::Kind::kNewer);
 }
 
+/// A writer needs to create and write the -wal and -shm files beside the database. SQLite's own word when it cannot
+/// is "attempt to write a readonly database", naming neither the folder nor the file: name them.
+void refuse_unwritable_companions(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+  const auto exists = [](const std::string& f) {
+    std::error_code e;
+    return std::filesystem::exists(f, e);
+  };
+  // A write-protected file is said so when it opens (Connection): the file first.
+  if (exists(path) && ::access(path.c_str(), W_OK) != 0) return;
+  // A read of the database while it was write-protected (by an older tuner, or sqlite3) leaves a -shm with the
+  // file's mode; once the file is writable again, the -shm still is not.
+  for (const char* suffix : {"-shm", "-wal"}) {
+    const std::string companion = path + suffix;
+    if (exists(companion) && ::access(companion.c_str(), W_OK) != 0)
+      throw DbError("database '" + path + "': its '" + companion + "' file is write-protected (left by a read of the "
+                        "database while it was write-protected); allowed: make it writable, or delete it when no "
+                        "tuner has the database open" + (std::string(suffix) == "-shm" ? " (it holds no records)" : ""),
+                    DbError::Kind::kReadOnly);
+  }
+  if (!ec && ::access(folder.c_str(), W_OK) != 0 && !(exists(path + "-wal") && exists(path + "-shm")))
+    throw DbError("database '" + path + "': its folder '" + folder.string() + "' is not writable, and a writer keeps "
+                      "its -wal and -shm files beside the database; allowed: a database in a folder you can write",
+                  DbError::Kind::kReadOnly);
+}
+
 /// Opens read-write, refusing foreign and newer files before anything is written to them.
 sql::Connection open_read_write(const std::string& path) {
   // SQLite takes "" as a private temporary database that vanishes at close: never what a user meant.
@@ -184,6 +211,7 @@ sql::Connection open_read_write(const std::string& path) {
                         "' does not exist; allowed: a file in an existing folder",
                     DbError::Kind::kBadPath);
   }
+  if (path != ":memory:" && path.rfind("file:", 0) != 0) refuse_unwritable_companions(path);
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
   constexpr double kOpenPatienceS = 60;
@@ -235,13 +263,20 @@ sql::Connection open_read_only_connection(const std::string& path) {
   // -shm that made a later writer fail).
   std::error_code folder_ec;
   const std::filesystem::path folder = std::filesystem::absolute(path, folder_ec).parent_path();
-  if (::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0) {
+  const bool file_writable = ::access(path.c_str(), W_OK) == 0;
+  if (file_writable && ::access(folder.c_str(), W_OK) == 0) {
     try {
       return probed(path, sql::OpenMode::kQueryOnly);
     } catch (const DbError& e) {
       if (e.kind() != DbError::Kind::kReadOnly) throw;
     }
   }
+  // A write-protected file with no WAL content waiting: the file alone is the database, read as it is. A read-only
+  // connection would create a -shm (and -wal) with the file's mode, which it cannot remove, and which would refuse a
+  // writer once the file is writable again.
+  std::error_code wal_ec;
+  const auto waiting = std::filesystem::file_size(path + "-wal", wal_ec);
+  if (!file_writable && (wal_ec || waiting == 0)) return probed(path, sql::OpenMode::kImmutable);
   try {
     return probed(path, sql::OpenMode::kReadOnly);
   } catch (const DbError& e) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <stdexcept>
@@ -52,13 +53,22 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 void refuse_output_over_db(const std::string& flag, const std::string& out, const std::string& db_path) {
-  if (out.empty() || db_path.empty() || db_path == ":memory:") return;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-    const std::string file = db_path + suffix;
-    if (same_file(out, file))
-      throw UsageError(flag + " '" + out + "' is " + (*suffix ? "a file of " : "") + "the tuning database (--db " +
-                       db_path + "); writing it would destroy the records; allowed: another file");
-  }
+  if (out.empty() || out == "-") return;
+  if (!db_path.empty() && db_path != ":memory:")
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      const std::string file = db_path + suffix;
+      if (same_file(out, file))
+        throw UsageError(flag + " '" + out + "' is " + (*suffix ? "a file of " : "") + "the tuning database (--db " +
+                         db_path + "); writing it would destroy the records; allowed: another file");
+    }
+  // Another database (a second tuning database, another project's): no export or report is ever meant to replace one.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(out, ec)) return;  // (a FIFO would block a read)
+  std::ifstream in(out, std::ios::binary);
+  char head[16] = {};
+  if (in && in.read(head, sizeof head) && std::string(head, sizeof head) == std::string("SQLite format 3\0", 16))
+    throw UsageError(flag + " '" + out + "' is an SQLite database (another tuning database?); writing it would "
+                     "destroy it; allowed: another file");
 }
 
 nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate) {

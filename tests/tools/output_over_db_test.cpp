@@ -3,6 +3,7 @@
 // A write that fails (a full disk) leaves the file it would have replaced as it was.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -89,6 +90,74 @@ TEST_F(OutputOverDb, AWriteThatFailsLeavesTheFileAsItWas) {
   ASSERT_EQ(run("export --format csv --db " + db() + " --out " + (dir_ / "link.jsonl").string()).code, 0);
   EXPECT_TRUE(std::filesystem::is_symlink(dir_ / "link.jsonl"));
   EXPECT_EQ(slurp(keep).rfind("op,", 0), 0u) << "the link's target holds the CSV";
+}
+
+// Another tuning database (a link to one, or one named by mistake) is not an output either: `--replay-out` replaced
+// one with replay JSON (a user test, stop 44).
+TEST_F(OutputOverDb, AnotherDatabaseIsRefusedToo) {
+  const std::string tune = "tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --quiet ";
+  const std::string other = (dir_ / "other.db").string();
+  ASSERT_EQ(run(tune + "--trials 4 --db " + other).code, 0);
+  ASSERT_EQ(run(tune + "--trials 4 --db " + db()).code, 0);
+  std::filesystem::create_symlink(other, dir_ / "blink.db");
+  const std::string before = slurp(other);
+  for (const std::string& cmd : {tune + "--trials all --db " + db() + " --replay-out " + (dir_ / "blink.db").string(),
+                                 "export --format csv --db " + db() + " --out " + other,
+                                 "report --db " + db() + " --out " + other}) {
+    const auto r = run(cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find("is an SQLite database (another tuning database?)"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(slurp(other), before);
+}
+
+// A write-protected database is read without leaving files beside it (a read-only connection left a -shm and -wal
+// with the file's mode, and once the file was writable again, every writer failed with SQLite's "attempt to write a
+// readonly database"); such a -shm, and a folder a writer cannot create them in, are named (a user test, stop 44).
+// As an unprivileged user: root writes anything.
+TEST_F(OutputOverDb, AWriteProtectedDatabaseIsReadCleanlyAndUnwritableCompanionsAreNamed) {
+  namespace fs = std::filesystem;
+  if (::getuid() == 0 && std::system("command -v setpriv > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "running as root without setpriv (util-linux): no unprivileged user to run as";
+  const std::string as_user = ::getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const std::string tune = "tune --op softmax --shape rows=64,cols=256 --dtype f16 --device sim:h100-sxm --quiet ";
+  ASSERT_EQ(run(tune + "--trials 4 --db " + db()).code, 0);
+  fs::permissions(dir_, fs::perms::all);
+  const auto as = [&](const std::string& args) {
+    const std::string err = (dir_ / "err").string();
+    const int status = std::system((as_user + TUNER_BIN + " " + args + " > /dev/null 2>" + err).c_str());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(err)};
+  };
+  const auto rw = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
+                  fs::perms::others_read | fs::perms::others_write;
+  const auto ro = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  fs::permissions(db(), ro);
+  const auto [qc, qerr] = as("query --db " + db());
+  EXPECT_EQ(qc, 0) << qerr;
+  EXPECT_FALSE(fs::exists(db() + "-shm"));
+  EXPECT_FALSE(fs::exists(db() + "-wal"));
+  fs::permissions(db(), rw);
+  const auto [tc, terr] = as(tune + "--trials 6 --db " + db());
+  EXPECT_EQ(tc, 0) << "writable again, the database takes a writer: " << terr;
+  // A -shm write-protected by another program's read is named, with what to do.
+  std::ofstream(db() + "-shm") << "";
+  fs::permissions(db() + "-shm", ro);
+  const auto [sc, serr] = as(tune + "--trials 8 --db " + db());
+  EXPECT_EQ(sc, 2);
+  EXPECT_NE(serr.find("its '" + db() + "-shm' file is write-protected"), std::string::npos) << serr;
+  fs::remove(db() + "-shm");
+  // A writable database in a folder the user cannot write: named, and still readable.
+  const fs::path locked = dir_ / "locked";
+  fs::create_directories(locked);
+  fs::copy_file(db(), locked / "t.db");
+  fs::permissions(locked / "t.db", rw);
+  fs::permissions(locked, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  const auto [lc, lerr] = as(tune + "--trials 8 --db " + (locked / "t.db").string());
+  EXPECT_EQ(lc, 2);
+  EXPECT_NE(lerr.find("is not writable, and a writer keeps its -wal and -shm files beside the database"),
+            std::string::npos) << lerr;
+  EXPECT_EQ(as("query --db " + (locked / "t.db").string()).first, 0);
 }
 
 // `export --out` and `report --out` replaced a file the user may not write (a read-only file, another user's) by
