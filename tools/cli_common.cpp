@@ -258,6 +258,13 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
       }
       if (f.template_name.empty())
         throw std::invalid_argument("--template '" + o.template_name + "' is not a template; allowed: " + names);
+      if (!o.op.empty())
+        for (const templates::KernelTemplate* t : templates::all_templates())
+          if (t->name() == o.template_name && t->op() != o.op)
+            out.template_note = "template '" + o.template_name + "' implements " + t->op() + ", not " + o.op +
+                                "; the templates of " + o.op + ": " +
+                                templates::template_names(o.op, o.dtype.empty() ? templates::DType::kF32
+                                                                                : templates::dtype_from_string(o.dtype));
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());

@@ -71,6 +71,9 @@ struct RecordFilter {
   /// When --device is a valid device that no session in the database ran on (matched by its kind, not by
   /// a recorded name): one line naming the recorded devices, for a query that finds nothing.
   std::string unrecorded_note;
+  /// When --template names a built-in template that does not implement --op: one line saying so, for a query that
+  /// finds nothing.
+  std::string template_note;
 };
 
 /// For a record query that found nothing: a line saying that records of older template versions match (the

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -300,8 +301,9 @@ std::string read_text(const std::string& file) {
   }
   std::ifstream in(file, std::ios::binary);
   if (!in || std::filesystem::is_directory(file))
-    throw UsageError("import: cannot read '" + file + "'; allowed: a file written by `tuner export --format jsonl`, "
-                     "or - for standard input");
+    throw UsageError("import: cannot read '" + file + "': " +
+                     (std::filesystem::is_directory(file) ? std::string("it is a folder") : std::strerror(errno)) +
+                     "; allowed: a file written by `tuner export --format jsonl`, or - for standard input");
   text << in.rdbuf();
   return text.str();
 }

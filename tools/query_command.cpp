@@ -126,6 +126,7 @@ int query_command(const std::vector<std::string>& args) {
       if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
     }
     if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
+    if (rows.empty() && !rf.template_note.empty()) std::cerr << "tuner: " << rf.template_note << "\n";
     if (rows.empty()) note_missing_session();
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -135,8 +136,9 @@ int query_command(const std::vector<std::string>& args) {
                        {"template_version", s.template_hash}, {"current_version", is_current(s)},
                        {"strategy", s.strategy},
                        {"seed", s.seed}, {"budget", s.budget}, {"trials", s.trials},
-                       {"search_trials", s.search_trials}, {"status", s.status},
-                       {"reason", s.reason}, {"pid", s.pid}, {"host", s.host},
+                       {"search_trials", s.search_trials}, {"remeasured", s.trials - s.search_trials},
+                       {"status", s.status}, {"reason", s.reason}, {"stop_reason", s.reason}, {"pid", s.pid},
+                       {"host", s.host},
                        {"started_at", s.started_at}, {"finished_at", s.finished_at}});
       std::cout << out.dump(2) << "\n";
       return 0;
@@ -200,6 +202,7 @@ int query_command(const std::vector<std::string>& args) {
 
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
   if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
+  if (rows.empty() && !rf.template_note.empty()) std::cerr << "tuner: " << rf.template_note << "\n";
   if (rows.empty()) note_missing_session();
   if (rows.empty())
     if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())

@@ -668,8 +668,14 @@ int report_command(const std::vector<std::string>& args) {
   }
   // --out - writes the page to stdout, as export's does; the "wrote" line then goes to stderr.
   const bool to_stdout = out_path == "-";
-  if (to_stdout) std::cout << page(title, body);
-  else write_output_file("--out file", out_path, page(title, body));
+  if (to_stdout) {
+    std::cout << page(title, body);
+    // Flushed now: the "wrote" line must not follow a page that never arrived (a full disk; main then says so).
+    std::cout.flush();
+    if (!std::cout) return 1;
+  } else {
+    write_output_file("--out file", out_path, page(title, body));
+  }
   if (!svg_dir.empty())
     for (size_t i = 0; i < all_charts.size(); ++i) {
       char prefix[32];

@@ -504,7 +504,8 @@ int tune_command(const std::vector<std::string>& args) {
     const std::string probe_path = replay_out + ".probe";  // the folder must take a file beside it
     const bool existed = fs::exists(probe_path, ec);
     if (!std::ofstream(probe_path, std::ios::app))
-      throw UsageError("--replay-out '" + replay_out + "' cannot be written here");
+      throw UsageError("--replay-out '" + replay_out + "' cannot be written here (" + std::strerror(errno) +
+                       "); allowed: a file in a folder you can write");
     if (!existed) fs::remove(probe_path, ec);
     // Nor a file the user may not write (the write refuses it, not replaces it: tuner/atomic_file.h).
     if (fs::exists(replay_out, ec) && !fs::is_symlink(replay_out, ec) && fs::is_regular_file(replay_out, ec) &&

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -267,10 +268,14 @@ ReplayData read_replay(const std::string& path) {
     throw std::invalid_argument("replay file '" + path + "' is a directory; allowed: a recording file (tuner-replay/1 "
                                 "JSON, e.g. one of data/replay/)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("replay file '" + path + "' cannot be read");
+  const auto unreadable = [&] {
+    return std::invalid_argument("replay file '" + path + "' cannot be read: " + std::strerror(errno) +
+                                 "; allowed: a recording file (tuner-replay/1 JSON, e.g. one of data/replay/)");
+  };
+  if (!in) throw unreadable();
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw std::invalid_argument("replay file '" + path + "' cannot be read");
+  if (in.bad()) throw unreadable();
   return parse_replay(text.str(), path);
 }
 

@@ -395,6 +395,12 @@ TEST_F(Cli, ResultsThatCannotBeWrittenAreAFailure) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(slurp(err).find("writing to standard output failed"), std::string::npos) << slurp(err);
+  // A report to stdout does not say it wrote it first (it said "wrote stdout (N charts)", then failed).
+  const int report = std::system((std::string(TUNER_BIN) + " report --out - --db " + db() + " >/dev/full 2>" + err).c_str());
+  ASSERT_TRUE(WIFEXITED(report));
+  EXPECT_EQ(WEXITSTATUS(report), 1);
+  EXPECT_NE(slurp(err).find("writing to standard output failed"), std::string::npos) << slurp(err);
+  EXPECT_EQ(slurp(err).find("wrote stdout"), std::string::npos) << slurp(err);
 }
 
 TEST_F(Cli, InterruptDoesNotWaitForTheCompiledPriorsBatchOfCompiles) {
@@ -424,6 +430,17 @@ TEST_F(Cli, InterruptDoesNotWaitForTheCompiledPriorsBatchOfCompiles) {
   EXPECT_LT(summary["prior_compiles"].get<int>(), 64) << "the queued compiles were not dropped";
 }
 
+// A template asked for with an op it does not implement matched nothing, silently (a user test, stop 44).
+TEST_F(Cli, AQueryForATemplateOfAnotherOpSaysWhy) {
+  ASSERT_EQ(run("tune --op softmax --shape rows=64,cols=64 --dtype f16 --device sim:h100-sxm --trials 2 --db " + db()).code,
+            0);
+  auto q = run("query --template gemm_tc_mma --op softmax --db " + db());
+  EXPECT_EQ(q.code, 0) << q.err;
+  EXPECT_NE(q.err.find("template 'gemm_tc_mma' implements gemm, not softmax; the templates of softmax: softmax_rows"),
+            std::string::npos) << q.err;
+  EXPECT_TRUE(run("query --template softmax_rows --op softmax --db " + db()).err.empty());
+}
+
 TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements) {
   auto r = run("tune --op softmax --shape rows=64,cols=64 --device sim:h100-sxm --trials 6 --remeasure 2 --db " + db());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -435,6 +452,8 @@ TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements
   EXPECT_FALSE(j[0]["template_version"].get<std::string>().empty());
   EXPECT_EQ(j[0]["search_trials"], 6);  // what the budget counts
   EXPECT_GT(j[0]["trials"].get<int>(), 6);  // and the finalists' re-measurements
+  EXPECT_EQ(j[0]["remeasured"].get<int>(), j[0]["trials"].get<int>() - 6);  // the table's column, by name
+  EXPECT_EQ(j[0]["stop_reason"], j[0]["reason"]);  // tune --json's name for it
   auto t = run("query --sessions --db " + db());
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("softmax_rows"), std::string::npos) << t.out;
