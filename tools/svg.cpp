@@ -180,17 +180,23 @@ void Chart::draw_frame() {
 
 void Chart::legend(const std::vector<std::pair<std::string, std::string>>& entries, bool top_left) {
   if (entries.empty()) return;
-  size_t longest = 0;
-  for (const auto& e : entries) longest = std::max(longest, e.second.size());
+  // As many rows as the plot area holds; past that the last row counts the rest (30 sessions ran 180 px below the
+  // chart, and the box covered the plot).
+  const auto rows_fit = static_cast<size_t>(std::max(1.0, std::floor((bottom_ - top_ - 28) / 17.0)));
+  const size_t shown = entries.size() <= rows_fit ? entries.size() : rows_fit - 1;
+  const std::string more = entries.size() > shown ? "... and " + std::to_string(entries.size() - shown) + " more" : "";
+  size_t longest = more.size();
+  for (size_t i = 0; i < shown; ++i) longest = std::max(longest, entries[i].second.size());
   const double w = std::min(right_ - left_ - 20, 34 + 6.4 * static_cast<double>(longest));
-  const double h = 8 + 17.0 * static_cast<double>(entries.size());
+  const double h = 8 + 17.0 * static_cast<double>(shown + (more.empty() ? 0 : 1));
   const double x = top_left ? left_ + 10 : right_ - w - 10, y = top_ + 10;
   doc_.rect(x, y, w, h, "#ffffff", "legend", "", "#999");
-  for (size_t i = 0; i < entries.size(); ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     const double ly = y + 14 + 17.0 * static_cast<double>(i);
     doc_.line(x + 8, ly - 4, x + 26, ly - 4, entries[i].first, 3, "legend-swatch");
     doc_.text(x + 32, ly, entries[i].second, 11, "start", "legend-label");
   }
+  if (!more.empty()) doc_.text(x + 32, y + 14 + 17.0 * static_cast<double>(shown), more, 11, "start", "legend-label");
 }
 
 void Chart::legend_in_margin(const std::vector<std::pair<std::string, std::string>>& entries) {

@@ -46,6 +46,33 @@ TEST(XmlEscape, EscapesMarkupQuotesAndControlCharacters) {
   EXPECT_EQ(xml_escape(""), "");
 }
 
+// A legend of more entries than the plot area holds ran below the chart (30 sessions of one workload: labels to
+// y = 557 in a 380 px chart); the rows that fit are drawn and the last counts the rest.
+TEST(ChartLegend, StaysInsideThePlotAreaAndCountsWhatDoesNotFit) {
+  using namespace tuner::cli::svg;
+  for (const size_t n : {3u, 30u}) {
+    Chart c(900, 380, "legend", Axis(0, 10, false, "x"), Axis(0, 1, false, "y"));
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (size_t i = 0; i < n; ++i) entries.push_back({color(i), "session " + std::to_string(i + 1)});
+    c.legend(entries);
+    const std::string svg = c.doc().str(true);
+    const std::regex label(R"re(class="legend-label" x="[0-9.]+" y="([0-9.]+)"[^>]*>([^<]*)<)re");
+    size_t rows = 0;
+    std::string last;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it, ++rows) {
+      EXPECT_LE(std::stod((*it)[1]), c.bottom()) << (*it)[2];
+      last = (*it)[2];
+    }
+    if (n == 3) {
+      EXPECT_EQ(rows, 3u);
+      EXPECT_EQ(last, "session 3");
+    } else {
+      EXPECT_LT(rows, n);
+      EXPECT_EQ(last, "... and " + std::to_string(n - rows + 1) + " more");
+    }
+  }
+}
+
 class Report : public Cli {
  protected:
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
