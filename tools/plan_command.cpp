@@ -51,7 +51,7 @@ par::TunedLookup db_lookup(std::shared_ptr<db::TuningDb> store, const costmodel:
 std::string gb(double bytes) { return fixed(bytes / 1e9, 1) + " GB"; }
 
 void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::ClusterSpec& cluster,
-                int64_t global_batch) {
+                int64_t global_batch, bool attention_asked) {
   const par::ParallelConfig& c = plan.config;
   std::cout << "model " << model.name << " (" << fixed(par::model_params(model) / 1e9, 2) << "B parameters, seq "
             << model.seq << ") on " << cluster.name << " (" << cluster.total_gpus() << " x " << cluster.gpu.key
@@ -118,6 +118,12 @@ void print_plan(const par::Plan& plan, const par::ModelGraph& model, const par::
   if (plan.mfu > 1 && plan.mfu_causal <= 1 && plan.mfu - plan.mfu_causal >= 0.01)
     std::cout << "(MFU above 100%: the convention counts causal attention in full, twice what its kernels compute; "
                  "the causal figure is the GPUs' share of peak)\n";
+  // The recipe's unfused attention is what the calibration runs used; a user planning today's engines wants flash.
+  if (!attention_asked && plan.attention == par::AttentionKernel::kUnfused && model.transformer_layers > 0 &&
+      model.dtype != "f32")
+    std::cout << "(attention runs unfused, the recipe of " << model.name
+              << " (Megatron-LM before flash attention): --attention flash plans fused kernels, which read and write "
+                 "no score matrix)\n";
   std::cout << "\ntime per iteration by stage, s (each row adds up to the iteration time)\n";
   std::vector<std::vector<std::string>> trows;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -292,7 +298,7 @@ int plan_command(const std::vector<std::string>& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  print_plan(plan, model, cluster, global_batch);
+  print_plan(plan, model, cluster, global_batch, attention.has_value());
   std::cout << (rec.already_logged ? "already logged as plan " : "logged as plan ") << rec.id << " in " << db_path
             << "\n";
   if (!out_path.empty()) std::cout << export_name << " export written to " << out_path << "\n";

@@ -263,6 +263,15 @@ TEST_F(PlanCli, JsonBreakdownAddsUpAndAttentionIsChosen) {
     EXPECT_NEAR(sum, t, 1e-9 * t);
   }
   EXPECT_NEAR(j["time_breakdown"]["total_s"].get<double>(), t, 1e-9 * t);
+  // The recipe's unfused attention is said in the table, with the flag that plans flash; an asked one is not.
+  const std::string note = "attention runs unfused, the recipe of";
+  auto recipe = run(std::string("plan ") + kSmall + " --global-batch 64 --db " + db());
+  ASSERT_EQ(recipe.code, 0) << recipe.err;
+  EXPECT_NE(recipe.out.find(note), std::string::npos) << recipe.out;
+  EXPECT_NE(recipe.out.find("--attention flash plans fused kernels"), std::string::npos);
+  auto asked = run(std::string("plan ") + kSmall + " --global-batch 64 --attention unfused --db " + db());
+  ASSERT_EQ(asked.code, 0) << asked.err;
+  EXPECT_EQ(asked.out.find(note), std::string::npos) << asked.out;
   auto bad = run(std::string("plan ") + kSmall + " --attention xformers --db " + db());
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--attention xformers is unknown; allowed: auto, flash, unfused"), std::string::npos)
