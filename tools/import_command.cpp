@@ -391,8 +391,6 @@ std::map<ImportSessionKey, int64_t> write_scratch(const std::string& path, const
     const int64_t device_id = scratch.upsert_device(first.device);
     const int64_t workload_id = scratch.upsert_workload(first.workload);
     const int64_t template_id = scratch.upsert_template(first.version);
-    const int64_t session = scratch.begin_session(device_id, workload_id, template_id, "import", 0,
-                                                  static_cast<int64_t>(members.size()), "tuner import " + file);
     std::vector<db::TrialRecord> trials;
     std::set<std::tuple<std::string, std::string, double, std::string, std::string, std::string>> seen;
     for (const auto* r : members) {
@@ -402,6 +400,12 @@ std::map<ImportSessionKey, int64_t> write_scratch(const std::string& path, const
       else
         ++repeated[key];
     }
+    // Its budget counts what a tuning session's does: the search trials, not the finalists' re-measurements (it
+    // said "budget 13" of a session of 8 trials and 5 re-measurements).
+    const auto searched = std::count_if(trials.begin(), trials.end(),
+                                        [](const db::TrialRecord& t) { return t.purpose != "remeasure"; });
+    const int64_t session = scratch.begin_session(device_id, workload_id, template_id, "import", 0,
+                                                  static_cast<int64_t>(searched), "tuner import " + file);
     scratch.add_trials(session, trials);
     scratch.end_session(session, "finished", "imported from " + file);
   }

@@ -97,6 +97,11 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(ij["added"], 11);
   EXPECT_EQ(ij["skipped"], 0);
   EXPECT_EQ(ij["sessions_added"], 1);
+  // The imported session's budget is its search trials, as the tuned one's (it counted the re-measurements: 11).
+  const Json sessions = Json::parse(run("query --sessions --json --db " + b_db()).out);
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0]["budget"], 6);
+  EXPECT_EQ(sessions[0]["search_trials"], 6);
 
   // History and best records: equal field by field, ids aside.
   for (const std::string& mode : std::vector<std::string>{"--history", "--best"}) {
