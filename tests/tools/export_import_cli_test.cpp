@@ -97,11 +97,6 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(ij["added"], 11);
   EXPECT_EQ(ij["skipped"], 0);
   EXPECT_EQ(ij["sessions_added"], 1);
-  // The imported session's budget is its search trials, as the tuned one's (it counted the re-measurements: 11).
-  const Json sessions = Json::parse(run("query --sessions --json --db " + b_db()).out);
-  ASSERT_EQ(sessions.size(), 1u);
-  EXPECT_EQ(sessions[0]["budget"], 6);
-  EXPECT_EQ(sessions[0]["search_trials"], 6);
 
   // History and best records: equal field by field, ids aside.
   for (const std::string& mode : std::vector<std::string>{"--history", "--best"}) {
@@ -142,6 +137,9 @@ TEST_F(ExportImport, JsonlRoundTripRebuildsEveryRecordAndImportingTwiceAddsNothi
   EXPECT_EQ(sessions[0]["strategy"], "import");
   EXPECT_EQ(sessions[0]["status"], "finished");
   EXPECT_EQ(sessions[0]["trials"], 11);
+  // Its budget is its search trials, as the tuned session's (it counted the re-measurements: 11).
+  EXPECT_EQ(sessions[0]["budget"], 6);
+  EXPECT_EQ(sessions[0]["search_trials"], 6);
   EXPECT_EQ(sessions[0]["reason"], "imported from " + file("a.jsonl"));
 
   // Twice: nothing added, the database unchanged.
