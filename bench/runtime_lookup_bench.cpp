@@ -187,7 +187,8 @@ int run(int argc, char** argv) {
   std::printf("runtime_lookup_bench: %lld records on %s, open %.1f ms\n\n", static_cast<long long>(rt->records()),
               device.c_str(), open_ms);
   std::printf("%-18s %9s %9s %9s %9s %11s\n", "op dtype", "found", "first p50", "first p90", "first max",
-              "repeat (us)");
+              "repeat");
+  std::printf("%-18s %9s %9s %9s %9s %11s\n", "", "", "ms", "ms", "ms", "us");
   std::vector<std::string> notes;
   for (const auto& [key, recs] : by_workload) {
     std::vector<tuner::Problem> problems;

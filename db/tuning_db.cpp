@@ -163,31 +163,61 @@ DbError newer_error(const std::string& path, int version) {
                  DbError::Kind::kNewer);
 }
 
+/// The files SQLite keeps for a database: beside the file a link leads to (SQLite follows it), not the link.
+struct DbFiles {
+  explicit DbFiles(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path real = fs::canonical(path, ec);  // an existing file (through any link)
+    if (ec) real = fs::weakly_canonical(fs::absolute(path, ec), ec);  // a new one
+    file = real.string();
+    folder = real.parent_path().string();
+    wal = file + "-wal", shm = file + "-shm";
+  }
+  static bool exists(const std::string& f) {
+    std::error_code e;
+    return std::filesystem::exists(f, e);
+  }
+  static bool writable(const std::string& f) { return ::access(f.c_str(), W_OK) == 0; }
+  /// Bytes waiting in the -wal: commits not yet in the file (0 when there is none).
+  uintmax_t wal_bytes() const {
+    std::error_code e;
+    const auto n = std::filesystem::file_size(wal, e);
+    return e ? 0 : n;
+  }
+  std::string file, folder, wal, shm;
+};
+
 /// A writer needs to create and write the -wal and -shm files beside the database. SQLite's own word when it cannot
 /// is "attempt to write a readonly database", naming neither the folder nor the file: name them.
 void refuse_unwritable_companions(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
-  const auto exists = [](const std::string& f) {
-    std::error_code e;
-    return std::filesystem::exists(f, e);
-  };
+  const DbFiles f(path);
   // A write-protected file is said so when it opens (Connection): the file first.
-  if (exists(path) && ::access(path.c_str(), W_OK) != 0) return;
-  // A read of the database while it was write-protected (by an older tuner, or sqlite3) leaves a -shm with the
-  // file's mode; once the file is writable again, the -shm still is not.
-  for (const char* suffix : {"-shm", "-wal"}) {
-    const std::string companion = path + suffix;
-    if (exists(companion) && ::access(companion.c_str(), W_OK) != 0)
-      throw DbError("database '" + path + "': its '" + companion + "' file is write-protected (left by a read of the "
-                        "database while it was write-protected); allowed: make it writable, or delete it when no "
-                        "tuner has the database open" + (std::string(suffix) == "-shm" ? " (it holds no records)" : ""),
+  if (DbFiles::exists(f.file) && !DbFiles::writable(f.file)) return;
+  // A read of the database while it was write-protected (by an older tuner, or sqlite3) leaves a -shm with the file's
+  // mode, and a writer of another user leaves both: the file writable again, they still are not.
+  if (DbFiles::exists(f.shm) && !DbFiles::writable(f.shm))
+    throw DbError("database '" + path + "': its '" + f.shm + "' file is write-protected (left by another user's or a "
+                      "write-protected read of it); allowed: make it writable, or delete it when no tuner has the "
+                      "database open (it holds no records)",
+                  DbError::Kind::kReadOnly);
+  if (DbFiles::exists(f.wal) && !DbFiles::writable(f.wal))
+    throw DbError("database '" + path + "': its '" + f.wal + "' file is write-protected" +
+                      (f.wal_bytes() > 0 ? " and holds commits not yet in the database file; allowed: make it "
+                                           "writable, or have its owner open the database once (which moves them in)"
+                                         : "; allowed: make it writable, or delete it when no tuner has the database "
+                                           "open (it is empty)"),
+                  DbError::Kind::kReadOnly);
+  if (!DbFiles::writable(f.folder)) {
+    if (!DbFiles::exists(f.file))
+      throw DbError("database '" + path + "' cannot be created: its folder '" + f.folder + "' is not writable; "
+                        "allowed: a database in a folder you can write",
+                    DbError::Kind::kReadOnly);
+    if (!(DbFiles::exists(f.wal) && DbFiles::exists(f.shm)))
+      throw DbError("database '" + path + "': its folder '" + f.folder + "' is not writable, and a writer keeps "
+                        "its -wal and -shm files beside the database; allowed: a database in a folder you can write",
                     DbError::Kind::kReadOnly);
   }
-  if (!ec && ::access(folder.c_str(), W_OK) != 0 && !(exists(path + "-wal") && exists(path + "-shm")))
-    throw DbError("database '" + path + "': its folder '" + folder.string() + "' is not writable, and a writer keeps "
-                      "its -wal and -shm files beside the database; allowed: a database in a folder you can write",
-                  DbError::Kind::kReadOnly);
 }
 
 /// Opens read-write, refusing foreign and newer files before anything is written to them.
@@ -261,29 +291,26 @@ sql::Connection open_read_only_connection(const std::string& path) {
   // Query-only first, where the file and its folder can be written: it reads the same, and on closing it removes
   // the -wal and -shm a read-only connection leaves behind (a write-protected file then kept a write-protected
   // -shm that made a later writer fail).
-  std::error_code folder_ec;
-  const std::filesystem::path folder = std::filesystem::absolute(path, folder_ec).parent_path();
-  const bool file_writable = ::access(path.c_str(), W_OK) == 0;
-  if (file_writable && ::access(folder.c_str(), W_OK) == 0) {
+  const DbFiles f(path);
+  const bool file_writable = DbFiles::writable(f.file);
+  if (file_writable && DbFiles::writable(f.folder)) {
     try {
       return probed(path, sql::OpenMode::kQueryOnly);
     } catch (const DbError& e) {
       if (e.kind() != DbError::Kind::kReadOnly) throw;
     }
   }
-  // A write-protected file with no WAL content waiting: the file alone is the database, read as it is. A read-only
-  // connection would create a -shm (and -wal) with the file's mode, which it cannot remove, and which would refuse a
-  // writer once the file is writable again.
-  std::error_code wal_ec;
-  const auto waiting = std::filesystem::file_size(path + "-wal", wal_ec);
-  if (!file_writable && (wal_ec || waiting == 0)) return probed(path, sql::OpenMode::kImmutable);
+  // A write-protected file that no writer has open (no -shm, no -wal): the file alone is the database, read as it
+  // is. A read-only connection would create a -shm (and -wal) with the file's mode, which it cannot remove, and
+  // which would refuse a writer once the file is writable again. (With a -shm, a writer may be connected: immutable
+  // reads take no locks, so the read goes through a connection that uses the -shm there.)
+  if (!file_writable && !DbFiles::exists(f.wal) && !DbFiles::exists(f.shm))
+    return probed(path, sql::OpenMode::kImmutable);
   try {
     return probed(path, sql::OpenMode::kReadOnly);
   } catch (const DbError& e) {
     if (e.kind() != DbError::Kind::kReadOnly) throw;
-    std::error_code ec;
-    const auto wal_size = std::filesystem::file_size(path + "-wal", ec);
-    if (!ec && wal_size > 0) throw;  // unread WAL content: immutable would miss it
+    if (f.wal_bytes() > 0) throw;  // unread WAL content: immutable would miss it
     return probed(path, sql::OpenMode::kImmutable);
   }
 }

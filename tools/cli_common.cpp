@@ -61,14 +61,24 @@ void refuse_output_over_db(const std::string& flag, const std::string& out, cons
         throw UsageError(flag + " '" + out + "' is " + (*suffix ? "a file of " : "") + "the tuning database (--db " +
                          db_path + "); writing it would destroy the records; allowed: another file");
     }
-  // Another database (a second tuning database, another project's): no export or report is ever meant to replace one.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(out, ec)) return;  // (a FIFO would block a read)
-  std::ifstream in(out, std::ios::binary);
-  char head[16] = {};
-  if (in && in.read(head, sizeof head) && std::string(head, sizeof head) == std::string("SQLite format 3\0", 16))
+  // Another database (a second tuning database, another project's), or a file SQLite keeps beside one (its -wal
+  // holds commits not yet in the file): no export or report is ever meant to replace them.
+  const auto sqlite = [](const std::string& file) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return false;  // (a FIFO would block a read)
+    std::ifstream in(file, std::ios::binary);
+    char head[16] = {};
+    return in && in.read(head, sizeof head) && std::string(head, sizeof head) == std::string("SQLite format 3\0", 16);
+  };
+  if (sqlite(out))
     throw UsageError(flag + " '" + out + "' is an SQLite database (another tuning database?); writing it would "
                      "destroy it; allowed: another file");
+  for (const std::string suffix : {"-wal", "-shm", "-journal"})
+    if (out.size() > suffix.size() && out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        sqlite(out.substr(0, out.size() - suffix.size())))
+      throw UsageError(flag + " '" + out + "' is a file of the SQLite database '" +
+                       out.substr(0, out.size() - suffix.size()) + "'; writing it would destroy its records; "
+                       "allowed: another file");
 }
 
 nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate) {
@@ -260,11 +270,18 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
         throw std::invalid_argument("--template '" + o.template_name + "' is not a template; allowed: " + names);
       if (!o.op.empty())
         for (const templates::KernelTemplate* t : templates::all_templates())
-          if (t->name() == o.template_name && t->op() != o.op)
+          if (t->name() == o.template_name && t->op() != o.op) {
+            std::set<std::string> of_op;  // of the asked dtype, else of any
+            for (const templates::KernelTemplate* u : templates::all_templates())
+              if (u->op() == o.op && (o.dtype.empty() || std::count(u->dtypes().begin(), u->dtypes().end(),
+                                                                      templates::dtype_from_string(o.dtype))))
+                of_op.insert(u->name());
+            std::string names;
+            for (const auto& n : of_op) names += (names.empty() ? "" : ", ") + n;
             out.template_note = "template '" + o.template_name + "' implements " + t->op() + ", not " + o.op +
-                                "; the templates of " + o.op + ": " +
-                                templates::template_names(o.op, o.dtype.empty() ? templates::DType::kF32
-                                                                                : templates::dtype_from_string(o.dtype));
+                                "; the templates of " + o.op + (o.dtype.empty() ? "" : " " + o.dtype) + ": " +
+                                (names.empty() ? std::string("none") : names);
+          }
     }
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());

@@ -595,6 +595,7 @@ int report_command(const std::vector<std::string>& args) {
                         : older.empty() ? std::string(" (the database has no trials)")
                                         : std::string(" (no trials of this build's template versions)")) +
                        (rf.unrecorded_note.empty() ? std::string() : "; " + rf.unrecorded_note) +
+                       (rf.template_note.empty() ? std::string() : "; " + rf.template_note) +
                        (older.empty() ? older : "; " + older));
     }
     const auto best = run_best_per_workload(*db, rf);

@@ -82,9 +82,10 @@ ClusterSpec cluster_from_json(const nlohmann::json& doc, const std::string& name
                                 " GPUs in a cluster");
   const std::string gpu_key = f.string(doc, "", "gpu", std::nullopt, "a GPU type: " + costmodel::gpu_spec_keys());
   c.gpu = gpu_or_throw(gpu_key, "cluster '" + name + "': gpu");
-  // Bounded by twice the GPU's (below, with why), and above what the planner keeps free.
+  // Bounded by twice the GPU's (below, with why), and above what the planner keeps free by default.
   const double mem_gb = f.number(doc, "", "memory_gb", kMemoryReserveBytes / 1e9, true,
-                                 std::min(kMaxMemoryGb, 2 * c.gpu.memory_gb), c.gpu.memory_gb);
+                                 std::min(kMaxMemoryGb, 2 * c.gpu.memory_gb), c.gpu.memory_gb,
+                                 "the GB kept free per GPU: CUDA context, workspaces");
   // The GPU type sets the speeds; its memory can differ (H100 NVL 94 GB, GH200 144 GB), not by orders of
   // magnitude: a plan for 1000 GB on an H100 would fit models no H100 can hold.
   c.memory_per_gpu_bytes = static_cast<int64_t>(mem_gb * 1e9);

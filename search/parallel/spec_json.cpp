@@ -156,10 +156,11 @@ int64_t SpecFields::integer(const nlohmann::json& obj, const std::string& path, 
 }
 
 double SpecFields::number(const nlohmann::json& obj, const std::string& path, const char* key, double lo,
-                          bool lo_open, double hi, std::optional<double> fallback) const {
+                          bool lo_open, double hi, std::optional<double> fallback, const std::string& why_lo) const {
   const std::string p = at(path, key);
   std::ostringstream r;
-  r << "allowed: a number " << (lo_open ? "> " : ">= ") << lo << " and <= " << hi;
+  r << "allowed: a number " << (lo_open ? "> " : ">= ") << lo << (why_lo.empty() ? "" : " (" + why_lo + ")")
+    << " and <= " << hi;
   if (!obj.contains(key)) {
     if (!fallback) fail(p, "missing; " + r.str());
     return *fallback;

@@ -39,8 +39,9 @@ class SpecFields {
   int64_t integer(const nlohmann::json& obj, const std::string& path, const char* key, int64_t lo, int64_t hi,
                   std::optional<int64_t> fallback) const;
   /// A finite number in (lo, hi] when lo_open, else [lo, hi]; `fallback` when absent (required when nullopt).
+  /// `why_lo`, when given, follows the lower bound in the message ("> 2 (why_lo)").
   double number(const nlohmann::json& obj, const std::string& path, const char* key, double lo, bool lo_open,
-                double hi, std::optional<double> fallback) const;
+                double hi, std::optional<double> fallback, const std::string& why_lo = "") const;
   /// A string of at most 256 bytes; `fallback` when absent (required when nullopt).
   std::string string(const nlohmann::json& obj, const std::string& path, const char* key,
                      std::optional<std::string> fallback, const std::string& allowed = "a string") const;

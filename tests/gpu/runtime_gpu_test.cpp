@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +109,69 @@ TEST_F(GpuRuntime, SoftmaxRowsSumToOne) {
     double sum = 0;
     for (int j = 0; j < 1000; ++j) sum += y[size_t(r * 1000 + j)];
     EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+  }
+  for (CUdeviceptr p : {dx, dy}) tuner::cuda_driver().cuMemFree(p);
+}
+
+/// IEEE half from float (round to nearest even; the test's values are normal halves) and back.
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int exp = int((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp <= 0) return uint16_t(sign);  // (zero: the test's values are 0 or normal)
+  uint32_t h = sign | (uint32_t(exp) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return uint16_t(h);
+}
+double from_half(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const double v = exp == 0 ? std::ldexp(double(mant), -24) : std::ldexp(double(mant | 0x400), exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// A record replayed from an H100 recording (stored under "replay:NVIDIA H100 80GB HBM3") is what the runtime
+// launches on a real H100: the recording's best config, right on another shape. On another GPU the records are
+// another device's, and the lookup must say so instead of launching them.
+TEST_F(GpuRuntime, AReplayedH100RecordLaunchesOnARealH100) {
+  const std::string file =
+      std::string(TUNER_SOURCE_DIR) + "/data/replay/softmax_f16_rows4096_cols32768_h100_2026-11-26.json";
+  ASSERT_EQ(std::system((std::string(TUNER_BIN) + " tune --op softmax --dtype f16 --shape rows=4096,cols=32768 "
+                         "--device replay:" + file + " --trials all --db " + db() + " >/dev/null")
+                            .c_str()),
+            0);
+  tuner::RuntimeOptions o;
+  o.source = db();
+  std::unique_ptr<tuner::Runtime> rt;
+  ASSERT_EQ(tuner::Runtime::open(o, &rt), tuner::Status::kOk) << tuner::last_error();
+  const int64_t rows = 512, cols = 32768;  // a nearby shape: the recording's 4096 rows are 256 MB
+  tuner::KernelChoice choice;
+  const tuner::Status found = rt->lookup({"softmax", "rows=512,cols=32768", tuner::DType::kF16, ""}, &choice);
+  if (rt->device() != "NVIDIA H100 80GB HBM3") {
+    EXPECT_EQ(found, tuner::Status::kNotFound) << "another GPU (" << rt->device() << ") took an H100's records";
+    GTEST_SKIP() << "the GPU is " << rt->device() << ", not the recording's H100: only the refusal was checked";
+  }
+  ASSERT_EQ(found, tuner::Status::kOk) << tuner::last_error();
+  EXPECT_EQ(choice.device, "replay:NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(choice.tuned_shape, "rows=4096,cols=32768");
+  std::vector<uint16_t> x(size_t(rows * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = to_half(float(int(i % 17) - 8) / 3);
+  CUdeviceptr dx = 0, dy = 0;
+  ASSERT_EQ(tuner::cuda_driver().cuMemAlloc(&dx, x.size() * 2), CUDA_SUCCESS);
+  ASSERT_EQ(tuner::cuda_driver().cuMemAlloc(&dy, x.size() * 2), CUDA_SUCCESS);
+  ASSERT_EQ(tuner::cuda_driver().cuMemcpyHtoD(dx, x.data(), x.size() * 2), CUDA_SUCCESS);
+  ASSERT_EQ(tuner::softmax(*rt, tuner::DType::kF16, rows, cols, reinterpret_cast<void*>(dx), reinterpret_cast<void*>(dy)),
+            tuner::Status::kOk)
+      << tuner::last_error();
+  ASSERT_EQ(tuner::cuda_driver().cuCtxSynchronize(), CUDA_SUCCESS);
+  std::vector<uint16_t> y(x.size());
+  ASSERT_EQ(tuner::cuda_driver().cuMemcpyDtoH(y.data(), dy, y.size() * 2), CUDA_SUCCESS);
+  for (int64_t r = 0; r < rows; r += 37) {
+    double sum = 0;
+    for (int64_t j = 0; j < cols; ++j) sum += from_half(y[size_t(r * cols + j)]);
+    EXPECT_NEAR(sum, 1.0, 2e-2) << "row " << r;  // 32,768 halves, each rounded
   }
   for (CUdeviceptr p : {dx, dy}) tuner::cuda_driver().cuMemFree(p);
 }

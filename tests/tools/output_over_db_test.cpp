@@ -109,6 +109,11 @@ TEST_F(OutputOverDb, AnotherDatabaseIsRefusedToo) {
     EXPECT_NE(r.err.find("is an SQLite database (another tuning database?)"), std::string::npos) << r.err;
   }
   EXPECT_EQ(slurp(other), before);
+  // Nor a file SQLite keeps beside one: its -wal may hold commits not yet in it.
+  const auto wal = run("export --format csv --db " + db() + " --out " + other + "-wal");
+  EXPECT_EQ(wal.code, 2);
+  EXPECT_NE(wal.err.find("is a file of the SQLite database '" + other + "'"), std::string::npos) << wal.err;
+  EXPECT_FALSE(std::filesystem::exists(other + "-wal"));
 }
 
 // A write-protected database is read without leaving files beside it (a read-only connection left a -shm and -wal
@@ -151,13 +156,34 @@ TEST_F(OutputOverDb, AWriteProtectedDatabaseIsReadCleanlyAndUnwritableCompanions
   fs::create_directories(locked);
   fs::copy_file(db(), locked / "t.db");
   fs::permissions(locked / "t.db", rw);
-  fs::permissions(locked, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+  const auto read_exec = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                         fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(locked, read_exec);  // nobody writes it, its owner neither (the test may run as one)
   const auto [lc, lerr] = as(tune + "--trials 8 --db " + (locked / "t.db").string());
   EXPECT_EQ(lc, 2);
   EXPECT_NE(lerr.find("is not writable, and a writer keeps its -wal and -shm files beside the database"),
             std::string::npos) << lerr;
   EXPECT_EQ(as("query --db " + (locked / "t.db").string()).first, 0);
+  // Through a link in that folder to a database in a writable one: SQLite keeps its files beside the target, and
+  // the writer runs (the check looked beside the link and refused).
+  fs::create_symlink(db(), locked / "link.db");
+  fs::permissions(locked, fs::perms::owner_all);  // to make the link, then locked again
+  fs::permissions(locked, read_exec);
+  const auto [kc, kerr] = as(tune + "--trials 8 --db " + (locked / "link.db").string());
+  EXPECT_EQ(kc, 0) << kerr;
+  const auto [nc, nerr] = as(tune + "--trials 8 --db " + (locked / "new.db").string());
+  EXPECT_EQ(nc, 2);
+  EXPECT_NE(nerr.find("cannot be created: its folder"), std::string::npos) << nerr;
+  fs::permissions(locked, fs::perms::owner_all);
+  // A -wal another user's writer left, holding commits: not to be deleted, said so.
+  fs::permissions(db(), rw);
+  std::ofstream(db() + "-wal") << std::string(4096, 'w');
+  fs::permissions(db() + "-wal", ro);
+  const auto [wc, werr] = as(tune + "--trials 10 --db " + db());
+  EXPECT_EQ(wc, 2);
+  EXPECT_NE(werr.find("holds commits not yet in the database file"), std::string::npos) << werr;
+  EXPECT_EQ(werr.find("delete it"), std::string::npos) << werr;
+  fs::remove(db() + "-wal");
 }
 
 // `export --out` and `report --out` replaced a file the user may not write (a read-only file, another user's) by
