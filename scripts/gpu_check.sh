@@ -29,7 +29,9 @@ cudnn="$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(os.path.dirname
 export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64${cudnn:+:$cudnn}:${LD_LIBRARY_PATH:-}"
 export TUNER_CACHE_DIR="${TUNER_CACHE_DIR:-/tmp/tuner-cache}"
 tuner_bin="$(cat .gpu/tuner_bin_path)"
-mkdir -p "$(dirname "$tuner_bin")" && cp .gpu/bin/tuner "$tuner_bin"
+# (A second call finds the worker there, maybe running: "Text file busy" then, and the copy from the first call.)
+mkdir -p "$(dirname "$tuner_bin")" && { cp .gpu/bin/tuner "$tuner_bin" 2>/dev/null || cmp -s .gpu/bin/tuner "$tuner_bin"; } ||
+  { echo "gpu_check: cannot put the worker at $tuner_bin" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 .gpu/bin/tuner devices | tee -a "$out/gpu.txt"
 case "$what" in

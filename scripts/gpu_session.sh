@@ -39,7 +39,9 @@
 # short-K rows' whole wgmma spaces, then 300 trials by name and a profile) and `rec34` (stop 34: whole-space
 # recordings of workloads no strategy was developed on, held out for issue 13's search checks) and `next35`
 # (stop 34, not yet run: the wgmma GPU tests whose CLUSTER 4 / CLUSTER_K 4 cases became 2, CLUSTER 2 against 1
-# at 4096^3 and 8192^3, 2048x8192x2048's whole space, uniform samples of the two spaces rec34 cut).
+# at 4096^3 and 8192^3, 2048x8192x2048's whole space, uniform samples of the two spaces rec34 cut) and `checks44`
+# (stop 44, not yet run, to run first: the fault-isolation, runtime, split-K and batched f32 GPU tests, a user
+# kernel with <cuda_fp16.h> and printf, the spec key the GPU is matched to, and the memory check near a full H100).
 #   bash scripts/gpu_session.sh SECONDS OUT [PLAN]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,8 +49,8 @@ wait_s="${1:-540}"
 out="${2:-${OUT:-results/gpu}}"
 plan="${3:-first}"
 case "$plan" in
-  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk | rec34 | next35) ;;
-  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk, rec34, next35" >&2
+  first | more | profile | knobs | extra | decode | cluster | cluster2 | cluster3 | rows | rows2 | conv | conv2 | h100 | long | patch | patch2 | profile2 | profile3 | profile4 | pingpong | profile5 | constshape | constgemm | profile6 | ppgemm | table32 | sigint32 | clusterk | rec34 | next35 | checks44) ;;
+  *) echo "gpu_session: '$plan' is not a plan; allowed: first, more, profile, knobs, extra, decode, cluster, cluster2, cluster3, rows, rows2, conv, conv2, h100, long, patch, patch2, profile2, profile3, profile4, pingpong, profile5, constshape, constgemm, profile6, ppgemm, table32, sigint32, clusterk, rec34, next35, checks44" >&2
      exit 2 ;;
 esac
 S=/tmp/gpu-session-$plan
@@ -626,6 +628,29 @@ plan_next35() {  # After stop 34: the changed wgmma GPU test cases; whether CLUS
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
+plan_checks44() {  # Stop 44's pending correctness checks, first in the next lease (about 5-7 minutes on an H100; run
+  steps            # next35 after it if time is left). Expected: gpu_tests all pass (the injected crash and hang stay
+                   # runtime_fault / run_timeout; on an H100 the replayed H100 record launches, elsewhere it is refused);
+                   # the user kernel with <cuda_fp16.h> and printf measures 8 configs with no errors; the spec key
+                   # printed is h100-sxm on an H100 and h200-sxm on an H200; batched_gemm B=159 is refused before
+                   # anything runs (exit 2: 85.5 GB > the GPU's), B=150 (80.6 GB) runs, and B=157 (84.4 GB, 0.6 GB
+                   # left for the context) runs or fails as one trial, never ending the session.
+  step env 10 bash -c 'nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv'
+  step gpu_tests 300 .gpu/bin/gpu_tests --gtest_filter='GpuGemm.*:GpuRuntime.*:GpuWgmmaKnobs.*:*batched_gemm_f32*' \
+    --gtest_output="json:$S/gpu_tests.json"
+  tune user_printf_fp16 90 --kernel scripts/gpu_kernels/saxpy_printf_fp16.cu --spec examples/user_kernel/saxpy.json \
+    --trials 8 --strategy random
+  tune spec_key 60 --op softmax --shape rows=1024,cols=1024 --dtype f16 --trials 4 --strategy random \
+    --replay-out "$S/spec_key.replay.json"
+  step spec_key_gpu 5 bash -c "grep -ho '\"gpu\": *\"[^\"]*\"' '$S/spec_key.replay.json'"
+  tune mem_over 30 --op batched_gemm --shape B=159,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random
+  tune mem_under 150 --op batched_gemm --shape B=150,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random \
+    --remeasure 0
+  tune mem_edge 150 --op batched_gemm --shape B=157,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random \
+    --remeasure 0
+  echo "all-done $(date +%s)" >> "$S/steps.txt"
+}
+
 if [[ ! -f "$S/steps.txt" ]]; then
   mkdir -p "$S"
   echo "queue $(date +%s)" > "$S/steps.txt"
@@ -634,7 +659,10 @@ if [[ ! -f "$S/steps.txt" ]]; then
   setsid nohup bash -c "plan_$plan" > "$S/queue.log" 2>&1 < /dev/null &
 fi
 
-pack() { tar czf "$out/session.tar.gz.tmp" -C /tmp "gpu-session-$plan" 2>/dev/null && mv "$out/session.tar.gz.tmp" "$out/session.tar.gz"; }
+# (GNU tar exits 1 when a file changed as it read it, as the databases do while steps write them: the archive is
+# still whole.)
+pack() { tar czf "$out/session.tar.gz.tmp" --warning=no-file-changed -C /tmp "gpu-session-$plan" 2>/dev/null
+         (( $? <= 1 )) && mv "$out/session.tar.gz.tmp" "$out/session.tar.gz"; }
 summary() {
   local now; now=$(date +%s)
   awk -v now="$now" '$2 == "start" {s[$1] = $3; order[++n] = $1}
@@ -675,6 +703,11 @@ if b.get("config"): print("    " + ",".join("%s=%s" % kv for kv in b["config"].i
 PY
       ;;
     esac
+  done
+  # Steps refused or failed before any summary (the memory check's exit 2): their message.
+  for f in "$S"/*.log; do
+    n=$(basename "$f" .log)
+    [[ -s "$f" && ! -s "$S/$n.out" ]] && echo "  $n: $(tr '\r' '\n' < "$f" | grep -v '^$' | tail -1 | cut -c1-300)"
   done
 }
 
