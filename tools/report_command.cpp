@@ -80,7 +80,7 @@ struct SessionSeries {
   std::string label;  ///< "session 3: xgb, seed 1 (gemm_f32_simt)"
   std::vector<std::pair<double, double>> best_so_far;  ///< (trial number, best ok time in ms so far)
   int64_t trials = 0, ok = 0;
-  double best_ms = 0, best_gflops = 0;
+  double best_ms = 0, best_gflops = 0, best_gbps = 0;  ///< GB/s: memory-bound ops and user kernels, else 0
   std::string template_name;
 };
 
@@ -98,6 +98,7 @@ std::vector<SessionSeries> session_series(const std::vector<db::ResultRow>& rows
     if (s.best_ms == 0 || r.trial.time_ms < s.best_ms) {
       s.best_ms = r.trial.time_ms;
       s.best_gflops = r.trial.gflops;
+      s.best_gbps = gbps(r);
     }
     s.best_so_far.push_back({static_cast<double>(s.trials), s.best_ms});
   }
@@ -186,6 +187,7 @@ ChartOut histogram_chart(const std::vector<db::ResultRow>& rows, bool estimate) 
   const int64_t most = count.empty() ? 1 : std::max<int64_t>(1, *std::max_element(count.begin(), count.end()));
   svg::Axis x{lo, hi, true, std::string(estimate ? "estimated time (sim device)" : "measured time") + ", ms (log-scale bins)"};
   svg::Axis y{0, static_cast<double>(most), false, "ok trials"};
+  y.integer = true;  // counts: no 0.2 ticks
   y.nice();
   svg::Chart c(kWidthPx, 340, std::string(estimate ? "Estimated" : "Measured") + " ok times (" + std::to_string(times.size()) + (times.size() == 1 ? " trial" : " trials") + ") and failures", x, y,
                210);
@@ -611,8 +613,11 @@ int report_command(const std::vector<std::string>& args) {
         if (std::tie(b.workload.op, b.workload.shape, b.workload.dtype, b.device_name) ==
             std::tie(std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key)))
           g_best.push_back(b);
+      // A sim device's times are estimates, also where every trial failed and none has a time (replay devices are
+      // simulated too, their times measurements).
       bool estimate = false;
-      for (const auto& r : g) estimate = estimate || r.trial.estimate;
+      for (const auto& r : g)
+        estimate = estimate || r.trial.estimate || (r.device_simulated && r.device_name.rfind("sim:", 0) == 0);
       const auto series = session_series(g, sessions);
       std::vector<std::string> notes;
       std::vector<ChartOut> charts = {convergence_chart(series, estimate), histogram_chart(g, estimate),
@@ -621,8 +626,11 @@ int report_command(const std::vector<std::string>& args) {
       if (estimate)
         body += "<p class=\"note\">Times on this device are estimates of the analytic model of a sim device, not "
                 "measurements.</p>\n";
+      // GB/s where the op is memory-bound (a row op, a user kernel with bytes), as `query` shows it.
+      const bool bytes = std::any_of(series.begin(), series.end(), [](const SessionSeries& s) { return s.best_gbps > 0; });
       body += "<table>\n<tr><th>session</th><th>strategy</th><th>seed</th><th>template</th><th>search trials</th>"
-              "<th>ok</th><th>best ms</th><th>best GFLOP/s</th></tr>\n";
+              "<th>ok</th><th>best ms</th><th>best GFLOP/s</th>" + std::string(bytes ? "<th>best GB/s</th>" : "") +
+              "</tr>\n";
       for (const auto& s : series) {
         const auto it = sessions.find(s.id);
         body += "<tr><td>" + std::to_string(s.id) + "</td><td>" +
@@ -630,7 +638,9 @@ int report_command(const std::vector<std::string>& args) {
                 (it == sessions.end() ? "?" : std::to_string(it->second.seed)) + "</td><td>" +
                 xml_escape(s.template_name) + "</td><td>" + std::to_string(s.trials) + "</td><td>" +
                 std::to_string(s.ok) + "</td><td>" + (s.ok ? fixed(s.best_ms, 4) : "-") + "</td><td>" +
-                (s.ok ? fixed(s.best_gflops, 1) : "-") + "</td></tr>\n";
+                (s.ok ? fixed(s.best_gflops, 1) : "-") + "</td>" +
+                (bytes ? "<td>" + (s.ok && s.best_gbps > 0 ? fixed(s.best_gbps, 1) : std::string("-")) + "</td>" : "") +
+                "</tr>\n";
       }
       body += "</table>\n";
       for (auto& ch : charts) {

@@ -109,6 +109,8 @@ struct Axis {
   /// Category axis (e.g. pipeline stages): band i spans [i, i+1] of a linear range [0, n] and is labelled
   /// categories[i] at its centre instead of numeric ticks; empty: numeric.
   std::vector<std::string> categories;
+  /// Integer data (counts): linear ticks at whole numbers only.
+  bool integer = false;
 
   double frac(double v) const;
   /// Tick positions: 1-2-5 steps (linear), decades (log; 1-2-5 within decades when fewer than 3).

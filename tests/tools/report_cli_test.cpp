@@ -156,6 +156,13 @@ TEST_F(Report, RowOpsSitUnderTheCudaCoreRoofAndGemmsUnderTheTensorRoof) {
   const std::string html = slurp(path("s.html"));
   EXPECT_NE(html.find("peak FP32 66.9 TFLOP/s"), std::string::npos);
   EXPECT_EQ(html.find("tensor"), std::string::npos);
+  // A memory-bound op's sessions show their GB/s, as query does (the table had GFLOP/s alone); a GEMM's do not.
+  EXPECT_NE(html.find("<th>best GB/s</th>"), std::string::npos);
+  // The histogram's count axis (an integer axis) has whole-number ticks only (a count of 3 drew 0.5, 1, 1.5 ...).
+  tuner::cli::svg::Axis counts{0, 3, false, "ok trials"};
+  counts.integer = true;
+  counts.nice();
+  for (double v : counts.ticks()) EXPECT_EQ(v, std::floor(v)) << v;
 
   t = run("tune --op gemm --shape M=256,N=256,K=256 --dtype f16 --device sim:h100-sxm --trials 4 --quiet --seed 1 "
           "--db " + db());
@@ -163,6 +170,7 @@ TEST_F(Report, RowOpsSitUnderTheCudaCoreRoofAndGemmsUnderTheTensorRoof) {
   r = run("report --db " + db() + " --op gemm --out " + path("g.html"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(slurp(path("g.html")).find("peak f16 tensor 989"), std::string::npos);
+  EXPECT_EQ(slurp(path("g.html")).find("<th>best GB/s</th>"), std::string::npos);
   // --out - is stdout (it wrote a file named "-"), the "wrote" line on stderr.
   r = run("report --db " + db() + " --op gemm --out -");
   ASSERT_EQ(r.code, 0) << r.err;
