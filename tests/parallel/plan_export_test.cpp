@@ -445,6 +445,60 @@ TEST(PlanExport, AMoeGraphWithLinearBiasesWarnsAboutTheGroupedGemm) {
   EXPECT_FALSE(warned(moe(false)));
 }
 
+// A JSON graph of Llama 3 8B's recipe and every dimension is torchtitan's llama3 8B, whatever its name (it was
+// exported as a new flavor to add, named after the file); one dimension off is its own flavor, with the warning.
+TEST(PlanExport, AJsonGraphOfAPresetsDimensionsIsItsTorchtitanFlavor) {
+  auto doc = [](int64_t ffn) {
+    auto lin = [](const char* name, int64_t in, int64_t out, const char* from) {
+      return nlohmann::json{{"name", name}, {"type", "linear"}, {"in", in}, {"out", out}, {"inputs", {from}},
+                            {"bias", false}};
+    };
+    auto add = [](const char* name, int64_t w, const char* a, const char* b) {
+      return nlohmann::json{{"name", name}, {"type", "elementwise"}, {"in", w}, {"out", w}, {"inputs", {a, b}}};
+    };
+    nlohmann::json ops = nlohmann::json::array();
+    ops.push_back({{"name", "ln1"}, {"type", "layernorm"}, {"in", 4096}, {"out", 4096}, {"inputs", {"input"}}, {"rms", true}});
+    ops.push_back(lin("qkv", 4096, 6144, "ln1"));
+    ops.push_back({{"name", "attn"}, {"type", "attention"}, {"in", 6144}, {"out", 4096}, {"heads", 32}, {"kv_heads", 8},
+                   {"inputs", {"qkv"}}});
+    ops.push_back(lin("proj", 4096, 4096, "attn"));
+    ops.push_back(add("add1", 4096, "input", "proj"));
+    ops.push_back({{"name", "ln2"}, {"type", "layernorm"}, {"in", 4096}, {"out", 4096}, {"inputs", {"add1"}}, {"rms", true}});
+    ops.push_back(lin("gate", 4096, ffn, "ln2"));
+    ops.push_back(lin("up", 4096, ffn, "ln2"));
+    ops.push_back(add("act", ffn, "gate", "up"));
+    ops.push_back(lin("down", ffn, 4096, "act"));
+    ops.push_back(add("add2", 4096, "add1", "down"));
+    nlohmann::json d = {{"name", "my-llama"}, {"seq", 8192}, {"rope_base", 500000}, {"layers", nlohmann::json::array()}};
+    d["layers"].push_back({{"name", "embedding"}, {"kind", "embedding"}, {"output", "tok"},
+                           {"ops", {{{"name", "tok"}, {"type", "embedding"}, {"in", 128256}, {"out", 4096}}}}});
+    d["layers"].push_back({{"name", "block"}, {"kind", "transformer"}, {"hidden", 4096}, {"heads", 32}, {"repeat", 32},
+                           {"output", "add2"}, {"ops", ops}});
+    d["layers"].push_back({{"name", "head"}, {"kind", "head"}, {"output", "lm"},
+                           {"ops", {{{"name", "norm"}, {"type", "layernorm"}, {"in", 4096}, {"out", 4096},
+                                     {"inputs", {"input"}}, {"rms", true}},
+                                    lin("lm", 4096, 128256, "norm")}}});
+    return model_from_json(d, "my-llama.json");
+  };
+  PlannerOptions o;
+  o.global_batch = 64;
+  o.pins = parse_pins("tp=8,pp=1");
+  const ClusterSpec cluster = parse_cluster_spec("dgx-h100:1");
+  const ModelGraph same = doc(14336);
+  EXPECT_EQ(model_params(same), model_params(parse_model_spec("llama3-8b")));
+  std::vector<std::string> warnings;
+  auto t = parse_toml(export_torchtitan(Planner(same, cluster, o).plan(), same, 64, &warnings));
+  EXPECT_EQ(t["model.name"], "llama3");
+  EXPECT_EQ(t["model.flavor"], "8B");
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  const ModelGraph other = doc(14080);
+  t = parse_toml(export_torchtitan(Planner(other, cluster, o).plan(), other, 64, &warnings));
+  EXPECT_EQ(t["model.flavor"], "my-llama");
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("add one to llama3_configs") != std::string::npos;
+  }));
+}
+
 // A JSON graph says what no op shows: linears without biases ("bias": false), RMSNorm ("rms": true) and rotary
 // positions ("rope_base"). A Llama-like graph exported LayerNorm, biases and no positions to Megatron-LM, and
 // torchtitan named it a biased LayerNorm model (a user test, stop 43).
