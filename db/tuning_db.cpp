@@ -169,7 +169,15 @@ struct DbFiles {
     namespace fs = std::filesystem;
     std::error_code ec;
     fs::path real = fs::canonical(path, ec);  // an existing file (through any link)
-    if (ec) real = fs::weakly_canonical(fs::absolute(path, ec), ec);  // a new one
+    if (ec) {  // a new one, maybe through a link to where it will be
+      fs::path p = fs::absolute(path, ec);
+      for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+        const fs::path target = fs::read_symlink(p, ec);
+        if (ec) break;
+        p = target.is_absolute() ? target : p.parent_path() / target;
+      }
+      real = fs::weakly_canonical(p, ec);
+    }
     file = real.string();
     folder = real.parent_path().string();
     wal = file + "-wal", shm = file + "-shm";
@@ -300,12 +308,12 @@ sql::Connection open_read_only_connection(const std::string& path) {
       if (e.kind() != DbError::Kind::kReadOnly) throw;
     }
   }
-  // A write-protected file that no writer has open (no -shm, no -wal): the file alone is the database, read as it
-  // is. A read-only connection would create a -shm (and -wal) with the file's mode, which it cannot remove, and
-  // which would refuse a writer once the file is writable again. (With a -shm, a writer may be connected: immutable
-  // reads take no locks, so the read goes through a connection that uses the -shm there.)
-  if (!file_writable && !DbFiles::exists(f.wal) && !DbFiles::exists(f.shm))
-    return probed(path, sql::OpenMode::kImmutable);
+  // A write-protected file that no connection has open (every connection to a WAL database holds its -wal from its
+  // first read until it closes, and the last one removes it): the file alone is the database, read as it is. A
+  // read-only connection would create a -shm and -wal with the file's mode, which it cannot remove, and which
+  // would refuse a writer once the file is writable again. (With a -wal, a writer may be connected, or have left
+  // commits there: immutable reads take no locks and skip the -wal, so the read goes through a connection.)
+  if (!file_writable && !DbFiles::exists(f.wal)) return probed(path, sql::OpenMode::kImmutable);
   try {
     return probed(path, sql::OpenMode::kReadOnly);
   } catch (const DbError& e) {

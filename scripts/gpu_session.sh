@@ -643,11 +643,14 @@ plan_checks44() {  # Stop 44's pending correctness checks, first in the next lea
   tune spec_key 60 --op softmax --shape rows=1024,cols=1024 --dtype f16 --trials 4 --strategy random \
     --replay-out "$S/spec_key.replay.json"
   step spec_key_gpu 5 bash -c "grep -ho '\"gpu\": *\"[^\"]*\"' '$S/spec_key.replay.json'"
-  tune mem_over 30 --op batched_gemm --shape B=159,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random
-  tune mem_under 150 --op batched_gemm --shape B=150,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random \
-    --remeasure 0
-  tune mem_edge 150 --op batched_gemm --shape B=157,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random \
-    --remeasure 0
+  # The memory steps' sizes are an 80 GB H100's (85.0e9 bytes); on another GPU they check nothing.
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q 'H100 80GB'; then
+    tune mem_over 30 --op batched_gemm --shape B=159,M=8192,N=8192,K=8192 --dtype f16 --trials 1 --strategy random
+    tune mem_under 150 --op batched_gemm --shape B=150,M=8192,N=8192,K=8192 --dtype f16 --trials 1 \
+      --strategy random --remeasure 0
+    tune mem_edge 150 --op batched_gemm --shape B=157,M=8192,N=8192,K=8192 --dtype f16 --trials 1 \
+      --strategy random --remeasure 0
+  fi
   echo "all-done $(date +%s)" >> "$S/steps.txt"
 }
 
@@ -704,9 +707,10 @@ PY
       ;;
     esac
   done
-  # Steps refused or failed before any summary (the memory check's exit 2): their message.
+  # Steps that ended without a summary (refused, as the memory check's exit 2, or failed): their message.
   for f in "$S"/*.log; do
     n=$(basename "$f" .log)
+    grep -q "^$n end " "$S/steps.txt" || continue
     [[ -s "$f" && ! -s "$S/$n.out" ]] && echo "  $n: $(tr '\r' '\n' < "$f" | grep -v '^$' | tail -1 | cut -c1-300)"
   done
 }

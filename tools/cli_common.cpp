@@ -73,12 +73,16 @@ void refuse_output_over_db(const std::string& flag, const std::string& out, cons
   if (sqlite(out))
     throw UsageError(flag + " '" + out + "' is an SQLite database (another tuning database?); writing it would "
                      "destroy it; allowed: another file");
-  for (const std::string suffix : {"-wal", "-shm", "-journal"})
-    if (out.size() > suffix.size() && out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-        sqlite(out.substr(0, out.size() - suffix.size())))
-      throw UsageError(flag + " '" + out + "' is a file of the SQLite database '" +
-                       out.substr(0, out.size() - suffix.size()) + "'; writing it would destroy its records; "
-                       "allowed: another file");
+  // By the name given and by where it leads (a link is written through).
+  std::error_code ec;
+  const std::string real = std::filesystem::weakly_canonical(out, ec).string();
+  for (const std::string& name : {out, ec ? out : real})
+    for (const std::string suffix : {"-wal", "-shm", "-journal"})
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+          sqlite(name.substr(0, name.size() - suffix.size())))
+        throw UsageError(flag + " '" + out + "' is " + (name == out ? "" : "a link to ") +
+                         "a file SQLite keeps beside the database '" + name.substr(0, name.size() - suffix.size()) +
+                         "'; writing it would damage the database; allowed: another file");
 }
 
 nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate) {
@@ -271,11 +275,14 @@ RecordFilter build_record_filter(const RecordFilterOptions& o, const db::TuningD
       if (!o.op.empty())
         for (const templates::KernelTemplate* t : templates::all_templates())
           if (t->name() == o.template_name && t->op() != o.op) {
-            std::set<std::string> of_op;  // of the asked dtype, else of any
-            for (const templates::KernelTemplate* u : templates::all_templates())
-              if (u->op() == o.op && (o.dtype.empty() || std::count(u->dtypes().begin(), u->dtypes().end(),
-                                                                      templates::dtype_from_string(o.dtype))))
+            std::set<std::string> of_op;  // of the asked dtype, or of every dtype when none is asked
+            for (const templates::KernelTemplate* u : templates::all_templates()) {
+              const std::vector<templates::DType> dtypes = u->dtypes();  // (by value: one vector for both ends)
+              if (u->op() == o.op &&
+                  (o.dtype.empty() ||
+                   std::count(dtypes.begin(), dtypes.end(), templates::dtype_from_string(o.dtype)) > 0))
                 of_op.insert(u->name());
+            }
             std::string names;
             for (const auto& n : of_op) names += (names.empty() ? "" : ", ") + n;
             out.template_note = "template '" + o.template_name + "' implements " + t->op() + ", not " + o.op +

@@ -189,7 +189,8 @@ int plan_command(const std::vector<std::string>& args) {
   if (!out_path.empty() && !format) throw UsageError("--out needs --export");
   refuse_output_over_db("--out", out_path, db_path);
   for (const auto& [flag, spec] : {std::pair{"--model", model_spec}, std::pair{"--cluster", cluster_spec}})
-    if (!out_path.empty() && std::filesystem::is_regular_file(spec) && same_file(out_path, spec))  // (not a preset's name)
+    if (std::error_code ec; !out_path.empty() && std::filesystem::is_regular_file(spec, ec) &&
+                            same_file(out_path, spec))  // (not a preset's name)
       throw UsageError("--out '" + out_path + "' is the " + flag + " file; writing the export there would replace "
                        "the spec it was planned from; allowed: another file");
   if (format && out_path.empty() && vm.count("json"))

@@ -439,6 +439,14 @@ TEST_F(Cli, AQueryForATemplateOfAnotherOpSaysWhy) {
   EXPECT_NE(q.err.find("template 'gemm_tc_mma' implements gemm, not softmax; the templates of softmax: softmax_rows"),
             std::string::npos) << q.err;
   EXPECT_TRUE(run("query --template softmax_rows --op softmax --db " + db()).err.empty());
+  // With a dtype: that dtype's templates (the note crashed, reading two temporaries' ends), in export too.
+  auto typed = run("query --template softmax_rows --op gemm --dtype f16 --db " + db());
+  EXPECT_EQ(typed.code, 0) << typed.err;
+  EXPECT_NE(typed.err.find("the templates of gemm f16: gemm_tc_mma, gemm_tc_wgmma"), std::string::npos) << typed.err;
+  auto untyped = run("export --format csv --template softmax_rows --op gemm --db " + db());
+  EXPECT_EQ(untyped.code, 0) << untyped.err;
+  EXPECT_NE(untyped.err.find("gemm_f32_simt"), std::string::npos) << untyped.err;
+  EXPECT_NE(untyped.err.find("gemm_tc_wgmma"), std::string::npos) << "every dtype's: " << untyped.err;
 }
 
 TEST_F(Cli, SessionsNameTheirTemplateAndCountSearchTrialsApartFromReMeasurements) {

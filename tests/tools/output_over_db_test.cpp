@@ -112,8 +112,16 @@ TEST_F(OutputOverDb, AnotherDatabaseIsRefusedToo) {
   // Nor a file SQLite keeps beside one: its -wal may hold commits not yet in it.
   const auto wal = run("export --format csv --db " + db() + " --out " + other + "-wal");
   EXPECT_EQ(wal.code, 2);
-  EXPECT_NE(wal.err.find("is a file of the SQLite database '" + other + "'"), std::string::npos) << wal.err;
+  EXPECT_NE(wal.err.find("is a file SQLite keeps beside the database '" + other + "'"), std::string::npos) << wal.err;
   EXPECT_FALSE(std::filesystem::exists(other + "-wal"));
+  // Nor through a link to one (a link is written through).
+  std::ofstream(other + "-wal") << "commits";
+  std::filesystem::create_symlink(other + "-wal", dir_ / "latest.jsonl");
+  const auto linked = run("export --format jsonl --db " + db() + " --out " + (dir_ / "latest.jsonl").string());
+  EXPECT_EQ(linked.code, 2);
+  EXPECT_NE(linked.err.find("is a link to a file SQLite keeps beside the database"), std::string::npos) << linked.err;
+  EXPECT_EQ(slurp(other + "-wal"), "commits");
+  std::filesystem::remove(other + "-wal");
 }
 
 // A write-protected database is read without leaving files beside it (a read-only connection left a -shm and -wal
@@ -141,6 +149,12 @@ TEST_F(OutputOverDb, AWriteProtectedDatabaseIsReadCleanlyAndUnwritableCompanions
   EXPECT_EQ(qc, 0) << qerr;
   EXPECT_FALSE(fs::exists(db() + "-shm"));
   EXPECT_FALSE(fs::exists(db() + "-wal"));
+  // A stale -shm (no -wal: nobody connected) does not turn the read into one that leaves a -wal.
+  std::ofstream(db() + "-shm") << "";
+  fs::permissions(db() + "-shm", ro);
+  EXPECT_EQ(as("query --db " + db()).first, 0);
+  EXPECT_FALSE(fs::exists(db() + "-wal"));
+  fs::remove(db() + "-shm");
   fs::permissions(db(), rw);
   const auto [tc, terr] = as(tune + "--trials 6 --db " + db());
   EXPECT_EQ(tc, 0) << "writable again, the database takes a writer: " << terr;
@@ -174,6 +188,13 @@ TEST_F(OutputOverDb, AWriteProtectedDatabaseIsReadCleanlyAndUnwritableCompanions
   const auto [nc, nerr] = as(tune + "--trials 8 --db " + (locked / "new.db").string());
   EXPECT_EQ(nc, 2);
   EXPECT_NE(nerr.find("cannot be created: its folder"), std::string::npos) << nerr;
+  // A link there to a database not yet made in a writable folder: SQLite creates it at the target, and tune runs.
+  fs::permissions(locked, fs::perms::owner_all);
+  fs::create_symlink(dir_ / "made.db", locked / "dangling.db");
+  fs::permissions(locked, read_exec);
+  const auto [dc, derr] = as(tune + "--trials 4 --db " + (locked / "dangling.db").string());
+  EXPECT_EQ(dc, 0) << derr;
+  EXPECT_TRUE(fs::exists(dir_ / "made.db"));
   fs::permissions(locked, fs::perms::owner_all);
   // A -wal another user's writer left, holding commits: not to be deleted, said so.
   fs::permissions(db(), rw);
