@@ -248,8 +248,8 @@ sql::Connection open_read_write(const std::string& path) {
       throw DbError("database '" + path + "': folder '" + parent.string() +
                         "' does not exist; allowed: a file in an existing folder",
                     DbError::Kind::kBadPath);
+    refuse_unwritable_companions(path);
   }
-  if (path != ":memory:" && path.rfind("file:", 0) != 0) refuse_unwritable_companions(path);
   sql::Connection conn(path, sql::OpenMode::kReadWriteCreate);
   conn.set_busy_timeout(kBusyTimeoutMs);
   constexpr double kOpenPatienceS = 60;

@@ -102,12 +102,7 @@ std::optional<std::string> ConfigSpace::violation(const Config& c) const {
   return std::nullopt;
 }
 
-bool ConfigSpace::is_valid(const Config& c) const {
-  if (!in_range(c)) return false;
-  for (const auto& con : constraints_)
-    if (!con.holds(ConfigView(*this, c))) return false;
-  return true;
-}
+bool ConfigSpace::is_valid(const Config& c) const { return !violation(c).has_value(); }
 
 uint64_t ConfigSpace::product_index(const Config& c) const {
   uint64_t p = 0;

@@ -10,7 +10,8 @@
 // checking one config (is_valid, violation, from_json) never enumerates, so the
 // runtime's first lookup of a shape does not walk a 387k-config space. A
 // constraint must outlive the copies of its space (all capture by value, but a
-// user kernel's read its template) and may now first run at size() or index_of(). It knows nothing of CUDA or SQLite; device limits enter through the
+// user kernel's read its template) and may first run at size() or index_of().
+// It knows nothing of CUDA or SQLite; device limits enter through the
 // constraint predicates a template builds.
 #pragma once
 

@@ -85,6 +85,11 @@ void refuse_output_over_db(const std::string& flag, const std::string& out, cons
                          "'; writing it would damage the database; allowed: another file");
 }
 
+void say_why_nothing_matched(const RecordFilter& rf) {
+  for (const std::string* note : {&rf.unrecorded_note, &rf.template_note})
+    if (!note->empty()) std::cerr << "tuner: " << *note << "\n";
+}
+
 nlohmann::ordered_json record_json(const db::ResultRow& row, bool aggregate) {
   nlohmann::ordered_json j;
   const auto& t = row.trial;

@@ -76,6 +76,10 @@ struct RecordFilter {
   std::string template_note;
 };
 
+/// For a record query that found nothing: the filter's notes (an unrecorded device, a template of another op) on
+/// stderr, one line each.
+void say_why_nothing_matched(const RecordFilter& rf);
+
 /// For a record query that found nothing: a line saying that records of older template versions match (the
 /// kernels changed since they were measured) and that --all-versions shows them; empty when none do.
 /// `ok_only`: count ok records only (a best query shows nothing else, so failed older trials would not show either).

@@ -158,8 +158,7 @@ int export_command(const std::vector<std::string>& args) {
     text = format == "csv" ? csv(rows) : jsonl(rows, db->trial_devices());
   }
   // A device that matches by kind but ran no session: say which devices did, as query does.
-  if (exported == 0 && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
-  if (exported == 0 && !rf.template_note.empty()) std::cerr << "tuner: " << rf.template_note << "\n";
+  if (exported == 0) say_why_nothing_matched(rf);
   if (exported == 0)
     if (const std::string note = older_versions_note(*db, rf, format == "best"); !note.empty())
       std::cerr << "tuner: " << note << "\n";

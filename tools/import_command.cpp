@@ -300,9 +300,11 @@ std::string read_text(const std::string& file) {
     return text.str();
   }
   std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file))
-    throw UsageError("import: cannot read '" + file + "': " +
-                     (std::filesystem::is_directory(file) ? std::string("it is a folder") : std::strerror(errno)) +
+  const int why = errno;  // (before the folder check can change it)
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(file, ec);
+  if (!in || folder)
+    throw UsageError("import: cannot read '" + file + "': " + (folder ? std::string("it is a folder") : std::strerror(why)) +
                      "; allowed: a file written by `tuner export --format jsonl`, or - for standard input");
   text << in.rdbuf();
   return text.str();

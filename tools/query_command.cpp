@@ -125,8 +125,7 @@ int query_command(const std::vector<std::string>& args) {
                        [](const db::SessionRow& a, const db::SessionRow& b) { return a.id > b.id; });
       if (fo.limit > 0 && rows.size() > static_cast<size_t>(fo.limit)) rows.resize(fo.limit);
     }
-    if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
-    if (rows.empty() && !rf.template_note.empty()) std::cerr << "tuner: " << rf.template_note << "\n";
+    if (rows.empty()) say_why_nothing_matched(rf);
     if (rows.empty()) note_missing_session();
     if (json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -201,8 +200,7 @@ int query_command(const std::vector<std::string>& args) {
   alternative.resize(rows.size(), false);
 
   // A device that matches by kind but ran no session: say which devices did, whatever the output format.
-  if (rows.empty() && !rf.unrecorded_note.empty()) std::cerr << "tuner: " << rf.unrecorded_note << "\n";
-  if (rows.empty() && !rf.template_note.empty()) std::cerr << "tuner: " << rf.template_note << "\n";
+  if (rows.empty()) say_why_nothing_matched(rf);
   if (rows.empty()) note_missing_session();
   if (rows.empty())
     if (const std::string note = older_versions_note(*db, rf, !history); !note.empty())

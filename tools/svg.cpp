@@ -125,10 +125,15 @@ std::vector<double> Axis::ticks() const {
     if (out.size() < 2) out = {min, std::sqrt(min * max), max};  // a narrow range inside one decade
     return out;
   }
-  const double step = integer ? std::max(1.0, nice_step(max - min, 6)) : nice_step(max - min, 6);
+  const double step = tick_step();
   for (double v = std::ceil(min / step - 1e-9) * step; v <= max + step * 1e-9; v += step)
     out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
   return out;
+}
+
+double Axis::tick_step() const {
+  const double step = nice_step(max - min, 6);
+  return integer ? std::max(1.0, step) : step;
 }
 
 void Axis::nice() {
@@ -141,7 +146,7 @@ void Axis::nice() {
     return;
   }
   if (!(max > min)) max = min + 1;
-  const double step = integer ? std::max(1.0, nice_step(max - min, 6)) : nice_step(max - min, 6);
+  const double step = tick_step();
   min = std::floor(min / step + 1e-9) * step;
   max = std::ceil(max / step - 1e-9) * step;
 }

@@ -117,6 +117,8 @@ struct Axis {
   std::vector<double> ticks() const;
   /// Widens the range to pleasant ends (log: whole decades; linear: tick steps), keeping 0 when min is 0.
   void nice();
+  /// A linear axis's tick step: 1-2-5 (whole numbers on an integer axis).
+  double tick_step() const;
 };
 
 /// A chart: the document, a plot area inside margins, two axes, a title and a legend.

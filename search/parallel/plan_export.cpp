@@ -381,16 +381,16 @@ std::pair<std::string, std::string> torchtitan_model(const ModelGraph& model, st
                      !model.qk_norm && model.head_dim == 0 && model.untied_embeddings;
   // The presets' flavors: by name (a JSON graph named so is one only with their recipe), or a graph of the recipe
   // with a flavor's every dimension (a JSON graph of Llama 3 8B was exported as a new flavor to add).
-  for (const auto& [preset, flavor] : {std::pair{"llama3-8b", "8B"}, std::pair{"llama3-70b", "70B"},
-                                       std::pair{"llama3-405b", "405B"}}) {
-    if (!llama) break;
-    if (model.name == preset) return {"llama3", flavor};
-    const ModelGraph p = parse_model_spec(preset);
-    if (model.experts == 0 && model.hidden == p.hidden && model.transformer_layers == p.transformer_layers &&
-        model.heads == p.heads && model.kv_heads == p.kv_heads && model.ffn == p.ffn && model.vocab == p.vocab &&
-        model.rope_base == p.rope_base)
-      return {"llama3", flavor};
-  }
+  if (llama)
+    for (const auto& [preset, flavor] : {std::pair{"llama3-8b", "8B"}, std::pair{"llama3-70b", "70B"},
+                                         std::pair{"llama3-405b", "405B"}}) {
+      if (model.name == preset) return {"llama3", flavor};
+      const ModelGraph p = parse_model_spec(preset);
+      if (model.experts == 0 && model.hidden == p.hidden && model.transformer_layers == p.transformer_layers &&
+          model.heads == p.heads && model.kv_heads == p.kv_heads && model.ffn == p.ffn && model.vocab == p.vocab &&
+          model.rope_base == p.rope_base)
+        return {"llama3", flavor};
+    }
 
   if (llama && model.experts == 0) {
     warn(warnings, "torchtitan has no llama3 flavor '" + model.name + "': add one to llama3_configs with dim=" +

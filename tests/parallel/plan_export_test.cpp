@@ -302,6 +302,18 @@ nlohmann::json json_block(int64_t ffn, bool qk_norm, int experts = 0) {
           {"ops", ops}};
 }
 
+/// A graph of token and learned position embeddings (`positions` rows, added) and one json_block.
+nlohmann::json learned_positions_doc(int64_t positions, bool qk_norm) {
+  nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
+  doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "add"},
+                           {"ops", {{{"name", "wte"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}},
+                                    {{"name", "wpe"}, {"type", "embedding"}, {"in", positions}, {"out", 1024}},
+                                    {{"name", "add"}, {"type", "elementwise"}, {"in", 1024}, {"out", 1024},
+                                     {"inputs", {"wte", "wpe"}}}}}});
+  doc["layers"].push_back(json_block(2816, qk_norm));
+  return doc;
+}
+
 // A JSON graph's export names the architecture its ops have (it named only layers, hidden and heads: Megatron would
 // have built full attention, a 4h GeLU MLP and no Q/K norm), and warns where its transformer layers differ.
 TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
@@ -336,14 +348,7 @@ TEST(PlanExport, AJsonGraphsExportNamesTheArchitectureOfItsOps) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("no position embedding"), std::string::npos) << warnings[0];
   {
-    nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
-    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "add"},
-                             {"ops", {{{"name", "wte"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}},
-                                      {{"name", "wpe"}, {"type", "embedding"}, {"in", 1024}, {"out", 1024}},
-                                      {{"name", "add"}, {"type", "elementwise"}, {"in", 1024}, {"out", 1024},
-                                       {"inputs", {"wte", "wpe"}}}}}});
-    doc["layers"].push_back(json_block(2816, true));
-    const ModelGraph p = model_from_json(doc, "pos.json");
+    const ModelGraph p = model_from_json(learned_positions_doc(1024, true), "pos.json");
     warnings.clear();
     EXPECT_EQ(parse_args(export_megatron(Planner(p, cluster, o).plan(), p, 64, &warnings)).at("--position-embedding-type"),
               "learned_absolute");
@@ -621,14 +626,7 @@ TEST(PlanExport, AJsonGraphStatesItsBiasesNormAndRotaryPositions) {
   }
   // Megatron-LM's --max-position-embeddings is the graph's learned table where it is longer than the sequence.
   {
-    nlohmann::json doc = {{"seq", 1024}, {"layers", nlohmann::json::array()}};
-    doc["layers"].push_back({{"name", "emb"}, {"kind", "embedding"}, {"output", "add"},
-                             {"ops", {{{"name", "wte"}, {"type", "embedding"}, {"in", 32000}, {"out", 1024}},
-                                      {{"name", "wpe"}, {"type", "embedding"}, {"in", 2048}, {"out", 1024}},
-                                      {{"name", "add"}, {"type", "elementwise"}, {"in", 1024}, {"out", 1024},
-                                       {"inputs", {"wte", "wpe"}}}}}});
-    doc["layers"].push_back(json_block(2816, false));
-    const ModelGraph wpe = model_from_json(doc, "wpe.json");
+    const ModelGraph wpe = model_from_json(learned_positions_doc(2048, false), "wpe.json");
     EXPECT_EQ(megatron(wpe, &warnings).at("--max-position-embeddings"), "2048");
   }
   // Megatron-LM's --rotary-base is an int: a fractional base is said.
